@@ -1,0 +1,64 @@
+# Kafka Connect offsets dashboard. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# Django 6 needs Python >= 3.12. The plain `python3` here is 3.11 and pyenv's `python3.12`
+# shim may not be active, so look for a working 3.12 interpreter in the usual places.
+PYTHON ?= $(firstword $(foreach p,python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) /usr/local/bin/python3.12 /usr/bin/python3.12,$(shell $(p) -c 'import sys; assert sys.version_info[:2] >= (3, 12)' >/dev/null 2>&1 && echo $(p))))
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+DEMO_CLUSTER := demo
+export SPARK_LOCAL_IP := 127.0.0.1
+
+.PHONY: help install system-deps demo demo-stop test test-postgres lint format clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.12 not found: install it or run make PYTHON=/path/to/python3.12"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+install: $(STAMP) ## Create .venv and install the project with its dependencies
+
+system-deps: ## Install Debian packages the tests need (chromium) when missing
+	@command -v chromium >/dev/null || { \
+	  echo "Installing Debian's chromium for the browser tests..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+demo: install ## Start the embedded broker, seed a demo Connect cluster and serve http://127.0.0.1:8000
+	$(PY) manage.py migrate --no-input -v 0
+	$(PY) manage.py embedded_kafka stop
+	$(PY) manage.py embedded_kafka start
+	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --bootstrap-servers "$$($(PY) manage.py embedded_kafka address)"
+	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER)
+	$(PY) manage.py demo_users
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+demo-stop: install ## Stop the embedded broker the demo started
+	$(PY) manage.py embedded_kafka stop
+
+test: install system-deps ## Run the whole test suite (unit, integration on the embedded broker, browser)
+	$(BIN)/pytest
+
+test-postgres: install ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
+
+lint: install ## Check style with ruff
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install ## Reformat with ruff
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean: ## Remove the virtualenv, caches and the local database
+	-$(PY) manage.py embedded_kafka stop 2>/dev/null
+	rm -rf $(VENV) .run var db.sqlite3 .pytest_cache .ruff_cache .hypothesis tests/screenshots

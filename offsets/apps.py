@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OffsetsConfig(AppConfig):
+    name = "offsets"
+    verbose_name = "Kafka Connect offsets"

@@ -1,0 +1,149 @@
+"""Write a simulated Connect cluster (`offsets.demo`) to a real Kafka cluster.
+
+Records go where and how the Java runtime puts them: the partition its producer would choose
+(murmur2 of the exact key bytes), acks=all, one transaction per commit for the exactly-once
+source's own offsets topic, and the record timestamps of the simulated time.
+"""
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import Producer
+
+from offsets.demo import DemoCluster, Record
+from offsets.formats.murmur2 import java_partition
+from offsets.kafka import client
+
+logger = logging.getLogger(__name__)
+
+
+class DemoClusterError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    records_by_topic: dict[str, int]
+    transactions: int
+    data_records: int
+    groups: int
+    seconds: float
+
+
+def write_demo(
+    settings: dict, demo: DemoCluster, *, progress: Callable[[str], None] = lambda _: None
+) -> SeedSummary:
+    """Create the demo's topics on an EMPTY cluster and write every record; return counts."""
+    started = time.monotonic()
+    existing = client.topic_partition_counts(settings)
+    clash = sorted(set(demo.topics) & set(existing))
+    if clash:
+        # Never write simulated offsets next to a real Connect cluster's.
+        raise DemoClusterError(
+            f"Topic(s) {', '.join(clash)} exist already on {settings['bootstrap.servers']}: "
+            "seed_demo only writes into a cluster without them (use a fresh embedded broker)."
+        )
+    client.create_topics(
+        settings,
+        [client.TopicSpec(name, partitions, config) for name, (partitions, config) in demo.topics.items()],
+    )
+    partitions = {name: count for name, (count, _) in demo.topics.items()}
+    progress(f"created {len(demo.topics)} topics")
+
+    counts: Counter[str] = Counter()
+    producer = client.java_producer(settings)
+    transactional: dict[str, Producer] = {}
+    open_transaction: tuple[str, int] | None = None
+
+    def send(target: Producer, record: Record) -> None:
+        target.produce(
+            record.topic,
+            key=record.key,
+            value=record.value,
+            partition=java_partition(record.key, partitions[record.topic]),
+            timestamp=record.timestamp_ms,
+            on_delivery=client.raise_on_delivery_error,
+        )
+        target.poll(0)
+        counts[record.topic] += 1
+
+    transactions = 0
+    for record in demo.records():
+        if record.transactional_id is None:
+            _produce_with_backpressure(send, producer, record)
+            continue
+        txn_producer = transactional.get(record.transactional_id)
+        if txn_producer is None:
+            txn_producer = client.java_producer(settings, transactional_id=record.transactional_id)
+            # init_transactions fences any zombie with this id, as a new task generation does.
+            txn_producer.init_transactions(30)
+            transactional[record.transactional_id] = txn_producer
+        current = (record.transactional_id, record.transaction)
+        if open_transaction != current:
+            if open_transaction is not None:
+                transactional[open_transaction[0]].commit_transaction(30)
+            txn_producer.begin_transaction()
+            open_transaction = current
+            transactions += 1
+        send(txn_producer, record)
+        if sum(counts.values()) % 100_000 == 0:
+            progress(f"{sum(counts.values()):,} records written")
+    if open_transaction is not None:
+        transactional[open_transaction[0]].commit_transaction(30)
+    _flush(producer)
+    progress(f"{sum(counts.values()):,} Connect records written ({transactions} transactions)")
+
+    data_records = _write_data_topics(settings, demo, partitions)
+    progress(f"{data_records:,} sink data records written")
+    for group_id, offsets in demo.group_offsets.items():
+        client.alter_group_offsets(settings, group_id, offsets)
+    progress(f"committed offsets of {len(demo.group_offsets)} sink groups")
+    return SeedSummary(
+        records_by_topic=dict(counts),
+        transactions=transactions,
+        data_records=data_records,
+        groups=len(demo.group_offsets),
+        seconds=time.monotonic() - started,
+    )
+
+
+def _produce_with_backpressure(send: Callable[[Producer, Record], None], producer: Producer, record: Record) -> None:
+    try:
+        send(producer, record)
+    except BufferError:
+        # The local queue is full: wait for deliveries, then retry once.
+        producer.poll(1)
+        send(producer, record)
+
+
+def _flush(producer: Producer, timeout: float = 60.0) -> None:
+    remaining = producer.flush(timeout)
+    if remaining:
+        raise DemoClusterError(f"{remaining} records were not delivered within {timeout:.0f}s")
+
+
+def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, int]) -> int:
+    """Write the sinks' data topics, one record per produce request.
+
+    One record per batch keeps the high watermark exact on brokers that report the base offset
+    of the last batch + 1 (Tansu); real Kafka does not care.
+    """
+    producer = Producer({**settings, **client.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0})
+    written = 0
+    for topic in demo.data_topics:
+        for partition, stamps in enumerate(topic.timestamps):
+            for index, stamp in enumerate(stamps):
+                value = f'{{"id":{index},"partition":{partition},"ts":{stamp}}}'.encode()
+                while True:
+                    try:
+                        producer.produce(topic.name, key=str(index).encode(), value=value, partition=partition, timestamp=stamp, on_delivery=client.raise_on_delivery_error)
+                        break
+                    except BufferError:
+                        producer.poll(0.5)
+                producer.poll(0)
+                written += 1
+    _flush(producer)
+    return written

@@ -1,0 +1,230 @@
+"""Parse offsets-topic records and fold them the way the Java runtime reads them back.
+
+Key: the JSON array ``[connectorName, partitionMap]``; value: the JSON offset map, or null
+(a tombstone: "no offset"). The runtime keeps its offsets in a ``HashMap<ByteBuffer,
+ByteBuffer>`` keyed by the RAW key bytes (``KafkaOffsetBackingStore``), so everything here keeps
+the exact key bytes and compares keys byte for byte.
+"""
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from offsets.formats import jackson
+from offsets.formats.jackson import JsonValue
+
+
+class MalformedReason(StrEnum):
+    """Why an offsets-topic record cannot be a source connector's offset."""
+
+    KEY_NULL = "key-null"
+    KEY_NOT_UTF8 = "key-not-utf8"
+    KEY_NOT_JSON = "key-not-json"
+    KEY_NOT_ARRAY = "key-not-array"
+    KEY_CONNECTOR_NOT_STRING = "key-connector-not-string"
+    KEY_PARTITION_NOT_OBJECT = "key-partition-not-object"
+    KEY_PARTITION_NOT_FLAT = "key-partition-not-flat"
+    VALUE_NOT_UTF8 = "value-not-utf8"
+    VALUE_NOT_JSON = "value-not-json"
+    VALUE_NOT_OBJECT = "value-not-object"
+    VALUE_NOT_FLAT = "value-not-flat"
+
+    @property
+    def label(self) -> str:
+        """Return a sentence for people."""
+        return _LABELS[self]
+
+
+_LABELS = {
+    MalformedReason.KEY_NULL: "The record has no key.",
+    MalformedReason.KEY_NOT_UTF8: "The key is not valid UTF-8.",
+    MalformedReason.KEY_NOT_JSON: "The key is not valid JSON.",
+    MalformedReason.KEY_NOT_ARRAY: "The key is not a JSON array of two elements.",
+    MalformedReason.KEY_CONNECTOR_NOT_STRING: "The key's connector is not a string.",
+    MalformedReason.KEY_PARTITION_NOT_OBJECT: "The key's partition is not an object.",
+    MalformedReason.KEY_PARTITION_NOT_FLAT: "The partition holds a nested array or object.",
+    MalformedReason.VALUE_NOT_UTF8: "The value is not valid UTF-8.",
+    MalformedReason.VALUE_NOT_JSON: "The value is not valid JSON.",
+    MalformedReason.VALUE_NOT_OBJECT: "The value is not a JSON object.",
+    MalformedReason.VALUE_NOT_FLAT: "The offset holds a nested array or object.",
+}
+
+
+@dataclass(frozen=True)
+class SourceOffsetRecord:
+    """One well-formed offsets-topic record; ``offset`` is None for a tombstone."""
+
+    connector: str
+    partition: dict[str, JsonValue]
+    offset: dict[str, JsonValue] | None
+    key_bytes: bytes
+    value_bytes: bytes | None
+
+    @property
+    def is_tombstone(self) -> bool:
+        """Tell whether this record removes the partition's offset."""
+        return self.value_bytes is None
+
+    @property
+    def partition_identity(self) -> str:
+        """Return the logical partition's canonical text (see ``partition_identity``)."""
+        return partition_identity(self.partition)
+
+
+@dataclass(frozen=True)
+class MalformedRecord:
+    """An offsets-topic record the runtime would skip or fail to use."""
+
+    reason: MalformedReason
+    detail: str
+    key_bytes: bytes | None
+    value_bytes: bytes | None
+
+
+@dataclass(frozen=True)
+class LatestOffsets:
+    """The offsets a Java worker would see after reading the whole topic."""
+
+    # Exact key bytes -> the last live (non-tombstone) record for those bytes.
+    offsets: dict[bytes, SourceOffsetRecord]
+    # Every malformed record read, by reason (records later overwritten included).
+    malformed: Counter[MalformedReason] = field(default_factory=Counter)
+    # (connector, partition identity) -> the live records whose keys spell the same logical
+    # partition with different bytes; only groups of two or more.
+    drift: dict[tuple[str, str], list[SourceOffsetRecord]] = field(default_factory=dict)
+
+
+def partition_identity(partition: dict[str, JsonValue]) -> str:
+    """Return canonical text for a logical partition: sorted keys, compact, raw Unicode.
+
+    Two keys that differ only in field order or whitespace give the same identity, which is
+    how key drift is detected. Types stay distinct (``1``, ``1.0``, ``"1"`` and ``true`` differ),
+    as they do for ``Map.equals`` in Java.
+    """
+    return json.dumps(partition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_offset_record(
+    key: bytes | None, value: bytes | None
+) -> SourceOffsetRecord | MalformedRecord:
+    """Parse one offsets-topic record; never raises, whatever the bytes.
+
+    The key checks follow ``OffsetUtils.processPartitionKey``: a JSON array of exactly
+    ``[string, object]``. The value is a tombstone (None) or a JSON object. Map values must be
+    primitives or null (``OffsetUtils.validateFormat``, which the runtime applies on write and
+    ``OffsetStorageReaderImpl`` on read). A JSON ``null`` value is reported as
+    VALUE_NOT_OBJECT: a task reads it as "no offset", but it is not a tombstone.
+    """
+    if key is None:
+        return MalformedRecord(MalformedReason.KEY_NULL, "the key is null", None, value)
+    key = bytes(key)
+    value = None if value is None else bytes(value)
+
+    def malformed(reason: MalformedReason, detail: str) -> MalformedRecord:
+        return MalformedRecord(reason, detail, key, value)
+
+    decoded_key = _decode(key, MalformedReason.KEY_NOT_UTF8, MalformedReason.KEY_NOT_JSON)
+    if isinstance(decoded_key, MalformedRecord):
+        return malformed(decoded_key.reason, decoded_key.detail)
+    if not isinstance(decoded_key, list) or len(decoded_key) != 2:
+        return malformed(
+            MalformedReason.KEY_NOT_ARRAY,
+            f"expected [connector, partition], got {_describe(decoded_key)}",
+        )
+    connector, partition = decoded_key
+    if not isinstance(connector, str):
+        return malformed(
+            MalformedReason.KEY_CONNECTOR_NOT_STRING, f"the connector is {_describe(connector)}"
+        )
+    if not isinstance(partition, dict):
+        return malformed(
+            MalformedReason.KEY_PARTITION_NOT_OBJECT, f"the partition is {_describe(partition)}"
+        )
+    nested = _first_nested_field(partition)
+    if nested is not None:
+        return malformed(
+            MalformedReason.KEY_PARTITION_NOT_FLAT, f"partition field {nested!r} is not a primitive"
+        )
+
+    if value is None:
+        return SourceOffsetRecord(connector, partition, None, key, None)
+    offset = _decode(value, MalformedReason.VALUE_NOT_UTF8, MalformedReason.VALUE_NOT_JSON)
+    if isinstance(offset, MalformedRecord):
+        return malformed(offset.reason, offset.detail)
+    if not isinstance(offset, dict):
+        return malformed(MalformedReason.VALUE_NOT_OBJECT, f"the offset is {_describe(offset)}")
+    nested = _first_nested_field(offset)
+    if nested is not None:
+        return malformed(
+            MalformedReason.VALUE_NOT_FLAT, f"offset field {nested!r} is not a primitive"
+        )
+    return SourceOffsetRecord(connector, partition, offset, key, value)
+
+
+def latest_offsets(records: Iterable[tuple[bytes | None, bytes | None]]) -> LatestOffsets:
+    """Fold records in topic order into what ``KafkaOffsetBackingStore`` holds at the end.
+
+    Like the runtime's read-back callback, the last write per exact key bytes wins and a
+    tombstone removes the key. A record with a well-formed key but a malformed value also
+    replaces what that key held: the runtime stores the raw bytes and the task then fails to
+    read them, so the earlier offset is gone for it too. Records must come in the order the
+    runtime would read them; for one key that is the order within its partition.
+    """
+    live: dict[bytes, SourceOffsetRecord] = {}
+    malformed: Counter[MalformedReason] = Counter()
+    for key, value in records:
+        parsed = parse_offset_record(key, value)
+        if isinstance(parsed, MalformedRecord):
+            malformed[parsed.reason] += 1
+            if parsed.key_bytes is not None:
+                live.pop(parsed.key_bytes, None)
+        elif parsed.is_tombstone:
+            live.pop(parsed.key_bytes, None)
+        else:
+            # Re-inserting moves a rewritten key to the end, keeping "most recent last" order.
+            live.pop(parsed.key_bytes, None)
+            live[parsed.key_bytes] = parsed
+
+    forms: dict[tuple[str, str], list[SourceOffsetRecord]] = {}
+    for record in live.values():
+        forms.setdefault((record.connector, record.partition_identity), []).append(record)
+    drift = {identity: group for identity, group in forms.items() if len(group) > 1}
+    return LatestOffsets(offsets=live, malformed=malformed, drift=drift)
+
+
+def _decode(
+    data: bytes, not_utf8: MalformedReason, not_json: MalformedReason
+) -> JsonValue | MalformedRecord:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return MalformedRecord(not_utf8, f"invalid UTF-8 at byte {exc.start}", None, None)
+    try:
+        return jackson.loads(data)
+    except jackson.JsonParseError as exc:
+        return MalformedRecord(not_json, str(exc), None, None)
+
+
+def _first_nested_field(mapping: dict[str, JsonValue]) -> str | None:
+    for name, item in mapping.items():
+        if isinstance(item, dict | list):
+            return name
+    return None
+
+
+def _describe(value: JsonValue) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "a boolean"
+        case int() | float():
+            return "a number"
+        case str():
+            return "a string"
+        case list():
+            return f"an array of {len(value)}"
+        case _:
+            return "an object"

@@ -1,0 +1,88 @@
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+# librdkafka settings whose values are secrets: never rendered back to a page or the API.
+SECRET_CLIENT_SETTINGS = (
+    "sasl.password",
+    "sasl.oauthbearer.client.secret",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.key.pem",
+)
+
+# Settings a cluster may not override: the adapters set them per use (a reader must not
+# join a group, a writer must choose its own transactional id).
+RESERVED_CLIENT_SETTINGS = ("bootstrap.servers", "group.id", "transactional.id")
+
+topic_name_validator = RegexValidator(
+    r"^[A-Za-z0-9._-]{1,249}$", "A Kafka topic name: letters, digits, '.', '_' or '-'."
+)
+cluster_name_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
+    "Letters, digits, '.', '_' or '-', starting with a letter or digit (it appears in URLs).",
+)
+bootstrap_validator = RegexValidator(
+    r"^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$",
+    "Comma-separated HOST:PORT pairs, e.g. kafka-1:9092,kafka-2:9092.",
+)
+
+
+def validate_client_config(value: object) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError("Client settings must be a JSON object of librdkafka settings.")
+    for key, setting in value.items():
+        if not isinstance(key, str) or not key:
+            raise ValidationError("Every client setting needs a name.")
+        if key in RESERVED_CLIENT_SETTINGS:
+            raise ValidationError(f"{key!r} is set by the dashboard itself; remove it.")
+        if not isinstance(setting, (str, int, float, bool)):
+            raise ValidationError(f"{key!r} must be a string, number or boolean.")
+
+
+class Cluster(models.Model):
+    """A Kafka Connect cluster: the Kafka cluster it stores its state in, and its topics."""
+
+    name = models.CharField(max_length=63, unique=True, validators=[cluster_name_validator])
+    bootstrap_servers = models.CharField(max_length=1000, validators=[bootstrap_validator])
+    client_config = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_client_config],
+        help_text=(
+            "Extra librdkafka settings, e.g. "
+            '{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", '
+            '"sasl.username": "dash", "sasl.password": "..."}'
+        ),
+    )
+    offsets_topic = models.CharField(
+        max_length=249, default="connect-offsets", validators=[topic_name_validator]
+    )
+    configs_topic = models.CharField(
+        max_length=249, default="connect-configs", validators=[topic_name_validator]
+    )
+    status_topic = models.CharField(
+        max_length=249, default="connect-status", validators=[topic_name_validator]
+    )
+    connect_url = models.URLField(
+        blank=True, help_text="Optional Kafka Connect REST URL, e.g. http://connect:8083"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def kafka_settings(self) -> dict[str, object]:
+        """Return the librdkafka settings to reach this cluster (secrets included)."""
+        return {**self.client_config, "bootstrap.servers": self.bootstrap_servers}
+
+    def masked_client_config(self) -> dict[str, object]:
+        """Return the extra client settings with secret values replaced, for display."""
+        return {
+            key: "********" if key in SECRET_CLIENT_SETTINGS or "password" in key else value
+            for key, value in self.client_config.items()
+        }

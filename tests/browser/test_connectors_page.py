@@ -1,0 +1,38 @@
+import pytest
+
+from offsets.models import Cluster
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+
+def log_in(page, live_server, username, password):
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+
+
+def test_a_user_logs_in_and_sees_the_demo_connectors(page, live_server, transactional_db, django_user_model, seeded_demo, screenshot):
+    django_user_model.objects.create_user("bob", password="bob-password")
+    Cluster.objects.create(name="demo", bootstrap_servers=seeded_demo.bootstrap_servers)
+
+    log_in(page, live_server, "bob", "bob-password")
+    page.wait_for_selector("text=Clusters")
+    screenshot("home")
+    page.click("a:text('demo')")
+    page.wait_for_selector("table#connectors")
+    screenshot("connectors")
+
+    rows = page.locator("table#connectors tbody tr")
+    names = [rows.nth(i).get_attribute("data-connector") for i in range(rows.count())]
+    assert names == sorted(seeded_demo.demo.connectors)
+    failed = page.locator("tr[data-connector='jdbc-sink-audit'] .state-failed").first
+    assert failed.inner_text() == "FAILED"
+    assert "SQLException" in failed.get_attribute("title")
+    assert page.locator("tr[data-connector='legacy-inventory-source']").inner_text().count("deleted") == 1
+
+
+def test_a_wrong_password_shows_an_error(page, live_server, transactional_db, django_user_model):
+    django_user_model.objects.create_user("bob", password="bob-password")
+    log_in(page, live_server, "bob", "wrong")
+    assert page.locator("p.error").inner_text().startswith("Your username and password didn't match")

@@ -1,0 +1,67 @@
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from offsets.models import Cluster
+
+pytestmark = pytest.mark.django_db
+
+
+def add(*args):
+    out = StringIO()
+    call_command("add_cluster", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_it_adds_a_cluster_with_connects_default_topic_names():
+    assert "Added cluster prod" in add("prod", "--bootstrap-servers", "kafka-1:9092,kafka-2:9092")
+    cluster = Cluster.objects.get(name="prod")
+    assert cluster.bootstrap_servers == "kafka-1:9092,kafka-2:9092"
+    assert (cluster.offsets_topic, cluster.configs_topic, cluster.status_topic) == (
+        "connect-offsets",
+        "connect-configs",
+        "connect-status",
+    )
+    assert cluster.client_config == {}
+
+
+def test_it_stores_topics_connect_url_and_client_settings():
+    add(
+        "mm2", "--bootstrap-servers", "k:9093",
+        "--offsets-topic", "mm2-offsets.us.internal", "--configs-topic", "mm2-configs.us.internal",
+        "--status-topic", "mm2-status.us.internal", "--connect-url", "http://connect:8083",
+        "--client-config", "security.protocol=SASL_SSL", "--client-config", "sasl.password=a=b",
+    )
+    cluster = Cluster.objects.get(name="mm2")
+    assert cluster.offsets_topic == "mm2-offsets.us.internal"
+    assert cluster.connect_url == "http://connect:8083"
+    assert cluster.client_config == {"security.protocol": "SASL_SSL", "sasl.password": "a=b"}
+    assert cluster.kafka_settings()["bootstrap.servers"] == "k:9093"
+    assert cluster.masked_client_config()["sasl.password"] == "********"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["bad name", "--bootstrap-servers", "k:9092"], "name:"),
+        (["ok", "--bootstrap-servers", "no-port"], "bootstrap_servers:"),
+        (["ok", "--bootstrap-servers", "k:9092", "--offsets-topic", "bad topic!"], "offsets_topic:"),
+        (["ok", "--bootstrap-servers", "k:9092", "--connect-url", "not a url"], "connect_url:"),
+        (["ok", "--bootstrap-servers", "k:9092", "--client-config", "novalue"], "key=value"),
+        (["ok", "--bootstrap-servers", "k:9092", "--client-config", "group.id=x"], "set by the dashboard"),
+    ],
+)
+def test_it_rejects_bad_input_with_a_clear_error(args, message):
+    with pytest.raises(CommandError, match=message):
+        add(*args)
+    assert not Cluster.objects.exists()
+
+
+def test_it_refuses_to_overwrite_without_update_and_updates_with_it():
+    add("prod", "--bootstrap-servers", "k:9092")
+    with pytest.raises(CommandError, match="exists already"):
+        add("prod", "--bootstrap-servers", "other:9092")
+    assert Cluster.objects.get(name="prod").bootstrap_servers == "k:9092"
+    assert "Updated cluster prod" in add("prod", "--bootstrap-servers", "other:9092", "--update")
+    assert Cluster.objects.get(name="prod").bootstrap_servers == "other:9092"
