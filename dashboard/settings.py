@@ -145,9 +145,7 @@ RUN_DIR = Path(os.getenv("RUN_DIR", BASE_DIR / ".run"))
 # Spark: local mode by default; SPARK_MASTER=spark://host:7077 (or yarn, k8s://...) for a cluster.
 SPARK_MASTER = os.getenv("SPARK_MASTER", "local[*]")
 # Extra Spark settings as "key=value,key=value", e.g. "spark.executor.memory=2g".
-SPARK_CONF = dict(
-    item.split("=", 1) for item in envlist("SPARK_CONF", "") if "=" in item
-)
+SPARK_CONF = dict(item.split("=", 1) for item in envlist("SPARK_CONF", "") if "=" in item)
 
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.

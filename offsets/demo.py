@@ -378,16 +378,31 @@ def _config_and_status_records(options: DemoOptions) -> Iterator[Record]:
         if "exactly.once.support" in spec.properties:
             yield Record(cfg, f"tasks-fencing-{name}".encode(), _dumps({"task-count": 1}), t)
         for task in range(created_tasks):
-            task_props = {**spec.properties, "task.class": spec.properties["connector.class"] + "Task"}
+            task_props = {
+                **spec.properties,
+                "task.class": spec.properties["connector.class"] + "Task",
+            }
             yield Record(cfg, f"task-{name}-{task}".encode(), _dumps({"properties": task_props}), t)
         yield Record(cfg, f"commit-{name}".encode(), _dumps({"tasks": created_tasks}), t)
         yield Record(cfg, f"target-state-{name}".encode(), _target_state_value("STARTED"), t)
         generation += 1
-        yield Record(status, f"status-connector-{name}".encode(), _status_value("UNASSIGNED", worker, generation), t)
-        yield Record(status, f"status-connector-{name}".encode(), _status_value("RUNNING", worker, generation), t + 5)
+        yield Record(
+            status,
+            f"status-connector-{name}".encode(),
+            _status_value("UNASSIGNED", worker, generation),
+            t,
+        )
+        yield Record(
+            status,
+            f"status-connector-{name}".encode(),
+            _status_value("RUNNING", worker, generation),
+            t + 5,
+        )
         for task in range(created_tasks):
             key = f"status-task-{name}-{task}".encode()
-            yield Record(status, key, _status_value("RUNNING", WORKERS[task % 2], generation), t + 9)
+            yield Record(
+                status, key, _status_value("RUNNING", WORKERS[task % 2], generation), t + 9
+            )
         for topic in spec.properties.get("topics", "").split(","):
             if topic and spec.properties["connector.class"].endswith("SinkConnector"):
                 key = f"status-topic-{topic}:connector-{name}".encode()
@@ -407,15 +422,40 @@ def _state_changes(
     at = options.start_ms + int((options.end_ms - options.start_ms) * 0.8)
     records: list[Record] = []
     if spec.target_state == "PAUSED":
-        records.append(Record(cfg, f"target-state-{name}".encode(), _target_state_value("PAUSED"), at))
-        records.append(Record(status, f"status-connector-{name}".encode(), _status_value("PAUSED", worker, generation), at + 50))
+        records.append(
+            Record(cfg, f"target-state-{name}".encode(), _target_state_value("PAUSED"), at)
+        )
+        records.append(
+            Record(
+                status,
+                f"status-connector-{name}".encode(),
+                _status_value("PAUSED", worker, generation),
+                at + 50,
+            )
+        )
         for task in range(spec.tasks):
-            records.append(Record(status, f"status-task-{name}-{task}".encode(), _status_value("PAUSED", WORKERS[task % 2], generation), at + 60))
+            records.append(
+                Record(
+                    status,
+                    f"status-task-{name}-{task}".encode(),
+                    _status_value("PAUSED", WORKERS[task % 2], generation),
+                    at + 60,
+                )
+            )
     elif spec.target_state == "STOPPED":
         # Stopping (KIP-875) writes the target state, then zero task configs; tasks go away.
-        records.append(Record(cfg, f"target-state-{name}".encode(), _target_state_value("STOPPED"), at))
+        records.append(
+            Record(cfg, f"target-state-{name}".encode(), _target_state_value("STOPPED"), at)
+        )
         records.append(Record(cfg, f"commit-{name}".encode(), _dumps({"tasks": 0}), at + 20))
-        records.append(Record(status, f"status-connector-{name}".encode(), _status_value("STOPPED", worker, generation), at + 50))
+        records.append(
+            Record(
+                status,
+                f"status-connector-{name}".encode(),
+                _status_value("STOPPED", worker, generation),
+                at + 50,
+            )
+        )
         records.append(Record(status, f"status-task-{name}-0".encode(), None, at + 60))
     elif spec.target_state == "DELETED":
         at = options.start_ms + int((options.end_ms - options.start_ms) * 0.5)
@@ -426,8 +466,22 @@ def _state_changes(
             records.append(Record(status, f"status-task-{name}-{task}".encode(), None, at + 60))
     elif spec.runtime_state == "FAILED":
         at = failure_ms(options)
-        records.append(Record(status, f"status-task-{name}-0".encode(), _status_value("FAILED", WORKERS[0], generation, spec.failed_trace), at))
-        records.append(Record(status, f"status-connector-{name}".encode(), _status_value("FAILED", worker, generation, spec.failed_trace), at + 30))
+        records.append(
+            Record(
+                status,
+                f"status-task-{name}-0".encode(),
+                _status_value("FAILED", WORKERS[0], generation, spec.failed_trace),
+                at,
+            )
+        )
+        records.append(
+            Record(
+                status,
+                f"status-connector-{name}".encode(),
+                _status_value("FAILED", worker, generation, spec.failed_trace),
+                at + 30,
+            )
+        )
     return records
 
 
@@ -463,20 +517,41 @@ def _partitions(options: DemoOptions) -> list[SourcePartition]:
     ticks = options.ticks
     parts: list[SourcePartition] = []
 
-    def add(connector: str, partition: dict[str, object], offset: dict[str, object], **kw: object) -> SourcePartition:
+    def add(
+        connector: str, partition: dict[str, object], offset: dict[str, object], **kw: object
+    ) -> SourcePartition:
         part = SourcePartition(connector, jackson.dumps_key(connector, partition), offset, **kw)
         parts.append(part)
         return part
 
-    add("file-source-app-logs", {"filename": "/var/log/app/events.log"}, {"position": 0}, commit_probability=0.9)
-    add("file-source-audit", {"filename": "/var/log/app/audit.log.1"}, {"position": 0}, ends_at_tick=ticks // 3)
-    add("file-source-audit", {"filename": "/var/log/app/audit.log"}, {"position": 0}, commit_probability=0.5)
+    add(
+        "file-source-app-logs",
+        {"filename": "/var/log/app/events.log"},
+        {"position": 0},
+        commit_probability=0.9,
+    )
+    add(
+        "file-source-audit",
+        {"filename": "/var/log/app/audit.log.1"},
+        {"position": 0},
+        ends_at_tick=ticks // 3,
+    )
+    add(
+        "file-source-audit",
+        {"filename": "/var/log/app/audit.log"},
+        {"position": 0},
+        commit_probability=0.5,
+    )
 
-    for index, table in enumerate(jdbc_tables(options.source_partitions)):
+    for table in jdbc_tables(options.source_partitions):
         # JdbcSourceTask builds both maps as java.util.HashMap: their byte order is HashMap's.
         partition = _hashmap({"protocol": "1", "table": f"inventory.public.{table}"})
         offset = _hashmap(
-            {"incrementing": rng.randint(1_000, 90_000), "timestamp": options.start_ms - 3_600_000, "timestamp_nanos": 0}
+            {
+                "incrementing": rng.randint(1_000, 90_000),
+                "timestamp": options.start_ms - 3_600_000,
+                "timestamp_nanos": 0,
+            }
         )
         add(
             "jdbc-source-inventory",
@@ -489,15 +564,31 @@ def _partitions(options: DemoOptions) -> list[SourcePartition]:
 
     # The HTTP source used a HashMap for its partition map before an upgrade and a
     # LinkedHashMap (insertion order) after it: two byte forms of one logical partition.
-    http_partition = {"endpoint": "https://metrics.example.com/api/v1/query", "query": 'rate(http_requests_total{job="api"}[5m])', "region": "Zürich"}
+    http_partition = {
+        "endpoint": "https://metrics.example.com/api/v1/query",
+        "query": 'rate(http_requests_total{job="api"}[5m])',
+        "region": "Zürich",
+    }
     drift_order = list(reversed(java_hashmap_order(http_partition)))
-    add("http-source-metrics", _hashmap(http_partition), {"last_poll_epoch_s": options.start_ms / 1000.0, "cursor": "a1", "score": 0.1}, ends_at_tick=ticks // 2)
-    add("http-source-metrics", {k: http_partition[k] for k in drift_order}, {"last_poll_epoch_s": options.start_ms / 1000.0, "cursor": "b1", "score": 1.0e7}, commit_probability=0.8)
+    add(
+        "http-source-metrics",
+        _hashmap(http_partition),
+        {"last_poll_epoch_s": options.start_ms / 1000.0, "cursor": "a1", "score": 0.1},
+        ends_at_tick=ticks // 2,
+    )
+    add(
+        "http-source-metrics",
+        {k: http_partition[k] for k in drift_order},
+        {"last_poll_epoch_s": options.start_ms / 1000.0, "cursor": "b1", "score": 1.0e7},
+        commit_probability=0.8,
+    )
 
     for topic, count in (("orders", 6), ("payments", 3)):
         for partition_number in range(count):
             # MirrorUtils.wrapPartition puts topic, partition, cluster into a HashMap.
-            partition = _hashmap({"topic": topic, "partition": partition_number, "cluster": "us-east"})
+            partition = _hashmap(
+                {"topic": topic, "partition": partition_number, "cluster": "us-east"}
+            )
             add("mm2-us-east-source", partition, {"offset": rng.randint(0, 50_000)})
 
     add(
@@ -508,7 +599,12 @@ def _partitions(options: DemoOptions) -> list[SourcePartition]:
     )
 
     for table in ("stock", "locations"):
-        add("legacy-inventory-source", {"table": table}, {"incrementing": rng.randint(10, 9_000)}, ends_at_tick=int(ticks * 0.5) - 1)
+        add(
+            "legacy-inventory-source",
+            {"table": table},
+            {"incrementing": rng.randint(10, 9_000)},
+            ends_at_tick=int(ticks * 0.5) - 1,
+        )
 
     if options.bulk_connectors:
         for index in range(options.bulk_partitions):
@@ -577,7 +673,9 @@ def _offset_records(options: DemoOptions) -> Iterator[Record]:
             # The operator rotated the audit file and removed the old file's offset (KIP-875
             # PATCH with a null offset writes a tombstone).
             for part in parts:
-                if part.key == jackson.dumps_key("file-source-audit", {"filename": "/var/log/app/audit.log.1"}):
+                if part.key == jackson.dumps_key(
+                    "file-source-audit", {"filename": "/var/log/app/audit.log.1"}
+                ):
                     yield Record(worker_topic, part.key, None, t_ms + 1_000)
 
 
@@ -594,7 +692,9 @@ def _data_topics(options: DemoOptions) -> list[DataTopic]:
     for name, partitions in DATA_TOPICS.items():
         per_partition = []
         for _ in range(partitions):
-            count = max(5, int(options.data_records_per_hour * options.hours * rng.uniform(0.6, 1.4)))
+            count = max(
+                5, int(options.data_records_per_hour * options.hours * rng.uniform(0.6, 1.4))
+            )
             stamps = sorted(options.start_ms + rng.randrange(span) for _ in range(count))
             per_partition.append(tuple(stamps))
         topics.append(DataTopic(name, partitions, tuple(per_partition)))
@@ -606,7 +706,9 @@ def _committed_at(timestamps: tuple[int, ...], at_ms: int) -> int:
     return sum(1 for stamp in timestamps if stamp < at_ms)
 
 
-def _group_offsets(options: DemoOptions, data: list[DataTopic]) -> dict[str, dict[tuple[str, int], int]]:
+def _group_offsets(
+    options: DemoOptions, data: list[DataTopic]
+) -> dict[str, dict[tuple[str, int], int]]:
     by_name = {topic.name: topic for topic in data}
     rng = random.Random(f"{options.seed}:groups")
     groups: dict[str, dict[tuple[str, int], int]] = {}
@@ -615,13 +717,17 @@ def _group_offsets(options: DemoOptions, data: list[DataTopic]) -> dict[str, dic
     for topic in ("orders", "payments"):
         for partition, stamps in enumerate(by_name[topic].timestamps):
             # Healthy: a flush interval or two behind the end of the log.
-            s3[(topic, partition)] = _committed_at(stamps, options.end_ms - rng.randint(1, 3) * options.flush_interval_ms)
+            s3[(topic, partition)] = _committed_at(
+                stamps, options.end_ms - rng.randint(1, 3) * options.flush_interval_ms
+            )
     groups["connect-s3-sink-orders"] = s3
 
     clicks: dict[tuple[str, int], int] = {}
     for partition, stamps in enumerate(by_name["clicks"].timestamps):
         behind_ms = 2 * 3_600_000 if partition == 2 else options.flush_interval_ms
-        clicks[(("clicks"), partition)] = _committed_at(stamps, options.end_ms - min(behind_ms, options.end_ms - options.start_ms - 1))
+        clicks[(("clicks"), partition)] = _committed_at(
+            stamps, options.end_ms - min(behind_ms, options.end_ms - options.start_ms - 1)
+        )
     groups["search-indexer-clicks"] = clicks
 
     audit: dict[tuple[str, int], int] = {}

@@ -48,7 +48,10 @@ def write_demo(
         )
     client.create_topics(
         settings,
-        [client.TopicSpec(name, partitions, config) for name, (partitions, config) in demo.topics.items()],
+        [
+            client.TopicSpec(name, partitions, config)
+            for name, (partitions, config) in demo.topics.items()
+        ],
     )
     partitions = {name: count for name, (count, _) in demo.topics.items()}
     progress(f"created {len(demo.topics)} topics")
@@ -110,7 +113,9 @@ def write_demo(
     )
 
 
-def _produce_with_backpressure(send: Callable[[Producer, Record], None], producer: Producer, record: Record) -> None:
+def _produce_with_backpressure(
+    send: Callable[[Producer, Record], None], producer: Producer, record: Record
+) -> None:
     try:
         send(producer, record)
     except BufferError:
@@ -131,7 +136,9 @@ def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, 
     One record per batch keeps the high watermark exact on brokers that report the base offset
     of the last batch + 1 (Tansu); real Kafka does not care.
     """
-    producer = Producer({**settings, **client.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0})
+    producer = Producer(
+        {**settings, **client.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0}
+    )
     written = 0
     for topic in demo.data_topics:
         for partition, stamps in enumerate(topic.timestamps):
@@ -139,7 +146,14 @@ def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, 
                 value = f'{{"id":{index},"partition":{partition},"ts":{stamp}}}'.encode()
                 while True:
                     try:
-                        producer.produce(topic.name, key=str(index).encode(), value=value, partition=partition, timestamp=stamp, on_delivery=client.raise_on_delivery_error)
+                        producer.produce(
+                            topic.name,
+                            key=str(index).encode(),
+                            value=value,
+                            partition=partition,
+                            timestamp=stamp,
+                            on_delivery=client.raise_on_delivery_error,
+                        )
                         break
                     except BufferError:
                         producer.poll(0.5)

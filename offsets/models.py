@@ -26,6 +26,12 @@ bootstrap_validator = RegexValidator(
     r"^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$",
     "Comma-separated HOST:PORT pairs, e.g. kafka-1:9092,kafka-2:9092.",
 )
+# Not URLValidator: it rejects single-label hosts such as http://connect:8083 (a Kubernetes
+# service name), which is how Connect is usually reached from inside a cluster.
+connect_url_validator = RegexValidator(
+    r"^https?://[A-Za-z0-9._~%-]+(:\d{1,5})?(/\S*)?$",
+    "An http:// or https:// URL, e.g. http://connect:8083.",
+)
 
 
 def validate_client_config(value: object) -> None:
@@ -64,8 +70,11 @@ class Cluster(models.Model):
     status_topic = models.CharField(
         max_length=249, default="connect-status", validators=[topic_name_validator]
     )
-    connect_url = models.URLField(
-        blank=True, help_text="Optional Kafka Connect REST URL, e.g. http://connect:8083"
+    connect_url = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[connect_url_validator],
+        help_text="Optional Kafka Connect REST URL, e.g. http://connect:8083",
     )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

@@ -66,7 +66,9 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         properties = config.properties or {}
         status = statuses.connectors.get(name)
         kind = connector_type(properties)
-        topics = source_offsets_topics(properties, cluster.offsets_topic) if kind == "source" else None
+        topics = (
+            source_offsets_topics(properties, cluster.offsets_topic) if kind == "source" else None
+        )
         summaries.append(
             ConnectorSummary(
                 name=name,

@@ -28,10 +28,21 @@ def test_it_adds_a_cluster_with_connects_default_topic_names():
 
 def test_it_stores_topics_connect_url_and_client_settings():
     add(
-        "mm2", "--bootstrap-servers", "k:9093",
-        "--offsets-topic", "mm2-offsets.us.internal", "--configs-topic", "mm2-configs.us.internal",
-        "--status-topic", "mm2-status.us.internal", "--connect-url", "http://connect:8083",
-        "--client-config", "security.protocol=SASL_SSL", "--client-config", "sasl.password=a=b",
+        "mm2",
+        "--bootstrap-servers",
+        "k:9093",
+        "--offsets-topic",
+        "mm2-offsets.us.internal",
+        "--configs-topic",
+        "mm2-configs.us.internal",
+        "--status-topic",
+        "mm2-status.us.internal",
+        "--connect-url",
+        "http://connect:8083",
+        "--client-config",
+        "security.protocol=SASL_SSL",
+        "--client-config",
+        "sasl.password=a=b",
     )
     cluster = Cluster.objects.get(name="mm2")
     assert cluster.offsets_topic == "mm2-offsets.us.internal"
@@ -46,10 +57,16 @@ def test_it_stores_topics_connect_url_and_client_settings():
     [
         (["bad name", "--bootstrap-servers", "k:9092"], "name:"),
         (["ok", "--bootstrap-servers", "no-port"], "bootstrap_servers:"),
-        (["ok", "--bootstrap-servers", "k:9092", "--offsets-topic", "bad topic!"], "offsets_topic:"),
+        (
+            ["ok", "--bootstrap-servers", "k:9092", "--offsets-topic", "bad topic!"],
+            "offsets_topic:",
+        ),
         (["ok", "--bootstrap-servers", "k:9092", "--connect-url", "not a url"], "connect_url:"),
         (["ok", "--bootstrap-servers", "k:9092", "--client-config", "novalue"], "key=value"),
-        (["ok", "--bootstrap-servers", "k:9092", "--client-config", "group.id=x"], "set by the dashboard"),
+        (
+            ["ok", "--bootstrap-servers", "k:9092", "--client-config", "group.id=x"],
+            "set by the dashboard",
+        ),
     ],
 )
 def test_it_rejects_bad_input_with_a_clear_error(args, message):

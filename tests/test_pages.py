@@ -39,11 +39,18 @@ def test_an_unreachable_broker_is_reported_not_a_crash(logged_in_client, setting
 
 
 @pytest.mark.integration
-def test_the_connectors_page_lists_the_demo_connectors_with_their_states(logged_in_client, demo_cluster):
+def test_the_connectors_page_lists_the_demo_connectors_with_their_states(
+    logged_in_client, demo_cluster
+):
     response = logged_in_client.get("/clusters/demo/connectors/")
     assert response.status_code == 200
     html = response.content.decode()
-    for name in ("jdbc-source-inventory", "mm2-us-east-source", "es-sink-clicks", "legacy-inventory-source"):
+    for name in (
+        "jdbc-source-inventory",
+        "mm2-us-east-source",
+        "es-sink-clicks",
+        "legacy-inventory-source",
+    ):
         assert f'data-connector="{name}"' in html
     assert "deleted (offsets remain)" in html
     assert "MirrorMaker 2" in html

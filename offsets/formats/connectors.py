@@ -51,12 +51,19 @@ class OffsetsTopics:
 
 
 def connector_type(properties: Mapping[str, str | None]) -> Literal["source", "sink"]:
-    """Tell source from sink: a sink names its input with ``topics`` or ``topics.regex``.
+    """Tell source from sink, as closely as possible without loading the plugin class.
 
     The runtime decides by the plugin class (SinkConnector or SourceConnector), which a
-    dashboard cannot load; every sink must set one of these two properties (SinkConnectorConfig
-    validation), and a source has no use for them.
+    dashboard cannot load. In order: MirrorMaker 2's connectors are sources although their
+    ``topics`` property is a topic filter; a class named ``...SinkConnector`` or
+    ``...SourceConnector`` says so by convention; otherwise a sink is what names its input
+    with ``topics`` or ``topics.regex`` (SinkConnectorConfig requires one of them).
     """
+    connector_class = (properties.get("connector.class") or "").strip()
+    if is_mirrormaker2(properties) or connector_class.endswith("SourceConnector"):
+        return "source"
+    if connector_class.endswith("SinkConnector"):
+        return "sink"
     for name in ("topics", "topics.regex"):
         value = properties.get(name)
         if value is not None and value.strip():

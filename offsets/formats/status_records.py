@@ -217,11 +217,13 @@ def _optional_str(mapping: dict[str, JsonValue], name: str) -> str | None:
 
 
 def _check_topic_status(value_bytes: bytes) -> None:
-    # parseTopicStatus: {"topic": {"name": .., "connector": .., "task": int,
-    # "discoverTimestamp": int}}; the two numbers are cast to Long, so they must be integers.
+    # parseTopicStatus: {"topic": {"name": str, "connector": str, "task": int,
+    # "discoverTimestamp": int}}; it casts the strings to String and the numbers to Long.
     inner = _object(value_bytes).get("topic")
     if not isinstance(inner, dict):
         raise _Skip(StatusMalformedReason.VALUE_BAD_FIELD, "'topic' should be an object")
+    for name in ("name", "connector"):
+        _optional_str(inner, name)
     for name in ("task", "discoverTimestamp"):
         number = inner.get(name)
         if not isinstance(number, int) or isinstance(number, bool):

@@ -70,7 +70,8 @@ def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float 
     ]
     if not new_topics:
         return
-    futures = _admin(settings).create_topics(new_topics, operation_timeout=timeout)
+    admin = _admin(settings)  # keep the handle alive until the futures resolve
+    futures = admin.create_topics(new_topics, operation_timeout=timeout)
     for name, future in futures.items():
         try:
             future.result(timeout=timeout)
@@ -164,30 +165,42 @@ def alter_group_offsets(
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     request = ConsumerGroupTopicPartitions(
-        group_id, [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(offsets.items())]
+        group_id,
+        [
+            TopicPartition(topic, partition, offset)
+            for (topic, partition), offset in sorted(offsets.items())
+        ],
     )
-    futures = _admin(settings).alter_consumer_group_offsets([request], request_timeout=timeout)
+    admin = _admin(settings)
+    futures = admin.alter_consumer_group_offsets([request], request_timeout=timeout)
     for future in futures.values():
         try:
             result = future.result(timeout=timeout)
         except KafkaException as exc:
-            raise KafkaUnavailable(f"Could not set offsets of group {group_id}: {exc.args[0]}") from exc
+            raise KafkaUnavailable(
+                f"Could not set offsets of group {group_id}: {exc.args[0]}"
+            ) from exc
         failed = [tp for tp in result.topic_partitions if tp.error is not None]
         if failed:
             raise KafkaUnavailable(f"Could not set offsets of group {group_id}: {failed[0].error}")
 
 
-def group_offsets(settings: dict, group_id: str, *, timeout: float = 30.0) -> dict[tuple[str, int], int]:
+def group_offsets(
+    settings: dict, group_id: str, *, timeout: float = 30.0
+) -> dict[tuple[str, int], int]:
     """Return a consumer group's committed offsets ({} when it has none)."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    futures = _admin(settings).list_consumer_group_offsets(
+    admin = _admin(settings)
+    futures = admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group_id)], request_timeout=timeout
     )
     try:
         result = futures[group_id].result(timeout=timeout)
     except KafkaException as exc:
-        raise KafkaUnavailable(f"Could not read offsets of group {group_id}: {exc.args[0]}") from exc
+        raise KafkaUnavailable(
+            f"Could not read offsets of group {group_id}: {exc.args[0]}"
+        ) from exc
     return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
 
@@ -197,7 +210,8 @@ def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[s
 
     resource = ConfigResource("topic", topic)
     try:
-        entries = _admin(settings).describe_configs([resource])[resource].result(timeout=timeout)
+        admin = _admin(settings)
+        entries = admin.describe_configs([resource])[resource].result(timeout=timeout)
     except KafkaException as exc:
         raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
     return {name: entry.value for name, entry in entries.items()}

@@ -24,6 +24,11 @@ STATE_FILE = "embedded-kafka.json"
 LOG_FILE = "embedded-kafka.log"
 
 
+# Brokers started by this process, kept so that they are not garbage-collected while running
+# (Popen warns about that) and so that `stop` can collect their exit status.
+_children: dict[int, subprocess.Popen] = {}
+
+
 class EmbeddedKafkaError(RuntimeError):
     pass
 
@@ -143,6 +148,7 @@ class EmbeddedKafka:
             process.kill()
             process.wait()
             raise
+        _children[process.pid] = process
         self.state_path.write_text(json.dumps(asdict(info)))
         return info
 
@@ -165,7 +171,6 @@ class EmbeddedKafka:
 
 def _reap(pid: int) -> None:
     """Collect the exit status when the broker is our own child (tests), so it is not a zombie."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
+    child = _children.get(pid)
+    if child is not None and child.poll() is not None:
+        del _children[pid]

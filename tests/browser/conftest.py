@@ -23,7 +23,9 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def browser():
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (make system-deps)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: `make test` installs Debian's chromium (make system-deps)"
+        )
     # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
     # between page actions are still plain synchronous code.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -12,7 +12,9 @@ def log_in(page, live_server, username, password):
     page.click("button[type=submit]")
 
 
-def test_a_user_logs_in_and_sees_the_demo_connectors(page, live_server, transactional_db, django_user_model, seeded_demo, screenshot):
+def test_a_user_logs_in_and_sees_the_demo_connectors(
+    page, live_server, transactional_db, django_user_model, seeded_demo, screenshot
+):
     django_user_model.objects.create_user("bob", password="bob-password")
     Cluster.objects.create(name="demo", bootstrap_servers=seeded_demo.bootstrap_servers)
 
@@ -29,10 +31,15 @@ def test_a_user_logs_in_and_sees_the_demo_connectors(page, live_server, transact
     failed = page.locator("tr[data-connector='jdbc-sink-audit'] .state-failed").first
     assert failed.inner_text() == "FAILED"
     assert "SQLException" in failed.get_attribute("title")
-    assert page.locator("tr[data-connector='legacy-inventory-source']").inner_text().count("deleted") == 1
+    assert (
+        page.locator("tr[data-connector='legacy-inventory-source']").inner_text().count("deleted")
+        == 1
+    )
 
 
 def test_a_wrong_password_shows_an_error(page, live_server, transactional_db, django_user_model):
     django_user_model.objects.create_user("bob", password="bob-password")
     log_in(page, live_server, "bob", "wrong")
-    assert page.locator("p.error").inner_text().startswith("Your username and password didn't match")
+    assert (
+        page.locator("p.error").inner_text().startswith("Your username and password didn't match")
+    )

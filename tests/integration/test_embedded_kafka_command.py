@@ -22,7 +22,9 @@ def test_it_starts_a_broker_that_answers_metadata_and_prints_its_address(setting
         output = run("start")
         address = output.strip().splitlines()[-1]
         assert address.startswith("127.0.0.1:")
-        assert isinstance(client.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict)
+        assert isinstance(
+            client.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict
+        )
         assert run("address").strip() == address
         assert address in run("status")
         assert "Already running" in run("start")
@@ -39,9 +41,13 @@ def test_stop_ends_only_its_own_broker(settings, tmp_path):
         assert "Stopped" in run("stop")
         assert EmbeddedKafka(settings.RUN_DIR).status() is None
         with pytest.raises(ProcessLookupError):
-            os.kill(info.pid, 0) if not _zombie(info.pid) else (_ for _ in ()).throw(ProcessLookupError())
+            os.kill(info.pid, 0) if not _zombie(info.pid) else (_ for _ in ()).throw(
+                ProcessLookupError()
+            )
         assert other.status() == other_info
-        client.topic_partition_counts({"bootstrap.servers": other_info.bootstrap_servers}, timeout=5)
+        client.topic_partition_counts(
+            {"bootstrap.servers": other_info.bootstrap_servers}, timeout=5
+        )
     finally:
         other.stop()
 

@@ -13,9 +13,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["start", "stop", "status", "address"])
         parser.add_argument("--port", type=int, help="Port to listen on (default: a free one)")
-        parser.add_argument("--run-dir", help=f"Where pid/address/log live (default {settings.RUN_DIR})")
+        parser.add_argument(
+            "--run-dir", help=f"Where pid/address/log live (default {settings.RUN_DIR})"
+        )
 
-    def handle(self, *args: object, action: str, port: int | None, run_dir: str | None, **options: object) -> None:
+    def handle(
+        self, *args: object, action: str, port: int | None, run_dir: str | None, **options: object
+    ) -> None:
         broker = EmbeddedKafka(run_dir or settings.RUN_DIR)
         if action == "start":
             running = broker.status()
@@ -31,11 +35,15 @@ class Command(BaseCommand):
             if info is None:
                 self.stdout.write("No embedded Kafka is running.")
             else:
-                self.stdout.write(f"Stopped embedded Kafka at {info.bootstrap_servers} (pid {info.pid}).")
+                self.stdout.write(
+                    f"Stopped embedded Kafka at {info.bootstrap_servers} (pid {info.pid})."
+                )
         else:
             info = broker.status()
             if info is None:
-                raise CommandError("No embedded Kafka is running (start it with: embedded_kafka start).")
+                raise CommandError(
+                    "No embedded Kafka is running (start it with: embedded_kafka start)."
+                )
             if action == "address":
                 self.stdout.write(info.bootstrap_servers)
             else:

@@ -16,20 +16,36 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--cluster", required=True, help="Name of a cluster added with add_cluster")
-        parser.add_argument("--seed", type=int, default=42, help="Random seed (same seed, same records)")
+        parser.add_argument(
+            "--cluster", required=True, help="Name of a cluster added with add_cluster"
+        )
+        parser.add_argument(
+            "--seed", type=int, default=42, help="Random seed (same seed, same records)"
+        )
         parser.add_argument("--hours", type=float, default=6.0, help="Simulated hours of history")
-        parser.add_argument("--flush-interval-ms", type=int, default=60_000, help="offset.flush.interval.ms")
-        parser.add_argument("--source-partitions", type=int, default=6, help="Tables of the JDBC source")
-        parser.add_argument("--data-records-per-hour", type=int, default=120, help="Per sink data topic partition")
-        parser.add_argument("--bulk-connectors", type=int, default=0, help="Extra source connectors (benchmarks)")
-        parser.add_argument("--bulk-partitions", type=int, default=0, help="Source partitions spread over them")
+        parser.add_argument(
+            "--flush-interval-ms", type=int, default=60_000, help="offset.flush.interval.ms"
+        )
+        parser.add_argument(
+            "--source-partitions", type=int, default=6, help="Tables of the JDBC source"
+        )
+        parser.add_argument(
+            "--data-records-per-hour", type=int, default=120, help="Per sink data topic partition"
+        )
+        parser.add_argument(
+            "--bulk-connectors", type=int, default=0, help="Extra source connectors (benchmarks)"
+        )
+        parser.add_argument(
+            "--bulk-partitions", type=int, default=0, help="Source partitions spread over them"
+        )
         parser.add_argument("--end-time", help="ISO time the simulation ends (default: now)")
 
     def handle(self, *args: object, **options: object) -> None:
         cluster = Cluster.objects.filter(name=options["cluster"]).first()
         if cluster is None:
-            raise CommandError(f"Unknown cluster {options['cluster']!r}: add it with add_cluster first.")
+            raise CommandError(
+                f"Unknown cluster {options['cluster']!r}: add it with add_cluster first."
+            )
         for name in ("hours", "flush_interval_ms", "source_partitions"):
             if options[name] <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive.")
@@ -55,15 +71,21 @@ class Command(BaseCommand):
             status_topic=cluster.status_topic,
         )
         demo = build_demo(demo_options)
-        self.stdout.write(f"Seeding {cluster.name} ({cluster.bootstrap_servers}) with seed {demo_options.seed}, {demo_options.hours:g} h of history")
+        self.stdout.write(
+            f"Seeding {cluster.name} ({cluster.bootstrap_servers}) with seed {demo_options.seed}, {demo_options.hours:g} h of history"
+        )
         try:
-            summary = write_demo(cluster.kafka_settings(), demo, progress=lambda text: self.stdout.write(f"  {text}"))
+            summary = write_demo(
+                cluster.kafka_settings(), demo, progress=lambda text: self.stdout.write(f"  {text}")
+            )
         except (DemoClusterError, KafkaUnavailable) as exc:
             raise CommandError(str(exc)) from exc
         for topic, count in sorted(summary.records_by_topic.items()):
             self.stdout.write(f"  {topic}: {count:,} records")
-        self.stdout.write(self.style.SUCCESS(
-            f"Seeded {len(demo.connectors)} connectors in {summary.seconds:.1f}s: "
-            f"{sum(summary.records_by_topic.values()):,} Connect records, {summary.transactions} transactions, "
-            f"{summary.data_records:,} data records, {summary.groups} sink groups."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Seeded {len(demo.connectors)} connectors in {summary.seconds:.1f}s: "
+                f"{sum(summary.records_by_topic.values()):,} Connect records, {summary.transactions} transactions, "
+                f"{summary.data_records:,} data records, {summary.groups} sink groups."
+            )
+        )

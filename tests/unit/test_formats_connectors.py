@@ -1,0 +1,140 @@
+import pytest
+
+from offsets.formats.connectors import (
+    MASK,
+    OffsetsTopics,
+    connector_type,
+    is_mirrormaker2,
+    mask_secrets,
+    sink_group_id,
+    source_offsets_topics,
+)
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [
+        ({"topics": "orders,users"}, "sink"),
+        ({"topics.regex": "orders-.*"}, "sink"),
+        ({"topics": "", "topics.regex": "x"}, "sink"),
+        ({"topics": "  "}, "source"),
+        ({"topics": None}, "source"),
+        ({"file": "/tmp/in.txt"}, "source"),
+        # MirrorMaker 2's `topics` is a filter on the source cluster, not a sink's input.
+        (
+            {
+                "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+                "topics": "orders,payments",
+            },
+            "source",
+        ),
+        ({"connector.class": "com.example.CustomSourceConnector", "topics": "x"}, "source"),
+        ({"connector.class": "io.confluent.connect.s3.S3SinkConnector"}, "sink"),
+    ],
+)
+def test_it_tells_a_sink_from_a_source(properties: dict[str, str | None], expected: str) -> None:
+    assert connector_type(properties) == expected
+
+
+def test_a_sink_uses_the_connect_group_by_default() -> None:
+    assert sink_group_id("orders-sink", {"topics": "orders"}) == "connect-orders-sink"
+
+
+def test_a_sink_can_override_its_group() -> None:
+    properties = {"topics": "orders", "consumer.override.group.id": "legacy-group"}
+    assert sink_group_id("orders-sink", properties) == "legacy-group"
+
+
+def test_a_blank_group_override_is_ignored() -> None:
+    assert sink_group_id("s", {"consumer.override.group.id": " "}) == "connect-s"
+
+
+def test_a_source_uses_the_worker_topic_by_default() -> None:
+    assert source_offsets_topics({}, "connect-offsets") == OffsetsTopics(
+        primary="connect-offsets", worker="connect-offsets", own_topic=False
+    )
+
+
+def test_a_source_with_its_own_topic_reads_that_one_first() -> None:
+    topics = source_offsets_topics({"offsets.storage.topic": "jdbc-offsets"}, "connect-offsets")
+    assert topics == OffsetsTopics(primary="jdbc-offsets", worker="connect-offsets", own_topic=True)
+
+
+def test_naming_the_worker_topic_is_not_an_own_topic() -> None:
+    topics = source_offsets_topics({"offsets.storage.topic": "connect-offsets"}, "connect-offsets")
+    assert topics == OffsetsTopics(
+        primary="connect-offsets", worker="connect-offsets", own_topic=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("connector_class", "expected"),
+    [
+        ("org.apache.kafka.connect.mirror.MirrorSourceConnector", True),
+        ("org.apache.kafka.connect.mirror.MirrorCheckpointConnector", True),
+        ("MirrorHeartbeatConnector", True),
+        ("org.apache.kafka.connect.file.FileStreamSourceConnector", False),
+        ("", False),
+    ],
+)
+def test_it_recognises_mirror_maker_2(connector_class: str, expected: bool) -> None:
+    assert is_mirrormaker2({"connector.class": connector_class}) is expected
+
+
+def test_a_connector_without_a_class_is_not_mirror_maker_2() -> None:
+    assert not is_mirrormaker2({})
+
+
+def test_it_masks_secret_values_and_leaves_the_rest() -> None:
+    properties = {
+        "connector.class": "io.example.JdbcSource",
+        "connection.user": "app",
+        "connection.password": "hunter2",
+        "sasl.jaas.config": 'PlainLoginModule required username="u" password="p";',
+        "ssl.key": "-----BEGIN PRIVATE KEY-----",
+        "ssl.keystore.key": "pem",
+        "ssl.truststore.password": "changeit",
+        "aws.secret.access.key": "abc",
+        "aws.access.key.id": "AKIA",
+        "api.key": "k",
+        "apiKey": "k",
+        "oauth.token": "t",
+        "google.credentials.json": "{}",
+        "basic.auth.user.info": "u:p",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "tasks.max": "1",
+    }
+    masked = mask_secrets(properties)
+    secrets = {
+        "connection.password",
+        "sasl.jaas.config",
+        "ssl.key",
+        "ssl.keystore.key",
+        "ssl.truststore.password",
+        "aws.secret.access.key",
+        "aws.access.key.id",
+        "api.key",
+        "apiKey",
+        "oauth.token",
+        "google.credentials.json",
+        "basic.auth.user.info",
+    }
+    assert {name for name, value in masked.items() if value == MASK} == secrets
+    assert masked["connection.user"] == "app"
+    assert masked["key.converter"] == "org.apache.kafka.connect.json.JsonConverter"
+    assert list(masked) == list(properties)
+    assert properties["connection.password"] == "hunter2"
+
+
+def test_it_masks_a_password_inside_a_url() -> None:
+    masked = mask_secrets({"connection.url": "jdbc:postgresql://app:s3cret@db:5432/shop"})
+    assert masked == {"connection.url": f"jdbc:postgresql://app:{MASK}@db:5432/shop"}
+
+
+def test_it_shows_config_provider_references_and_empty_values() -> None:
+    properties = {
+        "connection.password": "${file:/opt/secrets.properties:db.password}",
+        "ssl.key.password": "",
+        "secret.token": None,
+    }
+    assert mask_secrets(properties) == properties
