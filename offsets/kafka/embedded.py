@@ -157,20 +157,21 @@ class EmbeddedKafka:
         info = self.status()
         if info is None:
             return None
-        os.kill(info.pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _is_tansu_process(info.pid) and time.monotonic() < deadline:
-            _reap(info.pid)
-            time.sleep(0.05)
-        if _is_tansu_process(info.pid):
-            os.kill(info.pid, signal.SIGKILL)
-            _reap(info.pid)
+        child = _children.pop(info.pid, None)
+        if child is not None:
+            # Our own child (tests): wait on it so it does not linger as a zombie.
+            child.terminate()
+            try:
+                child.wait(timeout)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        else:
+            os.kill(info.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _is_tansu_process(info.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _is_tansu_process(info.pid):
+                os.kill(info.pid, signal.SIGKILL)
         self.state_path.unlink(missing_ok=True)
         return info
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status when the broker is our own child (tests), so it is not a zombie."""
-    child = _children.get(pid)
-    if child is not None and child.poll() is not None:
-        del _children[pid]
