@@ -244,3 +244,22 @@ def _reads_back(significand: int, exponent: int, value: float) -> bool:
         return float(significand * Fraction(10) ** exponent) == value
     except OverflowError:
         return False
+
+
+def describe_type(value: object) -> str:
+    """Name a decoded JSON value's type for an error message ("a string", "an array of 3")."""
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "a boolean"
+        case int() | float():
+            return "a number"
+        case str():
+            return "a string"
+        case list():
+            return f"an array of {len(value)}"
+        case dict():
+            return "an object"
+        case _:
+            return type(value).__name__

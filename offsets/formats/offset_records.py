@@ -131,16 +131,18 @@ def parse_offset_record(
     if not isinstance(decoded_key, list) or len(decoded_key) != 2:
         return malformed(
             MalformedReason.KEY_NOT_ARRAY,
-            f"expected [connector, partition], got {_describe(decoded_key)}",
+            f"expected [connector, partition], got {jackson.describe_type(decoded_key)}",
         )
     connector, partition = decoded_key
     if not isinstance(connector, str):
         return malformed(
-            MalformedReason.KEY_CONNECTOR_NOT_STRING, f"the connector is {_describe(connector)}"
+            MalformedReason.KEY_CONNECTOR_NOT_STRING,
+            f"the connector is {jackson.describe_type(connector)}",
         )
     if not isinstance(partition, dict):
         return malformed(
-            MalformedReason.KEY_PARTITION_NOT_OBJECT, f"the partition is {_describe(partition)}"
+            MalformedReason.KEY_PARTITION_NOT_OBJECT,
+            f"the partition is {jackson.describe_type(partition)}",
         )
     nested = _first_nested_field(partition)
     if nested is not None:
@@ -154,7 +156,9 @@ def parse_offset_record(
     if isinstance(offset, MalformedRecord):
         return malformed(offset.reason, offset.detail)
     if not isinstance(offset, dict):
-        return malformed(MalformedReason.VALUE_NOT_OBJECT, f"the offset is {_describe(offset)}")
+        return malformed(
+            MalformedReason.VALUE_NOT_OBJECT, f"the offset is {jackson.describe_type(offset)}"
+        )
     nested = _first_nested_field(offset)
     if nested is not None:
         return malformed(
@@ -212,19 +216,3 @@ def _first_nested_field(mapping: dict[str, JsonValue]) -> str | None:
         if isinstance(item, dict | list):
             return name
     return None
-
-
-def _describe(value: JsonValue) -> str:
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return "a boolean"
-        case int() | float():
-            return "a number"
-        case str():
-            return "a string"
-        case list():
-            return f"an array of {len(value)}"
-        case _:
-            return "an object"

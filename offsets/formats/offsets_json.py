@@ -62,7 +62,9 @@ def parse_kip875(doc: object, *, connector_type: str | None = None) -> list[Part
     None the partition and offset may be any flat maps (``OffsetUtils.validateFormat``).
     """
     if not isinstance(doc, dict):
-        raise OffsetsDocumentError("document", f"must be a JSON object, not {_kind(doc)}")
+        raise OffsetsDocumentError(
+            "document", f"must be a JSON object, not {jackson.describe_type(doc)}"
+        )
     for name in doc:
         if name != "offsets":
             raise OffsetsDocumentError(
@@ -87,7 +89,9 @@ def parse_kip199(
     checked with the generic (source) rules.
     """
     if not isinstance(doc, dict):
-        raise OffsetsDocumentError("document", f"must be a JSON object, not {_kind(doc)}")
+        raise OffsetsDocumentError(
+            "document", f"must be a JSON object, not {jackson.describe_type(doc)}"
+        )
     types = connector_types or {}
     parsed: dict[str, list[PartitionOffset]] = {}
     for name, entries in doc.items():
@@ -113,7 +117,7 @@ def _entry_to_json(entry: PartitionOffset) -> dict[str, JsonValue]:
 
 def _parse_entries(entries: object, path: str, connector_type: str | None) -> list[PartitionOffset]:
     if not isinstance(entries, list):
-        raise OffsetsDocumentError(path, f"must be a list, not {_kind(entries)}")
+        raise OffsetsDocumentError(path, f"must be a list, not {jackson.describe_type(entries)}")
     parsed: list[PartitionOffset] = []
     # The runtime would silently keep the last of two entries for one partition
     # (ConnectorOffsets.toMap); a document saying two things about one partition is refused.
@@ -133,7 +137,7 @@ def _parse_entries(entries: object, path: str, connector_type: str | None) -> li
 
 def _parse_entry(entry: object, path: str, connector_type: str | None) -> PartitionOffset:
     if not isinstance(entry, dict):
-        raise OffsetsDocumentError(path, f"must be an object, not {_kind(entry)}")
+        raise OffsetsDocumentError(path, f"must be an object, not {jackson.describe_type(entry)}")
     for name in entry:
         if name not in _ENTRY_FIELDS:
             raise OffsetsDocumentError(
@@ -148,14 +152,16 @@ def _parse_entry(entry: object, path: str, connector_type: str | None) -> Partit
     partition_path = _join(path, "partition")
     offset_path = _join(path, "offset")
     if not isinstance(partition, dict):
-        raise OffsetsDocumentError(partition_path, f"must be an object, not {_kind(partition)}")
+        raise OffsetsDocumentError(
+            partition_path, f"must be an object, not {jackson.describe_type(partition)}"
+        )
     if not partition:
         raise OffsetsDocumentError(partition_path, "must not be empty")
     _check_flat(partition, partition_path)
     if offset is not None:
         if not isinstance(offset, dict):
             raise OffsetsDocumentError(
-                offset_path, f"must be an object or null, not {_kind(offset)}"
+                offset_path, f"must be an object or null, not {jackson.describe_type(offset)}"
             )
         _check_flat(offset, offset_path)
     if connector_type == "sink":
@@ -223,21 +229,3 @@ def _join(path: str, name: str) -> str:
     if _PLAIN_NAME.fullmatch(name):
         return f"{path}.{name}" if path else name
     return f"{path}[{json.dumps(name, ensure_ascii=False)}]"
-
-
-def _kind(value: object) -> str:
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return "a boolean"
-        case int() | float():
-            return "a number"
-        case str():
-            return "a string"
-        case list():
-            return "a list"
-        case dict():
-            return "an object"
-        case _:
-            return type(value).__name__
