@@ -137,6 +137,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Kafka Connect offsets dashboard API",
     "VERSION": "1",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 # Where the embedded broker keeps its pid, address and log (`manage.py embedded_kafka`).

@@ -7,9 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from offsets import services
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
+from offsets.services import connect_state
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     cluster = _get_cluster(cluster_name)
     state, error = None, None
     try:
-        state = services.read_connect_state(cluster=cluster)
+        state = connect_state.read_connect_state(cluster=cluster)
     except (KafkaUnavailable, TopicNotFound) as exc:
         logger.warning("Cannot read Connect state of %s: %s", cluster.name, exc)
         error = str(exc)

@@ -10,7 +10,7 @@ from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record
 from offsets.kafka import client
-from offsets.services import read_connect_state
+from offsets.services.connect_state import read_connect_state
 
 pytestmark = pytest.mark.integration
 

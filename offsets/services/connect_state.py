@@ -1,4 +1,4 @@
-"""Workflows that read or change a Connect cluster, shared by pages, API and commands."""
+"""Read the live state of every connector from the config and status topics."""
 
 import logging
 from dataclasses import dataclass, field
