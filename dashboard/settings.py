@@ -148,6 +148,18 @@ SPARK_MASTER = os.getenv("SPARK_MASTER", "local[*]")
 # Extra Spark settings as "key=value,key=value", e.g. "spark.executor.memory=2g".
 SPARK_CONF = dict(item.split("=", 1) for item in envlist("SPARK_CONF", "") if "=" in item)
 
+# Where the refresh keeps the full per-commit history (Parquet). On a Spark cluster, a path
+# every executor and the web server can read (s3a://, hdfs://, or a shared mount).
+OFFSETS_HISTORY_PATH = os.getenv("OFFSETS_HISTORY_PATH", str(BASE_DIR / "var" / "history"))
+# Width of the commit-rate buckets, and the rules' thresholds.
+COMMIT_BUCKET_SECONDS = envint("COMMIT_BUCKET_SECONDS", "300")
+STALL_AFTER_FLUSH_INTERVALS = envint("STALL_AFTER_FLUSH_INTERVALS", "5")
+# Burrow evaluates a sink partition over its last N lag samples (one per refresh).
+LAG_WINDOW_SAMPLES = envint("LAG_WINDOW_SAMPLES", "10")
+# Spark tasks per Kafka read: several Kafka partitions share a task when there are more
+# partitions than this (each Python task costs ~85 ms of fixed overhead).
+SPARK_MAX_READ_TASKS = envint("SPARK_MAX_READ_TASKS", "8")
+
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.
 KAFKA_READ_TIMEOUT = envint("KAFKA_READ_TIMEOUT", "10")

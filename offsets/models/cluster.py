@@ -76,6 +76,9 @@ class Cluster(models.Model):
         validators=[connect_url_validator],
         help_text="Optional Kafka Connect REST URL, e.g. http://connect:8083",
     )
+    # The workers' offset.flush.interval.ms (a worker setting, not in any topic): a source
+    # partition with no commit for STALL_AFTER_FLUSH_INTERVALS of these is reported stalled.
+    offset_flush_interval_ms = models.PositiveIntegerField(default=60_000)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

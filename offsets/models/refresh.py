@@ -1,0 +1,277 @@
+"""What a refresh computes (offsets/services/refresh.py) and the pages read.
+
+One row per thing the pages show, kept current by each refresh; history that must survive
+compaction of the offsets topic (commit counts per bucket, rewinds, lag samples) is appended
+and never recomputed from the topic alone. The full per-commit history lives in Parquet
+(settings.OFFSETS_HISTORY_PATH).
+"""
+
+import hashlib
+
+from django.db import models
+from django.db.models import Q
+
+from offsets.models.cluster import Cluster
+
+
+def key_hash(key_bytes: bytes) -> str:
+    """Return the index key for exact record key bytes (keys can be longer than an index)."""
+    return hashlib.sha1(key_bytes).hexdigest()
+
+
+class RefreshRun(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="refresh_runs")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    full = models.BooleanField(default=False)
+    phase = models.CharField(max_length=200, blank=True)
+    records_read = models.BigIntegerField(default=0)
+    records_by_topic = models.JSONField(default=dict, blank=True)
+    malformed = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["cluster", "-started_at"])]
+
+    def __str__(self) -> str:
+        return f"refresh of {self.cluster} at {self.started_at:%Y-%m-%d %H:%M:%S} ({self.status})"
+
+
+class ReadPosition(models.Model):
+    """The next offset to read of one topic partition (incremental refresh)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="read_positions")
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    next_offset = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "topic", "partition"], name="one_position_per_partition")
+        ]
+
+
+class ConnectorSnapshot(models.Model):
+    """A connector as the last successful refresh saw it (config, status, offsets, lag)."""
+
+    class LagStatus(models.TextChoices):
+        OK = "OK"
+        WARN = "WARN"
+        ERR = "ERR"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="connectors")
+    name = models.CharField(max_length=249)
+    type = models.CharField(max_length=8)  # source or sink
+    connector_class = models.CharField(max_length=500, blank=True)
+    target_state = models.CharField(max_length=16, blank=True)
+    runtime_state = models.CharField(max_length=16, blank=True)
+    task_states = models.JSONField(default=dict, blank=True)  # {"0": "RUNNING"}
+    task_count = models.IntegerField(null=True, blank=True)
+    deleted = models.BooleanField(default=False)
+    mirrormaker2 = models.BooleanField(default=False)
+    own_offsets_topic = models.CharField(max_length=249, blank=True)
+    sink_group = models.CharField(max_length=249, blank=True)
+    config = models.JSONField(default=dict, blank=True)  # secrets masked before saving
+    trace = models.TextField(blank=True)
+    # Sources: partitions and their commits. Sinks: topic-partitions and lag.
+    partitions = models.IntegerField(default=0)
+    last_commit_at = models.DateTimeField(null=True, blank=True)
+    rewinds = models.IntegerField(default=0)
+    stalled_partitions = models.IntegerField(default=0)
+    drifted_partitions = models.IntegerField(default=0)
+    malformed = models.IntegerField(default=0)
+    offsets_managed_externally = models.BooleanField(default=False)
+    lag_records = models.BigIntegerField(null=True, blank=True)
+    lag_ms = models.BigIntegerField(null=True, blank=True)
+    lag_status = models.CharField(max_length=8, choices=LagStatus.choices, blank=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="one_snapshot_per_connector")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.name}"
+
+
+class SourceOffset(models.Model):
+    """The latest offset of one source partition in one offsets topic (last write per key bytes).
+
+    A connector with its own offsets topic has rows for both topics; `effective` marks the
+    value the runtime uses (its own topic wins, KIP-618).
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="source_offsets")
+    connector = models.CharField(max_length=249)
+    topic = models.CharField(max_length=249)
+    key_hash = models.CharField(max_length=40)
+    key_bytes = models.BinaryField()
+    identity = models.TextField()  # the logical partition, for key-drift detection
+    partition = models.JSONField()
+    offset = models.JSONField(null=True)  # null: tombstoned (kept for its history)
+    kafka_partition = models.IntegerField()
+    kafka_offset = models.BigIntegerField()
+    progress = models.FloatField(null=True, blank=True)  # the numeric field rewinds watch
+    first_commit_at = models.DateTimeField(null=True, blank=True)
+    last_commit_at = models.DateTimeField(null=True, blank=True)
+    commits = models.BigIntegerField(default=0)
+    rewinds = models.IntegerField(default=0)
+    stalled = models.BooleanField(default=False)
+    effective = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["connector", "identity"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "topic", "key_hash"], name="one_offset_per_key")
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "connector", "effective"]),
+        ]
+
+
+class CommitBucket(models.Model):
+    """Offset commits of one connector in one time bucket (settings.COMMIT_BUCKET_SECONDS)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="commit_buckets")
+    connector = models.CharField(max_length=249)
+    bucket_start = models.DateTimeField()
+    commits = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["bucket_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "connector", "bucket_start"], name="one_bucket_per_connector"
+            )
+        ]
+
+
+class RewindEvent(models.Model):
+    """A committed source offset that went backwards (e.g. a restart that lost progress)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rewinds")
+    connector = models.CharField(max_length=249)
+    topic = models.CharField(max_length=249)
+    key_hash = models.CharField(max_length=40)
+    partition = models.JSONField()
+    at = models.DateTimeField()
+    kafka_partition = models.IntegerField()
+    kafka_offset = models.BigIntegerField()
+    from_progress = models.FloatField()
+    to_progress = models.FloatField()
+
+    class Meta:
+        ordering = ["-at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "topic", "kafka_partition", "kafka_offset"], name="one_rewind_per_record"
+            )
+        ]
+        indexes = [models.Index(fields=["cluster", "connector"])]
+
+
+class KeyDrift(models.Model):
+    """One logical source partition stored under more than one key byte form."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="key_drifts")
+    connector = models.CharField(max_length=249)
+    identity = models.TextField()
+    # [{"topic", "key": text of the key bytes, "offset", "last_commit_at"}], newest first
+    forms = models.JSONField()
+
+    class Meta:
+        ordering = ["connector", "identity"]
+
+
+class MalformedCount(models.Model):
+    """Records of a topic that are not what Connect writes, by reason (never fatal)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="malformed_counts")
+    topic = models.CharField(max_length=249)
+    reason = models.CharField(max_length=64)
+    count = models.BigIntegerField(default=0)
+    example = models.TextField(blank=True)  # one offending key/value, truncated
+
+    class Meta:
+        ordering = ["topic", "reason"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "topic", "reason"], name="one_count_per_reason")
+        ]
+
+
+class SinkPartitionLag(models.Model):
+    """The latest lag of one topic-partition of a sink connector's consumer group."""
+
+    class Status(models.TextChoices):
+        OK = "OK"
+        WARN = "WARN"
+        STALL = "STALL"
+        STOP = "STOP"
+        REWIND = "REWIND"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="sink_lags")
+    connector = models.CharField(max_length=249)
+    group = models.CharField(max_length=249)
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    committed = models.BigIntegerField(null=True, blank=True)  # null: the group never committed
+    log_start = models.BigIntegerField()
+    log_end = models.BigIntegerField()
+    lag_records = models.BigIntegerField()
+    lag_ms = models.BigIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices)
+    sampled_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["connector", "topic", "partition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "connector", "topic", "partition"], name="one_lag_per_partition"
+            )
+        ]
+
+
+class LagSample(models.Model):
+    """A sink partition's lag at one refresh: the time series Burrow's rules read."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="lag_samples")
+    connector = models.CharField(max_length=249)
+    topic = models.CharField(max_length=249)
+    partition = models.IntegerField()
+    sampled_at = models.DateTimeField()
+    committed = models.BigIntegerField(null=True, blank=True)
+    log_end = models.BigIntegerField()
+    lag_records = models.BigIntegerField()
+    lag_ms = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["sampled_at"]
+        indexes = [models.Index(fields=["cluster", "connector", "sampled_at"])]
+
+
+__all__ = [
+    "CommitBucket",
+    "ConnectorSnapshot",
+    "KeyDrift",
+    "LagSample",
+    "MalformedCount",
+    "ReadPosition",
+    "RefreshRun",
+    "RewindEvent",
+    "SinkPartitionLag",
+    "SourceOffset",
+    "key_hash",
+]
+
+# Rows without a value are tombstoned partitions kept for their history.
+LIVE_OFFSETS = Q(offset__isnull=False)
