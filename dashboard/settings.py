@@ -160,6 +160,11 @@ LAG_WINDOW_SAMPLES = envint("LAG_WINDOW_SAMPLES", "10")
 # partitions than this (each Python task costs ~85 ms of fixed overhead).
 SPARK_MAX_READ_TASKS = envint("SPARK_MAX_READ_TASKS", "8")
 
+# The pages call results older than this stale (a refresh is overdue).
+SNAPSHOT_STALE_SECONDS = envint("SNAPSHOT_STALE_SECONDS", "1800")
+# A refresh still RUNNING after this long lost its process; it no longer blocks a new one.
+REFRESH_ABANDONED_SECONDS = envint("REFRESH_ABANDONED_SECONDS", "3600")
+
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.
 KAFKA_READ_TIMEOUT = envint("KAFKA_READ_TIMEOUT", "10")

@@ -79,3 +79,46 @@ def user(db, django_user_model):
 def logged_in_client(client, user):
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def operator(db, django_user_model):
+    """A user who may start refreshes (offsets.add_refreshrun)."""
+    from django.contrib.auth.models import Permission
+
+    operator = django_user_model.objects.create_user("olga", password="olga-password")
+    operator.user_permissions.add(Permission.objects.get(codename="add_refreshrun"))
+    return operator
+
+
+@pytest.fixture
+def operator_client(client, operator):
+    client.force_login(operator)
+    return client
+
+
+@pytest.fixture
+def partition_history(monkeypatch):
+    """Make `history.partition_history` return the CommitPoints the test puts in this list."""
+    import importlib
+    import sys
+    import types
+
+    import offsets.services
+
+    points: list = []
+    calls: list[dict] = []
+
+    def fake(**kwargs):
+        calls.append(kwargs)
+        return points
+
+    try:
+        module = importlib.import_module("offsets.services.history")
+    except ImportError:
+        # Until the refresh (offsets/services/history.py) is merged: the same signature.
+        module = types.ModuleType("offsets.services.history")
+        monkeypatch.setitem(sys.modules, "offsets.services.history", module)
+        monkeypatch.setattr(offsets.services, "history", module, raising=False)
+    monkeypatch.setattr(module, "partition_history", fake, raising=False)
+    return types.SimpleNamespace(points=points, calls=calls)

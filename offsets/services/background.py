@@ -1,0 +1,125 @@
+"""Start a refresh in the background: one detached `manage.py refresh_offsets` per cluster."""
+
+import logging
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from offsets.models import Cluster, RefreshRun
+
+logger = logging.getLogger(__name__)
+
+MANAGE_PY = settings.BASE_DIR / "manage.py"
+
+
+@dataclass(frozen=True)
+class AlreadyRunning:
+    """Why a refresh was not started: this run of the cluster is still going."""
+
+    run: RefreshRun
+
+    @property
+    def message(self) -> str:
+        started = timezone.localtime(self.run.started_at)
+        return (
+            f"A refresh of {self.run.cluster.name} is already running "
+            f"(started {started:%Y-%m-%d %H:%M:%S %Z}, {self.run.phase or 'starting'})."
+        )
+
+
+def running_refresh(*, cluster: Cluster) -> RefreshRun | None:
+    """Return the cluster's refresh that is still running, if any."""
+    return (
+        RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING)
+        .order_by("-started_at")
+        .first()
+    )
+
+
+def start_refresh(*, cluster: Cluster, full: bool = False) -> RefreshRun | None:
+    """Claim the cluster's refresh and launch it as a detached process; None if one is running.
+
+    The claim is a RUNNING RefreshRun created only when no other run of the cluster is
+    RUNNING; the process launched fills in that same run.
+    """
+    run = _claim(cluster=cluster, full=full)
+    if run is None:
+        return None
+    try:
+        _launch(cluster=cluster, run=run, full=full)
+    except OSError as exc:
+        logger.exception("Cannot start the refresh of %s", cluster.name)
+        RefreshRun.objects.filter(pk=run.pk).update(
+            status=RefreshRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=f"The refresh process could not be started: {exc}",
+        )
+        run.refresh_from_db()
+    return run
+
+
+def _claim(*, cluster: Cluster, full: bool) -> RefreshRun | None:
+    now = timezone.now()
+    with transaction.atomic():
+        # Serialise claims of one cluster: this UPDATE holds the cluster's row lock
+        # (PostgreSQL) or the database write lock (SQLite) until commit, so a second claim
+        # waits here and then sees the run created below instead of creating its own.
+        locked = Cluster.objects.filter(pk=cluster.pk).update(updated=F("updated"))
+        if locked != 1:
+            raise Cluster.DoesNotExist(f"Cluster {cluster.name!r} was deleted")
+        # A run that has said nothing for this long lost its process (killed, machine
+        # rebooted); it must not block refreshes forever.
+        abandoned_before = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
+        RefreshRun.objects.filter(
+            cluster=cluster, status=RefreshRun.Status.RUNNING, started_at__lt=abandoned_before
+        ).update(
+            status=RefreshRun.Status.FAILED,
+            finished_at=now,
+            error=(
+                "Abandoned: no result after "
+                f"{settings.REFRESH_ABANDONED_SECONDS} s (the refresh process ended or was killed)."
+            ),
+        )
+        if RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING).exists():
+            return None
+        return RefreshRun.objects.create(
+            cluster=cluster,
+            started_at=now,
+            status=RefreshRun.Status.RUNNING,
+            full=full,
+            phase="starting",
+        )
+
+
+def refresh_command(*, cluster: Cluster, run: RefreshRun, full: bool) -> list[str]:
+    command = [sys.executable, str(MANAGE_PY), "refresh_offsets", "--cluster", cluster.name]
+    if full:
+        command.append("--full")
+    return command
+
+
+def _launch(*, cluster: Cluster, run: RefreshRun, full: bool) -> None:
+    settings.RUN_DIR.mkdir(parents=True, exist_ok=True)
+    log_path = settings.RUN_DIR / f"refresh-{cluster.name}.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            refresh_command(cluster=cluster, run=run, full=full),
+            cwd=settings.BASE_DIR,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # Its own session: a web server restart or Ctrl-C does not kill a running refresh.
+            start_new_session=True,
+        )
+    logger.info(
+        "Started refresh %s of %s (pid %s, log %s)", run.pk, cluster.name, process.pid, log_path
+    )
+    # Reap the child when it ends so it does not linger as a zombie of the web server.
+    threading.Thread(target=process.wait, name=f"reap-refresh-{run.pk}", daemon=True).start()

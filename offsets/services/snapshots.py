@@ -1,0 +1,441 @@
+"""Read what the last refresh stored, for the pages and the API (no Kafka I/O here).
+
+Every function returns a bounded number of queries whatever the number of rows: the pages
+show 1,000 connectors and 10,000 partitions, so nothing here may query once per row.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.utils import timezone
+
+from offsets.formats.jackson import JsonValue
+from offsets.formats.offsets_json import PartitionOffset, to_kip875
+from offsets.models import (
+    Cluster,
+    CommitBucket,
+    ConnectorSnapshot,
+    KeyDrift,
+    LagSample,
+    RefreshRun,
+    RewindEvent,
+    SinkPartitionLag,
+    SourceOffset,
+)
+
+logger = logging.getLogger(__name__)
+
+# Runtime states a connector can be in (AbstractStatus.State), plus "DELETED" for a connector
+# whose config is gone but whose offsets remain.
+CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
+DELETED = "DELETED"
+STATE_CHOICES = (*CONNECTOR_STATES, DELETED)
+CONNECTOR_TYPES = ("source", "sink")
+# A connector's status is the worst of its partitions' (Burrow); STALL, STOP and REWIND are
+# shown as ERR at connector level, and kept as the reason beside it.
+LAG_STATUSES = ("OK", "WARN", "STALL", "STOP", "REWIND", "ERR")
+ERR_REASONS = ("STALL", "STOP", "REWIND")
+_SEVERITY = {"OK": 1, "WARN": 2, "REWIND": 3, "STALL": 4, "STOP": 5, "ERR": 6}
+
+# Sort keys offered to users -> model fields (nulls always last).
+CONNECTOR_SORTS = {
+    "name": "name",
+    "type": "type",
+    "state": "state_order",
+    "tasks": "task_count",
+    "partitions": "partitions",
+    "lag_records": "lag_records",
+    "lag_ms": "lag_ms",
+    "status": "severity",
+    "last_commit": "last_commit_at",
+    "malformed": "malformed",
+}
+PARTITION_SORTS = {
+    "partition": "identity",
+    "last_commit": "last_commit_at",
+    "commits": "commits",
+    "rewinds": "rewinds",
+}
+SINK_PARTITION_SORTS = {
+    "partition": "topic",
+    "lag_records": "lag_records",
+    "lag_ms": "lag_ms",
+    "status": "severity",
+}
+
+# Charts read at most this many points; older ones are left out.
+MAX_COMMIT_BUCKETS = 288
+MAX_LAG_SAMPLES = 500
+
+
+def _severity(field: str) -> Case:
+    return Case(
+        *(When(**{field: status}, then=Value(rank)) for status, rank in _SEVERITY.items()),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+
+
+def severity_rank(status: str | None) -> int:
+    return _SEVERITY.get(status or "", 0)
+
+
+# -------------------------------------------------------------------------------------------
+# Refresh runs: what the pages say about freshness.
+
+
+@dataclass(frozen=True)
+class RefreshState:
+    """The latest refresh of a cluster and the latest that succeeded (they may be the same)."""
+
+    last_run: RefreshRun | None
+    last_success: RefreshRun | None
+
+    @property
+    def running(self) -> RefreshRun | None:
+        run = self.last_run
+        return run if run is not None and run.status == RefreshRun.Status.RUNNING else None
+
+    @property
+    def failed(self) -> RefreshRun | None:
+        run = self.last_run
+        return run if run is not None and run.status == RefreshRun.Status.FAILED else None
+
+    @property
+    def never_refreshed(self) -> bool:
+        return self.last_success is None
+
+    @property
+    def snapshot_at(self) -> datetime | None:
+        """When the results on show were computed (the end of the last successful run)."""
+        run = self.last_success
+        return (run.finished_at or run.started_at) if run else None
+
+    @property
+    def stale(self) -> bool:
+        """True when the results on show are older than settings.SNAPSHOT_STALE_SECONDS."""
+        at = self.snapshot_at
+        limit = timedelta(seconds=settings.SNAPSHOT_STALE_SECONDS)
+        return at is not None and timezone.now() - at > limit
+
+
+def refresh_state(*, cluster: Cluster) -> RefreshState:
+    """Return the latest refresh run and the latest successful one (two queries)."""
+    runs = RefreshRun.objects.filter(cluster=cluster).order_by("-started_at", "-pk")
+    last_run = runs.first()
+    if last_run is not None and last_run.status == RefreshRun.Status.SUCCEEDED:
+        return RefreshState(last_run, last_run)
+    return RefreshState(last_run, runs.filter(status=RefreshRun.Status.SUCCEEDED).first())
+
+
+# -------------------------------------------------------------------------------------------
+# Clusters overview.
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    cluster: Cluster
+    connectors: int
+    counts_by_state: dict[str, int]
+    total_sink_lag: int | None
+    worst_lag_status: str | None
+    refresh: RefreshState
+
+
+def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[ClusterSummary]:
+    """Summarise every cluster: connector counts by state, sink lag, worst status, refreshes.
+
+    Three queries whatever the number of clusters and connectors.
+    """
+    clusters = Cluster.objects.all() if clusters is None else clusters
+    by_state = {
+        f"n_{state.lower()}": Count(
+            "connectors", filter=Q(connectors__runtime_state=state, connectors__deleted=False)
+        )
+        for state in CONNECTOR_STATES
+    }
+    latest_run = RefreshRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at", "-pk")
+    rows = list(
+        clusters.annotate(
+            n_connectors=Count("connectors"),
+            n_deleted=Count("connectors", filter=Q(connectors__deleted=True)),
+            **by_state,
+            sink_lag=Sum(
+                "connectors__lag_records",
+                filter=Q(connectors__type="sink", connectors__offsets_managed_externally=False),
+            ),
+            worst=Max(_severity("connectors__lag_status")),
+            last_run_id=Subquery(latest_run.values("pk")[:1]),
+            last_success_id=Subquery(
+                latest_run.filter(status=RefreshRun.Status.SUCCEEDED).values("pk")[:1]
+            ),
+        )
+    )
+    run_ids = {r.last_run_id for r in rows} | {r.last_success_id for r in rows}
+    runs = RefreshRun.objects.in_bulk([pk for pk in run_ids if pk is not None])
+    worst_by_rank = {rank: status for status, rank in _SEVERITY.items()}
+    summaries = []
+    for row in rows:
+        counts = {state: getattr(row, f"n_{state.lower()}") for state in CONNECTOR_STATES}
+        counts[DELETED] = row.n_deleted
+        summaries.append(
+            ClusterSummary(
+                cluster=row,
+                connectors=row.n_connectors,
+                counts_by_state={state: n for state, n in counts.items() if n},
+                total_sink_lag=row.sink_lag,
+                worst_lag_status=worst_by_rank.get(row.worst or 0),
+                refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+            )
+        )
+    return summaries
+
+
+# -------------------------------------------------------------------------------------------
+# Connectors list.
+
+
+def connectors(
+    *,
+    cluster: Cluster,
+    q: str = "",
+    type: str = "",
+    state: str = "",
+    status: str = "",
+    sort: str = "name",
+) -> QuerySet[ConnectorSnapshot]:
+    """Return the cluster's connector snapshots filtered and sorted, one query when evaluated.
+
+    Each row carries `worst_partition_status` (sinks: the worst status of its topic-partitions)
+    and `reasons` can be derived from it with `status_reasons()`.
+    """
+    sink_lags = SinkPartitionLag.objects.filter(
+        cluster=OuterRef("cluster"), connector=OuterRef("name")
+    )
+    rows = ConnectorSnapshot.objects.filter(cluster=cluster).annotate(
+        worst_partition_status=Subquery(
+            sink_lags.annotate(rank=_severity("status")).order_by("-rank").values("status")[:1]
+        ),
+        severity=_severity("lag_status"),
+        state_order=Case(
+            When(deleted=True, then=Value(len(CONNECTOR_STATES))),
+            *(
+                When(runtime_state=name, then=Value(index))
+                for index, name in enumerate(CONNECTOR_STATES)
+            ),
+            default=Value(len(CONNECTOR_STATES) + 1),
+            output_field=IntegerField(),
+        ),
+    )
+    if q:
+        rows = rows.filter(name__icontains=q)
+    if type:
+        rows = rows.filter(type=type)
+    if state == DELETED:
+        rows = rows.filter(deleted=True)
+    elif state:
+        rows = rows.filter(runtime_state=state, deleted=False)
+    if status in ("OK", "WARN", "ERR"):
+        rows = rows.filter(lag_status=status)
+    elif status in ERR_REASONS:
+        rows = rows.filter(_has_reason(status))
+    return rows.order_by(*_order_by(CONNECTOR_SORTS, sort), "name")
+
+
+def _has_reason(reason: str) -> Q:
+    partition_has = Exists(
+        SinkPartitionLag.objects.filter(
+            cluster=OuterRef("cluster"), connector=OuterRef("name"), status=reason
+        )
+    )
+    if reason == "STALL":
+        return partition_has | Q(type="source", stalled_partitions__gt=0)
+    if reason == "REWIND":
+        return partition_has | Q(type="source", rewinds__gt=0)
+    return partition_has
+
+
+def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
+    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions."""
+    reasons = []
+    worst = getattr(snapshot, "worst_partition_status", None)
+    if worst in ERR_REASONS:
+        reasons.append(worst)
+    if snapshot.type == "source":
+        if snapshot.stalled_partitions and "STALL" not in reasons:
+            reasons.append("STALL")
+        if snapshot.rewinds and "REWIND" not in reasons:
+            reasons.append("REWIND")
+    return reasons
+
+
+def _order_by(sorts: dict[str, str], sort: str) -> list:
+    descending = sort.startswith("-")
+    field = sorts[sort.lstrip("-")]
+    expression = F(field)
+    return [expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True)]
+
+
+def get_connector(*, cluster: Cluster, name: str) -> ConnectorSnapshot | None:
+    return (
+        ConnectorSnapshot.objects.filter(cluster=cluster, name=name)
+        .annotate(
+            worst_partition_status=Subquery(
+                SinkPartitionLag.objects.filter(cluster=cluster, connector=name)
+                .annotate(rank=_severity("status"))
+                .order_by("-rank")
+                .values("status")[:1]
+            )
+        )
+        .first()
+    )
+
+
+# -------------------------------------------------------------------------------------------
+# One connector: partitions, lag, history, export.
+
+
+def source_partitions(
+    *, cluster: Cluster, connector: str, q: str = "", sort: str = "partition"
+) -> QuerySet[SourceOffset]:
+    """Return the partitions whose offsets the runtime uses (own topic first, KIP-618)."""
+    rows = SourceOffset.objects.filter(cluster=cluster, connector=connector, effective=True).defer(
+        "key_bytes"
+    )
+    if q:
+        rows = rows.filter(identity__icontains=q)
+    return rows.order_by(*_order_by(PARTITION_SORTS, sort), "identity", "topic")
+
+
+def sink_partitions(
+    *, cluster: Cluster, connector: str, q: str = "", sort: str = "partition"
+) -> QuerySet[SinkPartitionLag]:
+    rows = SinkPartitionLag.objects.filter(cluster=cluster, connector=connector).annotate(
+        severity=_severity("status")
+    )
+    if q:
+        rows = rows.filter(topic__icontains=q)
+    return rows.order_by(*_order_by(SINK_PARTITION_SORTS, sort), "topic", "partition")
+
+
+def default_chart_partition(*, cluster: Cluster, connector: str) -> SourceOffset | None:
+    """The partition whose progress the detail page charts first: one with rewinds if any."""
+    return (
+        SourceOffset.objects.filter(cluster=cluster, connector=connector, effective=True)
+        .defer("key_bytes")
+        .order_by("-rewinds", "identity")
+        .first()
+    )
+
+
+def get_source_partition(*, cluster: Cluster, connector: str, key_hash: str) -> SourceOffset | None:
+    return (
+        SourceOffset.objects.filter(cluster=cluster, connector=connector, key_hash=key_hash)
+        .defer("key_bytes")
+        .order_by("-effective")
+        .first()
+    )
+
+
+def rewinds(*, cluster: Cluster, connector: str, limit: int = 20) -> list[RewindEvent]:
+    return list(RewindEvent.objects.filter(cluster=cluster, connector=connector)[:limit])
+
+
+def key_drifts(*, cluster: Cluster, connector: str) -> list[KeyDrift]:
+    return list(KeyDrift.objects.filter(cluster=cluster, connector=connector))
+
+
+@dataclass(frozen=True)
+class Bucket:
+    start: datetime
+    commits: int
+
+
+def commit_buckets(*, cluster: Cluster, connector: str) -> list[Bucket]:
+    """Commits per bucket, oldest first, with empty buckets filled in as zero."""
+    rows = list(
+        CommitBucket.objects.filter(cluster=cluster, connector=connector)
+        .order_by("-bucket_start")
+        .values_list("bucket_start", "commits")[:MAX_COMMIT_BUCKETS]
+    )
+    rows.reverse()
+    if not rows:
+        return []
+    width = timedelta(seconds=settings.COMMIT_BUCKET_SECONDS)
+    by_start = dict(rows)
+    first, last = rows[0][0], rows[-1][0]
+    filled = []
+    at = first
+    while at <= last and len(filled) < MAX_COMMIT_BUCKETS:
+        filled.append(Bucket(at, by_start.get(at, 0)))
+        at += width
+    if len(filled) < len(rows):
+        # Buckets not aligned on the width (a changed setting): show them as stored.
+        return [Bucket(start, commits) for start, commits in rows]
+    return filled
+
+
+@dataclass(frozen=True)
+class LagPoint:
+    at: datetime
+    lag_records: int
+    lag_ms: int | None
+
+
+def lag_series(*, cluster: Cluster, connector: str) -> list[LagPoint]:
+    """The sink's total lag (records) and worst lag (time) at each refresh, oldest first."""
+    rows = list(
+        LagSample.objects.filter(cluster=cluster, connector=connector)
+        .values("sampled_at")
+        .annotate(records=Sum("lag_records"), ms=Max("lag_ms"))
+        .order_by("-sampled_at")[:MAX_LAG_SAMPLES]
+    )
+    rows.reverse()
+    return [LagPoint(r["sampled_at"], r["records"] or 0, r["ms"]) for r in rows]
+
+
+def export_entries(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> list[PartitionOffset]:
+    """The connector's offsets as KIP-875 entries: what `GET /connectors/{name}/offsets` says."""
+    if snapshot.type == "sink":
+        committed = (
+            SinkPartitionLag.objects.filter(
+                cluster=cluster, connector=snapshot.name, committed__isnull=False
+            )
+            .order_by("topic", "partition")
+            .values_list("topic", "partition", "committed")
+        )
+        return [
+            PartitionOffset(
+                {"kafka_topic": topic, "kafka_partition": partition}, {"kafka_offset": offset}
+            )
+            for topic, partition, offset in committed
+        ]
+    live = (
+        SourceOffset.objects.filter(
+            cluster=cluster, connector=snapshot.name, effective=True, offset__isnull=False
+        )
+        .order_by("identity")
+        .values_list("partition", "offset")
+    )
+    return [PartitionOffset(partition, offset) for partition, offset in live]
+
+
+def export_document(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, JsonValue]:
+    return to_kip875(export_entries(cluster=cluster, snapshot=snapshot))

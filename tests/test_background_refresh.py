@@ -1,0 +1,137 @@
+"""Starting a refresh in the background: one claim per cluster, a detached process."""
+
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from offsets.models import RefreshRun
+from offsets.services import background
+from tests import factories as make
+
+
+@pytest.fixture
+def launched(monkeypatch):
+    calls = []
+    monkeypatch.setattr(background, "_launch", lambda **kwargs: calls.append(kwargs))
+    return calls
+
+
+@pytest.mark.django_db
+def test_it_claims_a_running_run_and_launches_the_refresh(launched):
+    cluster = make.cluster("prod")
+    run = background.start_refresh(cluster=cluster)
+    assert run.status == RefreshRun.Status.RUNNING
+    assert run.phase == "starting"
+    assert launched == [{"cluster": cluster, "run": run, "full": False}]
+
+
+@pytest.mark.django_db
+def test_it_refuses_while_a_run_of_the_cluster_is_running(launched):
+    cluster = make.cluster("prod")
+    running = make.run(cluster, RefreshRun.Status.RUNNING)
+    assert background.start_refresh(cluster=cluster) is None
+    assert not launched
+    assert background.running_refresh(cluster=cluster) == running
+    message = background.AlreadyRunning(running).message
+    assert message.startswith("A refresh of prod is already running (started ")
+
+
+@pytest.mark.django_db
+def test_a_run_of_another_cluster_does_not_block(launched):
+    make.run(make.cluster("other"), RefreshRun.Status.RUNNING)
+    assert background.start_refresh(cluster=make.cluster("prod")) is not None
+
+
+@pytest.mark.django_db
+def test_a_run_that_outlived_its_process_no_longer_blocks(launched, settings):
+    settings.REFRESH_ABANDONED_SECONDS = 600
+    cluster = make.cluster("prod")
+    stuck = make.run(cluster, RefreshRun.Status.RUNNING, ago=601)
+    run = background.start_refresh(cluster=cluster)
+    assert run is not None and run != stuck
+    stuck.refresh_from_db()
+    assert stuck.status == RefreshRun.Status.FAILED
+    assert stuck.error.startswith("Abandoned: no result after 600 s")
+
+
+@pytest.mark.django_db
+def test_a_process_that_cannot_start_gives_a_failed_run(monkeypatch):
+    def fail(**kwargs):
+        raise OSError("No such file or directory: 'python'")
+
+    monkeypatch.setattr(background, "_launch", fail)
+    run = background.start_refresh(cluster=make.cluster("prod"))
+    assert run.status == RefreshRun.Status.FAILED
+    assert "could not be started: No such file" in run.error
+    # It does not block the next attempt.
+    assert background.running_refresh(cluster=run.cluster) is None
+
+
+@pytest.mark.django_db
+def test_the_command_is_manage_py_refresh_offsets_for_the_cluster():
+    cluster = make.cluster("prod")
+    run = make.run(cluster, RefreshRun.Status.RUNNING)
+    command = background.refresh_command(cluster=cluster, run=run, full=False)
+    assert command[0] == sys.executable
+    assert command[1].endswith("manage.py")
+    assert command[2:] == ["refresh_offsets", "--cluster", "prod"]
+    assert background.refresh_command(cluster=cluster, run=run, full=True)[-1] == "--full"
+
+
+@pytest.mark.django_db
+def test_it_starts_a_detached_process_that_logs_under_run_dir(monkeypatch, settings, tmp_path):
+    settings.RUN_DIR = tmp_path
+    marker = tmp_path / "ran"
+    monkeypatch.setattr(
+        background,
+        "refresh_command",
+        lambda **kwargs: [sys.executable, "-c", f"print('refreshing'); open({str(marker)!r}, 'w')"],
+    )
+    background.start_refresh(cluster=make.cluster("prod"))
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists()
+    time.sleep(0.2)
+    assert (tmp_path / "refresh-prod.log").read_text() == "refreshing\n"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite's shared in-memory test database does not wait on locks",
+)
+def test_concurrent_starts_launch_exactly_one(launched):
+    cluster = make.cluster("prod")
+    results = []
+    barrier = threading.Barrier(4)
+
+    def start():
+        barrier.wait()
+        try:
+            results.append(background.start_refresh(cluster=cluster))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len([run for run in results if run is not None]) == 1
+    assert RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING).count() == 1
+    assert len(launched) == 1
+
+
+def test_the_already_running_message_names_the_phase():
+    run = RefreshRun(
+        cluster=make.Cluster(name="prod"),
+        started_at=timezone.now() - timedelta(seconds=5),
+        phase="writing results",
+    )
+    assert "writing results" in background.AlreadyRunning(run).message
