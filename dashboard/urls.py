@@ -7,6 +7,18 @@ from dashboard import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("clusters/<str:cluster_name>/connectors/", views.connectors, name="connectors"),
+    path(
+        "clusters/<str:cluster_name>/connectors/<str:connector_name>/",
+        views.connector_detail,
+        name="connector",
+    ),
+    path(
+        "clusters/<str:cluster_name>/connectors/<str:connector_name>/offsets.json",
+        views.connector_offsets_json,
+        name="connector-offsets-json",
+    ),
+    path("clusters/<str:cluster_name>/refreshes/", views.start_refresh, name="start-refresh"),
+    path("clusters/<str:cluster_name>/live/", views.live_state, name="live-state"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

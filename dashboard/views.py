@@ -1,33 +1,285 @@
-"""The htmx pages. Views stay thin: look up, call a service, render."""
+"""The htmx pages. Views stay thin: check access, validate input, call a service, render.
 
+Each page is one view and one template; an htmx request gets only the partial it targets
+(`HX-Target` names the element), so polling and paging move no more HTML than they need.
+"""
+
+import json
 import logging
+import re
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
+from dashboard import charts
+from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
+from offsets.formats.connectors import mask_secrets
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
-from offsets.models import Cluster
-from offsets.services import connect_state
+from offsets.models import Cluster, ConnectorSnapshot
+from offsets.services import background, connect_state, snapshots
 
 logger = logging.getLogger(__name__)
 
+CONNECTORS_PER_PAGE = 100
+PARTITIONS_PER_PAGE = 50
+# Seconds between polls of a table; faster while a refresh runs, to show its progress.
+POLL_SECONDS = 15
+POLL_SECONDS_WHILE_REFRESHING = 2
 
-def _get_cluster(name: str) -> Cluster:
+
+def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
+    # Every logged-in user may read every cluster; per-cluster rights would go here.
     return get_object_or_404(Cluster, name=name)
+
+
+def _get_connector_for_user(request: HttpRequest, cluster: Cluster, name: str) -> ConnectorSnapshot:
+    snapshot = snapshots.get_connector(cluster=cluster, name=name)
+    if snapshot is None:
+        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    return snapshot
+
+
+def _htmx_target(request: HttpRequest) -> str | None:
+    return request.htmx.target if request.htmx else None
+
+
+# -------------------------------------------------------------------------------------------
+# Clusters overview and starting a refresh.
 
 
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/home.html", {"clusters": Cluster.objects.all()})
+    return _render_home(request)
+
+
+def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
+    summaries = snapshots.cluster_summaries()
+    refreshing = any(summary.refresh.running for summary in summaries)
+    context = {
+        "summaries": summaries,
+        "notice": notice,
+        "poll_seconds": POLL_SECONDS_WHILE_REFRESHING if refreshing else POLL_SECONDS,
+        "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
+    }
+    template = "dashboard/home.html#clusters" if request.htmx else "dashboard/home.html"
+    return render(request, template, context)
+
+
+@require_POST
+@login_required
+def start_refresh(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
+    # Running Spark over a cluster's topics loads its brokers: a right of its own.
+    if not request.user.has_perm("offsets.add_refreshrun"):
+        raise PermissionDenied("You may not start refreshes (permission offsets.add_refreshrun).")
+    form = RefreshForm(request.POST, host=request.get_host())
+    if not form.is_valid():
+        return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
+    run = background.start_refresh(cluster=cluster, full=form.cleaned_data["full"])
+    if run is None:
+        running = background.running_refresh(cluster=cluster)
+        notice = (
+            background.AlreadyRunning(running).message
+            if running
+            else f"A refresh of {cluster.name} has just finished; start another if needed."
+        )
+    elif run.status == run.Status.FAILED:
+        notice = f"The refresh of {cluster.name} could not start: {run.error}"
+    else:
+        notice = f"Refresh of {cluster.name} started."
+    if request.htmx:
+        # htmx swaps only 2xx answers: the notice says what happened.
+        return _render_home(request, notice=notice)
+    messages.info(request, notice)
+    return HttpResponseRedirect(form.cleaned_data["next"] or reverse("home"))
+
+
+# -------------------------------------------------------------------------------------------
+# Connectors of a cluster (from the last refresh).
 
 
 @require_GET
 @login_required
 def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = _get_cluster(cluster_name)
+    cluster = _get_cluster_for_user(request, cluster_name)
+    form = ConnectorFilterForm(request.GET)
+    refresh = snapshots.refresh_state(cluster=cluster)
+    context = {
+        "cluster": cluster,
+        "form": form,
+        "refresh": refresh,
+        "poll_seconds": POLL_SECONDS_WHILE_REFRESHING if refresh.running else POLL_SECONDS,
+        "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
+        "states": snapshots.STATE_CHOICES,
+    }
+    status = 200
+    if form.is_valid():
+        rows = snapshots.connectors(cluster=cluster, **form.filters())
+        page = Paginator(rows, CONNECTORS_PER_PAGE).get_page(form.cleaned_data["page"])
+        for snapshot in page:
+            snapshot.reasons = snapshots.status_reasons(snapshot)
+        context.update(page=page, sort=form.cleaned_data["sort"])
+    else:
+        status = 400
+    partial = "#table" if _htmx_target(request) == "connectors-table" else ""
+    return render(request, f"dashboard/connectors.html{partial}", context, status=status)
+
+
+# -------------------------------------------------------------------------------------------
+# One connector.
+
+
+@require_GET
+@login_required
+def connector_detail(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
+    snapshot = _get_connector_for_user(request, cluster, connector_name)
+    form = PartitionFilterForm(request.GET, connector_type=snapshot.type)
+    if not form.is_valid():
+        return render(
+            request,
+            "dashboard/connector.html",
+            {"cluster": cluster, "connector": snapshot, "form": form},
+            status=400,
+        )
+    target = _htmx_target(request)
+    if target == "progress":
+        context = _progress_context(cluster, snapshot, form.cleaned_data["partition"])
+        return render(request, "dashboard/connector.html#progress", context)
+    context = {
+        "cluster": cluster,
+        "connector": snapshot,
+        "form": form,
+        "sort": form.cleaned_data["sort"],
+        "partitions": _partitions_page(cluster, snapshot, form),
+    }
+    if target == "partitions":
+        return render(request, "dashboard/connector.html#partitions", context)
+    snapshot.reasons = snapshots.status_reasons(snapshot)
+    context.update(
+        refresh=snapshots.refresh_state(cluster=cluster),
+        config=sorted(mask_secrets(snapshot.config).items()),
+        task_states=sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
+        commit_chart=_commit_chart(cluster, snapshot),
+    )
+    if snapshot.type == "sink":
+        context.update(_lag_charts(cluster, snapshot))
+    else:
+        context.update(
+            rewinds=snapshots.rewinds(cluster=cluster, connector=snapshot.name),
+            drifts=snapshots.key_drifts(cluster=cluster, connector=snapshot.name),
+        )
+        if form.cleaned_data["partition"]:
+            # A link followed without htmx: draw the chosen partition's chart in the page.
+            context.update(_progress_context(cluster, snapshot, form.cleaned_data["partition"]))
+        else:
+            context["progress_deferred"] = True
+    return render(request, "dashboard/connector.html", context)
+
+
+def _partitions_page(
+    cluster: Cluster, snapshot: ConnectorSnapshot, form: PartitionFilterForm
+) -> Page:
+    lookup = snapshots.sink_partitions if snapshot.type == "sink" else snapshots.source_partitions
+    rows = lookup(
+        cluster=cluster,
+        connector=snapshot.name,
+        q=form.cleaned_data["q"],
+        sort=form.cleaned_data["sort"],
+    )
+    return Paginator(rows, PARTITIONS_PER_PAGE).get_page(form.cleaned_data["page"])
+
+
+def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart:
+    buckets = snapshots.commit_buckets(cluster=cluster, connector=snapshot.name)
+    return charts.line_chart(
+        [(bucket.start, bucket.commits) for bucket in buckets],
+        title="Offset commits per bucket",
+        unit="commits",
+    )
+
+
+def _lag_charts(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, charts.Chart]:
+    series = snapshots.lag_series(cluster=cluster, connector=snapshot.name)
+    return {
+        "lag_chart": charts.line_chart(
+            [(point.at, point.lag_records) for point in series],
+            title="Lag (records, all partitions)",
+            unit="records",
+        ),
+        "lag_time_chart": charts.line_chart(
+            [(point.at, point.lag_ms / 1000) for point in series if point.lag_ms is not None],
+            title="Lag (time, worst partition)",
+            unit="seconds",
+        ),
+    }
+
+
+def _progress_context(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> dict:
+    """The chosen partition's committed offsets over time, rewinds marked."""
+    if key_hash:
+        partition = snapshots.get_source_partition(
+            cluster=cluster, connector=snapshot.name, key_hash=key_hash
+        )
+        if partition is None:
+            raise Http404(f"No partition {key_hash} in {snapshot.name}.")
+    else:
+        partition = snapshots.default_chart_partition(cluster=cluster, connector=snapshot.name)
+    context = {"cluster": cluster, "connector": snapshot, "chart_partition": partition}
+    if partition is None:
+        return context
+    # The history service reads Parquet; import it here so the pages load without pyarrow work.
+    from offsets.services import history
+
+    points = history.partition_history(
+        cluster=cluster, connector=snapshot.name, key_hash=partition.key_hash
+    )
+    numeric = [point for point in points if point.progress is not None]
+    context["progress_chart"] = charts.line_chart(
+        [(point.at, point.progress) for point in numeric],
+        markers=[(point.at, point.progress, "rewind") for point in numeric if point.rewind],
+        title="Offset progress",
+        unit="",
+        zero_based=False,
+    )
+    context["progress_commits"] = len(points)
+    context["progress_not_numeric"] = bool(points) and not numeric
+    return context
+
+
+@require_GET
+@login_required
+def connector_offsets_json(
+    request: HttpRequest, cluster_name: str, connector_name: str
+) -> HttpResponse:
+    """Download the connector's offsets as KIP-875 JSON (what PATCH /offsets accepts)."""
+    cluster = _get_cluster_for_user(request, cluster_name)
+    snapshot = _get_connector_for_user(request, cluster, connector_name)
+    document = snapshots.export_document(cluster=cluster, snapshot=snapshot)
+    response = HttpResponse(
+        json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+        content_type="application/json; charset=utf-8",
+    )
+    filename = re.sub(r"[^A-Za-z0-9._-]", "_", f"{cluster.name}-{snapshot.name}-offsets.json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# -------------------------------------------------------------------------------------------
+# Live state, read from the config and status topics on each request.
+
+
+@require_GET
+@login_required
+def live_state(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
     state, error = None, None
     try:
         state = connect_state.read_connect_state(cluster=cluster)
@@ -37,7 +289,7 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     status = 200 if error is None else 503
     return render(
         request,
-        "dashboard/connectors.html",
+        "dashboard/live.html",
         {"cluster": cluster, "state": state, "error": error},
         status=status,
     )

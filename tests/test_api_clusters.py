@@ -24,6 +24,14 @@ def test_it_lists_clusters_without_their_client_secrets(logged_in_client):
             "configs_topic": "connect-configs",
             "status_topic": "connect-status",
             "connect_url": "",
+            "connectors": 0,
+            "counts_by_state": {},
+            "total_sink_lag": None,
+            "worst_lag_status": None,
+            "last_refresh": None,
+            "last_successful_refresh": None,
+            "results_as_of": None,
+            "stale": False,
         }
     ]
     assert b"hunter2" not in response.content

@@ -1,4 +1,4 @@
-"""Clusters and the live state of their connectors."""
+"""Clusters: their summary (counts, lag, last refresh) and the live state of their connectors."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -8,9 +8,10 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets.api.refreshes import RefreshRunOutput
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
-from offsets.services import connect_state
+from offsets.services import connect_state, snapshots
 
 
 class KafkaUnavailableError(APIException):
@@ -18,18 +19,28 @@ class KafkaUnavailableError(APIException):
     default_code = "kafka_unavailable"
 
 
-class ClusterOutput(serializers.ModelSerializer):
-    class Meta:
-        model = Cluster
-        # client_config is left out: it may hold SASL/SSL secrets.
-        fields = [
-            "name",
-            "bootstrap_servers",
-            "offsets_topic",
-            "configs_topic",
-            "status_topic",
-            "connect_url",
-        ]
+class ClusterOutput(serializers.Serializer):
+    # client_config is left out: it may hold SASL/SSL secrets.
+    name = serializers.CharField(source="cluster.name")
+    bootstrap_servers = serializers.CharField(source="cluster.bootstrap_servers")
+    offsets_topic = serializers.CharField(source="cluster.offsets_topic")
+    configs_topic = serializers.CharField(source="cluster.configs_topic")
+    status_topic = serializers.CharField(source="cluster.status_topic")
+    connect_url = serializers.CharField(source="cluster.connect_url")
+    connectors = serializers.IntegerField(help_text="Connectors seen by the last refresh.")
+    counts_by_state = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Connectors by runtime state (RUNNING, PAUSED, STOPPED, FAILED, ...), "
+        "deleted connectors whose offsets remain as DELETED; states with none are left out.",
+    )
+    total_sink_lag = serializers.IntegerField(
+        allow_null=True, help_text="Records behind, all sinks that commit offsets together."
+    )
+    worst_lag_status = serializers.CharField(allow_null=True)
+    last_refresh = RefreshRunOutput(source="refresh.last_run", allow_null=True)
+    last_successful_refresh = RefreshRunOutput(source="refresh.last_success", allow_null=True)
+    results_as_of = serializers.DateTimeField(source="refresh.snapshot_at", allow_null=True)
+    stale = serializers.BooleanField(source="refresh.stale")
 
 
 class ConnectorStateOutput(serializers.Serializer):
@@ -49,7 +60,8 @@ class ConnectorStateOutput(serializers.Serializer):
 @extend_schema(responses=ClusterOutput(many=True))
 @api_view(["GET"])
 def cluster_list(request: Request) -> Response:
-    return Response(ClusterOutput(Cluster.objects.all(), many=True).data)
+    """Every cluster with connector counts by state, sink lag, worst status and last refresh."""
+    return Response(ClusterOutput(snapshots.cluster_summaries(), many=True).data)
 
 
 @extend_schema(responses=ConnectorStateOutput(many=True))

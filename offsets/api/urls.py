@@ -1,7 +1,9 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from offsets.api import clusters
+from offsets.api import clusters, connectors, refreshes
+
+CONNECTOR = "clusters/<str:cluster_name>/connectors/<str:connector_name>/"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -9,4 +11,15 @@ urlpatterns = [
     path(
         "clusters/<str:cluster_name>/state/", clusters.connector_states, name="api-connector-states"
     ),
+    path(
+        "clusters/<str:cluster_name>/connectors/", connectors.connector_list, name="api-connectors"
+    ),
+    path(CONNECTOR, connectors.connector_detail, name="api-connector"),
+    path(
+        f"{CONNECTOR}partitions/", connectors.connector_partitions, name="api-connector-partitions"
+    ),
+    path(f"{CONNECTOR}offsets/", connectors.connector_offsets, name="api-connector-offsets"),
+    path(f"{CONNECTOR}lag/", connectors.connector_lag, name="api-connector-lag"),
+    path(f"{CONNECTOR}history/", connectors.connector_history, name="api-connector-history"),
+    path("clusters/<str:cluster_name>/refreshes/", refreshes.refreshes, name="api-refreshes"),
 ]

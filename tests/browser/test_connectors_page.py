@@ -12,7 +12,7 @@ def log_in(page, live_server, username, password):
     page.click("button[type=submit]")
 
 
-def test_a_user_logs_in_and_sees_the_demo_connectors(
+def test_a_user_logs_in_and_sees_the_live_state_of_the_demo_connectors(
     page, live_server, transactional_db, django_user_model, seeded_demo, screenshot
 ):
     django_user_model.objects.create_user("bob", password="bob-password")
@@ -21,9 +21,9 @@ def test_a_user_logs_in_and_sees_the_demo_connectors(
     log_in(page, live_server, "bob", "bob-password")
     page.wait_for_selector("text=Clusters")
     screenshot("home")
-    page.click("a:text('demo')")
+    page.click("tr[data-cluster='demo'] a:text('live state')")
     page.wait_for_selector("table#connectors")
-    screenshot("connectors")
+    screenshot("live-state")
 
     rows = page.locator("table#connectors tbody tr")
     names = [rows.nth(i).get_attribute("data-connector") for i in range(rows.count())]

@@ -1,0 +1,85 @@
+"""Every page input goes through a form: filters, sorting, search, paging, actions."""
+
+from django import forms
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from offsets.services.snapshots import (
+    CONNECTOR_SORTS,
+    CONNECTOR_TYPES,
+    LAG_STATUSES,
+    PARTITION_SORTS,
+    SINK_PARTITION_SORTS,
+    STATE_CHOICES,
+)
+
+
+def _sort_choices(sorts: dict[str, str]) -> list[tuple[str, str]]:
+    return [(key, key) for key in sorts] + [(f"-{key}", f"-{key}") for key in sorts]
+
+
+class ConnectorFilterForm(forms.Form):
+    """Search, filters, sort and page of the connectors list (all optional, from the URL)."""
+
+    q = forms.CharField(required=False, max_length=249, label="Search")
+    type = forms.ChoiceField(
+        required=False, choices=[("", "all types"), *((t, t) for t in CONNECTOR_TYPES)]
+    )
+    state = forms.ChoiceField(
+        required=False, choices=[("", "all states"), *((s, s) for s in STATE_CHOICES)]
+    )
+    status = forms.ChoiceField(
+        required=False, choices=[("", "all statuses"), *((s, s) for s in LAG_STATUSES)]
+    )
+    sort = forms.ChoiceField(required=False, choices=_sort_choices(CONNECTOR_SORTS))
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def clean_sort(self) -> str:
+        return self.cleaned_data["sort"] or "name"
+
+    def clean_page(self) -> int:
+        return self.cleaned_data["page"] or 1
+
+    def filters(self) -> dict[str, str]:
+        """The keyword arguments of `snapshots.connectors()`."""
+        return {name: self.cleaned_data[name] for name in ("q", "type", "state", "status", "sort")}
+
+
+class PartitionFilterForm(forms.Form):
+    """Search, sort and page of a connector's partitions, and the partition to chart."""
+
+    q = forms.CharField(required=False, max_length=500, label="Search partitions")
+    sort = forms.ChoiceField(required=False)
+    page = forms.IntegerField(required=False, min_value=1)
+    partition = forms.RegexField(
+        required=False,
+        regex=r"^[0-9a-f]{40}$",
+        error_messages={"invalid": "A partition's key hash: 40 hexadecimal digits."},
+    )
+
+    def __init__(self, *args: object, connector_type: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        sorts = SINK_PARTITION_SORTS if connector_type == "sink" else PARTITION_SORTS
+        self.fields["sort"].choices = _sort_choices(sorts)
+
+    def clean_sort(self) -> str:
+        return self.cleaned_data["sort"] or "partition"
+
+    def clean_page(self) -> int:
+        return self.cleaned_data["page"] or 1
+
+
+class RefreshForm(forms.Form):
+    """Start a refresh; `next` is where a browser without htmx goes back to."""
+
+    full = forms.BooleanField(required=False)
+    next = forms.CharField(required=False, max_length=2000)
+
+    def __init__(self, *args: object, host: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.host = host
+
+    def clean_next(self) -> str:
+        url = self.cleaned_data["next"]
+        if url and url_has_allowed_host_and_scheme(url, allowed_hosts={self.host}):
+            return url
+        return ""

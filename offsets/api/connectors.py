@@ -1,0 +1,376 @@
+"""One cluster's connectors as the last refresh saw them: list, detail, offsets, lag, history."""
+
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.decorators import api_view
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from offsets.api.refreshes import RefreshRunOutput
+from offsets.formats.connectors import mask_secrets
+from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag, SourceOffset
+from offsets.services import snapshots
+
+MAX_PAGE_SIZE = 1000
+
+
+def _get_cluster(name: str) -> Cluster:
+    return get_object_or_404(Cluster, name=name)
+
+
+def _get_connector(cluster: Cluster, name: str) -> ConnectorSnapshot:
+    snapshot = snapshots.get_connector(cluster=cluster, name=name)
+    if snapshot is None:
+        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    return snapshot
+
+
+def _sorts(sorts: dict[str, str]) -> list[str]:
+    return [*sorts, *(f"-{key}" for key in sorts)]
+
+
+# -------------------------------------------------------------------------------------------
+# Serializers.
+
+
+class FreshnessOutput(serializers.Serializer):
+    results_as_of = serializers.DateTimeField(source="snapshot_at", allow_null=True)
+    stale = serializers.BooleanField()
+    last_refresh = RefreshRunOutput(source="last_run", allow_null=True)
+    last_successful_refresh = RefreshRunOutput(source="last_success", allow_null=True)
+
+
+class ConnectorListInput(serializers.Serializer):
+    q = serializers.CharField(required=False, default="", allow_blank=True, max_length=249)
+    type = serializers.ChoiceField(
+        required=False, default="", choices=["", *snapshots.CONNECTOR_TYPES]
+    )
+    state = serializers.ChoiceField(
+        required=False, default="", choices=["", *snapshots.STATE_CHOICES]
+    )
+    status = serializers.ChoiceField(
+        required=False, default="", choices=["", *snapshots.LAG_STATUSES]
+    )
+    sort = serializers.ChoiceField(
+        required=False, default="name", choices=_sorts(snapshots.CONNECTOR_SORTS)
+    )
+
+
+class ConnectorOutput(serializers.ModelSerializer):
+    status_reasons = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ConnectorSnapshot
+        fields = [
+            "name",
+            "type",
+            "connector_class",
+            "target_state",
+            "runtime_state",
+            "task_count",
+            "deleted",
+            "mirrormaker2",
+            "own_offsets_topic",
+            "sink_group",
+            "offsets_managed_externally",
+            "partitions",
+            "lag_records",
+            "lag_ms",
+            "lag_status",
+            "status_reasons",
+            "last_commit_at",
+            "malformed",
+            "rewinds",
+            "stalled_partitions",
+            "drifted_partitions",
+            "updated_at",
+            "url",
+        ]
+
+    def get_status_reasons(self, snapshot: ConnectorSnapshot) -> list[str]:
+        return snapshots.status_reasons(snapshot)
+
+    def get_url(self, snapshot: ConnectorSnapshot) -> str:
+        return reverse("api-connector", args=[snapshot.cluster.name, snapshot.name])
+
+
+class ConnectorListOutput(FreshnessOutput):
+    count = serializers.IntegerField()
+    connectors = ConnectorOutput(many=True)
+
+
+class ConnectorDetailOutput(ConnectorOutput):
+    config = serializers.SerializerMethodField(help_text="Secret values masked.")
+
+    class Meta(ConnectorOutput.Meta):
+        fields = [*ConnectorOutput.Meta.fields, "task_states", "trace", "config"]
+
+    def get_config(self, snapshot: ConnectorSnapshot) -> dict[str, str | None]:
+        return mask_secrets(snapshot.config)
+
+
+class PartitionsInput(serializers.Serializer):
+    q = serializers.CharField(required=False, default="", allow_blank=True, max_length=500)
+    sort = serializers.CharField(required=False, default="partition")
+    page = serializers.IntegerField(required=False, default=1, min_value=1)
+    page_size = serializers.IntegerField(
+        required=False, default=100, min_value=1, max_value=MAX_PAGE_SIZE
+    )
+
+    def validate_sort(self, value: str) -> str:
+        sorts = self.context["sorts"]
+        if value not in _sorts(sorts):
+            raise serializers.ValidationError(f"One of {', '.join(_sorts(sorts))}.")
+        return value
+
+
+class SourcePartitionOutput(serializers.ModelSerializer):
+    class Meta:
+        model = SourceOffset
+        fields = [
+            "topic",
+            "key_hash",
+            "partition",
+            "offset",
+            "kafka_partition",
+            "kafka_offset",
+            "progress",
+            "first_commit_at",
+            "last_commit_at",
+            "commits",
+            "rewinds",
+            "stalled",
+        ]
+
+
+class SinkPartitionOutput(serializers.ModelSerializer):
+    class Meta:
+        model = SinkPartitionLag
+        fields = [
+            "topic",
+            "partition",
+            "committed",
+            "log_start",
+            "log_end",
+            "lag_records",
+            "lag_ms",
+            "status",
+            "sampled_at",
+        ]
+
+
+class PartitionsOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    source_partitions = SourcePartitionOutput(many=True, required=False)
+    sink_partitions = SinkPartitionOutput(many=True, required=False)
+
+
+class OffsetsEntryOutput(serializers.Serializer):
+    partition = serializers.DictField()
+    offset = serializers.DictField(allow_null=True)
+
+
+class OffsetsOutput(serializers.Serializer):
+    offsets = OffsetsEntryOutput(many=True)
+
+
+class LagOutput(serializers.Serializer):
+    lag_records = serializers.IntegerField(allow_null=True)
+    lag_ms = serializers.IntegerField(allow_null=True)
+    lag_status = serializers.CharField(allow_blank=True)
+    status_reasons = serializers.ListField(child=serializers.CharField())
+    offsets_managed_externally = serializers.BooleanField()
+    partitions = SinkPartitionOutput(many=True)
+
+
+class HistoryInput(serializers.Serializer):
+    partition = serializers.RegexField(
+        r"^[0-9a-f]{40}$", required=False, help_text="A source partition's key_hash."
+    )
+    since = serializers.DateTimeField(required=False, help_text="Commits of the partition since.")
+
+
+class BucketOutput(serializers.Serializer):
+    start = serializers.DateTimeField()
+    commits = serializers.IntegerField()
+
+
+class LagPointOutput(serializers.Serializer):
+    at = serializers.DateTimeField()
+    lag_records = serializers.IntegerField()
+    lag_ms = serializers.IntegerField(allow_null=True)
+
+
+class RewindOutput(serializers.Serializer):
+    at = serializers.DateTimeField()
+    topic = serializers.CharField()
+    key_hash = serializers.CharField()
+    partition = serializers.DictField()
+    kafka_partition = serializers.IntegerField()
+    kafka_offset = serializers.IntegerField()
+    from_progress = serializers.FloatField()
+    to_progress = serializers.FloatField()
+
+
+class CommitPointOutput(serializers.Serializer):
+    at = serializers.DateTimeField()
+    progress = serializers.FloatField(allow_null=True)
+    offset = serializers.DictField(allow_null=True)
+    kafka_offset = serializers.IntegerField()
+    rewind = serializers.BooleanField()
+
+
+class PartitionHistoryOutput(serializers.Serializer):
+    key_hash = serializers.CharField()
+    partition = serializers.DictField()
+    commits = CommitPointOutput(many=True)
+
+
+class HistoryOutput(serializers.Serializer):
+    commit_buckets = BucketOutput(many=True)
+    rewinds = RewindOutput(many=True)
+    lag_samples = LagPointOutput(many=True)
+    partition_history = PartitionHistoryOutput(required=False)
+
+
+# -------------------------------------------------------------------------------------------
+# Views.
+
+
+@extend_schema(parameters=[ConnectorListInput], responses=ConnectorListOutput)
+@api_view(["GET"])
+def connector_list(request: Request, cluster_name: str) -> Response:
+    """The cluster's connectors as the last refresh saw them, filtered and sorted like the page."""
+    cluster = _get_cluster(cluster_name)
+    params = ConnectorListInput(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    rows = list(
+        snapshots.connectors(cluster=cluster, **params.validated_data).select_related("cluster")
+    )
+    refresh = snapshots.refresh_state(cluster=cluster)
+    return Response(
+        {
+            **FreshnessOutput(refresh).data,
+            "count": len(rows),
+            "connectors": ConnectorOutput(rows, many=True).data,
+        }
+    )
+
+
+@extend_schema(responses=ConnectorDetailOutput)
+@api_view(["GET"])
+def connector_detail(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """One connector: states, tasks, masked config, offsets and lag summary."""
+    cluster = _get_cluster(cluster_name)
+    return Response(ConnectorDetailOutput(_get_connector(cluster, connector_name)).data)
+
+
+@extend_schema(parameters=[PartitionsInput], responses=PartitionsOutput)
+@api_view(["GET"])
+def connector_partitions(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """One page of the connector's source partitions or sink topic-partitions."""
+    cluster = _get_cluster(cluster_name)
+    snapshot = _get_connector(cluster, connector_name)
+    sink = snapshot.type == "sink"
+    sorts = snapshots.SINK_PARTITION_SORTS if sink else snapshots.PARTITION_SORTS
+    params = PartitionsInput(data=request.query_params, context={"sorts": sorts})
+    params.is_valid(raise_exception=True)
+    lookup = snapshots.sink_partitions if sink else snapshots.source_partitions
+    rows = lookup(
+        cluster=cluster,
+        connector=snapshot.name,
+        q=params.validated_data["q"],
+        sort=params.validated_data["sort"],
+    )
+    page = Paginator(rows, params.validated_data["page_size"]).get_page(
+        params.validated_data["page"]
+    )
+    output = SinkPartitionOutput if sink else SourcePartitionOutput
+    return Response(
+        {
+            "count": page.paginator.count,
+            "page": page.number,
+            "pages": page.paginator.num_pages,
+            "sink_partitions" if sink else "source_partitions": output(page, many=True).data,
+        }
+    )
+
+
+@extend_schema(responses=OffsetsOutput)
+@api_view(["GET"])
+def connector_offsets(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """The connector's offsets in the KIP-875 shape (`GET /connectors/{name}/offsets`)."""
+    cluster = _get_cluster(cluster_name)
+    snapshot = _get_connector(cluster, connector_name)
+    return Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
+
+
+@extend_schema(responses=LagOutput)
+@api_view(["GET"])
+def connector_lag(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """A sink's lag per topic-partition (committed, log start and end, records, time, status).
+
+    Sources have no consumer lag: their partitions list is empty.
+    """
+    cluster = _get_cluster(cluster_name)
+    snapshot = _get_connector(cluster, connector_name)
+    partitions = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name)
+    return Response(
+        {
+            "lag_records": snapshot.lag_records,
+            "lag_ms": snapshot.lag_ms,
+            "lag_status": snapshot.lag_status,
+            "status_reasons": snapshots.status_reasons(snapshot),
+            "offsets_managed_externally": snapshot.offsets_managed_externally,
+            "partitions": SinkPartitionOutput(partitions, many=True).data,
+        }
+    )
+
+
+@extend_schema(parameters=[HistoryInput], responses=HistoryOutput)
+@api_view(["GET"])
+def connector_history(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """Commits per time bucket, rewinds, lag over time and, for `?partition=`, its commits."""
+    cluster = _get_cluster(cluster_name)
+    snapshot = _get_connector(cluster, connector_name)
+    params = HistoryInput(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    body = {
+        "commit_buckets": BucketOutput(
+            snapshots.commit_buckets(cluster=cluster, connector=snapshot.name), many=True
+        ).data,
+        "rewinds": RewindOutput(
+            snapshots.rewinds(cluster=cluster, connector=snapshot.name, limit=1000), many=True
+        ).data,
+        "lag_samples": LagPointOutput(
+            snapshots.lag_series(cluster=cluster, connector=snapshot.name), many=True
+        ).data,
+    }
+    key_hash = params.validated_data.get("partition")
+    if key_hash:
+        partition = snapshots.get_source_partition(
+            cluster=cluster, connector=snapshot.name, key_hash=key_hash
+        )
+        if partition is None:
+            raise Http404(f"No partition {key_hash} in {snapshot.name}.")
+        from offsets.services import history
+
+        points = history.partition_history(
+            cluster=cluster,
+            connector=snapshot.name,
+            key_hash=key_hash,
+            since=params.validated_data.get("since"),
+        )
+        body["partition_history"] = {
+            "key_hash": key_hash,
+            "partition": partition.partition,
+            "commits": CommitPointOutput(points, many=True).data,
+        }
+    return Response(body)

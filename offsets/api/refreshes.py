@@ -1,0 +1,77 @@
+"""Refresh runs of a cluster: the recent ones, and starting one in the background."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from offsets.models import Cluster, RefreshRun
+from offsets.services import background
+
+RECENT_RUNS = 50
+
+
+class RefreshRunOutput(serializers.ModelSerializer):
+    class Meta:
+        model = RefreshRun
+        fields = [
+            "id",
+            "status",
+            "full",
+            "phase",
+            "started_at",
+            "finished_at",
+            "seconds",
+            "records_read",
+            "records_by_topic",
+            "malformed",
+            "error",
+        ]
+
+
+class RefreshStartInput(serializers.Serializer):
+    full = serializers.BooleanField(default=False, help_text="Rebuild from the beginning.")
+
+
+class RefreshConflictOutput(serializers.Serializer):
+    detail = serializers.CharField()
+    running = RefreshRunOutput()
+
+
+@extend_schema(methods=["GET"], responses=RefreshRunOutput(many=True))
+@extend_schema(
+    methods=["POST"],
+    request=RefreshStartInput,
+    responses={
+        202: RefreshRunOutput,
+        409: OpenApiResponse(RefreshConflictOutput, description="A refresh is already running."),
+    },
+)
+@api_view(["GET", "POST"])
+def refreshes(request: Request, cluster_name: str) -> Response:
+    """GET: the cluster's recent refreshes, newest first. POST: start one in the background."""
+    cluster = get_object_or_404(Cluster, name=cluster_name)
+    if request.method == "GET":
+        runs = RefreshRun.objects.filter(cluster=cluster).order_by("-started_at", "-pk")
+        return Response(RefreshRunOutput(runs[:RECENT_RUNS], many=True).data)
+    if not request.user.has_perm("offsets.add_refreshrun"):
+        raise PermissionDenied("You may not start refreshes (permission offsets.add_refreshrun).")
+    data = RefreshStartInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    run = background.start_refresh(cluster=cluster, full=data.validated_data["full"])
+    if run is None:
+        running = background.running_refresh(cluster=cluster)
+        body = {"detail": f"A refresh of {cluster.name} is already running."}
+        if running is not None:
+            body = {
+                "detail": background.AlreadyRunning(running).message,
+                "running": RefreshRunOutput(running).data,
+            }
+        return Response(body, status=status.HTTP_409_CONFLICT)
+    if run.status == RefreshRun.Status.FAILED:
+        # The process could not even start (the error says why).
+        return Response(RefreshRunOutput(run).data, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    return Response(RefreshRunOutput(run).data, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,270 @@
+"""One connector: partitions, lag, charts, config, tasks and the JSON export."""
+
+import json
+import re
+
+import pytest
+
+from offsets.models import RefreshRun, SourceOffset
+from tests import factories as make
+
+pytestmark = pytest.mark.django_db
+
+SOURCE = "/clusters/prod/connectors/jdbc-source/"
+SINK = "/clusters/prod/connectors/s3-sink/"
+
+
+def path_points(html: str, chart: str) -> int:
+    figure = html.split(f'data-chart="{chart}"')[1].split("</figure>")[0]
+    match = re.search(r'<path class="line" d="([^"]*)" data-points="(\d+)"', figure)
+    assert match, f"chart {chart} draws no line"
+    assert match.group(1).count(",") == int(match.group(2))
+    return int(match.group(2))
+
+
+@pytest.fixture
+def prod():
+    cluster = make.cluster("prod")
+    make.run(cluster)
+    make.snapshot(
+        cluster,
+        "jdbc-source",
+        partitions=120,
+        rewinds=1,
+        task_count=2,
+        task_states={"0": "RUNNING", "1": "FAILED"},
+        trace="java.sql.SQLException: gone",
+        config={
+            "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+            "connection.password": "hunter2",
+            "connection.url": "jdbc:postgresql://app:s3cret@db:5432/app",
+            "table.whitelist": "orders",
+        },
+    )
+    offsets = make.source_offsets(cluster, "jdbc-source", 120)
+    SourceOffset.objects.filter(pk=offsets[7].pk).update(rewinds=1)
+    make.rewind(cluster, offsets[7])
+    make.commit_buckets(cluster, "jdbc-source", 36)
+    make.snapshot(cluster, "s3-sink", "sink", partitions=3, lag_records=30, lag_ms=9_000)
+    make.sink_lags(cluster, "s3-sink", "orders", 2)
+    make.sink_lags(cluster, "s3-sink", "payments", 1, committed=None, lag_records=50)
+    make.lag_samples(cluster, "s3-sink", "orders", 2, 12)
+    return cluster
+
+
+def test_the_detail_page_requires_login(client, prod):
+    response = client.get(SOURCE)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_an_unknown_connector_is_a_404_page_that_names_it(logged_in_client, prod):
+    response = logged_in_client.get("/clusters/prod/connectors/nope/")
+    assert response.status_code == 404
+    assert "No connector named &#x27;nope&#x27; on prod" in response.content.decode()
+
+
+def test_an_unknown_cluster_is_a_404(logged_in_client):
+    assert logged_in_client.get("/clusters/nope/connectors/x/").status_code == 404
+
+
+def test_a_source_shows_one_page_of_its_partitions(logged_in_client, prod):
+    html = logged_in_client.get(SOURCE).content.decode()
+    assert "120 partitions, 1\u201350 shown." in html
+    rows = re.findall(r'<tr data-partition="([0-9a-f]{40})"', html)
+    assert len(rows) == 50
+    assert "{&quot;table&quot;:&quot;table_00000&quot;}" in html
+    assert "{&quot;id&quot;:0}" in html
+    assert "page 1 of 3" in html
+
+
+def test_partitions_are_searchable_and_paged_by_htmx(logged_in_client, prod):
+    response = logged_in_client.get(
+        SOURCE + "?q=table_0011", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="partitions"
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="partitions">')
+    assert "10 partitions matching “table_0011”." in html
+    assert len(re.findall(r"<tr data-partition=", html)) == 10
+    page3 = logged_in_client.get(
+        SOURCE + "?page=3", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="partitions"
+    ).content.decode()
+    assert len(re.findall(r"<tr data-partition=", page3)) == 20
+    assert "page 3 of 3" in page3
+
+
+def test_partitions_sort_by_rewinds(logged_in_client, prod):
+    html = logged_in_client.get(SOURCE + "?sort=-rewinds").content.decode()
+    first = re.search(
+        r'<tr data-partition="[0-9a-f]{40}"[^>]*>\s*<td><code class="map">([^<]*)<', html
+    )
+    assert first.group(1) == "{&quot;table&quot;:&quot;table_00007&quot;}"
+
+
+def test_a_partition_search_with_ten_thousand_partitions_makes_a_fixed_number_of_queries(
+    logged_in_client, prod, django_assert_max_num_queries
+):
+    make.snapshot(prod, "big", partitions=10_000)
+    make.source_offsets(prod, "big", 10_000)
+    with django_assert_max_num_queries(8):
+        html = logged_in_client.get(
+            "/clusters/prod/connectors/big/?q=table_09&page=2",
+            HTTP_HX_REQUEST="true",
+            HTTP_HX_TARGET="partitions",
+        ).content.decode()
+    assert "1,000 partitions matching" in html
+    with django_assert_max_num_queries(14):
+        logged_in_client.get("/clusters/prod/connectors/big/")
+
+
+def test_the_commit_rate_chart_draws_every_bucket(logged_in_client, prod):
+    html = logged_in_client.get(SOURCE).content.decode()
+    assert path_points(html, "commits") == 36
+
+
+def test_the_progress_chart_loads_by_htmx_and_marks_rewinds(
+    logged_in_client, prod, partition_history
+):
+    partition_history.points.extend(make.history(60, rewind_at=30))
+    page = logged_in_client.get(SOURCE).content.decode()
+    # The page defers the chart (it reads Parquet) to a request of its own.
+    assert (
+        'id="progress" class="progress" hx-get="/clusters/prod/connectors/jdbc-source/" hx-trigger="load"'
+        in page
+    )
+    assert not partition_history.calls
+
+    response = logged_in_client.get(SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress")
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="progress"')
+    assert path_points(html, "progress") == 60
+    assert html.count('<circle class="marker"') == 1
+    # By default the chart shows a partition that rewound.
+    rewound = SourceOffset.objects.get(connector="jdbc-source", rewinds=1)
+    assert partition_history.calls == [
+        {"cluster": prod, "connector": "jdbc-source", "key_hash": rewound.key_hash}
+    ]
+    assert "table_00007" in html
+
+
+def test_a_chosen_partition_is_charted_and_an_unknown_one_is_404(
+    logged_in_client, prod, partition_history
+):
+    partition_history.points.extend(make.history(5))
+    chosen = SourceOffset.objects.get(connector="jdbc-source", identity__contains="table_00042")
+    html = logged_in_client.get(
+        f"{SOURCE}?partition={chosen.key_hash}", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
+    ).content.decode()
+    assert "table_00042" in html
+    assert path_points(html, "progress") == 5
+    # Without htmx (a link followed), the page draws it in place.
+    full = logged_in_client.get(f"{SOURCE}?partition={chosen.key_hash}").content.decode()
+    assert path_points(full, "progress") == 5
+    assert logged_in_client.get(f"{SOURCE}?partition={'0' * 40}").status_code == 404
+    assert logged_in_client.get(f"{SOURCE}?partition=../etc").status_code == 400
+
+
+def test_a_partition_without_numeric_progress_says_so(logged_in_client, prod, partition_history):
+    partition_history.points.append(make.CommitPoint(make.now(), None, {"file": "a.log"}, 1))
+    html = logged_in_client.get(
+        SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
+    ).content.decode()
+    assert "its offset has no numeric field to chart" in html
+
+
+def test_a_source_lists_its_rewinds_tasks_and_masked_config(logged_in_client, prod):
+    html = logged_in_client.get(SOURCE).content.decode()
+    rewinds = html.split('id="rewinds"')[1].split("</table>")[0]
+    assert "table_00007" in rewinds and ">500<" in rewinds and ">100<" in rewinds
+    tasks = html.split('id="tasks"')[1].split("</table>")[0]
+    assert "RUNNING" in tasks and "FAILED" in tasks
+    assert "java.sql.SQLException: gone" in html
+    assert "hunter2" not in html and "s3cret" not in html
+    assert "********" in html
+    assert "jdbc:postgresql://app:********@db:5432/app" in html
+
+
+def test_key_drift_is_shown_with_both_forms(logged_in_client, prod):
+    make.drift(
+        prod,
+        "jdbc-source",
+        '{"a":1,"b":2}',
+        [
+            {
+                "topic": "connect-offsets",
+                "key": '["jdbc-source",{"b":2,"a":1}]',
+                "offset": {"x": 9},
+            },
+            {
+                "topic": "connect-offsets",
+                "key": '["jdbc-source",{"a":1,"b":2}]',
+                "offset": {"x": 3},
+            },
+        ],
+    )
+    html = logged_in_client.get(SOURCE).content.decode()
+    drift = html.split('id="key-drift"')[1].split("</table>")[0]
+    assert drift.count("→") == 2
+
+
+def test_a_sink_shows_its_topic_partitions_with_no_commit_as_such(logged_in_client, prod):
+    html = logged_in_client.get(SINK).content.decode()
+    assert "3 topic-partitions." in html
+    row = html.split('data-partition="payments-0"')[1].split("</tr>")[0]
+    assert 'data-field="committed"><span class="muted">no commit</span>' in row
+    orders = html.split('data-partition="orders-1"')[1].split("</tr>")[0]
+    assert ">91<" in orders and ">101<" in orders and 'data-field="lag-ms">5s<' in orders
+
+
+def test_a_sink_charts_its_lag_over_time(logged_in_client, prod):
+    html = logged_in_client.get(SINK).content.decode()
+    assert path_points(html, "lag") == 12
+    assert path_points(html, "lag-time") == 12
+    assert 'data-chart="commits"' not in html
+
+
+def test_charts_without_data_say_so(logged_in_client, prod):
+    make.snapshot(prod, "quiet")
+    html = logged_in_client.get("/clusters/prod/connectors/quiet/").content.decode()
+    assert "No data yet." in html.split('data-chart="commits"')[1]
+
+
+def test_the_detail_page_shows_a_failed_refresh(logged_in_client, prod):
+    make.run(prod, RefreshRun.Status.FAILED, ago=3, error="Broker unreachable")
+    html = logged_in_client.get(SOURCE).content.decode()
+    assert "Broker unreachable" in html
+    assert "Showing the results of the last successful refresh" in html
+
+
+def test_export_json_is_the_kip875_document_of_a_source(logged_in_client, prod):
+    SourceOffset.objects.filter(identity__contains="table_00001").update(offset=None)
+    make.source_offsets(prod, "jdbc-source", 1, topic="connect-offsets-own", effective=False)
+    response = logged_in_client.get(SOURCE + "offsets.json")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="prod-jdbc-source-offsets.json"'
+    document = json.loads(response.content)
+    # Tombstoned partitions have no offset, and shadowed copies are not what the runtime uses.
+    assert len(document["offsets"]) == 119
+    assert document["offsets"][0] == {"partition": {"table": "table_00000"}, "offset": {"id": 0}}
+
+
+def test_export_json_of_a_sink_has_kafka_topic_partition_and_offset(logged_in_client, prod):
+    document = json.loads(logged_in_client.get(SINK + "offsets.json").content)
+    assert document == {
+        "offsets": [
+            {
+                "partition": {"kafka_topic": "orders", "kafka_partition": 0},
+                "offset": {"kafka_offset": 90},
+            },
+            {
+                "partition": {"kafka_topic": "orders", "kafka_partition": 1},
+                "offset": {"kafka_offset": 91},
+            },
+        ]
+    }
+
+
+def test_export_json_of_an_unknown_connector_is_404_and_needs_login(client, logged_in_client, prod):
+    assert logged_in_client.get("/clusters/prod/connectors/nope/offsets.json").status_code == 404
+    logged_in_client.logout()
+    assert client.get(SOURCE + "offsets.json").status_code == 302

@@ -1,0 +1,221 @@
+"""The connectors list of a cluster, from the last refresh."""
+
+import re
+
+import pytest
+
+from offsets.models import RefreshRun
+from tests import factories as make
+
+pytestmark = pytest.mark.django_db
+
+URL = "/clusters/prod/connectors/"
+
+
+def names(html: str) -> list[str]:
+    return re.findall(r'<tr data-connector="([^"]+)"', html)
+
+
+@pytest.fixture
+def prod():
+    cluster = make.cluster("prod")
+    make.run(cluster)
+    make.snapshot(cluster, "alpha-source", partitions=12, malformed=3)
+    make.snapshot(
+        cluster,
+        "beta-sink",
+        "sink",
+        partitions=4,
+        lag_records=500,
+        lag_ms=7_200_000,
+        lag_status="ERR",
+    )
+    make.snapshot(
+        cluster, "gamma-sink", "sink", partitions=2, lag_records=5, lag_ms=1_000, lag_status="WARN"
+    )
+    make.snapshot(cluster, "delta-paused", runtime_state="PAUSED", target_state="PAUSED")
+    make.snapshot(cluster, "mm2-source", mirrormaker2=True, stalled_partitions=1, lag_status="ERR")
+    make.snapshot(cluster, "eos-source", own_offsets_topic="connect-offsets-eos")
+    make.snapshot(cluster, "bq-sink", "sink", offsets_managed_externally=True, lag_records=None)
+    make.snapshot(
+        cluster, "old-source", deleted=True, runtime_state="", target_state="", task_count=None
+    )
+    make.sink_lags(cluster, "beta-sink", "orders", 2, status="STOP")
+    return cluster
+
+
+def test_the_list_requires_login(client, prod):
+    response = client.get(URL)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_an_unknown_cluster_is_a_404_page(logged_in_client):
+    response = logged_in_client.get("/clusters/nope/connectors/")
+    assert response.status_code == 404
+    assert b"Not found" in response.content
+
+
+def test_it_lists_every_connector_with_its_columns_and_badges(logged_in_client, prod):
+    html = logged_in_client.get(URL).content.decode()
+    assert names(html) == [
+        "alpha-source",
+        "beta-sink",
+        "bq-sink",
+        "delta-paused",
+        "eos-source",
+        "gamma-sink",
+        "mm2-source",
+        "old-source",
+    ]
+    row = html.split('data-connector="beta-sink"')[1].split("</tr>")[0]
+    assert 'data-field="type">sink<' in row
+    assert 'data-field="partitions">4<' in row
+    assert 'data-field="lag-records">500<' in row
+    assert 'data-field="lag-ms">2h 00m<' in row
+    assert 'data-status="ERR"' in row and 'data-reason="STOP"' in row
+    assert "STARTED" in row and "RUNNING" in row
+    assert "own offsets topic (exactly-once)" in html.split('data-connector="eos-source"')[1]
+    assert "MirrorMaker 2" in html.split('data-connector="mm2-source"')[1].split("</tr>")[0]
+    assert "offsets managed outside Connect" in html.split('data-connector="bq-sink"')[1]
+    assert "deleted (offsets remain)" in html.split('data-connector="old-source"')[1]
+    malformed = html.split('data-connector="alpha-source"')[1].split("</tr>")[0]
+    assert 'data-field="malformed"><span class="warn">3<' in malformed
+
+
+def test_a_sink_that_manages_its_offsets_outside_connect_shows_no_lag(logged_in_client, prod):
+    html = logged_in_client.get(URL).content.decode()
+    row = html.split('data-connector="bq-sink"')[1].split("</tr>")[0]
+    assert 'data-field="lag-records"><span class="muted">' in row
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("?sort=-lag_records", ["beta-sink", "gamma-sink"]),
+        ("?sort=-status", ["beta-sink", "mm2-source", "gamma-sink"]),
+        ("?sort=-partitions", ["alpha-source", "beta-sink"]),
+        ("?type=sink", ["beta-sink", "bq-sink", "gamma-sink"]),
+        ("?state=PAUSED", ["delta-paused"]),
+        ("?state=DELETED", ["old-source"]),
+        ("?status=ERR", ["beta-sink", "mm2-source"]),
+        ("?status=WARN", ["gamma-sink"]),
+        ("?status=STOP", ["beta-sink"]),
+        ("?status=STALL", ["mm2-source"]),
+        ("?q=SOURCE", ["alpha-source", "eos-source", "mm2-source", "old-source"]),
+        ("?q=sink&type=sink&sort=-name", ["gamma-sink", "bq-sink", "beta-sink"]),
+    ],
+)
+def test_it_sorts_filters_and_searches(logged_in_client, prod, query, expected):
+    found = names(logged_in_client.get(URL + query).content.decode())
+    assert found[: len(expected)] == expected
+    if "sort" not in query:
+        assert found == expected
+
+
+def test_sort_links_keep_the_filters_and_toggle_the_direction(logged_in_client, prod):
+    html = logged_in_client.get(URL + "?type=sink&sort=lag_records&page=1").content.decode()
+    assert (
+        'href="?type=sink&amp;sort=-lag_records" hx-get="?type=sink&amp;sort=-lag_records"' in html
+    )
+    assert 'aria-sort="ascending"' in html
+    assert '<input type="hidden" form="filters" name="sort" value="lag_records">' in html
+
+
+def test_the_table_polls_its_own_url_so_sort_and_filters_survive(logged_in_client, prod):
+    html = logged_in_client.get(URL + "?type=sink&sort=-lag_ms").content.decode()
+    assert (
+        '<div id="connectors-table" hx-get="?type=sink&amp;sort=-lag_ms" hx-trigger="every 15s"'
+        in html
+    )
+
+
+def test_an_htmx_request_gets_only_the_table(logged_in_client, prod):
+    response = logged_in_client.get(
+        URL + "?type=sink&sort=-lag_ms", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="connectors-table"
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith(
+        '<div id="connectors-table" hx-get="?type=sink&amp;sort=-lag_ms"'
+    )
+    assert "<html" not in html and 'id="filters"' not in html
+    assert names(html) == ["beta-sink", "gamma-sink", "bq-sink"]
+
+
+def test_a_bad_filter_value_is_a_400_that_says_which(logged_in_client, prod):
+    response = logged_in_client.get(URL + "?sort=password&status=PANIC")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "sort: Select a valid choice." in html
+    assert "status: Select a valid choice." in html
+
+
+def test_no_refresh_yet_is_said_plainly(logged_in_client):
+    make.cluster("prod")
+    html = logged_in_client.get(URL).content.decode()
+    assert "No refresh yet." in html
+    assert "manage.py refresh_offsets --cluster prod" in html
+    assert 'id="connectors"' not in html
+
+
+def test_a_failed_refresh_shows_its_error_and_the_age_of_the_results_on_show(
+    logged_in_client, prod
+):
+    make.run(
+        prod, RefreshRun.Status.FAILED, ago=5, error="KafkaUnavailable: 127.0.0.1:1 did not answer"
+    )
+    html = logged_in_client.get(URL).content.decode()
+    assert "The last refresh failed" in html
+    assert "KafkaUnavailable: 127.0.0.1:1 did not answer" in html
+    assert "Showing the results of the last successful refresh" in html
+    assert re.search(r'data-field="snapshot-age">\d+s<', html)
+    assert len(names(html)) == 8
+
+
+def test_a_failed_first_refresh_says_there_is_nothing_to_show(logged_in_client):
+    cluster = make.cluster("prod")
+    make.run(cluster, RefreshRun.Status.FAILED, error="broker down")
+    html = logged_in_client.get(URL).content.decode()
+    assert "broker down" in html
+    assert "There are no earlier results to show." in html
+
+
+def test_old_results_are_marked_stale(logged_in_client, prod, settings):
+    settings.SNAPSHOT_STALE_SECONDS = 30
+    html = logged_in_client.get(URL).content.decode()
+    assert 'data-run="stale"' in html
+
+
+def test_a_running_refresh_is_announced_and_the_table_polls_faster(logged_in_client, prod):
+    make.run(prod, RefreshRun.Status.RUNNING, ago=3, phase="reading sink groups")
+    html = logged_in_client.get(URL).content.decode()
+    assert "A refresh is running: reading sink groups" in html
+    assert 'hx-trigger="every 2s"' in html
+
+
+def test_nothing_matching_is_not_confused_with_no_refresh(logged_in_client, prod):
+    html = logged_in_client.get(URL + "?q=zzz").content.decode()
+    assert "No connector matches “zzz”." in html
+
+
+def test_it_pages_a_thousand_connectors_with_a_fixed_number_of_queries(
+    logged_in_client, django_assert_max_num_queries
+):
+    cluster = make.cluster("prod")
+    make.run(cluster)
+    make.ConnectorSnapshot.objects.bulk_create(
+        make.ConnectorSnapshot(
+            cluster=cluster,
+            name=f"bulk-{index:04d}",
+            type="sink" if index % 2 else "source",
+            lag_status="OK",
+            updated_at=make.now(),
+        )
+        for index in range(1000)
+    )
+    # Session, user, refresh runs (2), permissions, count, page.
+    with django_assert_max_num_queries(8):
+        html = logged_in_client.get(URL + "?page=3&sort=-name").content.decode()
+    assert len(names(html)) == 100
+    assert names(html)[0] == "bulk-0799"
+    assert "page 3 of 10" in html

@@ -1,0 +1,71 @@
+"""The SVG chart geometry (pure)."""
+
+from datetime import UTC, datetime, timedelta
+
+from dashboard.charts import format_number, line_chart
+
+T0 = datetime(2026, 9, 21, 12, 0, tzinfo=UTC)
+
+
+def series(values):
+    return [(T0 + timedelta(minutes=i), v) for i, v in enumerate(values)]
+
+
+def test_an_empty_series_is_an_empty_chart():
+    chart = line_chart([], title="t")
+    assert chart.empty
+    assert chart.line == ""
+
+
+def test_every_point_becomes_a_path_vertex_inside_the_plot():
+    chart = line_chart(series([0, 5, 10, 5]), title="t")
+    assert chart.points == 4
+    assert chart.line.count("L") == 3
+    xs = [float(p.split(",")[0].lstrip("ML")) for p in chart.line.split(" ")]
+    assert xs[0] == chart.left and xs[-1] == chart.right
+    assert xs == sorted(xs)
+
+
+def test_higher_values_are_drawn_higher():
+    chart = line_chart(series([0, 10]), title="t")
+    first, last = (float(p.split(",")[1]) for p in chart.line.lstrip("M").split(" L"))
+    assert first == chart.bottom
+    assert last < first
+
+
+def test_a_single_point_is_drawn_as_a_dot():
+    chart = line_chart(series([7]), title="t")
+    assert chart.points == 1
+    assert len(chart.dots) == 1
+
+
+def test_markers_sit_on_their_values():
+    data = series([100, 200, 50, 60])
+    chart = line_chart(data, title="t", markers=[(data[2][0], 50, "rewind")], zero_based=False)
+    vertices = chart.line.lstrip("M").split(" L")
+    marker = chart.markers[0]
+    assert f"{marker.x},{marker.y}" == vertices[2]
+    assert marker.label == "rewind"
+
+
+def test_long_series_are_thinned_but_keep_peaks_and_ends():
+    values = [1.0] * 5000
+    values[2500] = 999.0
+    chart = line_chart(series(values), title="t")
+    assert chart.values == 5000
+    assert chart.points <= 602
+    top = min(float(p.split(",")[1]) for p in chart.line.lstrip("M").split(" L"))
+    assert top < chart.top + 1  # 999 on an axis to 1k: the peak survived
+
+
+def test_axis_labels_are_short():
+    assert [format_number(v) for v in (0, 950, 12_500, 3_200_000, 1.5)] == [
+        "0",
+        "950",
+        "12.5k",
+        "3.2M",
+        "1.5",
+    ]
+    chart = line_chart(series([0, 1234]), title="t")
+    assert chart.y_ticks[-1].label in ("1.25k", "1.5k", "2k")
+    assert chart.x_ticks[0].label == "12:00"
