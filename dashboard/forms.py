@@ -1,5 +1,7 @@
 """Every page input goes through a form: filters, sorting, search, paging, actions."""
 
+from typing import NamedTuple
+
 from django import forms
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -11,6 +13,13 @@ from offsets.services.snapshots import (
     SINK_PARTITION_SORTS,
     STATE_CHOICES,
 )
+
+
+class SelectField(NamedTuple):
+    name: str
+    label: str
+    choices: list[tuple[str, str]]
+    value: str
 
 
 def _sort_choices(sorts: dict[str, str]) -> list[tuple[str, str]]:
@@ -38,6 +47,18 @@ class ConnectorFilterForm(forms.Form):
 
     def clean_page(self) -> int:
         return self.cleaned_data["page"] or 1
+
+    def select_fields(self) -> list[SelectField]:
+        """The three filter selects, for the template to write out (faster than widgets)."""
+        return [
+            SelectField(
+                name,
+                self.fields[name].label or name,
+                self.fields[name].choices,
+                self.data.get(name, ""),
+            )
+            for name in ("type", "state", "status")
+        ]
 
     def filters(self) -> dict[str, str]:
         """The keyword arguments of `snapshots.connectors()`."""

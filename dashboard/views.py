@@ -11,7 +11,7 @@ import re
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Page
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import charts
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
+from dashboard.rows import connector_rows, sink_partition_rows, source_partition_rows
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, ConnectorSnapshot
@@ -26,7 +27,7 @@ from offsets.services import background, connect_state, snapshots
 
 logger = logging.getLogger(__name__)
 
-CONNECTORS_PER_PAGE = 100
+CONNECTORS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 50
 # Seconds between polls of a table; faster while a refresh runs, to show its progress.
 POLL_SECONDS = 15
@@ -38,9 +39,13 @@ def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
     return get_object_or_404(Cluster, name=name)
 
 
-def _get_connector_for_user(request: HttpRequest, cluster: Cluster, name: str) -> ConnectorSnapshot:
-    snapshot = snapshots.get_connector(cluster=cluster, name=name)
+def _get_connector_for_user(
+    request: HttpRequest, cluster_name: str, name: str
+) -> ConnectorSnapshot:
+    """Return the connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
+    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
     if snapshot is None:
+        cluster = _get_cluster_for_user(request, cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
 
@@ -117,15 +122,19 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
         "refresh": refresh,
         "poll_seconds": POLL_SECONDS_WHILE_REFRESHING if refresh.running else POLL_SECONDS,
         "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
-        "states": snapshots.STATE_CHOICES,
     }
     status = 200
     if form.is_valid():
         rows = snapshots.connectors(cluster=cluster, **form.filters())
-        page = Paginator(rows, CONNECTORS_PER_PAGE).get_page(form.cleaned_data["page"])
-        for snapshot in page:
-            snapshot.reasons = snapshots.status_reasons(snapshot)
-        context.update(page=page, sort=form.cleaned_data["sort"])
+        page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
+        context.update(
+            page=page,
+            rows=connector_rows(
+                snapshots.with_partition_status(page.object_list, cluster=cluster),
+                reverse("connectors", args=[cluster.name]),
+            ),
+            sort=form.cleaned_data["sort"],
+        )
     else:
         status = 400
     partial = "#table" if _htmx_target(request) == "connectors-table" else ""
@@ -139,8 +148,8 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
 @require_GET
 @login_required
 def connector_detail(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
-    snapshot = _get_connector_for_user(request, cluster, connector_name)
+    snapshot = _get_connector_for_user(request, cluster_name, connector_name)
+    cluster = snapshot.cluster
     form = PartitionFilterForm(request.GET, connector_type=snapshot.type)
     if not form.is_valid():
         return render(
@@ -153,12 +162,21 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     if target == "progress":
         context = _progress_context(cluster, snapshot, form.cleaned_data["partition"])
         return render(request, "dashboard/connector.html#progress", context)
+    partitions = _partitions_page(cluster, snapshot, form)
+    if snapshot.type == "sink":
+        partition_rows = sink_partition_rows(partitions.object_list)
+    else:
+        connector_url = reverse("connector", args=[cluster.name, snapshot.name])
+        partition_rows = source_partition_rows(
+            partitions.object_list, connector_url, cluster.offsets_topic
+        )
     context = {
         "cluster": cluster,
         "connector": snapshot,
         "form": form,
         "sort": form.cleaned_data["sort"],
-        "partitions": _partitions_page(cluster, snapshot, form),
+        "partitions": partitions,
+        "partition_rows": partition_rows,
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
@@ -194,7 +212,9 @@ def _partitions_page(
         q=form.cleaned_data["q"],
         sort=form.cleaned_data["sort"],
     )
-    return Paginator(rows, PARTITIONS_PER_PAGE).get_page(form.cleaned_data["page"])
+    return snapshots.paginate(
+        rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=snapshot.type == "source"
+    )
 
 
 def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart:
@@ -260,8 +280,8 @@ def connector_offsets_json(
     request: HttpRequest, cluster_name: str, connector_name: str
 ) -> HttpResponse:
     """Download the connector's offsets as KIP-875 JSON (what PATCH /offsets accepts)."""
-    cluster = _get_cluster_for_user(request, cluster_name)
-    snapshot = _get_connector_for_user(request, cluster, connector_name)
+    snapshot = _get_connector_for_user(request, cluster_name, connector_name)
+    cluster = snapshot.cluster
     document = snapshots.export_document(cluster=cluster, snapshot=snapshot)
     response = HttpResponse(
         json.dumps(document, indent=2, ensure_ascii=False) + "\n",

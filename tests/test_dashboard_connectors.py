@@ -213,9 +213,9 @@ def test_it_pages_a_thousand_connectors_with_a_fixed_number_of_queries(
         )
         for index in range(1000)
     )
-    # Session, user, refresh runs (2), permissions, count, page.
-    with django_assert_max_num_queries(8):
+    # Session, user, cluster, last refresh, permissions (2), count, page, sink statuses.
+    with django_assert_max_num_queries(9):
         html = logged_in_client.get(URL + "?page=3&sort=-name").content.decode()
-    assert len(names(html)) == 100
-    assert names(html)[0] == "bulk-0799"
-    assert "page 3 of 10" in html
+    assert len(names(html)) == 50
+    assert names(html)[0] == "bulk-0899"
+    assert "page 3 of 20" in html

@@ -107,8 +107,8 @@ def test_it_makes_the_same_few_queries_for_one_cluster_or_twenty(
         make.run(cluster, RefreshRun.Status.FAILED, ago=10, error="down")
         for name in ("a", "b", "c"):
             make.snapshot(cluster, name)
-    # Session and user, permissions, clusters with their counts, their runs.
-    with django_assert_max_num_queries(6):
+    # Session, user, permissions (2), clusters, their runs, their connectors by state.
+    with django_assert_max_num_queries(7):
         response = logged_in_client.get("/")
     assert response.content.decode().count('data-run="failed"') == 20
 

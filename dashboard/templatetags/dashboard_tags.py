@@ -1,91 +1,39 @@
-"""Small formatting helpers of the pages: numbers, durations, ages, JSON maps, sort links."""
+"""Template filters and tags of the pages; the formatting itself is in dashboard.formatting."""
 
-import json
 from datetime import datetime
 
 from django import template
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+
+from dashboard import formatting
 
 register = template.Library()
 
-DASH = "\u2013"  # en dash
-
-
-@register.filter
-def num(value: int | float | None) -> str:
-    """12345 -> 12,345; None -> a dash."""
-    if value is None or value == "":
-        return DASH
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.2f}"
-    return f"{int(value):,}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours}h {minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours}h"
-
-
-@register.filter
-def duration_ms(value: int | None) -> str:
-    """A lag in milliseconds as 45s, 12m 05s, 2h 03m or 3d 4h."""
-    if value is None:
-        return DASH
-    return _duration(max(0, value) / 1000)
+register.filter("num", formatting.num)
+register.filter("duration_ms", formatting.duration_ms)
+register.filter("compact_json", formatting.compact_json)
 
 
 @register.filter
 def seconds(value: float | None) -> str:
     if value is None:
-        return DASH
-    return f"{value:.1f} s" if value < 60 else _duration(value)
+        return formatting.DASH
+    return f"{value:.1f} s" if value < 60 else formatting.duration(value)
 
 
 @register.filter
 def age(value: datetime | None) -> str:
     """How long ago: 45s, 12m 05s, 2h 03m, 3d 4h."""
-    if value is None:
-        return DASH
-    return _duration(max(0.0, (timezone.now() - value).total_seconds()))
-
-
-@register.filter
-def compact_json(value: object) -> str:
-    """A partition or offset map as compact JSON, non-ASCII kept as is."""
-    if value is None:
-        return "null"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return formatting.since(value, timezone.now())
 
 
 @register.simple_tag
 def status_badge(status: str | None, reasons: list[str] | None = None) -> str:
     """The lag status as a coloured badge, then its reasons (STALL, STOP, REWIND) beside it."""
-    if status:
-        badge = format_html(
-            '<span class="status status-{}" data-status="{}">{}</span>',
-            status.lower(),
-            status,
-            status,
-        )
-    else:
-        badge = format_html('<span class="status status-none" data-status="">{}</span>', DASH)
-    return badge + format_html_join(
-        "",
-        ' <span class="status status-{}" data-reason="{}">{}</span>',
-        ((reason.lower(), reason, reason) for reason in reasons or ()),
-    )
+    return formatting.status_html(status, reasons or ())
 
 
 @register.simple_tag(takes_context=True)

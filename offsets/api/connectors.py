@@ -1,6 +1,5 @@
 """One cluster's connectors as the last refresh saw them: list, detail, offsets, lag, history."""
 
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -22,9 +21,11 @@ def _get_cluster(name: str) -> Cluster:
     return get_object_or_404(Cluster, name=name)
 
 
-def _get_connector(cluster: Cluster, name: str) -> ConnectorSnapshot:
-    snapshot = snapshots.get_connector(cluster=cluster, name=name)
+def _get_connector(cluster_name: str, name: str) -> ConnectorSnapshot:
+    """The connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
+    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
     if snapshot is None:
+        cluster = _get_cluster(cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
 
@@ -251,8 +252,11 @@ def connector_list(request: Request, cluster_name: str) -> Response:
     cluster = _get_cluster(cluster_name)
     params = ConnectorListInput(data=request.query_params)
     params.is_valid(raise_exception=True)
-    rows = list(
-        snapshots.connectors(cluster=cluster, **params.validated_data).select_related("cluster")
+    rows = snapshots.with_partition_status(
+        list(
+            snapshots.connectors(cluster=cluster, **params.validated_data).select_related("cluster")
+        ),
+        cluster=cluster,
     )
     refresh = snapshots.refresh_state(cluster=cluster)
     return Response(
@@ -268,16 +272,15 @@ def connector_list(request: Request, cluster_name: str) -> Response:
 @api_view(["GET"])
 def connector_detail(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One connector: states, tasks, masked config, offsets and lag summary."""
-    cluster = _get_cluster(cluster_name)
-    return Response(ConnectorDetailOutput(_get_connector(cluster, connector_name)).data)
+    return Response(ConnectorDetailOutput(_get_connector(cluster_name, connector_name)).data)
 
 
 @extend_schema(parameters=[PartitionsInput], responses=PartitionsOutput)
 @api_view(["GET"])
 def connector_partitions(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One page of the connector's source partitions or sink topic-partitions."""
-    cluster = _get_cluster(cluster_name)
-    snapshot = _get_connector(cluster, connector_name)
+    snapshot = _get_connector(cluster_name, connector_name)
+    cluster = snapshot.cluster
     sink = snapshot.type == "sink"
     sorts = snapshots.SINK_PARTITION_SORTS if sink else snapshots.PARTITION_SORTS
     params = PartitionsInput(data=request.query_params, context={"sorts": sorts})
@@ -289,8 +292,8 @@ def connector_partitions(request: Request, cluster_name: str, connector_name: st
         q=params.validated_data["q"],
         sort=params.validated_data["sort"],
     )
-    page = Paginator(rows, params.validated_data["page_size"]).get_page(
-        params.validated_data["page"]
+    page = snapshots.paginate(
+        rows, params.validated_data["page"], params.validated_data["page_size"]
     )
     output = SinkPartitionOutput if sink else SourcePartitionOutput
     return Response(
@@ -307,8 +310,8 @@ def connector_partitions(request: Request, cluster_name: str, connector_name: st
 @api_view(["GET"])
 def connector_offsets(request: Request, cluster_name: str, connector_name: str) -> Response:
     """The connector's offsets in the KIP-875 shape (`GET /connectors/{name}/offsets`)."""
-    cluster = _get_cluster(cluster_name)
-    snapshot = _get_connector(cluster, connector_name)
+    snapshot = _get_connector(cluster_name, connector_name)
+    cluster = snapshot.cluster
     return Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
 
 
@@ -319,8 +322,8 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
 
     Sources have no consumer lag: their partitions list is empty.
     """
-    cluster = _get_cluster(cluster_name)
-    snapshot = _get_connector(cluster, connector_name)
+    snapshot = _get_connector(cluster_name, connector_name)
+    cluster = snapshot.cluster
     partitions = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name)
     return Response(
         {
@@ -338,8 +341,8 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
 @api_view(["GET"])
 def connector_history(request: Request, cluster_name: str, connector_name: str) -> Response:
     """Commits per time bucket, rewinds, lag over time and, for `?partition=`, its commits."""
-    cluster = _get_cluster(cluster_name)
-    snapshot = _get_connector(cluster, connector_name)
+    snapshot = _get_connector(cluster_name, connector_name)
+    cluster = snapshot.cluster
     params = HistoryInput(data=request.query_params)
     params.is_valid(raise_exception=True)
     body = {

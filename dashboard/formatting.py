@@ -1,0 +1,79 @@
+"""How the pages write numbers, durations, ages, JSON maps and statuses (pure functions).
+
+Plain f-strings and `html.escape`: the tables call these thousands of times per page, where
+Django's lazy-aware `format_html` would cost several times more.
+"""
+
+import json
+from datetime import datetime
+from html import escape
+
+from django.utils.safestring import SafeString
+
+DASH = "\u2013"  # en dash: no value
+MUTED_DASH = SafeString(f'<span class="muted">{DASH}</span>')
+NEVER = SafeString('<span class="muted">never</span>')
+
+
+def num(value: int | float | None) -> str:
+    """12345 -> 12,345; None -> a dash."""
+    if value is None or value == "":
+        return DASH
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}"
+    return f"{int(value):,}"
+
+
+def duration(seconds: float) -> str:
+    """45s, 12m 05s, 2h 03m or 3d 4h."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def duration_ms(value: int | None) -> str:
+    if value is None:
+        return DASH
+    return duration(max(0, value) / 1000)
+
+
+def since(at: datetime | None, now: datetime) -> str:
+    """How long before `now` (an age), or a dash."""
+    if at is None:
+        return DASH
+    return duration(max(0.0, (now - at).total_seconds()))
+
+
+def compact_json(value: object) -> str:
+    """A partition or offset map as compact JSON, non-ASCII kept as is."""
+    if value is None:
+        return "null"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def status_html(status: str | None, reasons: list[str] | tuple[str, ...] = ()) -> SafeString:
+    """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND)."""
+    if status:
+        name = escape(status)
+        html = f'<span class="status status-{name.lower()}" data-status="{name}">{name}</span>'
+    else:
+        html = f'<span class="status status-none" data-status="">{DASH}</span>'
+    for reason in reasons:
+        name = escape(reason)
+        html += f' <span class="status status-{name.lower()}" data-reason="{name}">{name}</span>'
+    return SafeString(html)
+
+
+def ago_html(at: datetime | None, now: datetime) -> SafeString:
+    """'12m 05s ago' with the exact time as a tooltip; 'never' without a time."""
+    if at is None:
+        return NEVER
+    return SafeString(f'<span title="{at:%Y-%m-%d %H:%M:%S} UTC">{since(at, now)} ago</span>')
