@@ -1,6 +1,7 @@
 """Composed fixtures: fast Django settings, the real Kafka broker, a seeded demo cluster."""
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from offsets.demo import DemoCluster, DemoOptions, build_demo
 from offsets.demo_writer import SeedSummary, write_demo
 from offsets.kafka.embedded import EmbeddedKafka
 
-# A fixed end time makes every seeded record, timestamps included, the same on each run.
-DEMO_END_MS = 1_790_000_000_000
+# The demo ends at the start of the test run (to the minute), so that "how long ago" rules
+# (stalls, lag in time) see what an operator would; the records are otherwise deterministic.
+DEMO_END_MS = int(time.time() * 1000) // 60_000 * 60_000
 
 
 @pytest.fixture(autouse=True)
@@ -79,3 +81,13 @@ def user(db, django_user_model):
 def logged_in_client(client, user):
     client.force_login(user)
     return client
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole test run (start-up costs ~10 s)."""
+    from offsets.spark.session import get_spark
+
+    session = get_spark("local[2]")
+    yield session
+    session.stop()
