@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-pages lint format clean
+.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -33,12 +33,13 @@ system-deps: ## Install Debian packages the tests need (chromium) when missing
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-demo: install ## Start the embedded broker, seed a demo Connect cluster and serve http://127.0.0.1:8000
+demo: install ## Start the embedded broker, seed a demo Connect cluster, refresh it with Spark, serve http://127.0.0.1:8000
 	$(PY) manage.py migrate --no-input -v 0
 	$(PY) manage.py embedded_kafka stop
 	$(PY) manage.py embedded_kafka start
 	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --bootstrap-servers "$$($(PY) manage.py embedded_kafka address)"
 	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER)
+	$(PY) manage.py refresh_offsets --cluster $(DEMO_CLUSTER)
 	$(PY) manage.py demo_users
 	$(PY) manage.py runserver 127.0.0.1:8000
 
@@ -51,7 +52,10 @@ test: install system-deps ## Run the whole test suite (unit, integration on the 
 test-postgres: install ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
 
-bench: bench-pages ## Run the benchmarks (they print figures, they assert nothing)
+bench: bench-refresh bench-pages ## Run every benchmark (they print figures, they assert nothing)
+
+bench-refresh: install ## The refresh on 1M offsets records vs plain Python (prints figures)
+	$(PY) tests/bench/bench_refresh.py
 
 bench-pages: install ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions
 	$(PY) -m tests.bench.bench_pages

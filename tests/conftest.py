@@ -1,6 +1,7 @@
 """Composed fixtures: fast Django settings, the real Kafka broker, a seeded demo cluster."""
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from offsets.demo import DemoCluster, DemoOptions, build_demo
 from offsets.demo_writer import SeedSummary, write_demo
 from offsets.kafka.embedded import EmbeddedKafka
 
-# A fixed end time makes every seeded record, timestamps included, the same on each run.
-DEMO_END_MS = 1_790_000_000_000
+# The demo ends at the start of the test run (to the minute), so that "how long ago" rules
+# (stalls, lag in time) see what an operator would; the records are otherwise deterministic.
+DEMO_END_MS = int(time.time() * 1000) // 60_000 * 60_000
 
 
 @pytest.fixture(autouse=True)
@@ -99,12 +101,10 @@ def operator_client(client, operator):
 
 @pytest.fixture
 def partition_history(monkeypatch):
-    """Make `history.partition_history` return the CommitPoints the test puts in this list."""
-    import importlib
-    import sys
+    """Make `history.partition_history` return the CommitPoints a test puts in `.points`."""
     import types
 
-    import offsets.services
+    from offsets.services import history
 
     points: list = []
     calls: list[dict] = []
@@ -113,12 +113,15 @@ def partition_history(monkeypatch):
         calls.append(kwargs)
         return points
 
-    try:
-        module = importlib.import_module("offsets.services.history")
-    except ImportError:
-        # Until the refresh (offsets/services/history.py) is merged: the same signature.
-        module = types.ModuleType("offsets.services.history")
-        monkeypatch.setitem(sys.modules, "offsets.services.history", module)
-        monkeypatch.setattr(offsets.services, "history", module, raising=False)
-    monkeypatch.setattr(module, "partition_history", fake, raising=False)
+    monkeypatch.setattr(history, "partition_history", fake)
     return types.SimpleNamespace(points=points, calls=calls)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole test run (start-up costs ~10 s)."""
+    from offsets.spark.session import get_spark
+
+    session = get_spark("local[2]")
+    yield session
+    session.stop()

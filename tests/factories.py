@@ -5,7 +5,6 @@ integration tests use a real refresh of the seeded demo instead (`refreshed_demo
 """
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.utils import timezone
@@ -22,6 +21,7 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.models.refresh import key_hash
+from offsets.services.history import CommitPoint
 
 
 def now() -> datetime:
@@ -189,17 +189,6 @@ def drift(cluster: Cluster, connector: str, identity: str, forms: list[dict]) ->
     return KeyDrift.objects.create(
         cluster=cluster, connector=connector, identity=identity, forms=forms
     )
-
-
-@dataclass(frozen=True)
-class CommitPoint:
-    """The shape of offsets.services.history.CommitPoint (one commit of one partition)."""
-
-    at: datetime
-    progress: float | None
-    offset: dict | None
-    kafka_offset: int
-    rewind: bool = False
 
 
 def history(count: int, *, rewind_at: int | None = None) -> list[CommitPoint]:

@@ -165,7 +165,7 @@ def test_a_chosen_partition_is_charted_and_an_unknown_one_is_404(
 
 
 def test_a_partition_without_numeric_progress_says_so(logged_in_client, prod, partition_history):
-    partition_history.points.append(make.CommitPoint(make.now(), None, {"file": "a.log"}, 1))
+    partition_history.points.append(make.CommitPoint(make.now(), None, {"file": "a.log"}, 1, False))
     html = logged_in_client.get(
         SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
     ).content.decode()

@@ -22,6 +22,13 @@ JAVA_RUNTIME_PRODUCER_SETTINGS = {"acks": "all", "max.in.flight.requests.per.con
 # librdkafka logs connection failures to stderr by itself; we report them as exceptions.
 QUIET = {"log_level": 0}
 
+# consume(n, timeout) waits until n messages arrived OR the timeout passed, so a long timeout
+# is paid in full at every end of data: poll briefly and keep our own deadline instead.
+POLL_SECONDS = 0.02
+# Reads here run to the end of the data: at the end, a fetch would otherwise wait the default
+# 500 ms on the broker for records that are not coming before the end is reported.
+READER_SETTINGS = {"fetch.wait.max.ms": 20}
+
 
 class KafkaUnavailable(RuntimeError):
     """The cluster could not be reached or did not answer in time."""
@@ -100,6 +107,7 @@ def read_topic(
         {
             **settings,
             **QUIET,
+            **READER_SETTINGS,
             # A group id is required by librdkafka even with assign(); nothing is committed.
             "group.id": f"offsets-dashboard-reader-{uuid.uuid4()}",
             "enable.auto.commit": False,
@@ -115,7 +123,7 @@ def read_topic(
         # the earliest offset still there.
         deadline = time.monotonic() + timeout
         while pending:
-            messages = consumer.consume(num_messages=batch_size, timeout=0.5)
+            messages = consumer.consume(num_messages=batch_size, timeout=POLL_SECONDS)
             if messages:
                 deadline = time.monotonic() + timeout
             elif time.monotonic() > deadline:
@@ -189,19 +197,7 @@ def group_offsets(
     settings: dict, group_id: str, *, timeout: float = 30.0
 ) -> dict[tuple[str, int], int]:
     """Return a consumer group's committed offsets ({} when it has none)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    admin = _admin(settings)
-    futures = admin.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group_id)], request_timeout=timeout
-    )
-    try:
-        result = futures[group_id].result(timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaUnavailable(
-            f"Could not read offsets of group {group_id}: {exc.args[0]}"
-        ) from exc
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+    return sink_group_offsets(settings, [group_id], timeout=timeout)[group_id]
 
 
 def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[str, str]:
@@ -215,3 +211,231 @@ def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[s
     except KafkaException as exc:
         raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
     return {name: entry.value for name, entry in entries.items()}
+
+
+def plan_read(
+    settings: dict,
+    topic: str,
+    start_offsets: dict[int, int] | None = None,
+    *,
+    isolation_level: str = "read_committed",
+    timeout: float = 30.0,
+) -> dict[int, tuple[int, int]]:
+    """Fix what a snapshot read of `topic` covers: {partition: (start, end)}, end exclusive.
+
+    `start_offsets` are where a previous read stopped (missing partitions start at the log
+    start). The end of each partition is confirmed by reading its tail to end-of-partition:
+    a too-low high watermark (Tansu) would otherwise hide records, and with read_committed the
+    end-of-partition is the last stable offset, past which a reader must not go anyway.
+    """
+    counts = topic_partition_counts(settings, timeout=timeout)
+    if topic not in counts:
+        raise TopicNotFound(f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}")
+    start_offsets = start_offsets or {}
+    consumer = Consumer(
+        {
+            **settings,
+            **QUIET,
+            **READER_SETTINGS,
+            "group.id": f"offsets-dashboard-planner-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation_level,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        lows: dict[int, int] = {}
+        assignment = []
+        for partition in range(counts[topic]):
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=timeout
+                )
+            except KafkaException as exc:
+                raise KafkaUnavailable(
+                    f"Could not read the offsets of {topic}: {exc.args[0]}"
+                ) from exc
+            lows[partition] = low
+            assignment.append(TopicPartition(topic, partition, max(low, high - 1)))
+        consumer.assign(assignment)
+        ends: dict[int, int] = {}
+        deadline = time.monotonic() + timeout
+        while len(ends) < counts[topic]:
+            if time.monotonic() > deadline:
+                missing = sorted(set(range(counts[topic])) - set(ends))
+                raise KafkaUnavailable(f"Could not find the end of {topic} partitions {missing}")
+            for message in consumer.consume(num_messages=1000, timeout=POLL_SECONDS):
+                error = message.error()
+                if error is None:
+                    continue
+                if error.code() == KafkaError._PARTITION_EOF:
+                    ends.setdefault(message.partition(), message.offset())
+                else:
+                    raise KafkaUnavailable(f"Reading the end of {topic} failed: {error.str()}")
+    finally:
+        consumer.close()
+    plan = {}
+    for partition, end in ends.items():
+        # Offsets below the log start were deleted or compacted away: start at the log start.
+        start = max(start_offsets.get(partition, 0), lows[partition])
+        plan[partition] = (min(start, end), end)
+    return plan
+
+
+def read_range(
+    settings: dict,
+    topic: str,
+    ranges: dict[int, tuple[int, int]],
+    *,
+    isolation_level: str = "read_committed",
+    timeout: float = 30.0,
+    batch_size: int = 10_000,
+) -> Iterator[list]:
+    """Yield lists of confluent-kafka messages of `topic` within the planned ranges.
+
+    Compaction leaves gaps and transaction markers take offsets without records, so a
+    partition is done at the first record or end-of-partition at or past its end.
+    """
+    pending = {p: (start, end) for p, (start, end) in ranges.items() if start < end}
+    if not pending:
+        return
+    consumer = Consumer(
+        {
+            **settings,
+            **QUIET,
+            **READER_SETTINGS,
+            "group.id": f"offsets-dashboard-reader-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation_level,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in pending.items()])
+        deadline = time.monotonic() + timeout
+        while pending:
+            messages = consumer.consume(num_messages=batch_size, timeout=POLL_SECONDS)
+            if messages:
+                deadline = time.monotonic() + timeout
+            elif time.monotonic() > deadline:
+                raise KafkaUnavailable(
+                    f"Reading {topic} stalled for {timeout:.0f}s with partitions {sorted(pending)} unfinished"
+                )
+            keep = []
+            for message in messages:
+                partition = message.partition()
+                if partition not in pending:
+                    continue
+                end = pending[partition][1]
+                error = message.error()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaUnavailable(f"Reading {topic} failed: {error.str()}")
+                    if message.offset() >= end:
+                        del pending[partition]
+                    continue
+                if message.offset() < end:
+                    keep.append(message)
+                if message.offset() >= end - 1:
+                    del pending[partition]
+            if keep:
+                yield keep
+    finally:
+        consumer.close()
+
+
+def watermarks(
+    settings: dict, partitions: Iterable[tuple[str, int]], *, timeout: float = 30.0
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """Return (log start, log end) of many topic-partitions in two batched ListOffsets calls."""
+    from confluent_kafka.admin import OffsetSpec
+
+    wanted = [TopicPartition(topic, partition) for topic, partition in partitions]
+    if not wanted:
+        return {}
+    admin = _admin(settings)
+    result: dict[tuple[str, int], list[int]] = {(tp.topic, tp.partition): [0, 0] for tp in wanted}
+    for index, spec in ((0, OffsetSpec.earliest()), (1, OffsetSpec.latest())):
+        futures = admin.list_offsets({tp: spec for tp in wanted}, request_timeout=timeout)
+        for tp, future in futures.items():
+            try:
+                result[(tp.topic, tp.partition)][index] = future.result(timeout=timeout).offset
+            except KafkaException as exc:
+                raise KafkaUnavailable(
+                    f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
+                ) from exc
+    return {tp: (low, high) for tp, (low, high) in result.items()}
+
+
+def timestamps_at(
+    settings: dict, offsets: dict[tuple[str, int], int], *, timeout: float = 30.0
+) -> dict[tuple[str, int], int]:
+    """Return the timestamp of the first record at or after each offset, reading them all in
+    one consumer; partitions with nothing there are left out."""
+    if not offsets:
+        return {}
+    consumer = Consumer(
+        {
+            **settings,
+            **QUIET,
+            **READER_SETTINGS,
+            "group.id": f"offsets-dashboard-lag-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    found: dict[tuple[str, int], int] = {}
+    try:
+        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in offsets.items()])
+        pending = set(offsets)
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=len(pending), timeout=POLL_SECONDS):
+                tp = (message.topic(), message.partition())
+                if tp not in pending:
+                    continue
+                error = message.error()
+                if error is None:
+                    found[tp] = message.timestamp()[1]
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaUnavailable(f"Reading {tp[0]}[{tp[1]}] failed: {error.str()}")
+                pending.discard(tp)
+    finally:
+        consumer.close()
+    return found
+
+
+def sink_group_offsets(
+    settings: dict, group_ids: Iterable[str], *, timeout: float = 30.0
+) -> dict[str, dict[tuple[str, int], int]]:
+    """Return the committed offsets of several consumer groups in one batched call."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    groups = sorted(set(group_ids))
+    if not groups:
+        return {}
+    admin = _admin(settings)
+    # The API takes one group per request; send them all before waiting on any.
+    futures = {}
+    for group in groups:
+        futures.update(
+            admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
+            )
+        )
+    result = {}
+    for group, future in futures.items():
+        try:
+            answer = future.result(timeout=timeout)
+        except KafkaException as exc:
+            raise KafkaUnavailable(
+                f"Could not read offsets of group {group}: {exc.args[0]}"
+            ) from exc
+        result[group] = {
+            (tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.offset >= 0
+        }
+    return result

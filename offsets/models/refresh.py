@@ -55,8 +55,13 @@ class ReadPosition(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "topic", "partition"], name="one_position_per_partition")
+            models.UniqueConstraint(
+                fields=["cluster", "topic", "partition"], name="one_position_per_partition"
+            )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}] @ {self.next_offset}"
 
 
 class ConnectorSnapshot(models.Model):
@@ -119,6 +124,9 @@ class SourceOffset(models.Model):
     identity = models.TextField()  # the logical partition, for key-drift detection
     partition = models.JSONField()
     offset = models.JSONField(null=True)  # null: tombstoned (kept for its history)
+    # The maps exactly as written (field order included); PostgreSQL's jsonb reorders keys.
+    partition_text = models.TextField()
+    offset_text = models.TextField(null=True)  # noqa: DJ001 - null is a tombstone, "" is not
     kafka_partition = models.IntegerField()
     kafka_offset = models.BigIntegerField()
     progress = models.FloatField(null=True, blank=True)  # the numeric field rewinds watch
@@ -132,11 +140,16 @@ class SourceOffset(models.Model):
     class Meta:
         ordering = ["connector", "identity"]
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "topic", "key_hash"], name="one_offset_per_key")
+            models.UniqueConstraint(
+                fields=["cluster", "topic", "key_hash"], name="one_offset_per_key"
+            )
         ]
         indexes = [
             models.Index(fields=["cluster", "connector", "effective"]),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.connector} {self.partition_text}"
 
 
 class CommitBucket(models.Model):
@@ -154,6 +167,9 @@ class CommitBucket(models.Model):
                 fields=["cluster", "connector", "bucket_start"], name="one_bucket_per_connector"
             )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.connector} {self.bucket_start:%Y-%m-%d %H:%M}: {self.commits}"
 
 
 class RewindEvent(models.Model):
@@ -174,10 +190,14 @@ class RewindEvent(models.Model):
         ordering = ["-at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["cluster", "topic", "kafka_partition", "kafka_offset"], name="one_rewind_per_record"
+                fields=["cluster", "topic", "kafka_partition", "kafka_offset"],
+                name="one_rewind_per_record",
             )
         ]
         indexes = [models.Index(fields=["cluster", "connector"])]
+
+    def __str__(self) -> str:
+        return f"{self.connector} rewind at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class KeyDrift(models.Model):
@@ -192,12 +212,16 @@ class KeyDrift(models.Model):
     class Meta:
         ordering = ["connector", "identity"]
 
+    def __str__(self) -> str:
+        return f"{self.connector} {self.identity}"
+
 
 class MalformedCount(models.Model):
     """Records of a topic that are not what Connect writes, by reason (never fatal)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="malformed_counts")
     topic = models.CharField(max_length=249)
+    connector = models.CharField(max_length=249, blank=True)  # known when only the value is bad
     reason = models.CharField(max_length=64)
     count = models.BigIntegerField(default=0)
     example = models.TextField(blank=True)  # one offending key/value, truncated
@@ -205,8 +229,13 @@ class MalformedCount(models.Model):
     class Meta:
         ordering = ["topic", "reason"]
         constraints = [
-            models.UniqueConstraint(fields=["cluster", "topic", "reason"], name="one_count_per_reason")
+            models.UniqueConstraint(
+                fields=["cluster", "topic", "connector", "reason"], name="one_count_per_reason"
+            )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.topic} {self.reason}: {self.count}"
 
 
 class SinkPartitionLag(models.Model):
@@ -240,6 +269,9 @@ class SinkPartitionLag(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return f"{self.connector} {self.topic}[{self.partition}] lag {self.lag_records}"
+
 
 class LagSample(models.Model):
     """A sink partition's lag at one refresh: the time series Burrow's rules read."""
@@ -257,6 +289,9 @@ class LagSample(models.Model):
     class Meta:
         ordering = ["sampled_at"]
         indexes = [models.Index(fields=["cluster", "connector", "sampled_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.connector} {self.topic}[{self.partition}] at {self.sampled_at:%H:%M:%S}"
 
 
 __all__ = [

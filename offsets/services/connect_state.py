@@ -9,6 +9,7 @@ from offsets.formats.config_records import fold_config_records
 from offsets.formats.connectors import (
     connector_type,
     is_mirrormaker2,
+    mask_secrets,
     sink_group_id,
     source_offsets_topics,
 )
@@ -34,6 +35,18 @@ class ConnectorSummary:
     sink_group: str | None
     worker_id: str | None
     trace: str | None
+    config: dict  # secrets masked
+    topics: tuple[str, ...] = ()  # a sink's `topics` list
+    topics_regex: str = ""
+
+    @property
+    def consuming(self) -> bool:
+        """Whether its tasks are running (and so committing offsets)."""
+        return (
+            not self.deleted
+            and self.runtime_state == "RUNNING"
+            and all(state == "RUNNING" for state in self.task_states.values())
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,11 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
                 sink_group=sink_group_id(name, properties) if kind == "sink" else None,
                 worker_id=status.worker_id if status else None,
                 trace=status.trace if status else None,
+                config=mask_secrets(properties),
+                topics=tuple(
+                    t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()
+                ),
+                topics_regex=(properties.get("topics.regex") or "").strip(),
             )
         )
     return ConnectState(

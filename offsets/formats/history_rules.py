@@ -1,0 +1,106 @@
+"""Rules over offset history and lag: rewinds, stalls and Burrow's lag evaluation. Pure."""
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+# The field of an offset map that measures progress, by the names connectors use: sink
+# offsets, MirrorMaker 2, file position, JDBC incrementing, Debezium LSN/SCN, then time.
+PROGRESS_FIELDS = (
+    "kafka_offset",
+    "offset",
+    "position",
+    "incrementing",
+    "lsn",
+    "lsn_proc",
+    "scn",
+    "commit_scn",
+    "pos",
+    "ts_usec",
+    "ts_ms",
+    "timestamp",
+)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def offset_progress(offset: Mapping[str, object] | None) -> float | None:
+    """Return the number that should only grow as the connector makes progress, if any.
+
+    A known field name first (PROGRESS_FIELDS); otherwise the first numeric field whose name
+    does not end in "nanos" (JDBC's timestamp_nanos is a fraction that wraps, not progress).
+    """
+    if not offset:
+        return None
+    for name in PROGRESS_FIELDS:
+        number = _number(offset.get(name))
+        if number is not None:
+            return number
+    for name, value in offset.items():
+        number = _number(value)
+        if number is not None and not name.lower().endswith("nanos"):
+            return number
+    return None
+
+
+class LagStatus(StrEnum):
+    OK = "OK"
+    WARN = "WARN"
+    STALL = "STALL"
+    STOP = "STOP"
+    REWIND = "REWIND"
+
+
+ERROR_STATUSES = {LagStatus.STALL, LagStatus.STOP, LagStatus.REWIND}
+
+
+@dataclass(frozen=True)
+class LagPoint:
+    committed: int
+    lag: int
+
+
+def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagStatus:
+    """Evaluate one partition's last N lag samples (oldest first) with Burrow's rules.
+
+    Burrow's order (evaluator `calculatePartitionStatus`) adapted to what Connect exposes:
+    Kafka keeps no commit timestamps we can read, so "the consumer stopped committing" (STOP)
+    is decided from the connector's own status (its tasks are not running) instead of the age
+    of the last commit.
+    1. No lag now: OK.
+    2. Lag and the connector is not consuming: STOP.
+    3. The lag was zero at some point in the window: OK.
+    4. The committed offset went backwards: REWIND.
+    5. The committed offset never moved: STALL.
+    6. The offset moves but the lag grew at every sample: WARN.
+    """
+    if not window or window[-1].lag == 0:
+        return LagStatus.OK
+    if not consuming:
+        return LagStatus.STOP
+    if any(point.lag == 0 for point in window):
+        return LagStatus.OK
+    if len(window) < 2:
+        return LagStatus.OK
+    pairs = list(itertools.pairwise(window))
+    if any(later.committed < earlier.committed for earlier, later in pairs):
+        return LagStatus.REWIND
+    if all(later.committed == earlier.committed for earlier, later in pairs):
+        return LagStatus.STALL
+    if all(later.lag > earlier.lag for earlier, later in pairs):
+        return LagStatus.WARN
+    return LagStatus.OK
+
+
+def connector_lag_status(statuses: Sequence[LagStatus]) -> str:
+    """Burrow's group status: ERR if any partition is STOP/STALL/REWIND, else WARN, else OK."""
+    if any(status in ERROR_STATUSES for status in statuses):
+        return "ERR"
+    if LagStatus.WARN in statuses:
+        return "WARN"
+    return "OK"

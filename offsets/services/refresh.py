@@ -1,0 +1,675 @@
+"""The refresh: read Connect's topics with Spark, compute offsets, history and lag, store them.
+
+    run_refresh(cluster=cluster)            # incremental: only records not read before
+    run_refresh(cluster=cluster, full=True) # rebuild from the beginning of the topics
+
+Phases: read the config and status topics (who exists, who runs); plan a consistent snapshot
+of every offsets topic (from where the last refresh stopped to the current end); run the
+Spark transforms over the new records plus the previous per-key state; sample the sinks'
+lag; then save everything in one database transaction. A failure at any phase records a
+failed RefreshRun and leaves the previous results exactly as they were.
+"""
+
+import json
+import logging
+import re
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F
+from django.utils import timezone
+
+from offsets.formats.history_rules import (
+    LagPoint,
+    LagStatus,
+    connector_lag_status,
+    partition_lag_status,
+)
+from offsets.formats.offset_records import parse_offset_record
+from offsets.kafka import client
+from offsets.models import (
+    Cluster,
+    CommitBucket,
+    ConnectorSnapshot,
+    KeyDrift,
+    LagSample,
+    MalformedCount,
+    ReadPosition,
+    RefreshRun,
+    RewindEvent,
+    SinkPartitionLag,
+    SourceOffset,
+)
+from offsets.services import connect_state
+from offsets.services.connect_state import ConnectorSummary
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+def _ms_to_datetime(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def history_path(cluster: Cluster) -> Path:
+    """Where the cluster's per-commit history (Parquet, one folder per run) lives."""
+    return Path(settings.OFFSETS_HISTORY_PATH) / cluster.name / "commits"
+
+
+@dataclass
+class SourceResults:
+    plans: dict[str, dict[int, tuple[int, int]]]
+    records_by_topic: dict[str, int]
+    latest: list = field(default_factory=list)
+    drift: list = field(default_factory=list)
+    rewinds: list = field(default_factory=list)
+    buckets: list = field(default_factory=list)
+    malformed: list = field(default_factory=list)
+
+
+@dataclass
+class SinkResults:
+    lags: list[SinkPartitionLag] = field(default_factory=list)
+    samples: list[LagSample] = field(default_factory=list)
+    externally_managed: set[str] = field(default_factory=set)
+
+
+def run_refresh(
+    *,
+    cluster: Cluster,
+    full: bool = False,
+    progress: Progress | None = None,
+    spark=None,
+    now_ms: int | None = None,
+) -> RefreshRun:
+    """Refresh one cluster's results; return the recorded run (succeeded or failed)."""
+    say = progress or (lambda text: None)
+    started = time.monotonic()
+    run = RefreshRun.objects.create(
+        cluster=cluster, started_at=timezone.now(), full=full, phase="starting"
+    )
+
+    def phase(text: str) -> None:
+        RefreshRun.objects.filter(pk=run.pk).update(phase=text)
+        say(f"[{time.monotonic() - started:6.1f}s] {text}")
+
+    run_dir = history_path(cluster) / f"run={run.pk}"
+    try:
+        now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        phase("reading connector configs and status")
+        state = connect_state.read_connect_state(cluster=cluster)
+        phase(f"{len(state.connectors)} connectors; planning the offsets topics snapshot")
+        sources = _plan_sources(cluster, state.connectors, full=full)
+        total = sum(end - start for plan in sources.plans.values() for start, end in plan.values())
+        for topic, plan in sources.plans.items():
+            phase(
+                f"{topic}: {sum(e - s for s, e in plan.values()):,} new records in {len(plan)} partitions"
+            )
+        phase(f"computing offsets and history with Spark ({total:,} records)")
+        _compute_sources(
+            cluster,
+            sources,
+            state.connectors,
+            full=full,
+            spark=spark,
+            now_ms=now_ms,
+            run_dir=run_dir,
+        )
+        phase(f"read {sum(sources.records_by_topic.values()):,} records; sampling sink lag")
+        sinks = _sample_sinks(cluster, state.connectors, now_ms=now_ms)
+        phase("saving results")
+        _save(cluster, run, state.connectors, sources, sinks, full=full, now_ms=now_ms)
+        if full:
+            _drop_other_runs(cluster, keep=run_dir)
+        run.status = RefreshRun.Status.SUCCEEDED
+        run.records_read = sum(sources.records_by_topic.values())
+        run.records_by_topic = sources.records_by_topic
+        run.malformed = sum(row["count"] for row in sources.malformed)
+        run.phase = "done"
+    except Exception as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run.status = RefreshRun.Status.FAILED
+        run.error = describe_error(exc)
+        run.phase = f"failed: {run.error}"
+        if not isinstance(exc, client.KafkaUnavailable | client.TopicNotFound):
+            logger.exception("Refresh of %s failed", cluster.name)
+    run.finished_at = timezone.now()
+    run.seconds = time.monotonic() - started
+    run.save()
+    say(
+        f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
+        f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"
+    )
+    return run
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line message for the user; Spark wraps executor errors in long traces."""
+    text = str(exc).strip() or type(exc).__name__
+    for name in ("KafkaUnavailable", "TopicNotFound"):
+        match = re.search(rf"{name}: (.+)", text)
+        if match:
+            return match.group(1).strip()
+    return text.splitlines()[0][:500] if "\n" in text else text[:500]
+
+
+def _offsets_topics(cluster: Cluster, connectors: list[ConnectorSummary]) -> list[str]:
+    topics = [cluster.offsets_topic]
+    for connector in connectors:
+        if connector.own_offsets_topic and connector.own_offsets_topic not in topics:
+            topics.append(connector.own_offsets_topic)
+    return topics
+
+
+def _plan_sources(
+    cluster: Cluster, connectors: list[ConnectorSummary], *, full: bool
+) -> SourceResults:
+    kafka = cluster.kafka_settings()
+    existing = client.topic_partition_counts(kafka)
+    positions: dict[str, dict[int, int]] = defaultdict(dict)
+    if not full:
+        for row in ReadPosition.objects.filter(cluster=cluster):
+            positions[row.topic][row.partition] = row.next_offset
+    plans = {}
+    for topic in _offsets_topics(cluster, connectors):
+        if topic == cluster.offsets_topic and topic not in existing:
+            raise client.TopicNotFound(
+                f"The offsets topic {topic!r} does not exist on {cluster.bootstrap_servers}"
+            )
+        if topic in existing:
+            plans[topic] = client.plan_read(kafka, topic, positions.get(topic))
+    return SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
+
+
+def _previous_state(spark, cluster: Cluster):
+    """The stored per-key state as a DataFrame (through pandas, so it travels as Arrow)."""
+    import pandas as pd
+
+    from offsets.spark.transforms import STATE_COLUMNS, STATE_SCHEMA
+
+    def ms(moment: datetime | None) -> int | None:
+        return None if moment is None else int(moment.timestamp() * 1000)
+
+    rows = [
+        (
+            row.topic,
+            row.key_hash,
+            bytes(row.key_bytes),
+            row.connector,
+            row.partition_text,
+            row.identity,
+            row.offset_text,
+            row.kafka_partition,
+            row.kafka_offset,
+            ms(row.last_commit_at) or 0,
+            row.progress,
+            row.commits,
+            ms(row.first_commit_at),
+            ms(row.last_commit_at),
+        )
+        for row in SourceOffset.objects.filter(cluster=cluster).iterator()
+    ]
+    if not rows:
+        return spark.createDataFrame([], STATE_SCHEMA)
+    frame = pd.DataFrame(rows, columns=STATE_COLUMNS).astype(
+        {"first_commit_ms": "Int64", "last_commit_ms": "Int64", "progress": "float64"}
+    )
+    return spark.createDataFrame(frame, STATE_SCHEMA)
+
+
+def _compute_sources(
+    cluster: Cluster,
+    sources: SourceResults,
+    connectors: list[ConnectorSummary],
+    *,
+    full: bool,
+    spark,
+    now_ms: int,
+    run_dir: Path,
+) -> None:
+    from offsets.spark import transforms as T
+    from offsets.spark.kafka_source import NAME, SCHEMA
+    from offsets.spark.session import get_spark
+
+    spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+    kafka_json = json.dumps(cluster.kafka_settings())
+    raw = spark.createDataFrame([], SCHEMA)
+    for topic, plan in sources.plans.items():
+        if any(end > start for start, end in plan.values()):
+            frame = (
+                spark.read.format(NAME)
+                .option("topic", topic)
+                .option("kafka.settings", kafka_json)
+                .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
+                .option("max_tasks", str(_read_tasks(plan)))
+                .load()
+            )
+            raw = raw.unionByName(frame)
+    parsed = T.parse_offset_records(raw).persist()
+    try:
+        counts = {row["topic"]: row["count"] for row in parsed.groupBy("topic").count().collect()}
+        sources.records_by_topic.update(counts)
+        valid = T.valid_records(parsed)
+        previous = None if full else _previous_state(spark, cluster)
+        own_topics = spark.createDataFrame(
+            [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
+            "connector string, own_topic string",
+        )
+        running = spark.createDataFrame(
+            [(c.name,) for c in connectors if c.consuming], "connector string"
+        )
+        effective = T.effective_offsets(
+            T.latest_by_key(valid, previous), own_topics, cluster.offsets_topic
+        )
+        threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+        flagged = T.flag_stalls(
+            effective, running, now_ms=now_ms, threshold_ms=threshold_ms
+        ).persist()
+        sources.latest = [row.asDict() for row in flagged.collect()]
+        sources.drift = [row.asDict(recursive=True) for row in T.key_drift(flagged).collect()]
+        flagged.unpersist()
+        if not sum(counts.values()):
+            return  # nothing new: no rewinds, commits or malformed records to add
+        sources.rewinds = [row.asDict() for row in T.rewinds(valid, previous).collect()]
+        commit_rows = T.commits(valid)
+        sources.buckets = [
+            row.asDict()
+            for row in T.commit_buckets(commit_rows, settings.COMMIT_BUCKET_SECONDS).collect()
+        ]
+        sources.malformed = [row.asDict() for row in T.malformed_counts(parsed).collect()]
+        commit_rows.write.mode("overwrite").partitionBy("connector").parquet(str(run_dir))
+    finally:
+        parsed.unpersist()
+
+
+def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:
+    """About one Spark task per 100,000 records, at most SPARK_MAX_READ_TASKS (a Python task
+    has a fixed cost that small reads should not pay many times over)."""
+    records = sum(end - start for start, end in plan.values())
+    return max(1, min(settings.SPARK_MAX_READ_TASKS, records // 100_000 + 1))
+
+
+def _sink_topics(
+    connector: ConnectorSummary, existing: dict[str, int], committed: dict[tuple[str, int], int]
+) -> set[str]:
+    topics = {topic for topic in connector.topics if topic in existing}
+    if connector.topics_regex:
+        pattern = re.compile(connector.topics_regex)
+        topics |= {topic for topic in existing if pattern.fullmatch(topic)}
+    topics |= {topic for topic, _ in committed if topic in existing}
+    return topics
+
+
+def _sample_sinks(
+    cluster: Cluster, connectors: list[ConnectorSummary], *, now_ms: int
+) -> SinkResults:
+    sinks = [c for c in connectors if c.type == "sink" and not c.deleted]
+    results = SinkResults()
+    if not sinks:
+        return results
+    kafka = cluster.kafka_settings()
+    existing = client.topic_partition_counts(kafka)
+    committed_by_group = client.sink_group_offsets(kafka, [c.sink_group for c in sinks])
+    wanted: dict[str, list[tuple[str, int]]] = {}
+    for connector in sinks:
+        committed = committed_by_group.get(connector.sink_group, {})
+        topics = _sink_topics(connector, existing, committed)
+        wanted[connector.name] = [
+            (topic, p) for topic in sorted(topics) for p in range(existing[topic])
+        ]
+    all_partitions = sorted({tp for tps in wanted.values() for tp in tps})
+    marks = client.watermarks(kafka, all_partitions)
+    newest = client.timestamps_at(
+        kafka, {tp: high - 1 for tp, (low, high) in marks.items() if high > low}
+    )
+    positions: dict[tuple[str, int], int] = {}
+    for connector in sinks:
+        committed = committed_by_group.get(connector.sink_group, {})
+        for tp in wanted[connector.name]:
+            low, high = marks[tp]
+            position = max(committed.get(tp, low), low)
+            if position < high:
+                positions[tp] = position
+    oldest_unread = client.timestamps_at(kafka, positions)
+
+    sampled_at = _ms_to_datetime(now_ms)
+    history = _recent_samples(cluster, [c.name for c in sinks])
+    for connector in sinks:
+        committed = committed_by_group.get(connector.sink_group, {})
+        if not committed:
+            # preCommit returns {} for connectors that store offsets themselves: no lag to report.
+            results.externally_managed.add(connector.name)
+        for tp in wanted[connector.name]:
+            low, high = marks[tp]
+            offset = committed.get(tp)
+            # A partition with no commit counts from the log start (connect-formats.md).
+            lag = max(high - max(offset if offset is not None else low, low), 0)
+            lag_ms = None
+            if lag == 0:
+                lag_ms = 0
+            elif tp in newest and tp in oldest_unread:
+                lag_ms = max(newest[tp] - oldest_unread[tp], 0)
+            window = history.get((connector.name, *tp), [])[-(settings.LAG_WINDOW_SAMPLES - 1) :]
+            window = [*window, LagPoint(offset if offset is not None else low, lag)]
+            status = (
+                LagStatus.OK
+                if connector.name in results.externally_managed
+                else partition_lag_status(window, consuming=connector.consuming)
+            )
+            results.lags.append(
+                SinkPartitionLag(
+                    cluster=cluster,
+                    connector=connector.name,
+                    group=connector.sink_group,
+                    topic=tp[0],
+                    partition=tp[1],
+                    committed=offset,
+                    log_start=low,
+                    log_end=high,
+                    lag_records=lag,
+                    lag_ms=lag_ms,
+                    status=status,
+                    sampled_at=sampled_at,
+                )
+            )
+            results.samples.append(
+                LagSample(
+                    cluster=cluster,
+                    connector=connector.name,
+                    topic=tp[0],
+                    partition=tp[1],
+                    sampled_at=sampled_at,
+                    committed=offset,
+                    log_end=high,
+                    lag_records=lag,
+                    lag_ms=lag_ms,
+                )
+            )
+    return results
+
+
+def _recent_samples(
+    cluster: Cluster, connectors: list[str]
+) -> dict[tuple[str, str, int], list[LagPoint]]:
+    """The last N-1 lag samples of every sink partition, oldest first."""
+    window: dict[tuple[str, str, int], list[LagPoint]] = defaultdict(list)
+    keep = settings.LAG_WINDOW_SAMPLES - 1
+    if keep <= 0:
+        return window
+    samples = (
+        LagSample.objects.filter(cluster=cluster, connector__in=connectors)
+        .order_by("-sampled_at")
+        .values_list("connector", "topic", "partition", "committed", "lag_records")
+    )
+    for connector, topic, partition, committed, lag in samples.iterator():
+        points = window[(connector, topic, partition)]
+        if len(points) < keep and committed is not None:
+            points.insert(0, LagPoint(committed, lag))
+    return window
+
+
+def _source_offset(cluster: Cluster, row: dict) -> SourceOffset:
+    key = bytes(row["key"])
+    offset_text = row["offset_json"]
+    return SourceOffset(
+        cluster=cluster,
+        connector=row["connector"],
+        topic=row["topic"],
+        key_hash=row["key_hash"],
+        key_bytes=key,
+        identity=row["identity"],
+        partition=parse_offset_record(key, None).partition,
+        partition_text=row["partition_json"],
+        offset=None if offset_text is None else json.loads(offset_text),
+        offset_text=offset_text,
+        kafka_partition=row["kafka_partition"],
+        kafka_offset=row["kafka_offset"],
+        progress=row["progress"],
+        first_commit_at=_ms_to_datetime(row["first_commit_ms"]),
+        last_commit_at=_ms_to_datetime(row["last_commit_ms"]),
+        commits=row["commits"],
+        stalled=bool(row["stalled"]),
+        effective=bool(row["effective"]),
+    )
+
+
+@transaction.atomic
+def _save(
+    cluster: Cluster,
+    run: RefreshRun,
+    connectors: list[ConnectorSummary],
+    sources: SourceResults,
+    sinks: SinkResults,
+    *,
+    full: bool,
+    now_ms: int,
+) -> None:
+    """Replace the current results and append the history, all or nothing."""
+    if full:
+        for model in (CommitBucket, RewindEvent, MalformedCount, ReadPosition):
+            model.objects.filter(cluster=cluster).delete()
+
+    # Source offsets: the Spark result holds every key (previous state included).
+    SourceOffset.objects.filter(cluster=cluster).delete()
+    SourceOffset.objects.bulk_create(
+        (_source_offset(cluster, row) for row in sources.latest), batch_size=2000
+    )
+
+    RewindEvent.objects.bulk_create(
+        (
+            RewindEvent(
+                cluster=cluster,
+                connector=row["connector"],
+                topic=row["topic"],
+                key_hash=row["key_hash"],
+                partition=json.loads(row["partition_json"]),
+                at=_ms_to_datetime(row["timestamp_ms"]),
+                kafka_partition=row["kafka_partition"],
+                kafka_offset=row["kafka_offset"],
+                from_progress=row["from_progress"],
+                to_progress=row["to_progress"],
+            )
+            for row in sources.rewinds
+        ),
+        ignore_conflicts=True,
+    )
+    rewinds_per_key = (
+        RewindEvent.objects.filter(cluster=cluster)
+        .values("topic", "key_hash")
+        .annotate(n=Count("id"))
+    )
+    for row in rewinds_per_key:
+        SourceOffset.objects.filter(
+            cluster=cluster, topic=row["topic"], key_hash=row["key_hash"]
+        ).update(rewinds=row["n"])
+
+    _add_counts(
+        CommitBucket,
+        cluster,
+        {
+            (row["connector"], _ms_to_datetime(row["bucket_start_ms"])): row["commits"]
+            for row in sources.buckets
+        },
+        key_fields=("connector", "bucket_start"),
+        count_field="commits",
+    )
+    _add_counts(
+        MalformedCount,
+        cluster,
+        {
+            (row["topic"], row["connector"] or "", row["reason"]): row["count"]
+            for row in sources.malformed
+        },
+        key_fields=("topic", "connector", "reason"),
+        count_field="count",
+        extra={
+            (row["topic"], row["connector"] or "", row["reason"]): {"example": row["example"] or ""}
+            for row in sources.malformed
+        },
+    )
+
+    KeyDrift.objects.filter(cluster=cluster).delete()
+    KeyDrift.objects.bulk_create(
+        KeyDrift(
+            cluster=cluster,
+            connector=row["connector"],
+            identity=row["identity"],
+            forms=[
+                {
+                    "topic": form["topic"],
+                    "key": form["key_text"],
+                    "key_hash": form["key_hash"],
+                    "offset": form["offset_json"],
+                    "last_commit_at": _ms_to_datetime(form["last_commit_ms"]).isoformat()
+                    if form["last_commit_ms"]
+                    else None,
+                }
+                for form in row["forms"]
+            ],
+        )
+        for row in sources.drift
+    )
+
+    SinkPartitionLag.objects.filter(cluster=cluster).delete()
+    SinkPartitionLag.objects.bulk_create(sinks.lags)
+    LagSample.objects.bulk_create(sinks.samples)
+
+    for topic, plan in sources.plans.items():
+        for partition, (_, end) in plan.items():
+            ReadPosition.objects.update_or_create(
+                cluster=cluster, topic=topic, partition=partition, defaults={"next_offset": end}
+            )
+    _save_snapshots(cluster, connectors, sinks, now_ms=now_ms)
+
+
+def _add_counts(
+    model,
+    cluster: Cluster,
+    counts: dict[tuple, int],
+    *,
+    key_fields: tuple[str, ...],
+    count_field: str,
+    extra: dict | None = None,
+) -> None:
+    """Add counts to existing rows (incremental refresh) or create them."""
+    for key, count in counts.items():
+        lookup = dict(zip(key_fields, key, strict=True))
+        updated = model.objects.filter(cluster=cluster, **lookup).update(
+            **{count_field: F(count_field) + count}
+        )
+        if not updated:
+            model.objects.create(
+                cluster=cluster, **lookup, **{count_field: count}, **(extra or {}).get(key, {})
+            )
+
+
+def _save_snapshots(
+    cluster: Cluster, connectors: list[ConnectorSummary], sinks: SinkResults, *, now_ms: int
+) -> None:
+    stats: dict[str, dict] = defaultdict(
+        lambda: {"partitions": 0, "last": None, "rewinds": 0, "stalled": 0}
+    )
+    for name, last, rewinds, stalled in SourceOffset.objects.filter(
+        cluster=cluster, effective=True, offset_text__isnull=False
+    ).values_list("connector", "last_commit_at", "rewinds", "stalled"):
+        entry = stats[name]
+        entry["partitions"] += 1
+        entry["last"] = max(filter(None, (entry["last"], last)), default=None)
+        entry["rewinds"] += rewinds
+        entry["stalled"] += int(stalled)
+    drift = dict(
+        KeyDrift.objects.filter(cluster=cluster).values_list("connector").annotate(n=Count("id"))
+    )
+    malformed: dict[str, int] = defaultdict(int)
+    for name, count in (
+        MalformedCount.objects.filter(cluster=cluster)
+        .exclude(connector="")
+        .values_list("connector", "count")
+    ):
+        malformed[name] += count
+    lags: dict[str, list[SinkPartitionLag]] = defaultdict(list)
+    for lag in sinks.lags:
+        lags[lag.connector].append(lag)
+
+    known = {c.name for c in connectors}
+    # Connectors whose config is gone entirely (compacted tombstone) but whose offsets remain.
+    orphans = sorted(set(stats) - known)
+    updated_at = timezone.now()
+    ConnectorSnapshot.objects.filter(cluster=cluster).delete()
+    snapshots = []
+    for connector in connectors:
+        entry = stats.get(connector.name, {})
+        sink_lags = lags.get(connector.name, [])
+        external = connector.name in sinks.externally_managed
+        snapshots.append(
+            ConnectorSnapshot(
+                cluster=cluster,
+                name=connector.name,
+                type=connector.type,
+                connector_class=connector.connector_class,
+                target_state=connector.target_state,
+                runtime_state=connector.runtime_state or "",
+                task_states={str(k): v for k, v in connector.task_states.items()},
+                task_count=connector.task_count,
+                deleted=connector.deleted,
+                mirrormaker2=connector.mirrormaker2,
+                own_offsets_topic=connector.own_offsets_topic or "",
+                sink_group=connector.sink_group or "",
+                config=connector.config,
+                trace=connector.trace or "",
+                partitions=len(sink_lags)
+                if connector.type == "sink"
+                else entry.get("partitions", 0),
+                last_commit_at=entry.get("last"),
+                rewinds=entry.get("rewinds", 0),
+                stalled_partitions=entry.get("stalled", 0),
+                drifted_partitions=drift.get(connector.name, 0),
+                malformed=malformed.get(connector.name, 0),
+                offsets_managed_externally=external,
+                lag_records=None
+                if external or connector.type != "sink"
+                else sum(lag.lag_records for lag in sink_lags),
+                lag_ms=None
+                if external or connector.type != "sink"
+                else max((lag.lag_ms or 0 for lag in sink_lags), default=0),
+                lag_status=""
+                if external or connector.type != "sink"
+                else connector_lag_status([LagStatus(lag.status) for lag in sink_lags]),
+                updated_at=updated_at,
+            )
+        )
+    for name in orphans:
+        entry = stats[name]
+        snapshots.append(
+            ConnectorSnapshot(
+                cluster=cluster,
+                name=name,
+                type="source",
+                deleted=True,
+                partitions=entry["partitions"],
+                last_commit_at=entry["last"],
+                rewinds=entry["rewinds"],
+                drifted_partitions=drift.get(name, 0),
+                malformed=malformed.get(name, 0),
+                updated_at=updated_at,
+            )
+        )
+    ConnectorSnapshot.objects.bulk_create(snapshots)
+
+
+def _drop_other_runs(cluster: Cluster, *, keep: Path) -> None:
+    """After a full refresh, the history of earlier runs is superseded."""
+    root = history_path(cluster)
+    if not root.exists():
+        return
+    for path in root.iterdir():
+        if path != keep:
+            shutil.rmtree(path, ignore_errors=True)

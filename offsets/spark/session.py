@@ -1,0 +1,62 @@
+"""The one place that creates the SparkSession (master and settings from configuration)."""
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from offsets.spark.kafka_source import KafkaSnapshotSource
+
+logger = logging.getLogger(__name__)
+
+PROJECT_PACKAGE = Path(__file__).resolve().parent.parent  # offsets/
+
+
+def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
+    """Return the process's SparkSession, creating it on first use."""
+    local = master.startswith("local")
+    if local:
+        # Keep everything on loopback (Spark otherwise binds the external interface) and run
+        # Python workers with this interpreter, so they import the same installed packages.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("connect-offsets-refresh")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Small results; the default 200 shuffle partitions would each cost a task.
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.memory", "1g")
+    )
+    if local:
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
+            "spark.driver.host", "127.0.0.1"
+        )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(KafkaSnapshotSource)
+    if not local:
+        _ship_project(spark)
+    return spark
+
+
+def _ship_project(spark: SparkSession) -> None:
+    """Send the `offsets` package to the executors of a real cluster (they have no checkout)."""
+    archive = shutil.make_archive(
+        str(Path(tempfile.mkdtemp()) / "offsets"),
+        "zip",
+        PROJECT_PACKAGE.parent,
+        PROJECT_PACKAGE.name,
+    )
+    spark.sparkContext.addPyFile(archive)
+    logger.info("Shipped %s to the Spark executors", archive)

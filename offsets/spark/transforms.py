@@ -1,0 +1,363 @@
+"""Pure DataFrame -> DataFrame transforms over Connect's offsets topics.
+
+Input: the `kafka-snapshot` source's rows (topic, partition, offset, timestamp, key, value).
+`parse_offset_records` turns them into parsed rows; every other function takes and returns
+DataFrames so that tests can feed them small hand-made frames.
+
+The incremental refresh feeds the previous results back in (`previous` arguments) so that a
+refresh over new records only gives the same answer as a full one.
+"""
+
+import json
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from offsets.formats.history_rules import offset_progress
+from offsets.formats.offset_records import MalformedRecord, parse_offset_record
+
+PARSED_SCHEMA = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("kafka_partition", IntegerType(), False),
+        StructField("kafka_offset", LongType(), False),
+        StructField("timestamp_ms", LongType(), False),
+        StructField("key", BinaryType(), True),
+        StructField("connector", StringType(), True),
+        StructField("partition_json", StringType(), True),
+        StructField("identity", StringType(), True),
+        StructField("offset_json", StringType(), True),
+        StructField("tombstone", BooleanType(), True),
+        StructField("progress", DoubleType(), True),
+        StructField("malformed_reason", StringType(), True),
+        StructField("example", StringType(), True),
+    ]
+)
+_PARSED_ARROW = pa.schema(
+    [
+        pa.field("topic", pa.string(), False),
+        pa.field("kafka_partition", pa.int32(), False),
+        pa.field("kafka_offset", pa.int64(), False),
+        pa.field("timestamp_ms", pa.int64(), False),
+        pa.field("key", pa.binary()),
+        pa.field("connector", pa.string()),
+        pa.field("partition_json", pa.string()),
+        pa.field("identity", pa.string()),
+        pa.field("offset_json", pa.string()),
+        pa.field("tombstone", pa.bool_()),
+        pa.field("progress", pa.float64()),
+        pa.field("malformed_reason", pa.string()),
+        pa.field("example", pa.string()),
+    ]
+)
+EXAMPLE_BYTES = 200
+
+# What the refresh keeps per (topic, key): the last record plus running totals.
+STATE_COLUMNS = [
+    "topic",
+    "key_hash",
+    "key",
+    "connector",
+    "partition_json",
+    "identity",
+    "offset_json",
+    "kafka_partition",
+    "kafka_offset",
+    "timestamp_ms",
+    "progress",
+    "commits",
+    "first_commit_ms",
+    "last_commit_ms",
+]
+STATE_SCHEMA = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("key_hash", StringType(), False),
+        StructField("key", BinaryType(), False),
+        StructField("connector", StringType(), False),
+        StructField("partition_json", StringType(), False),
+        StructField("identity", StringType(), False),
+        StructField("offset_json", StringType(), True),
+        StructField("kafka_partition", IntegerType(), False),
+        StructField("kafka_offset", LongType(), False),
+        StructField("timestamp_ms", LongType(), False),
+        StructField("progress", DoubleType(), True),
+        StructField("commits", LongType(), False),
+        StructField("first_commit_ms", LongType(), True),
+        StructField("last_commit_ms", LongType(), True),
+    ]
+)
+
+
+def _example(key: bytes | None, value: bytes | None) -> str:
+    def show(data: bytes | None) -> str:
+        if data is None:
+            return "null"
+        return repr(bytes(data[:EXAMPLE_BYTES]))[2:-1]
+
+    return f"key={show(key)} value={show(value)}"
+
+
+def _parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        keys = batch.column("key").to_pylist()
+        values = batch.column("value").to_pylist()
+        out: dict[str, list] = {name: [] for name in _PARSED_ARROW.names[5:]}
+        for key, value in zip(keys, values, strict=True):
+            record = parse_offset_record(key, value)
+            if isinstance(record, MalformedRecord):
+                # With a good key and a bad value, the connector is still known.
+                keyed = parse_offset_record(key, None) if key is not None else None
+                out["connector"].append(
+                    None if isinstance(keyed, MalformedRecord | None) else keyed.connector
+                )
+                for name in ("partition_json", "identity", "offset_json", "tombstone", "progress"):
+                    out[name].append(None)
+                out["malformed_reason"].append(record.reason.value)
+                out["example"].append(_example(key, value))
+                continue
+            out["connector"].append(record.connector)
+            out["partition_json"].append(
+                json.dumps(record.partition, ensure_ascii=False, separators=(",", ":"))
+            )
+            out["identity"].append(record.partition_identity)
+            out["offset_json"].append(None if value is None else value.decode("utf-8"))
+            out["tombstone"].append(value is None)
+            out["progress"].append(offset_progress(record.offset))
+            out["malformed_reason"].append(None)
+            out["example"].append(None)
+        arrays = [
+            batch.column(name) for name in ("topic", "partition", "offset", "timestamp", "key")
+        ]
+        arrays += [
+            pa.array(out[name], _PARSED_ARROW.field(name).type) for name in _PARSED_ARROW.names[5:]
+        ]
+        yield pa.RecordBatch.from_arrays(arrays, schema=_PARSED_ARROW)
+
+
+def parse_offset_records(raw: DataFrame) -> DataFrame:
+    """Parse offsets-topic records with the same rules as the Java runtime; never fails.
+
+    Malformed records keep a reason and an example instead of raising (OffsetUtils logs and
+    skips them): counting them is the job of `malformed_counts`.
+    """
+    return raw.mapInArrow(_parse_batches, PARSED_SCHEMA)
+
+
+def malformed_counts(parsed: DataFrame) -> DataFrame:
+    """Count malformed records by topic, connector (null unless the key was good) and reason,
+    with one example each."""
+    return (
+        parsed.where(F.col("malformed_reason").isNotNull())
+        .groupBy("topic", "connector", "malformed_reason")
+        .agg(F.count(F.lit(1)).alias("count"), F.first("example").alias("example"))
+        .withColumnRenamed("malformed_reason", "reason")
+    )
+
+
+def valid_records(parsed: DataFrame) -> DataFrame:
+    """Keep well-formed records, with the hex SHA-1 of their exact key bytes."""
+    return parsed.where(F.col("malformed_reason").isNull()).withColumn("key_hash", F.sha1("key"))
+
+
+def commits(valid: DataFrame) -> DataFrame:
+    """Every offset commit (non-tombstone write): the history kept beyond compaction."""
+    return valid.where(~F.col("tombstone")).select(
+        "connector",
+        "topic",
+        "key_hash",
+        "kafka_partition",
+        "kafka_offset",
+        "timestamp_ms",
+        "progress",
+        "offset_json",
+    )
+
+
+def commit_buckets(commit_rows: DataFrame, bucket_seconds: int) -> DataFrame:
+    """Count commits per connector per time bucket of `bucket_seconds`."""
+    bucket_ms = bucket_seconds * 1000
+    return (
+        commit_rows.withColumn(
+            "bucket_start_ms", F.floor(F.col("timestamp_ms") / bucket_ms).cast("long") * bucket_ms
+        )
+        .groupBy("connector", "bucket_start_ms")
+        .agg(F.count(F.lit(1)).alias("commits"))
+    )
+
+
+def rewinds(valid: DataFrame, previous: DataFrame | None = None) -> DataFrame:
+    """Find commits whose progress field is lower than the write before it for the same key.
+
+    `previous` (STATE_SCHEMA) supplies each key's last known record from earlier refreshes, so
+    a rewind between two refreshes is found too. A tombstone in between resets the comparison.
+    """
+    columns = [
+        "topic",
+        "key_hash",
+        "connector",
+        "partition_json",
+        "kafka_partition",
+        "kafka_offset",
+        "timestamp_ms",
+        "progress",
+        "tombstone",
+    ]
+    current = valid.select(*columns).withColumn("is_previous", F.lit(False))
+    if previous is not None:
+        earlier = previous.select(
+            *columns[:-1], F.col("offset_json").isNull().alias("tombstone")
+        ).withColumn("is_previous", F.lit(True))
+        current = current.unionByName(earlier)
+    by_key = Window.partitionBy("topic", "key_hash").orderBy("kafka_offset")
+    return (
+        current.withColumn("from_progress", F.lag("progress").over(by_key))
+        .withColumn("previous_tombstone", F.lag("tombstone").over(by_key))
+        .where(
+            ~F.col("is_previous")
+            & ~F.col("tombstone")
+            & ~F.coalesce(F.col("previous_tombstone"), F.lit(False))
+            & (F.col("progress") < F.col("from_progress"))
+        )
+        .select(
+            "connector",
+            "topic",
+            "key_hash",
+            "partition_json",
+            "kafka_partition",
+            "kafka_offset",
+            "timestamp_ms",
+            "from_progress",
+            F.col("progress").alias("to_progress"),
+        )
+    )
+
+
+def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFrame:
+    """Return the last write per (topic, exact key bytes) with running commit totals.
+
+    One key always lands on one Kafka partition of a topic, so the highest Kafka offset is the
+    last write, as `KafkaBasedLog` reads it. A tombstone wins like any write: its row keeps
+    `offset_json` null (the partition is gone) and its history totals.
+    """
+    rows = valid.select(
+        "topic",
+        "key_hash",
+        "key",
+        "connector",
+        "partition_json",
+        "identity",
+        "offset_json",
+        "kafka_partition",
+        "kafka_offset",
+        "timestamp_ms",
+        "progress",
+        F.when(F.col("tombstone"), 0).otherwise(1).cast("long").alias("commits"),
+        F.when(F.col("tombstone"), None).otherwise(F.col("timestamp_ms")).alias("first_commit_ms"),
+        F.when(F.col("tombstone"), None).otherwise(F.col("timestamp_ms")).alias("last_commit_ms"),
+    )
+    if previous is not None:
+        rows = rows.unionByName(previous.select(*STATE_COLUMNS))
+    last = F.max_by(
+        F.struct(
+            "key",
+            "connector",
+            "partition_json",
+            "identity",
+            "offset_json",
+            "kafka_partition",
+            "kafka_offset",
+            "timestamp_ms",
+            "progress",
+        ),
+        "kafka_offset",
+    )
+    return (
+        rows.groupBy("topic", "key_hash")
+        .agg(
+            last.alias("last"),
+            F.sum("commits").alias("commits"),
+            F.min("first_commit_ms").alias("first_commit_ms"),
+            F.max("last_commit_ms").alias("last_commit_ms"),
+        )
+        .select("topic", "key_hash", "last.*", "commits", "first_commit_ms", "last_commit_ms")
+        .select(*STATE_COLUMNS)
+    )
+
+
+def effective_offsets(latest: DataFrame, own_topics: DataFrame, worker_topic: str) -> DataFrame:
+    """Mark the value the runtime uses for each (connector, key): `effective`.
+
+    `own_topics` has (connector, own_topic). A connector reads the worker topic and, if it has
+    one, its own topic, whose live values take precedence (ConnectorOffsetBackingStore, KIP-618).
+    Records in another connector's own topic are invisible to it; tombstoned keys are not live.
+    """
+    with_topics = latest.join(F.broadcast(own_topics), on="connector", how="left")
+    rank = (
+        F.when(F.col("topic") == F.col("own_topic"), 0)
+        .when(F.col("topic") == F.lit(worker_topic), 1)
+        .otherwise(None)
+    )
+    candidates = Window.partitionBy("connector", "key_hash").orderBy(F.col("rank").asc_nulls_last())
+    return (
+        with_topics.withColumn("rank", F.when(F.col("offset_json").isNotNull(), rank))
+        .withColumn("position", F.row_number().over(candidates))
+        .withColumn("effective", F.col("rank").isNotNull() & (F.col("position") == 1))
+        .drop("rank", "position", "own_topic")
+    )
+
+
+def key_drift(effective: DataFrame) -> DataFrame:
+    """Find logical source partitions stored under more than one live key byte form.
+
+    The runtime looks offsets up by exact key bytes, so only one form is ever read: the other
+    is silently ignored and the connector may resume from the wrong place.
+    """
+    forms = F.sort_array(
+        F.collect_list(
+            F.struct(
+                F.col("last_commit_ms"),
+                F.col("topic"),
+                F.col("key_hash"),
+                F.col("key").cast("string").alias("key_text"),
+                F.col("offset_json"),
+            )
+        ),
+        asc=False,
+    )
+    return (
+        effective.where(F.col("effective"))
+        .groupBy("connector", "identity")
+        .agg(F.count(F.lit(1)).alias("forms_count"), forms.alias("forms"))
+        .where(F.col("forms_count") > 1)
+    )
+
+
+def flag_stalls(
+    effective: DataFrame, running: DataFrame, *, now_ms: int, threshold_ms: int
+) -> DataFrame:
+    """Mark live partitions of running connectors (`running`: one `connector` column) whose
+    last commit is older than `threshold_ms` (N flush intervals) as `stalled`."""
+    running_flag = running.select("connector").distinct().withColumn("running", F.lit(True))
+    return (
+        effective.join(F.broadcast(running_flag), on="connector", how="left")
+        .withColumn(
+            "stalled",
+            F.coalesce(F.col("running"), F.lit(False))
+            & F.col("effective")
+            & (F.lit(now_ms) - F.col("last_commit_ms") > threshold_ms),
+        )
+        .drop("running")
+    )

@@ -1,0 +1,284 @@
+"""Benchmark the refresh against plain single-process baselines on ~1,000,000 offsets records.
+
+    make bench            # or: python tests/bench/bench_refresh.py [--partitions 2000 ...]
+
+Prints figures and ratios; asserts nothing. Peak memory is the whole process tree (driver,
+Spark's JVM and its Python workers), sampled every 50 ms: /usr/bin/time on the driver alone
+would miss the JVM.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+WORK = Path(tempfile.mkdtemp(prefix="offsets-bench-"))
+os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'bench.sqlite3'}"
+os.environ["OFFSETS_HISTORY_PATH"] = str(WORK / "history")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+
+from offsets.demo import DemoOptions, build_demo  # noqa: E402
+from offsets.demo_writer import write_demo  # noqa: E402
+from offsets.formats import jackson  # noqa: E402
+from offsets.formats.history_rules import offset_progress  # noqa: E402
+from offsets.formats.murmur2 import java_partition  # noqa: E402
+from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
+from offsets.kafka import client  # noqa: E402
+from offsets.kafka.embedded import EmbeddedKafka  # noqa: E402
+from offsets.models import Cluster  # noqa: E402
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """RSS of a process and all its descendants."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            with open(f"/proc/{current}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        stack.extend(int(child) for child in children)
+    return total
+
+
+class PeakMemory:
+    """Sample this process tree's RSS while a block runs."""
+
+    def __init__(self, exclude: int | None = None) -> None:
+        self.exclude = exclude
+        self.peak = 0
+
+    def __enter__(self) -> "PeakMemory":
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def sample(self) -> None:
+        while not self.done.wait(0.05):
+            rss = tree_rss_bytes(os.getpid()) - (
+                tree_rss_bytes(self.exclude) if self.exclude else 0
+            )
+            self.peak = max(self.peak, rss)
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+def measure(label: str, results: dict, broker_pid: int, func):
+    started = time.monotonic()
+    with PeakMemory(exclude=broker_pid) as memory:
+        value = func()
+    seconds = time.monotonic() - started
+    results[label] = (seconds, memory.peak)
+    print(f"  {label:<48} {seconds:8.2f} s   peak {memory.peak / 2**20:8.0f} MiB", flush=True)
+    return value
+
+
+def plain_python_refresh(
+    settings: dict, topics: list[str], own: dict[str, str], bucket_ms: int
+) -> dict:
+    """The same computation as the Spark job, in one process: latest per exact key with own-
+    topic precedence, commit buckets, rewinds, key drift and malformed counts."""
+    latest: dict[tuple[str, bytes], tuple] = {}
+    buckets: Counter = Counter()
+    malformed: Counter = Counter()
+    last_progress: dict[tuple[str, bytes], float | None] = {}
+    rewinds = 0
+    for topic in topics:
+        for record in client.read_topic(settings, topic, timeout=30):
+            parsed = parse_offset_record(record.key, record.value)
+            if isinstance(parsed, MalformedRecord):
+                malformed[(topic, parsed.reason)] += 1
+                continue
+            slot = (topic, record.key)
+            if parsed.offset is None:
+                latest[slot] = (parsed, None)
+                last_progress[slot] = None
+                continue
+            progress = offset_progress(parsed.offset)
+            before = last_progress.get(slot)
+            if progress is not None and before is not None and progress < before:
+                rewinds += 1
+            last_progress[slot] = progress
+            latest[slot] = (parsed, record.timestamp_ms)
+            buckets[(parsed.connector, record.timestamp_ms // bucket_ms)] += 1
+    effective: dict[tuple[str, bytes], tuple] = {}
+    for (topic, key), (parsed, stamp) in latest.items():
+        if parsed.offset is None:
+            continue
+        own_topic = own.get(parsed.connector)
+        if topic == own_topic or (topic == topics[0] and (own_topic, key) not in latest):
+            effective[(parsed.connector, key)] = (parsed, stamp)
+    forms: dict[tuple[str, str], int] = defaultdict(int)
+    for (connector, _), (parsed, _) in effective.items():
+        forms[(connector, parsed.partition_identity)] += 1
+    return {
+        "keys": len(effective),
+        "buckets": len(buckets),
+        "rewinds": rewinds,
+        "drift": sum(1 for n in forms.values() if n > 1),
+        "malformed": sum(malformed.values()),
+    }
+
+
+def kcat_read(bootstrap: str, topic: str) -> str:
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if not kcat:
+        return "not installed (apt-get install kcat)"
+    started = time.monotonic()
+    result = subprocess.run(
+        [kcat, "-C", "-b", bootstrap, "-t", topic, "-e", "-q", "-f", "%k%s\n"],
+        capture_output=True,
+        timeout=300,
+    )
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        # Debian's kcat is built on librdkafka 2.0, which cannot talk to Tansu (the notes).
+        return f"failed ({result.stderr.decode(errors='replace').strip()[:120]})"
+    return f"{seconds:.2f} s ({result.stdout.count(b'\n'):,} lines)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--connectors", type=int, default=50)
+    parser.add_argument("--partitions", type=int, default=2000)
+    parser.add_argument("--commits", type=int, default=500, help="commits per source partition")
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    broker = EmbeddedKafka(WORK / "kafka")
+    info = broker.start()
+    settings = {"bootstrap.servers": info.bootstrap_servers}
+    try:
+        print(
+            f"Seeding {args.connectors} bulk connectors, {args.partitions} source partitions, {args.commits} commits each ...",
+            flush=True,
+        )
+        options = DemoOptions(
+            end_ms=int(time.time() * 1000),
+            hours=args.commits / 60,
+            bulk_connectors=args.connectors,
+            bulk_partitions=args.partitions,
+        )
+        summary = write_demo(settings, build_demo(options))
+        total = sum(summary.records_by_topic.values())
+        print(
+            f"  {summary.records_by_topic['connect-offsets']:,} records in connect-offsets (25 partitions), {total:,} Connect records in {summary.seconds:.1f}s\n",
+            flush=True,
+        )
+        cluster = Cluster.objects.create(name="bench", bootstrap_servers=info.bootstrap_servers)
+        results: dict[str, tuple[float, int]] = {}
+
+        print("(a) raw read of connect-offsets", flush=True)
+        measure(
+            "confluent-kafka, single-process loop",
+            results,
+            info.pid,
+            lambda: sum(1 for _ in client.read_topic(settings, "connect-offsets")),
+        )
+        print(f"  {'kcat':<48} {kcat_read(info.bootstrap_servers, 'connect-offsets')}", flush=True)
+
+        print("(b) plain single-process Python: latest, history, rewinds, drift", flush=True)
+        topics = ["connect-offsets", "connect-offsets-orders-cdc-eos"]
+        plain = measure(
+            "plain Python",
+            results,
+            info.pid,
+            lambda: plain_python_refresh(settings, topics, {"orders-cdc-eos": topics[1]}, 300_000),
+        )
+        print(f"  {'':<48} {plain}", flush=True)
+
+        from offsets.services.refresh import run_refresh
+        from offsets.spark.session import get_spark
+
+        print("(c) Spark refresh", flush=True)
+
+        def cold():
+            spark = get_spark()
+            return spark, run_refresh(cluster=cluster, full=True, spark=spark)
+
+        spark, run = measure("cold: session start + full refresh", results, info.pid, cold)
+        assert run.status == "succeeded", run.error
+        run = measure(
+            "warm: full refresh, same session",
+            results,
+            info.pid,
+            lambda: run_refresh(cluster=cluster, full=True, spark=spark),
+        )
+        assert run.status == "succeeded", run.error
+        from offsets.models import KeyDrift, RewindEvent, SourceOffset
+
+        print(
+            f"  {'':<48} keys {SourceOffset.objects.filter(cluster=cluster, effective=True, offset_text__isnull=False).count()}, "
+            f"rewinds {RewindEvent.objects.filter(cluster=cluster).count()}, drift {KeyDrift.objects.filter(cluster=cluster).count()}",
+            flush=True,
+        )
+
+        print("(d) incremental refresh after 1% new records", flush=True)
+        new = total // 100
+        keys = [
+            bytes(k)
+            for k in SourceOffset.objects.filter(
+                cluster=cluster, topic="connect-offsets"
+            ).values_list("key_bytes", flat=True)
+        ]
+        producer = client.java_producer(settings)
+        for index in range(new):
+            key = keys[index % len(keys)]
+            producer.produce(
+                "connect-offsets",
+                key=key,
+                value=jackson.dumps({"incrementing": 10**9 + index}),
+                partition=java_partition(key, 25),
+            )
+            if index % 10_000 == 0:
+                producer.flush()
+        producer.flush()
+        run = measure(
+            f"incremental ({new:,} new records)",
+            results,
+            info.pid,
+            lambda: run_refresh(cluster=cluster, spark=spark),
+        )
+        assert run.status == "succeeded" and run.records_read == new, (
+            run.status,
+            run.records_read,
+            run.error,
+        )
+        spark.stop()
+
+        warm, plain_s = results["warm: full refresh, same session"][0], results["plain Python"][0]
+        incremental = results[f"incremental ({new:,} new records)"][0]
+        peak = max(memory for _, memory in results.values() if memory)
+        print("\nRatios (goals on a 2-core machine):")
+        print(f"  warm Spark / plain Python         {warm / plain_s:6.2f}x   (goal <= 1.5x)")
+        print(f"  incremental / warm full refresh   {incremental / warm:6.1%}   (goal <= 10%)")
+        print(f"  peak memory of a refresh          {peak / 2**30:6.2f} GiB (goal < 2 GiB)")
+    finally:
+        broker.stop()
+        shutil.rmtree(WORK, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,354 @@
+"""The Spark refresh on the embedded broker, checked against an independent plain read."""
+
+import json
+import time
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from offsets.demo import DemoOptions, build_demo
+from offsets.demo_writer import write_demo
+from offsets.formats import jackson
+from offsets.formats.murmur2 import java_partition
+from offsets.formats.offset_records import latest_offsets
+from offsets.kafka import client
+from offsets.models import (
+    Cluster,
+    CommitBucket,
+    ConnectorSnapshot,
+    KeyDrift,
+    LagSample,
+    MalformedCount,
+    RefreshRun,
+    RewindEvent,
+    SinkPartitionLag,
+    SourceOffset,
+)
+from offsets.models.refresh import key_hash
+from offsets.services.history import partition_history
+from offsets.services.refresh import run_refresh
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db]
+
+EOS_TOPIC = "connect-offsets-orders-cdc-eos"
+
+
+@pytest.fixture
+def history_dir(settings, tmp_path):
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
+
+
+@pytest.fixture
+def refreshed(demo_cluster, spark, history_dir):
+    run = run_refresh(cluster=demo_cluster, spark=spark)
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    return demo_cluster
+
+
+def expected_effective(settings_dict):
+    """The runtime's view, read plainly: last write per key bytes; the own topic wins."""
+    worker = latest_offsets(
+        (r.key, r.value) for r in client.read_topic(settings_dict, "connect-offsets")
+    )
+    own = latest_offsets((r.key, r.value) for r in client.read_topic(settings_dict, EOS_TOPIC))
+    effective = {key: rec.value_bytes for key, rec in worker.offsets.items()}
+    effective.update(
+        {
+            key: rec.value_bytes
+            for key, rec in own.offsets.items()
+            if rec.connector == "orders-cdc-eos"
+        }
+    )
+    return effective
+
+
+def stored_effective(cluster):
+    return {
+        bytes(row.key_bytes): row.offset_text.encode()
+        for row in SourceOffset.objects.filter(
+            cluster=cluster, effective=True, offset_text__isnull=False
+        )
+    }
+
+
+def test_latest_offsets_equal_a_plain_read_of_the_topics(refreshed, seeded_demo):
+    assert stored_effective(refreshed) == expected_effective(seeded_demo.settings)
+    eos = SourceOffset.objects.get(cluster=refreshed, connector="orders-cdc-eos", effective=True)
+    assert eos.topic == EOS_TOPIC
+    # The tombstoned audit file is kept for its history, not as a live offset.
+    rotated = SourceOffset.objects.get(
+        cluster=refreshed, partition_text='{"filename":"/var/log/app/audit.log.1"}'
+    )
+    assert rotated.offset_text is None and not rotated.effective and rotated.commits > 0
+
+
+def test_the_run_is_recorded_with_records_read_per_topic(refreshed, seeded_demo):
+    run = RefreshRun.objects.get(cluster=refreshed)
+    assert run.records_by_topic == {
+        "connect-offsets": seeded_demo.summary.records_by_topic["connect-offsets"],
+        EOS_TOPIC: seeded_demo.summary.records_by_topic[EOS_TOPIC],
+    }
+    assert run.malformed == 0 and run.finished_at and run.seconds > 0
+
+
+def test_rewinds_stalls_and_key_drift_come_out_as_seeded(refreshed):
+    rewinds = list(RewindEvent.objects.filter(cluster=refreshed))
+    assert [(r.connector, r.partition["table"]) for r in rewinds] == [
+        ("jdbc-source-inventory", "inventory.public.orders")
+    ]
+    assert rewinds[0].to_progress < rewinds[0].from_progress
+    stalled = set(
+        SourceOffset.objects.filter(cluster=refreshed, stalled=True).values_list(
+            "connector", "partition_text"
+        )
+    )
+    assert stalled == {
+        ("jdbc-source-inventory", '{"protocol":"1","table":"inventory.public.shipments"}')
+    }
+    drift = KeyDrift.objects.get(cluster=refreshed)
+    assert drift.connector == "http-source-metrics"
+    assert len(drift.forms) == 2 and drift.forms[0]["key"] != drift.forms[1]["key"]
+    jdbc = ConnectorSnapshot.objects.get(cluster=refreshed, name="jdbc-source-inventory")
+    assert (jdbc.rewinds, jdbc.stalled_partitions, jdbc.partitions) == (1, 1, 6)
+    assert (
+        ConnectorSnapshot.objects.get(
+            cluster=refreshed, name="http-source-metrics"
+        ).drifted_partitions
+        == 1
+    )
+
+
+def test_commit_buckets_add_up_to_every_commit(refreshed, seeded_demo):
+    records = list(client.read_topic(seeded_demo.settings, "connect-offsets")) + list(
+        client.read_topic(seeded_demo.settings, EOS_TOPIC)
+    )
+    commits = sum(1 for r in records if r.value is not None)
+    assert (
+        sum(CommitBucket.objects.filter(cluster=refreshed).values_list("commits", flat=True))
+        == commits
+    )
+
+
+def test_the_history_of_one_partition_shows_its_commits_and_the_rewind(refreshed):
+    orders = SourceOffset.objects.get(
+        cluster=refreshed,
+        connector="jdbc-source-inventory",
+        partition_text__contains="public.orders",
+    )
+    points = partition_history(
+        cluster=refreshed, connector=orders.connector, key_hash=orders.key_hash
+    )
+    assert len(points) == orders.commits
+    assert [p.rewind for p in points].count(True) == 1
+    assert points[-1].offset == json.loads(orders.offset_text)
+
+
+def test_sink_lag_matches_the_seeded_groups_and_statuses(refreshed, seeded_demo):
+    data = {t.name: t for t in seeded_demo.demo.data_topics}
+    for group, offsets in seeded_demo.demo.group_offsets.items():
+        for (topic, partition), committed in offsets.items():
+            row = SinkPartitionLag.objects.get(
+                cluster=refreshed, group=group, topic=topic, partition=partition
+            )
+            assert row.committed == committed
+            assert row.log_end == len(data[topic].timestamps[partition])
+            assert row.lag_records == row.log_end - committed
+    clicks2 = SinkPartitionLag.objects.get(
+        cluster=refreshed, connector="es-sink-clicks", topic="clicks", partition=2
+    )
+    assert 1.5 * 3_600_000 < clicks2.lag_ms < 2.5 * 3_600_000
+    failed = SinkPartitionLag.objects.filter(cluster=refreshed, connector="jdbc-sink-audit")
+    assert {row.status for row in failed} == {"STOP"}
+    assert (
+        ConnectorSnapshot.objects.get(cluster=refreshed, name="jdbc-sink-audit").lag_status == "ERR"
+    )
+    bq = ConnectorSnapshot.objects.get(cluster=refreshed, name="bq-sink-events")
+    assert bq.offsets_managed_externally and bq.lag_records is None and bq.lag_status == ""
+    s3 = ConnectorSnapshot.objects.get(cluster=refreshed, name="s3-sink-orders")
+    assert s3.lag_records == sum(
+        r.lag_records
+        for r in SinkPartitionLag.objects.filter(cluster=refreshed, connector="s3-sink-orders")
+    )
+
+
+def test_a_second_refresh_adds_lag_samples_and_unmoving_offsets_stall(refreshed, spark):
+    run = run_refresh(cluster=refreshed, spark=spark)
+    assert run.status == RefreshRun.Status.SUCCEEDED and run.records_read == 0
+    lagging = SinkPartitionLag.objects.filter(
+        cluster=refreshed, connector="es-sink-clicks", lag_records__gt=0
+    )
+    assert lagging.exists() and {row.status for row in lagging} == {"STALL"}
+    assert LagSample.objects.filter(cluster=refreshed, connector="es-sink-clicks").count() == 2 * 4
+
+
+def test_a_refresh_without_new_records_changes_nothing(refreshed, spark):
+    def snapshot():
+        return (
+            sorted(
+                SourceOffset.objects.filter(cluster=refreshed).values_list(
+                    "topic",
+                    "key_hash",
+                    "offset_text",
+                    "commits",
+                    "rewinds",
+                    "effective",
+                    "first_commit_at",
+                    "last_commit_at",
+                )
+            ),
+            sorted(
+                CommitBucket.objects.filter(cluster=refreshed).values_list(
+                    "connector", "bucket_start", "commits"
+                )
+            ),
+            RewindEvent.objects.filter(cluster=refreshed).count(),
+        )
+
+    before = snapshot()
+    assert run_refresh(cluster=refreshed, spark=spark).status == RefreshRun.Status.SUCCEEDED
+    assert snapshot() == before
+
+
+def test_a_broker_that_is_down_fails_the_run_and_keeps_the_previous_results(
+    refreshed, spark, settings
+):
+    settings.KAFKA_READ_TIMEOUT = 1
+    before = stored_effective(refreshed)
+    refreshed.bootstrap_servers = "127.0.0.1:1"
+    refreshed.save()
+    run = run_refresh(cluster=refreshed, spark=spark)
+    assert run.status == RefreshRun.Status.FAILED
+    assert "did not answer" in run.error
+    assert stored_effective(refreshed) == before
+    assert ConnectorSnapshot.objects.filter(cluster=refreshed).count() == 11
+
+
+@pytest.fixture
+def own_cluster(db, fresh_kafka, history_dir):
+    """A cluster of its own that the test may write to."""
+    demo = build_demo(
+        DemoOptions(end_ms=int(time.time() * 1000) // 60_000 * 60_000, hours=1, seed=11)
+    )
+    write_demo({"bootstrap.servers": fresh_kafka}, demo)
+    return Cluster.objects.create(name="own", bootstrap_servers=fresh_kafka)
+
+
+def produce(cluster, topic, records, partitions=25):
+    producer = client.java_producer(cluster.kafka_settings())
+    now = int(time.time() * 1000)
+    for key, value in records:
+        producer.produce(
+            topic, key=key, value=value, partition=java_partition(key, partitions), timestamp=now
+        )
+    assert producer.flush(10) == 0
+
+
+def comparable(cluster):
+    return (
+        sorted(
+            SourceOffset.objects.filter(cluster=cluster).values_list(
+                "topic",
+                "key_hash",
+                "offset_text",
+                "commits",
+                "effective",
+                "stalled",
+                "first_commit_at",
+                "last_commit_at",
+            )
+        ),
+        sorted(
+            CommitBucket.objects.filter(cluster=cluster).values_list(
+                "connector", "bucket_start", "commits"
+            )
+        ),
+        sorted(
+            RewindEvent.objects.filter(cluster=cluster).values_list(
+                "topic", "key_hash", "kafka_offset"
+            )
+        ),
+        sorted(KeyDrift.objects.filter(cluster=cluster).values_list("connector", "identity")),
+    )
+
+
+def test_an_incremental_refresh_after_new_commits_equals_a_full_one(own_cluster, spark):
+    now_ms = int(time.time() * 1000)
+    assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
+    seeded_rewinds = RewindEvent.objects.filter(cluster=own_cluster).count()
+    orders = SourceOffset.objects.get(
+        cluster=own_cluster,
+        connector="jdbc-source-inventory",
+        partition_text__contains="public.orders",
+    )
+    logs = SourceOffset.objects.get(cluster=own_cluster, connector="file-source-app-logs")
+    new_key = jackson.dumps_key("file-source-app-logs", {"filename": "/var/log/app/new.log"})
+    produce(
+        own_cluster,
+        "connect-offsets",
+        [
+            (
+                bytes(orders.key_bytes),
+                jackson.dumps({**orders.offset, "incrementing": 1}),
+            ),  # a rewind across refreshes
+            (bytes(logs.key_bytes), None),  # deleted
+            (new_key, jackson.dumps({"position": 10})),
+        ],
+    )
+    run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms)
+    assert run.status == "succeeded" and run.records_read == 3
+    incremental = comparable(own_cluster)
+    assert len(incremental[2]) == seeded_rewinds + 1
+    assert (
+        run_refresh(cluster=own_cluster, spark=spark, full=True, now_ms=now_ms).status
+        == "succeeded"
+    )
+    assert comparable(own_cluster) == incremental
+
+
+def test_malformed_records_are_counted_by_reason_and_good_ones_kept(own_cluster, spark):
+    good = jackson.dumps_key("file-source-app-logs", {"filename": "/var/log/app/other.log"})
+    produce(
+        own_cluster,
+        "connect-offsets",
+        [
+            (b"not json at all", b"{}"),
+            (b'{"not":"an array"}', b"{}"),
+            (b"\xff\xfe\x00", b"{}"),
+            (good, b"[1,2]"),
+            (good, b"\xc3\x28"),
+            (good, jackson.dumps({"position": 99})),
+        ],
+    )
+    run = run_refresh(cluster=own_cluster, spark=spark)
+    assert run.status == "succeeded" and run.malformed == 5
+    counts = {
+        (m.connector, m.reason): m.count for m in MalformedCount.objects.filter(cluster=own_cluster)
+    }
+    assert counts == {
+        ("", "key-not-json"): 1,
+        ("", "key-not-array"): 1,
+        ("", "key-not-utf8"): 1,
+        ("file-source-app-logs", "value-not-object"): 1,
+        ("file-source-app-logs", "value-not-utf8"): 1,
+    }
+    assert SourceOffset.objects.get(cluster=own_cluster, key_hash=key_hash(good)).offset == {
+        "position": 99
+    }
+    assert (
+        ConnectorSnapshot.objects.get(cluster=own_cluster, name="file-source-app-logs").malformed
+        == 2
+    )
+
+
+def test_refresh_offsets_command_prints_progress_and_a_summary(
+    own_cluster, spark, capsys, monkeypatch
+):
+    monkeypatch.setattr("offsets.spark.session.get_spark", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    call_command("refresh_offsets", "--cluster", "own")
+    out = capsys.readouterr().out
+    assert "connect-offsets:" in out and "new records" in out
+    assert "computing offsets and history with Spark" in out
+    assert "succeeded" in out
+    with pytest.raises(CommandError, match="Unknown cluster"):
+        call_command("refresh_offsets", "--cluster", "nope")

@@ -1,0 +1,79 @@
+import pytest
+
+from offsets.formats.history_rules import (
+    LagPoint,
+    LagStatus,
+    connector_lag_status,
+    offset_progress,
+    partition_lag_status,
+)
+
+
+@pytest.mark.parametrize(
+    ("offset", "expected"),
+    [
+        ({"position": 42}, 42.0),
+        ({"timestamp_nanos": 5, "incrementing": 12, "timestamp": 1_700_000_000_000}, 12.0),
+        ({"offset": 7}, 7.0),
+        ({"kafka_offset": 9}, 9.0),
+        ({"lsn_proc": 1, "lsn": 100, "txId": 3}, 100.0),
+        ({"last_poll_epoch_s": 1.5e9, "cursor": "a1"}, 1.5e9),
+        ({"timestamp_nanos": 5, "cursor": "a1"}, None),
+        ({"flag": True, "cursor": "x"}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_it_picks_the_field_that_measures_progress(offset, expected):
+    assert offset_progress(offset) == expected
+
+
+def window(*points):
+    return [LagPoint(committed, lag) for committed, lag in points]
+
+
+def test_no_lag_now_is_ok_even_when_stopped():
+    assert partition_lag_status(window((5, 3), (8, 0)), consuming=False) == LagStatus.OK
+
+
+def test_lag_while_the_connector_does_not_consume_is_stop():
+    assert partition_lag_status(window((5, 3)), consuming=False) == LagStatus.STOP
+
+
+def test_lag_that_was_zero_in_the_window_is_ok():
+    assert partition_lag_status(window((5, 0), (5, 4)), consuming=True) == LagStatus.OK
+
+
+def test_an_offset_going_backwards_is_rewind():
+    assert partition_lag_status(window((9, 1), (4, 6), (5, 5)), consuming=True) == LagStatus.REWIND
+
+
+def test_an_offset_that_never_moves_with_lag_is_stall():
+    assert partition_lag_status(window((5, 1), (5, 3), (5, 3)), consuming=True) == LagStatus.STALL
+
+
+def test_a_moving_offset_with_ever_growing_lag_is_warn():
+    assert partition_lag_status(window((5, 1), (6, 3), (8, 4)), consuming=True) == LagStatus.WARN
+
+
+def test_a_moving_offset_with_lag_that_also_shrinks_is_ok():
+    assert partition_lag_status(window((5, 4), (6, 3), (8, 4)), consuming=True) == LagStatus.OK
+
+
+def test_one_sample_with_lag_is_ok_until_there_is_history():
+    assert partition_lag_status(window((5, 4)), consuming=True) == LagStatus.OK
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        ([LagStatus.OK, LagStatus.OK], "OK"),
+        ([LagStatus.OK, LagStatus.WARN], "WARN"),
+        ([LagStatus.WARN, LagStatus.STALL], "ERR"),
+        ([LagStatus.STOP], "ERR"),
+        ([LagStatus.REWIND, LagStatus.OK], "ERR"),
+        ([], "OK"),
+    ],
+)
+def test_the_connector_status_is_the_worst_partition(statuses, expected):
+    assert connector_lag_status(statuses) == expected
