@@ -125,3 +125,105 @@ def spark():
     session = get_spark("local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, keep the test database in a file instead of in memory.
+
+    The browser test of the Refresh button starts `manage.py refresh_offsets` as a process of
+    its own, which must open the same database; and the live server's threads then wait on
+    SQLite's file locks instead of failing as they do on a shared in-memory database.
+    """
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        test = database.setdefault("TEST", {})
+        # Django fills in TEST["NAME"] = None, which means "in memory" for SQLite.
+        if not test.get("NAME"):
+            test["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
+
+
+# The refresh's results, in the order their foreign keys need.
+REFRESH_MODELS = (
+    "Cluster",
+    "RefreshRun",
+    "ReadPosition",
+    "ConnectorSnapshot",
+    "SourceOffset",
+    "CommitBucket",
+    "RewindEvent",
+    "KeyDrift",
+    "MalformedCount",
+    "SinkPartitionLag",
+    "LagSample",
+)
+
+
+@pytest.fixture(scope="session")
+def refresh_history_dir(tmp_path_factory) -> Path:
+    """Where the session's refreshes keep their per-commit history (Parquet)."""
+    return tmp_path_factory.mktemp("history")
+
+
+@pytest.fixture(scope="session")
+def _refreshed_demo_rows(
+    django_db_setup, django_db_blocker, seeded_demo, spark, refresh_history_dir
+) -> dict[str, str]:
+    """The database rows of two real refreshes of the seeded demo, computed once per session.
+
+    Two refreshes, so that lag has two samples to draw. They run in a transaction that is
+    rolled back, so the session database stays as empty as every other test expects; each
+    test that wants the results loads these rows (`refreshed_demo`). The history they wrote
+    stays in `refresh_history_dir`.
+    """
+    from django.conf import settings
+    from django.core import serializers
+    from django.db import transaction
+
+    import offsets.models as models
+    from offsets.services.refresh import run_refresh
+
+    previous = settings.OFFSETS_HISTORY_PATH
+    settings.OFFSETS_HISTORY_PATH = str(refresh_history_dir)
+    try:
+        with django_db_blocker.unblock(), transaction.atomic():
+            cluster = models.Cluster.objects.create(
+                name="demo", bootstrap_servers=seeded_demo.bootstrap_servers
+            )
+            for _ in range(2):
+                run = run_refresh(cluster=cluster, spark=spark)
+                assert run.status == models.RefreshRun.Status.SUCCEEDED, run.error
+            rows = {
+                name: serializers.serialize("json", getattr(models, name).objects.order_by("pk"))
+                for name in REFRESH_MODELS
+            }
+            transaction.set_rollback(True)
+    finally:
+        settings.OFFSETS_HISTORY_PATH = previous
+    return rows
+
+
+@pytest.fixture
+def refreshed_demo(_refreshed_demo_rows, db, settings, refresh_history_dir):
+    """The cluster `demo` on the seeded demo broker, after two real refreshes (Spark)."""
+    from django.core import serializers
+    from django.core.management.color import no_style
+    from django.db import connection
+
+    import offsets.models as models
+
+    settings.OFFSETS_HISTORY_PATH = str(refresh_history_dir)
+    for name in REFRESH_MODELS:
+        objects = [
+            item.object for item in serializers.deserialize("json", _refreshed_demo_rows[name])
+        ]
+        getattr(models, name).objects.bulk_create(objects)
+    # Rows were saved with their primary keys: move PostgreSQL's sequences past them.
+    with connection.cursor() as cursor:
+        for statement in connection.ops.sequence_reset_sql(
+            no_style(), [getattr(models, name) for name in REFRESH_MODELS]
+        ):
+            cursor.execute(statement)
+    return models.Cluster.objects.get(name="demo")

@@ -1,5 +1,6 @@
 """Starting a refresh in the background: one claim per cluster, a detached process."""
 
+import io
 import sys
 import threading
 import time
@@ -79,7 +80,7 @@ def test_the_command_is_manage_py_refresh_offsets_for_the_cluster():
     command = background.refresh_command(cluster=cluster, run=run, full=False)
     assert command[0] == sys.executable
     assert command[1].endswith("manage.py")
-    assert command[2:] == ["refresh_offsets", "--cluster", "prod"]
+    assert command[2:] == ["refresh_offsets", "--cluster", "prod", "--run-id", str(run.pk)]
     assert background.refresh_command(cluster=cluster, run=run, full=True)[-1] == "--full"
 
 
@@ -102,10 +103,6 @@ def test_it_starts_a_detached_process_that_logs_under_run_dir(monkeypatch, setti
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="SQLite's shared in-memory test database does not wait on locks",
-)
 def test_concurrent_starts_launch_exactly_one(launched):
     cluster = make.cluster("prod")
     results = []
@@ -135,3 +132,75 @@ def test_the_already_running_message_names_the_phase():
         phase="writing results",
     )
     assert "writing results" in background.AlreadyRunning(run).message
+
+
+# -------------------------------------------------------------------------------------------
+# The command fills in the claimed run (refresh_offsets --run-id).
+
+
+@pytest.fixture
+def fake_spark(monkeypatch):
+    """The command's Spark session and refresh, recorded instead of run."""
+    from offsets.management.commands import refresh_offsets
+    from offsets.spark import session
+
+    calls = []
+
+    class Spark:
+        def stop(self):
+            calls.append("stop")
+
+    def refresh(**kwargs):
+        calls.append(kwargs)
+        run = kwargs["run"] or RefreshRun.objects.create(
+            cluster=kwargs["cluster"], started_at=timezone.now()
+        )
+        RefreshRun.objects.filter(pk=run.pk).update(status=RefreshRun.Status.SUCCEEDED)
+        run.refresh_from_db()
+        return run
+
+    monkeypatch.setattr(session, "get_spark", lambda *args: Spark())
+    monkeypatch.setattr(refresh_offsets, "run_refresh", refresh)
+    return calls
+
+
+@pytest.mark.django_db
+def test_the_command_fills_in_the_claimed_run(fake_spark, launched):
+    from django.core.management import call_command
+
+    cluster = make.cluster("prod")
+    claimed = background.start_refresh(cluster=cluster)
+    call_command("refresh_offsets", cluster="prod", run_id=claimed.pk, stdout=io.StringIO())
+    assert fake_spark[0]["run"] == claimed
+    assert RefreshRun.objects.get().status == RefreshRun.Status.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_the_command_refuses_a_run_that_is_not_running(fake_spark):
+    from django.core.management import CommandError, call_command
+
+    cluster = make.cluster("prod")
+    done = make.run(cluster)
+    with pytest.raises(CommandError, match=f"No running refresh run #{done.pk} of prod"):
+        call_command("refresh_offsets", cluster="prod", run_id=done.pk)
+    with pytest.raises(CommandError, match="cannot be used with --every"):
+        call_command("refresh_offsets", cluster="prod", run_id=done.pk, every=10)
+    assert not fake_spark
+
+
+@pytest.mark.django_db
+def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched):
+    from django.core.management import call_command
+
+    from offsets.spark import session
+
+    def no_java(*args):
+        raise RuntimeError("Java gateway process exited")
+
+    monkeypatch.setattr(session, "get_spark", no_java)
+    claimed = background.start_refresh(cluster=make.cluster("prod"))
+    with pytest.raises(RuntimeError):
+        call_command("refresh_offsets", cluster="prod", run_id=claimed.pk)
+    claimed.refresh_from_db()
+    assert claimed.status == RefreshRun.Status.FAILED
+    assert claimed.error == "Spark could not start: Java gateway process exited"

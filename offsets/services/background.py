@@ -47,7 +47,7 @@ def start_refresh(*, cluster: Cluster, full: bool = False) -> RefreshRun | None:
     """Claim the cluster's refresh and launch it as a detached process; None if one is running.
 
     The claim is a RUNNING RefreshRun created only when no other run of the cluster is
-    RUNNING; the process launched fills in that same run.
+    RUNNING; the process launched (`refresh_offsets --run-id`) fills in that same run.
     """
     run = _claim(cluster=cluster, full=full)
     if run is None:
@@ -99,7 +99,15 @@ def _claim(*, cluster: Cluster, full: bool) -> RefreshRun | None:
 
 
 def refresh_command(*, cluster: Cluster, run: RefreshRun, full: bool) -> list[str]:
-    command = [sys.executable, str(MANAGE_PY), "refresh_offsets", "--cluster", cluster.name]
+    command = [
+        sys.executable,
+        str(MANAGE_PY),
+        "refresh_offsets",
+        "--cluster",
+        cluster.name,
+        "--run-id",
+        str(run.pk),
+    ]
     if full:
         command.append("--full")
     return command

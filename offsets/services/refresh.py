@@ -89,13 +89,20 @@ def run_refresh(
     progress: Progress | None = None,
     spark=None,
     now_ms: int | None = None,
+    run: RefreshRun | None = None,
 ) -> RefreshRun:
-    """Refresh one cluster's results; return the recorded run (succeeded or failed)."""
+    """Refresh one cluster's results; return the recorded run (succeeded or failed).
+
+    `run` is a RUNNING run claimed beforehand (offsets.services.background.start_refresh
+    claims one so that two refreshes of a cluster never run at once); without it the
+    refresh records a new run.
+    """
     say = progress or (lambda text: None)
     started = time.monotonic()
-    run = RefreshRun.objects.create(
-        cluster=cluster, started_at=timezone.now(), full=full, phase="starting"
-    )
+    if run is None:
+        run = RefreshRun.objects.create(
+            cluster=cluster, started_at=timezone.now(), full=full, phase="starting"
+        )
 
     def phase(text: str) -> None:
         RefreshRun.objects.filter(pk=run.pk).update(phase=text)

@@ -4,6 +4,7 @@ import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
 from offsets.services.refresh import run_refresh
@@ -26,25 +27,45 @@ class Command(BaseCommand):
         parser.add_argument(
             "--every", type=float, metavar="SECONDS", help="Refresh on this period until stopped"
         )
+        parser.add_argument(
+            "--run-id",
+            type=int,
+            help="Fill in this RUNNING refresh run, claimed by whoever started the command "
+            "(the dashboard's Refresh button); not with --every",
+        )
 
     def handle(
-        self, *args: object, cluster: str, full: bool, every: float | None, **options: object
+        self,
+        *args: object,
+        cluster: str,
+        full: bool,
+        every: float | None,
+        run_id: int | None = None,
+        **options: object,
     ) -> None:
         found = Cluster.objects.filter(name=cluster).first()
         if found is None:
             raise CommandError(f"Unknown cluster {cluster!r}: add it with add_cluster first.")
         if every is not None and every <= 0:
             raise CommandError("--every must be a positive number of seconds.")
+        claimed = self.claimed_run(found, run_id, every) if run_id is not None else None
         from offsets.spark.session import get_spark
 
         self.stop = threading.Event()
         if every is not None:
             signal.signal(signal.SIGTERM, self.on_signal)
             signal.signal(signal.SIGINT, self.on_signal)
-        spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+        try:
+            spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+        except Exception as exc:
+            # The claimed run would otherwise say "running" until it is deemed abandoned.
+            if claimed is not None:
+                self.fail_claimed(claimed, f"Spark could not start: {exc}")
+            raise
         try:
             while True:
-                run = self.refresh_once(found, full=full, spark=spark)
+                run = self.refresh_once(found, full=full, spark=spark, run=claimed)
+                claimed = None
                 full = False  # only the first round of a loop rebuilds
                 if every is None:
                     if run.status != RefreshRun.Status.SUCCEEDED:
@@ -56,10 +77,33 @@ class Command(BaseCommand):
         finally:
             spark.stop()
 
-    def refresh_once(self, cluster: Cluster, *, full: bool, spark) -> RefreshRun:
+    def claimed_run(self, cluster: Cluster, run_id: int, every: float | None) -> RefreshRun:
+        if every is not None:
+            raise CommandError("--run-id fills in one run; it cannot be used with --every.")
+        run = RefreshRun.objects.filter(
+            pk=run_id, cluster=cluster, status=RefreshRun.Status.RUNNING
+        ).first()
+        if run is None:
+            raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
+        RefreshRun.objects.filter(pk=run.pk).update(phase="starting Spark")
+        return run
+
+    def fail_claimed(self, run: RefreshRun, error: str) -> None:
+        RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(
+            status=RefreshRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=error[:500],
+            phase=f"failed: {error[:200]}",
+        )
+
+    def refresh_once(
+        self, cluster: Cluster, *, full: bool, spark, run: RefreshRun | None = None
+    ) -> RefreshRun:
         started = time.monotonic()
         self.stdout.write(f"Refreshing {cluster.name} ({'full' if full else 'incremental'})")
-        run = run_refresh(cluster=cluster, full=full, spark=spark, progress=self.stdout.write)
+        run = run_refresh(
+            cluster=cluster, full=full, spark=spark, progress=self.stdout.write, run=run
+        )
         style = (
             self.style.SUCCESS if run.status == RefreshRun.Status.SUCCEEDED else self.style.ERROR
         )
