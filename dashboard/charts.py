@@ -63,10 +63,14 @@ def line_chart(
     unit: str = "",
     markers: Sequence[tuple[datetime, float, str]] = (),
     zero_based: bool = True,
+    durations: bool = False,
     width: int = WIDTH,
     height: int = HEIGHT,
 ) -> Chart:
-    """Lay out a time series (oldest first) and optional labelled markers as a line chart."""
+    """Lay out a time series (oldest first) and optional labelled markers as a line chart.
+
+    With `durations`, values are seconds: the y axis steps and labels are durations.
+    """
     bottom, right = height - BOTTOM, width - RIGHT
     if not series:
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
@@ -76,12 +80,15 @@ def line_chart(
     low, high = (0.0 if zero_based else min(values)), max(values)
     if zero_based:
         low = min(low, min(values))
-    low, high, y_ticks = _nice_axis(low, high)
+    low, high, y_ticks = _duration_axis(low, high) if durations else _nice_axis(low, high)
+    labels = _labels(y_ticks, durations)
+    # Room for the longest label (~6.5 px a character at 11 px), never less than LEFT.
+    left = max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
     if t1 == t0:
         t0, t1 = t0 - 60, t1 + 60
 
     def x(t: float) -> float:
-        return round(LEFT + (t - t0) / (t1 - t0) * (right - LEFT), 1)
+        return round(left + (t - t0) / (t1 - t0) * (right - left), 1)
 
     def y(v: float) -> float:
         return round(bottom - (v - low) / (high - low) * (bottom - TOP), 1)
@@ -102,7 +109,8 @@ def line_chart(
         dots=coordinates if len(coordinates) == 1 else [],
         markers=[Marker(x(at.timestamp()), y(value), label) for at, value, label in markers],
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
-        y_ticks=[Tick(y(v), format_number(v)) for v in y_ticks],
+        y_ticks=[Tick(y(v), label) for v, label in zip(y_ticks, labels, strict=True)],
+        left=left,
         bottom=bottom,
         right=right,
     )
@@ -141,21 +149,95 @@ def _nice_axis(low: float, high: float, ticks: int = 4) -> tuple[float, float, l
     return start, end, [start + i * step for i in range(count + 1)]
 
 
+# Steps of a duration axis, in seconds: round minutes, hours and days.
+_DURATION_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+    172800,
+    604800,
+)
+
+
+def _duration_axis(low: float, high: float, ticks: int = 4) -> tuple[float, float, list[float]]:
+    if high <= low:
+        high = low + 60
+    raw = (high - low) / ticks
+    step = next((s for s in _DURATION_STEPS if s >= raw), _DURATION_STEPS[-1])
+    start = math.floor(low / step) * step
+    end = math.ceil(high / step) * step
+    count = round((end - start) / step)
+    return start, end, [start + i * step for i in range(count + 1)]
+
+
+def format_duration(seconds: float) -> str:
+    """Axis labels of durations: 45s, 5m, 1h 30m, 2d."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        minutes, rest = divmod(seconds, 60)
+        return f"{minutes}m" if not rest else f"{minutes}m {rest}s"
+    if seconds < 86400:
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours}h" if not rest else f"{hours}h {rest // 60}m"
+    days, rest = divmod(seconds, 86400)
+    return f"{days}d" if not rest else f"{days}d {rest // 3600}h"
+
+
 def _time_ticks(t0: float, t1: float, ticks: int = 5) -> list[tuple[float, str]]:
+    """Evenly spaced time labels, precise enough to differ (seconds for short spans)."""
     span = t1 - t0
-    fmt = "%H:%M" if span <= 86_400 else "%m-%d %H:%M"
-    return [
-        (t, datetime.fromtimestamp(t, tz=UTC).strftime(fmt))
-        for t in (t0 + span * i / (ticks - 1) for i in range(ticks))
-    ]
+    if span <= 600:
+        fmt = "%H:%M:%S"
+    elif span <= 86_400:
+        fmt = "%H:%M"
+    else:
+        fmt = "%m-%d %H:%M"
+    labels = []
+    for t in (t0 + span * i / (ticks - 1) for i in range(ticks)):
+        text = datetime.fromtimestamp(t, tz=UTC).strftime(fmt)
+        if not labels or labels[-1][1] != text:
+            labels.append((t, text))
+    return labels
 
 
-def format_number(value: float) -> str:
-    """Short axis labels: 950, 12.5k, 3.2M, 1.7G."""
+def _labels(values: list[float], durations: bool) -> list[str]:
+    """Axis labels, with as many digits as it takes for neighbours to differ.
+
+    A narrow band of large values (epoch seconds between 1.7950G and 1.7954G) would otherwise
+    print the same label on every line.
+    """
+    if durations:
+        return [format_duration(value) for value in values]
+    for digits in range(3, 13):
+        labels = [format_number(value, digits) for value in values]
+        if len(set(labels)) == len(labels):
+            break
+    return labels
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """Short axis labels: 950, 12.5k, 3.2M, 1.7G (`digits` significant digits)."""
     magnitude = abs(value)
     for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if magnitude >= limit:
-            return f"{value / limit:.3g}{suffix}"
+            return f"{value / limit:.{digits}g}{suffix}"
     if value == int(value):
         return str(int(value))
-    return f"{value:.3g}"
+    return f"{value:.{digits}g}"

@@ -61,15 +61,20 @@ def compact_json(value: object) -> str:
 
 def status_html(status: str | None, reasons: list[str] | tuple[str, ...] = ()) -> SafeString:
     """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND)."""
+    badges = []
     if status:
         name = escape(status)
-        html = f'<span class="status status-{name.lower()}" data-status="{name}">{name}</span>'
-    else:
-        html = f'<span class="status status-none" data-status="">{DASH}</span>'
+        badges.append(
+            f'<span class="status status-{name.lower()}" data-status="{name}">{name}</span>'
+        )
     for reason in reasons:
         name = escape(reason)
-        html += f' <span class="status status-{name.lower()}" data-reason="{name}">{name}</span>'
-    return SafeString(html)
+        badges.append(
+            f'<span class="status status-{name.lower()}" data-reason="{name}">{name}</span>'
+        )
+    if not badges:
+        return SafeString(f'<span class="status status-none" data-status="">{DASH}</span>')
+    return SafeString(" ".join(badges))
 
 
 def ago_html(at: datetime | None, now: datetime) -> SafeString:

@@ -95,7 +95,10 @@ def connector_rows(snapshots: list[ConnectorSnapshot], base_url: str) -> list[Co
                 lag_records=num(snapshot.lag_records) if has_lag else MUTED_DASH,
                 lag_ms=duration_ms(snapshot.lag_ms) if has_lag else MUTED_DASH,
                 status=status_html(snapshot.lag_status, status_reasons(snapshot)),
-                last_commit=ago_html(snapshot.last_commit_at, now),
+                # Sinks commit to their consumer group, which keeps no commit times.
+                last_commit=MUTED_DASH
+                if snapshot.type == "sink"
+                else ago_html(snapshot.last_commit_at, now),
                 malformed=SafeString(
                     f'<span class="warn">{num(snapshot.malformed)}</span>'
                     if snapshot.malformed
@@ -126,9 +129,10 @@ def source_partition_rows(
     return [
         SourcePartitionRow(
             key_hash=row.key_hash,
-            partition=compact_json(row.partition),
+            # The maps exactly as Connect wrote them (field order included).
+            partition=row.partition_text or compact_json(row.partition),
             topic="" if row.topic == worker_topic else row.topic,
-            offset=None if row.offset is None else compact_json(row.offset),
+            offset=row.offset_text if row.offset is not None else None,
             last_commit=ago_html(row.last_commit_at, now),
             stalled=row.stalled,
             commits=num(row.commits),
@@ -152,7 +156,10 @@ class SinkPartitionRow:
     status: SafeString
 
 
-def sink_partition_rows(lags: list[SinkPartitionLag]) -> list[SinkPartitionRow]:
+def sink_partition_rows(
+    lags: list[SinkPartitionLag], *, externally_managed: bool = False
+) -> list[SinkPartitionRow]:
+    """One row per topic-partition; a sink that keeps its offsets elsewhere shows no lag."""
     return [
         SinkPartitionRow(
             name=f"{row.topic}-{row.partition}",
@@ -161,9 +168,9 @@ def sink_partition_rows(lags: list[SinkPartitionLag]) -> list[SinkPartitionRow]:
             committed=None if row.committed is None else num(row.committed),
             log_start=num(row.log_start),
             log_end=num(row.log_end),
-            lag_records=num(row.lag_records),
-            lag_ms=duration_ms(row.lag_ms),
-            status=status_html(row.status),
+            lag_records=MUTED_DASH if externally_managed else num(row.lag_records),
+            lag_ms=MUTED_DASH if externally_managed else duration_ms(row.lag_ms),
+            status=status_html(None if externally_managed else row.status),
         )
         for row in lags
     ]

@@ -166,6 +166,9 @@ SPARK_MAX_READ_TASKS = envint("SPARK_MAX_READ_TASKS", "8")
 
 # The pages call results older than this stale (a refresh is overdue).
 SNAPSHOT_STALE_SECONDS = envint("SNAPSHOT_STALE_SECONDS", "1800")
+# Seconds between the pages' htmx polls of their tables; faster while a refresh runs.
+PAGE_POLL_SECONDS = envint("PAGE_POLL_SECONDS", "15")
+PAGE_POLL_SECONDS_WHILE_REFRESHING = envint("PAGE_POLL_SECONDS_WHILE_REFRESHING", "2")
 # A refresh still RUNNING after this long lost its process; it no longer blocks a new one.
 REFRESH_ABANDONED_SECONDS = envint("REFRESH_ABANDONED_SECONDS", "3600")
 

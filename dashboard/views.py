@@ -8,6 +8,7 @@ import json
 import logging
 import re
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -29,9 +30,6 @@ logger = logging.getLogger(__name__)
 
 CONNECTORS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 50
-# Seconds between polls of a table; faster while a refresh runs, to show its progress.
-POLL_SECONDS = 15
-POLL_SECONDS_WHILE_REFRESHING = 2
 
 
 def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
@@ -48,6 +46,13 @@ def _get_connector_for_user(
         cluster = _get_cluster_for_user(request, cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
+
+
+def _poll_seconds(refreshing: bool) -> int:
+    """How often a page's table polls: faster while a refresh runs, to show its progress."""
+    if refreshing:
+        return settings.PAGE_POLL_SECONDS_WHILE_REFRESHING
+    return settings.PAGE_POLL_SECONDS
 
 
 def _htmx_target(request: HttpRequest) -> str | None:
@@ -70,7 +75,7 @@ def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
     context = {
         "summaries": summaries,
         "notice": notice,
-        "poll_seconds": POLL_SECONDS_WHILE_REFRESHING if refreshing else POLL_SECONDS,
+        "poll_seconds": _poll_seconds(refreshing),
         "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
     }
     template = "dashboard/home.html#clusters" if request.htmx else "dashboard/home.html"
@@ -120,7 +125,7 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
         "cluster": cluster,
         "form": form,
         "refresh": refresh,
-        "poll_seconds": POLL_SECONDS_WHILE_REFRESHING if refresh.running else POLL_SECONDS,
+        "poll_seconds": _poll_seconds(refresh.running is not None),
         "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
     }
     status = 200
@@ -164,7 +169,9 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         return render(request, "dashboard/connector.html#progress", context)
     partitions = _partitions_page(cluster, snapshot, form)
     if snapshot.type == "sink":
-        partition_rows = sink_partition_rows(partitions.object_list)
+        partition_rows = sink_partition_rows(
+            partitions.object_list, externally_managed=snapshot.offsets_managed_externally
+        )
     else:
         connector_url = reverse("connector", args=[cluster.name, snapshot.name])
         partition_rows = source_partition_rows(
@@ -177,6 +184,10 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         "sort": form.cleaned_data["sort"],
         "partitions": partitions,
         "partition_rows": partition_rows,
+        # Tombstoned partitions are listed (their history stays) but not counted as live.
+        "tombstoned": max(0, partitions.paginator.count - snapshot.partitions)
+        if snapshot.type == "source"
+        else 0,
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
@@ -188,7 +199,8 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         commit_chart=_commit_chart(cluster, snapshot),
     )
     if snapshot.type == "sink":
-        context.update(_lag_charts(cluster, snapshot))
+        if not snapshot.offsets_managed_externally:
+            context.update(_lag_charts(cluster, snapshot))
     else:
         context.update(
             rewinds=snapshots.rewinds(cluster=cluster, connector=snapshot.name),
@@ -237,7 +249,8 @@ def _lag_charts(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, char
         "lag_time_chart": charts.line_chart(
             [(point.at, point.lag_ms / 1000) for point in series if point.lag_ms is not None],
             title="Lag (time, worst partition)",
-            unit="seconds",
+            unit="time behind the newest record",
+            durations=True,
         ),
     }
 

@@ -237,7 +237,9 @@ def test_the_detail_page_shows_a_failed_refresh(logged_in_client, prod):
 
 
 def test_export_json_is_the_kip875_document_of_a_source(logged_in_client, prod):
-    SourceOffset.objects.filter(identity__contains="table_00001").update(offset=None)
+    SourceOffset.objects.filter(identity__contains="table_00001").update(
+        offset=None, offset_text=None
+    )
     make.source_offsets(prod, "jdbc-source", 1, topic="connect-offsets-own", effective=False)
     response = logged_in_client.get(SOURCE + "offsets.json")
     assert response.status_code == 200
@@ -268,3 +270,15 @@ def test_export_json_of_an_unknown_connector_is_404_and_needs_login(client, logg
     assert logged_in_client.get("/clusters/prod/connectors/nope/offsets.json").status_code == 404
     logged_in_client.logout()
     assert client.get(SOURCE + "offsets.json").status_code == 302
+
+
+def test_a_sink_that_keeps_its_offsets_elsewhere_shows_no_lag_at_all(logged_in_client, prod):
+    make.snapshot(prod, "bq-sink", "sink", offsets_managed_externally=True, lag_records=None)
+    make.sink_lags(prod, "bq-sink", "events", 2, committed=None, lag_records=358)
+    make.lag_samples(prod, "bq-sink", "events", 2, 3)
+    html = logged_in_client.get("/clusters/prod/connectors/bq-sink/").content.decode()
+    assert "Not tracked: this sink keeps its offsets outside Connect" in html
+    assert 'data-chart="lag"' not in html
+    row = html.split('data-partition="events-0"')[1].split("</tr>")[0]
+    assert "no commit" in row and "358" not in row
+    assert 'data-field="last-commit"' not in html

@@ -75,6 +75,8 @@ def test_it_lists_every_connector_with_its_columns_and_badges(logged_in_client, 
     assert 'data-field="lag-ms">2h 00m<' in row
     assert 'data-status="ERR"' in row and 'data-reason="STOP"' in row
     assert "STARTED" in row and "RUNNING" in row
+    # A consumer group keeps no commit times: a sink's last commit is not known.
+    assert 'data-field="last-commit"><span class="muted">\u2013</span>' in row
     assert "own offsets topic (exactly-once)" in html.split('data-connector="eos-source"')[1]
     assert "MirrorMaker 2" in html.split('data-connector="mm2-source"')[1].split("</tr>")[0]
     assert "offsets managed outside Connect" in html.split('data-connector="bq-sink"')[1]

@@ -18,6 +18,12 @@ register.filter("compact_json", formatting.compact_json)
 
 
 @register.filter
+def json_text(value: object) -> str:
+    """JSON text as stored (a string) stays as it is; anything else is written compactly."""
+    return value if isinstance(value, str) else formatting.compact_json(value)
+
+
+@register.filter
 def seconds(value: float | None) -> str:
     if value is None:
         return formatting.DASH

@@ -4,6 +4,7 @@ Every function returns a bounded number of queries whatever the number of rows: 
 show 1,000 connectors and 10,000 partitions, so nothing here may query once per row.
 """
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -383,11 +384,11 @@ def sink_partitions(
 
 
 def default_chart_partition(*, cluster: Cluster, connector: str) -> SourceOffset | None:
-    """The partition whose progress the detail page charts first: one with rewinds if any."""
+    """The partition the detail page charts first: one that rewound, else the latest active."""
     return (
         SourceOffset.objects.filter(cluster=cluster, connector=connector, effective=True)
         .defer("key_bytes")
-        .order_by("-rewinds", "identity")
+        .order_by("-rewinds", F("last_commit_at").desc(nulls_last=True), "identity")
         .first()
     )
 
@@ -476,12 +477,15 @@ def export_entries(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> list[Par
         ]
     live = (
         SourceOffset.objects.filter(
-            cluster=cluster, connector=snapshot.name, effective=True, offset__isnull=False
+            cluster=cluster, connector=snapshot.name, effective=True, offset_text__isnull=False
         )
-        .order_by("identity")
-        .values_list("partition", "offset")
+        .order_by("identity", "pk")
+        .values_list("partition_text", "offset_text")
     )
-    return [PartitionOffset(partition, offset) for partition, offset in live]
+    # From the text as written, so the maps keep Connect's field order (jsonb would not).
+    return [
+        PartitionOffset(json.loads(partition), json.loads(offset)) for partition, offset in live
+    ]
 
 
 def export_document(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, JsonValue]:

@@ -68,4 +68,24 @@ def test_axis_labels_are_short():
     ]
     chart = line_chart(series([0, 1234]), title="t")
     assert chart.y_ticks[-1].label in ("1.25k", "1.5k", "2k")
-    assert chart.x_ticks[0].label == "12:00"
+    long = line_chart([(T0, 0), (T0 + timedelta(hours=3), 1)], title="t")
+    assert [tick.label for tick in long.x_ticks] == ["12:00", "12:45", "13:30", "14:15", "15:00"]
+
+
+def test_short_spans_label_seconds_and_never_repeat_a_label():
+    chart = line_chart([(T0, 1), (T0 + timedelta(seconds=20), 2)], title="t")
+    labels = [tick.label for tick in chart.x_ticks]
+    assert labels[0] == "12:00:00" and labels[-1] == "12:00:20"
+    assert len(labels) == len(set(labels))
+
+
+def test_a_duration_axis_steps_in_round_durations():
+    chart = line_chart(series([0, 7200]), title="t", durations=True)
+    assert [tick.label for tick in chart.y_ticks] == ["0s", "30m", "1h", "1h 30m", "2h"]
+
+
+def test_a_narrow_band_of_large_values_gets_labels_that_differ():
+    chart = line_chart(series([1_795_000_000, 1_795_400_000]), title="t", zero_based=False)
+    labels = [tick.label for tick in chart.y_ticks]
+    assert len(set(labels)) == len(labels)
+    assert labels[0].startswith("1.795")
