@@ -232,3 +232,11 @@ def test_the_schema_documents_the_new_endpoints(logged_in_client):
         "/api/v1/clusters/{cluster_name}/refreshes/",
     ):
         assert path in paths
+
+
+def test_the_schema_is_valid_and_generates_without_warnings(tmp_path):
+    from django.core.management import call_command
+
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml")
+    )

@@ -245,7 +245,11 @@ class HistoryOutput(serializers.Serializer):
 # Views.
 
 
-@extend_schema(parameters=[ConnectorListInput], responses=ConnectorListOutput)
+@extend_schema(
+    operation_id="clusters_connectors_list",
+    parameters=[ConnectorListInput],
+    responses=ConnectorListOutput,
+)
 @api_view(["GET"])
 def connector_list(request: Request, cluster_name: str) -> Response:
     """The cluster's connectors as the last refresh saw them, filtered and sorted like the page."""

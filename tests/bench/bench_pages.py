@@ -44,6 +44,7 @@ def configure(args: argparse.Namespace) -> None:
         os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
     # Production-like: DEBUG would record every query and slow every request.
     os.environ["DEBUG"] = "false"
+    os.environ["OFFSETS_HISTORY_PATH"] = tempfile.mkdtemp(prefix="bench-pages-history-")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
 
@@ -251,7 +252,58 @@ def seed(connectors: int, partitions: int) -> dict[str, str]:
         ),
         batch_size=1000,
     )
+    write_history(cluster, big, rows, commits=HISTORY_COMMITS)
     return {"big": big, "sink": lag_sink, "rewound": rows[0].key_hash}
+
+
+# Commits per partition in the Parquet history the progress chart reads (10,000 partitions:
+# 480,000 commits, 8 hours of 1-minute flushes would be 4.8 million).
+HISTORY_COMMITS = 48
+
+
+def write_history(cluster, connector: str, offsets: list, *, commits: int) -> None:
+    """Write per-commit history the way the refresh does (Parquet, run=/connector= folders)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from offsets.services.refresh import history_path
+
+    folder = history_path(cluster) / "run=1" / f"connector={connector}"
+    folder.mkdir(parents=True)
+    start_ms = int(time.time() * 1000) - commits * 60_000
+    columns: dict[str, list] = {
+        "topic": [],
+        "key_hash": [],
+        "kafka_partition": [],
+        "kafka_offset": [],
+        "timestamp_ms": [],
+        "progress": [],
+        "offset_json": [],
+    }
+    for row in offsets:
+        for commit in range(commits):
+            progress = row.progress + commit * 7 - (500 if commit == commits // 2 else 0)
+            columns["topic"].append(row.topic)
+            columns["key_hash"].append(row.key_hash)
+            columns["kafka_partition"].append(row.kafka_partition)
+            columns["kafka_offset"].append(row.kafka_offset * commits + commit)
+            columns["timestamp_ms"].append(start_ms + commit * 60_000)
+            columns["progress"].append(progress)
+            columns["offset_json"].append(json.dumps({"incrementing": int(progress)}))
+    schema = pa.schema(
+        [
+            ("topic", pa.string()),
+            ("key_hash", pa.string()),
+            ("kafka_partition", pa.int32()),
+            ("kafka_offset", pa.int64()),
+            ("timestamp_ms", pa.int64()),
+            ("progress", pa.float64()),
+            ("offset_json", pa.string()),
+        ]
+    )
+    pq.write_table(pa.table(columns, schema=schema), folder / "part-00000.snappy.parquet")
 
 
 def count_queries(client, url: str, headers: dict) -> tuple[int, int]:
@@ -306,6 +358,7 @@ def run(args: argparse.Namespace, started: float) -> int:
     names = seed(args.connectors, args.partitions)
     print(
         f"Seeded {args.connectors:,} connectors and one of {args.partitions:,} partitions "
+        f"(history: {args.partitions * HISTORY_COMMITS:,} commits in Parquet) "
         f"on {connection.vendor} in {time.perf_counter() - started:.1f} s; "
         f"{args.requests} timed requests per URL after {args.warmup} to warm up."
     )
