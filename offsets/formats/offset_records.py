@@ -103,7 +103,7 @@ def partition_identity(partition: dict[str, JsonValue]) -> str:
     how key drift is detected. Types stay distinct (``1``, ``1.0``, ``"1"`` and ``true`` differ),
     as they do for ``Map.equals`` in Java.
     """
-    return json.dumps(partition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _IDENTITY_ENCODER.encode(partition)
 
 
 def parse_offset_record(
@@ -216,3 +216,7 @@ def _first_nested_field(mapping: dict[str, JsonValue]) -> str | None:
         if isinstance(item, dict | list):
             return name
     return None
+
+
+# One encoder for every call (json.dumps with options builds a new one each time).
+_IDENTITY_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count
 from django.utils import timezone
 
 from offsets.formats.history_rules import (
@@ -129,6 +129,7 @@ def run_refresh(
             spark=spark,
             now_ms=now_ms,
             run_dir=run_dir,
+            phase=phase,
         )
         phase(f"read {sum(sources.records_by_topic.values()):,} records; sampling sink lag")
         sinks = _sample_sinks(cluster, state.connectors, now_ms=now_ms)
@@ -241,14 +242,15 @@ def _compute_sources(
     spark,
     now_ms: int,
     run_dir: Path,
+    phase: Progress,
 ) -> None:
     from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import NAME, SCHEMA
+    from offsets.spark.kafka_source import DECODE_CONNECT_OFFSETS, NAME
     from offsets.spark.session import get_spark
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     kafka_json = json.dumps(cluster.kafka_settings())
-    raw = spark.createDataFrame([], SCHEMA)
+    parsed = spark.createDataFrame([], T.PARSED_SCHEMA)
     for topic, plan in sources.plans.items():
         if any(end > start for start, end in plan.values()):
             frame = (
@@ -257,13 +259,15 @@ def _compute_sources(
                 .option("kafka.settings", kafka_json)
                 .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
                 .option("max_tasks", str(_read_tasks(plan)))
+                .option("decode", DECODE_CONNECT_OFFSETS)
                 .load()
             )
-            raw = raw.unionByName(frame)
-    parsed = T.parse_offset_records(raw).persist()
+            parsed = parsed.unionByName(frame)
+    parsed = parsed.persist()
     try:
         counts = {row["topic"]: row["count"] for row in parsed.groupBy("topic").count().collect()}
         sources.records_by_topic.update(counts)
+        phase(f"read and parsed {sum(counts.values()):,} records; computing the latest offsets")
         valid = T.valid_records(parsed)
         previous = None if full else _previous_state(spark, cluster)
         own_topics = spark.createDataFrame(
@@ -281,18 +285,25 @@ def _compute_sources(
             effective, running, now_ms=now_ms, threshold_ms=threshold_ms
         ).persist()
         sources.latest = [row.asDict() for row in flagged.collect()]
+        phase(f"{len(sources.latest):,} source partitions; looking for key drift")
         sources.drift = [row.asDict(recursive=True) for row in T.key_drift(flagged).collect()]
         flagged.unpersist()
         if not sum(counts.values()):
             return  # nothing new: no rewinds, commits or malformed records to add
+        phase("finding rewinds")
         sources.rewinds = [row.asDict() for row in T.rewinds(valid, previous).collect()]
+        phase("counting commits per bucket and malformed records")
         commit_rows = T.commits(valid)
         sources.buckets = [
             row.asDict()
             for row in T.commit_buckets(commit_rows, settings.COMMIT_BUCKET_SECONDS).collect()
         ]
         sources.malformed = [row.asDict() for row in T.malformed_counts(parsed).collect()]
-        commit_rows.write.mode("overwrite").partitionBy("connector").parquet(str(run_dir))
+        phase("writing the commit history (Parquet)")
+        # One shuffle so that each connector's history is a few files, not one per task.
+        commit_rows.repartition("connector").write.mode("overwrite").partitionBy(
+            "connector"
+        ).parquet(str(run_dir))
     finally:
         parsed.unpersist()
 
@@ -566,16 +577,31 @@ def _add_counts(
     count_field: str,
     extra: dict | None = None,
 ) -> None:
-    """Add counts to existing rows (incremental refresh) or create them."""
+    """Add counts to existing rows (incremental refresh) or create them, in bulk.
+
+    Runs inside the refresh's transaction; one refresh writes a cluster at a time.
+    """
+    if not counts:
+        return
+    existing = {
+        tuple(getattr(row, name) for name in key_fields): row
+        for row in model.objects.filter(cluster=cluster)
+    }
+    changed, created = [], []
     for key, count in counts.items():
-        lookup = dict(zip(key_fields, key, strict=True))
-        updated = model.objects.filter(cluster=cluster, **lookup).update(
-            **{count_field: F(count_field) + count}
-        )
-        if not updated:
-            model.objects.create(
-                cluster=cluster, **lookup, **{count_field: count}, **(extra or {}).get(key, {})
+        row = existing.get(key)
+        if row is None:
+            fields = dict(zip(key_fields, key, strict=True))
+            created.append(
+                model(
+                    cluster=cluster, **fields, **{count_field: count}, **(extra or {}).get(key, {})
+                )
             )
+        else:
+            setattr(row, count_field, getattr(row, count_field) + count)
+            changed.append(row)
+    model.objects.bulk_update(changed, [count_field], batch_size=1000)
+    model.objects.bulk_create(created, batch_size=1000)
 
 
 def _save_snapshots(

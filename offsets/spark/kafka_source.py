@@ -5,6 +5,7 @@
         .option("kafka.settings", json.dumps({"bootstrap.servers": "...", ...}))
         .option("ranges", json.dumps({"0": [start, end], ...}))   # optional: planned here
         .option("max_tasks", "8")
+        .option("decode", "connect-offsets")   # optional: parse while reading
         .load()
 
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
@@ -47,6 +48,9 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 ROWS_PER_BATCH = 50_000
+# With this `decode` option the source yields parsed offsets records (transforms.PARSED_SCHEMA)
+# instead of raw ones: the parse runs in the same Python task as the read.
+DECODE_CONNECT_OFFSETS = "connect-offsets"
 
 
 @dataclass
@@ -57,6 +61,7 @@ class KafkaRanges(InputPartition):
     topic: str
     ranges: dict[int, tuple[int, int]]
     isolation_level: str
+    decode: str | None = None
 
 
 def pack(ranges: dict[int, tuple[int, int]], max_tasks: int) -> list[dict[int, tuple[int, int]]]:
@@ -78,6 +83,10 @@ class KafkaSnapshotSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
+        if self.options.get("decode") == DECODE_CONNECT_OFFSETS:
+            from offsets.spark.transforms import PARSED_SCHEMA
+
+            return PARSED_SCHEMA
         return SCHEMA
 
     def reader(self, schema: StructType) -> "KafkaSnapshotReader":
@@ -90,6 +99,11 @@ class KafkaSnapshotReader(DataSourceReader):
         self.settings = json.loads(options["kafka.settings"])
         self.isolation_level = options.get("isolation.level", "read_committed")
         self.max_tasks = int(options.get("max_tasks", "8"))
+        self.decode = options.get("decode")
+        if self.decode not in (None, DECODE_CONNECT_OFFSETS):
+            raise ValueError(
+                f"Unknown decode option {self.decode!r} (known: {DECODE_CONNECT_OFFSETS})"
+            )
         ranges = options.get("ranges")
         self.ranges = (
             {int(p): (int(start), int(end)) for p, (start, end) in json.loads(ranges).items()}
@@ -105,14 +119,14 @@ class KafkaSnapshotReader(DataSourceReader):
             )
         # A list, not a tuple (Spark rejects tuples); [] would become one InputPartition(None).
         return [
-            KafkaRanges(self.settings, self.topic, group, self.isolation_level)
+            KafkaRanges(self.settings, self.topic, group, self.isolation_level, self.decode)
             for group in pack(ranges, self.max_tasks)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaRanges):
             return  # nothing to read: Spark's stand-in for an empty partition list
-        columns: tuple[list, ...] = ([], [], [], [], [], [])
+        columns: tuple[list, ...] = ([], [], [], [], [])
         for messages in client.read_range(
             partition.settings,
             partition.topic,
@@ -120,20 +134,25 @@ class KafkaSnapshotReader(DataSourceReader):
             isolation_level=partition.isolation_level,
         ):
             for message in messages:
-                columns[0].append(partition.topic)
-                columns[1].append(message.partition())
-                columns[2].append(message.offset())
-                columns[3].append(message.timestamp()[1])
-                columns[4].append(message.key())
-                columns[5].append(message.value())
+                columns[0].append(message.partition())
+                columns[1].append(message.offset())
+                columns[2].append(message.timestamp()[1])
+                columns[3].append(message.key())
+                columns[4].append(message.value())
             if len(columns[0]) >= ROWS_PER_BATCH:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(c, t.type) for c, t in zip(columns, ARROW_SCHEMA, strict=True)],
-                    schema=ARROW_SCHEMA,
-                )
-                columns = ([], [], [], [], [], [])
+                yield self._batch(partition, columns)
+                columns = ([], [], [], [], [])
         if columns[0]:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(c, t.type) for c, t in zip(columns, ARROW_SCHEMA, strict=True)],
-                schema=ARROW_SCHEMA,
-            )
+            yield self._batch(partition, columns)
+
+    @staticmethod
+    def _batch(partition: KafkaRanges, columns: tuple[list, ...]) -> pa.RecordBatch:
+        if partition.decode == DECODE_CONNECT_OFFSETS:
+            from offsets.spark.transforms import parse_columns
+
+            return parse_columns(partition.topic, *columns)
+        arrays = [pa.array([partition.topic] * len(columns[0]), pa.string())]
+        arrays += [
+            pa.array(c, f.type) for c, f in zip(columns, list(ARROW_SCHEMA)[1:], strict=True)
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.compute
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -63,6 +64,7 @@ _PARSED_ARROW = pa.schema(
     ]
 )
 EXAMPLE_BYTES = 200
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 # What the refresh keeps per (topic, key): the last record plus running totals.
 STATE_COLUMNS = [
@@ -110,41 +112,70 @@ def _example(key: bytes | None, value: bytes | None) -> str:
     return f"key={show(key)} value={show(value)}"
 
 
+def parse_columns(
+    topic: str, partitions: list, offsets: list, timestamps: list, keys: list, values: list
+) -> pa.RecordBatch:
+    """Parse one batch of offsets-topic records into PARSED_SCHEMA columns.
+
+    Shared by the `parse_offset_records` transform and by the Kafka source's
+    `decode=connect-offsets` option, which parses while reading so that Spark needs one
+    Python stage instead of two.
+    """
+    out: dict[str, list] = {name: [] for name in _PARSED_ARROW.names[5:]}
+    connector, partition_json, identity = out["connector"], out["partition_json"], out["identity"]
+    offset_json, tombstone, progress = out["offset_json"], out["tombstone"], out["progress"]
+    reason, example = out["malformed_reason"], out["example"]
+    for key, value in zip(keys, values, strict=True):
+        record = parse_offset_record(key, value)
+        if isinstance(record, MalformedRecord):
+            # With a good key and a bad value, the connector is still known.
+            keyed = parse_offset_record(key, None) if key is not None else None
+            connector.append(None if isinstance(keyed, MalformedRecord | None) else keyed.connector)
+            for column in (partition_json, identity, offset_json, tombstone, progress):
+                column.append(None)
+            reason.append(record.reason.value)
+            example.append(_example(key, value))
+            continue
+        connector.append(record.connector)
+        partition_json.append(
+            json.dumps(record.partition, ensure_ascii=False, separators=(",", ":"))
+        )
+        identity.append(record.partition_identity)
+        offset_json.append(None if value is None else value.decode("utf-8"))
+        tombstone.append(value is None)
+        progress.append(offset_progress(record.offset))
+        reason.append(None)
+        example.append(None)
+    arrays = [
+        pa.array([topic] * len(keys), pa.string()),
+        pa.array(partitions, pa.int32()),
+        pa.array(offsets, pa.int64()),
+        pa.array(timestamps, pa.int64()),
+        pa.array(keys, pa.binary()),
+    ]
+    arrays += [
+        pa.array(out[name], _PARSED_ARROW.field(name).type) for name in _PARSED_ARROW.names[5:]
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=_PARSED_ARROW)
+
+
 def _parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        keys = batch.column("key").to_pylist()
-        values = batch.column("value").to_pylist()
-        out: dict[str, list] = {name: [] for name in _PARSED_ARROW.names[5:]}
-        for key, value in zip(keys, values, strict=True):
-            record = parse_offset_record(key, value)
-            if isinstance(record, MalformedRecord):
-                # With a good key and a bad value, the connector is still known.
-                keyed = parse_offset_record(key, None) if key is not None else None
-                out["connector"].append(
-                    None if isinstance(keyed, MalformedRecord | None) else keyed.connector
-                )
-                for name in ("partition_json", "identity", "offset_json", "tombstone", "progress"):
-                    out[name].append(None)
-                out["malformed_reason"].append(record.reason.value)
-                out["example"].append(_example(key, value))
-                continue
-            out["connector"].append(record.connector)
-            out["partition_json"].append(
-                json.dumps(record.partition, ensure_ascii=False, separators=(",", ":"))
+        topics = batch.column("topic").to_pylist()
+        for topic in sorted(set(topics)):
+            rows = (
+                batch.filter(pa.compute.equal(batch.column("topic"), topic))
+                if len(set(topics)) > 1
+                else batch
             )
-            out["identity"].append(record.partition_identity)
-            out["offset_json"].append(None if value is None else value.decode("utf-8"))
-            out["tombstone"].append(value is None)
-            out["progress"].append(offset_progress(record.offset))
-            out["malformed_reason"].append(None)
-            out["example"].append(None)
-        arrays = [
-            batch.column(name) for name in ("topic", "partition", "offset", "timestamp", "key")
-        ]
-        arrays += [
-            pa.array(out[name], _PARSED_ARROW.field(name).type) for name in _PARSED_ARROW.names[5:]
-        ]
-        yield pa.RecordBatch.from_arrays(arrays, schema=_PARSED_ARROW)
+            yield parse_columns(
+                topic,
+                rows.column("partition").to_pylist(),
+                rows.column("offset").to_pylist(),
+                rows.column("timestamp").to_pylist(),
+                rows.column("key").to_pylist(),
+                rows.column("value").to_pylist(),
+            )
 
 
 def parse_offset_records(raw: DataFrame) -> DataFrame:
