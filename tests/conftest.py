@@ -79,3 +79,59 @@ def user(db, django_user_model):
 def logged_in_client(client, user):
     client.force_login(user)
     return client
+
+
+# --- Offset edits: roles and a demo cluster of its own for tests that write offsets. ---------
+
+
+@dataclass(frozen=True)
+class FreshDemo:
+    cluster: object
+    demo: DemoCluster
+    summary: SeedSummary
+
+    @property
+    def settings(self) -> dict:
+        return self.cluster.kafka_settings()
+
+
+@pytest.fixture
+def fresh_demo(db, fresh_kafka) -> FreshDemo:
+    """A small demo Connect cluster on a broker of its own, registered as cluster "fresh"."""
+    from offsets.models import Cluster
+
+    demo = build_demo(
+        DemoOptions(
+            end_ms=DEMO_END_MS, hours=1, seed=7, source_partitions=3, data_records_per_hour=30
+        )
+    )
+    summary = write_demo({"bootstrap.servers": fresh_kafka}, demo)
+    cluster = Cluster.objects.create(name="fresh", bootstrap_servers=fresh_kafka)
+    return FreshDemo(cluster, demo, summary)
+
+
+def _user_with(django_user_model, username, *codenames):
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user(username, password=f"{username}-password")
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="offsets", codename__in=codenames)
+    )
+    return django_user_model.objects.get(pk=user.pk)  # a fresh object: no stale perm cache
+
+
+@pytest.fixture
+def editor(db, django_user_model):
+    """A user who may stage edits (stage_offsetedit)."""
+    return _user_with(django_user_model, "erin", "stage_offsetedit")
+
+
+@pytest.fixture
+def approver(db, django_user_model):
+    """A user who may stage, approve and apply (stage_offsetedit + approve_offsetedit)."""
+    return _user_with(django_user_model, "abe", "stage_offsetedit", "approve_offsetedit")
+
+
+@pytest.fixture
+def second_approver(db, django_user_model):
+    return _user_with(django_user_model, "amy", "stage_offsetedit", "approve_offsetedit")
