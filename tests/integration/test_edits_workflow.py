@@ -102,12 +102,6 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
     assert edits.apply_edit(edit=other, user=approver).state == "applied"
 
 
-def test_reconcile_with_nothing_applying_says_so(db):
-    out = io.StringIO()
-    call_command("reconcile_edits", stdout=out)
-    assert "No edit is left" in out.getvalue()
-
-
 # --- Roles ------------------------------------------------------------------------------------
 
 
@@ -336,16 +330,3 @@ def test_a_stopped_sink_edit_from_an_import_applies_like_any_other(fresh_demo, e
         groups.committed_offsets(fresh_demo.settings, "connect-s3-sink-orders")[("payments", 0)]
         == 1
     )
-
-
-def test_the_demo_users_command_creates_an_editor_and_an_approver(db):
-    out = io.StringIO()
-    call_command("demo_users", stdout=out)
-    call_command("demo_users", stdout=io.StringIO())  # idempotent
-    from django.contrib.auth import get_user_model
-
-    users = get_user_model().objects
-    assert edits.can_stage(users.get(username="editor"))
-    assert not edits.can_approve(users.get(username="editor"))
-    assert edits.can_approve(users.get(username="approver"))
-    assert "'editor'" in out.getvalue() and "'approver'" in out.getvalue()
