@@ -23,6 +23,22 @@ def _fast_settings(settings, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """Test SQLite as a file, as it is deployed, not Django's shared-cache in-memory database.
+
+    In the shared-cache memory database a second writer fails at once ("database table is
+    locked") where a file database waits for the first (SQLite's busy timeout); the
+    concurrent-apply tests need the real behaviour.
+    """
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        test = database.setdefault("TEST", {})
+        test["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory) -> str:
     """Bootstrap servers of a real broker: KAFKA_TEST_BOOTSTRAP_SERVERS, else embedded Tansu."""
     external = os.environ.get("KAFKA_TEST_BOOTSTRAP_SERVERS")
@@ -102,7 +118,7 @@ def fresh_demo(db, fresh_kafka) -> FreshDemo:
 
     demo = build_demo(
         DemoOptions(
-            end_ms=DEMO_END_MS, hours=1, seed=7, source_partitions=3, data_records_per_hour=30
+            end_ms=DEMO_END_MS, hours=0.5, seed=7, source_partitions=3, data_records_per_hour=30
         )
     )
     summary = write_demo({"bootstrap.servers": fresh_kafka}, demo)
