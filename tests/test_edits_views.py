@@ -347,3 +347,9 @@ def test_the_connectors_page_links_each_connector_to_its_edits_and_export(
     html = logged_in_client.get("/clusters/fresh/connectors/").content.decode()
     assert 'href="/clusters/fresh/connectors/es-sink-clicks/edits/"' in html
     assert 'href="/clusters/fresh/export/?connectors=es-sink-clicks"' in html
+
+
+def test_the_edit_list_offers_an_export_of_several_connectors(logged_in_client, cluster):
+    html = logged_in_client.get("/clusters/c1/edits/").content.decode()
+    assert 'id="export-form"' in html and 'action="/clusters/c1/export/"' in html
+    assert 'name="connectors"' in html and 'name="from_beginning"' in html

@@ -1,5 +1,7 @@
 """A broker that goes away in the middle of an apply: nothing written, the edit failed, audited."""
 
+import time
+
 import pytest
 
 from offsets.demo import DemoOptions, build_demo
@@ -73,7 +75,11 @@ def test_a_broker_unreachable_mid_apply_leaves_nothing_written_and_the_edit_fail
 
     # The lock check has passed and every record is handed to the producer: now the broker
     # goes away, just before the commit.
-    edit = edits.apply_edit(edit=edit, user=approver, before_commit=broker_behind_proxy.proxy.cut)
+    def cut_after_a_moment():
+        time.sleep(1)  # long enough for a producer that sent at once to have sent
+        broker_behind_proxy.proxy.cut()
+
+    edit = edits.apply_edit(edit=edit, user=approver, before_commit=cut_after_a_moment)
 
     assert edit.state == OffsetEdit.State.FAILED
     assert "nothing was written" in edit.error

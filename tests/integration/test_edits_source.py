@@ -1,5 +1,6 @@
 """Source connector edits against the embedded broker: every strategy, the lock check, apply."""
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -308,6 +309,9 @@ def test_a_failure_before_the_commit_writes_nothing_at_all(fresh_demo, editor, a
     }
 
     def fail_before_commit():
+        # A moment passes between handing the records over and the failure: long enough for
+        # a producer that sent records at once to have sent them.
+        time.sleep(1)
         raise RuntimeError("simulated failure after producing, before the commit")
 
     edit = edits.apply_edit(edit=edit, user=approver, before_commit=fail_before_commit)
@@ -325,3 +329,50 @@ def test_a_failure_before_the_commit_writes_nothing_at_all(fresh_demo, editor, a
     failed = AuditEvent.objects.get(edit=edit, action="failed")
     assert failed.details["committed"] is False
     assert failed.details["changes"][0]["after"] == {"lsn": 5}
+
+
+def test_a_drifted_partition_is_changed_under_every_byte_form(fresh_demo, editor, approver):
+    connector = "http-source-metrics"  # its partition key drifted between two byte forms
+    settings = fresh_demo.settings
+    view = runtime_view(connector, latest(settings, "connect-offsets"))
+    forms = {record.key_bytes for record in view.values()}
+    assert len(forms) == 2
+    partition = next(iter(view.values())).partition
+    edit = stage(
+        fresh_demo, editor, connector, strategy="set", partition=partition, offset={"c": 2}
+    )
+    assert {bytes(c.key_bytes) for c in edit.changes.all()} == forms
+    assert all("Key drift" in c.warnings[0] for c in edit.changes.all())
+    stop_connector(settings, connector)
+    approve(edit, editor, approver)
+    assert edits.apply_edit(edit=edit, user=approver).state == "applied"
+    after = runtime_view(connector, latest(settings, "connect-offsets"))
+    assert {key: r.value_bytes for key, r in after.items()} == dict.fromkeys(forms, b'{"c":2}')
+
+
+def test_a_deleted_connectors_remaining_offsets_can_be_edited_with_a_warning(
+    fresh_demo, editor, approver
+):
+    connector = "legacy-inventory-source"  # deleted; its offsets remain
+    edit = stage(fresh_demo, editor, connector, strategy="delete", partition={"table": "stock"})
+    assert any("connector is deleted" in w for w in edit.warnings)
+    approve(edit, editor, approver)
+    edit = edits.apply_edit(edit=edit, user=approver)
+    assert edit.state == "applied", edit.error
+    assert "is deleted" in edit.lock_checks[0]["message"]
+    view = runtime_view(connector, latest(fresh_demo.settings, "connect-offsets"))
+    assert [r.partition for r in view.values()] == [{"table": "locations"}]
+
+
+def test_a_mirrormaker2_edit_warns_what_it_does_not_change(fresh_demo, editor):
+    connector = "mm2-us-east-source"
+    view = runtime_view(connector, latest(fresh_demo.settings, "connect-offsets"))
+    partition = next(iter(view.values())).partition
+    edit = stage(
+        fresh_demo, editor, connector, strategy="set", partition=partition, offset={"offset": 1}
+    )
+    assert any("MirrorMaker 2" in w for w in edit.warnings)
+    assert any("stop it before applying" in w for w in edit.warnings)
+    # The key keeps MirrorMaker's HashMap field order, byte for byte.
+    (change,) = edit.changes.all()
+    assert bytes(change.key_bytes) in view
