@@ -84,6 +84,10 @@ class EditInputError(EditError):
     """Bad input: the pages show it by the field, the API answers 400."""
 
 
+class NothingToChange(EditInputError):
+    """Every requested offset is already in place: there is no diff to stage."""
+
+
 class ConnectorNotFound(EditError):
     """No such connector in the config topic nor in the offsets topic (404)."""
 
@@ -394,7 +398,7 @@ def preview_edit(
     preview.warnings = _context_warnings(context) + preview.warnings
     if not preview.change_count:
         reason = "; ".join(preview.unchanged) or "every partition already has that offset"
-        raise EditInputError(f"Nothing to change: {reason}.", field=_main_field(request))
+        raise NothingToChange(f"Nothing to change: {reason}.", field=_main_field(request))
     return preview
 
 
@@ -564,23 +568,6 @@ def _preview_sink(context: ConnectorContext, request: StageRequest, reader: Live
                 f"{topic}-{partition} does not exist on this cluster.", field="partitions"
             )
 
-    if strategy == "delete-offsets" or (strategy == "import" and None in targets.values()):
-        deleting = [tp for tp in scope if (strategy == "delete-offsets" or targets[tp] is None)]
-        if any(tp not in committed for tp in deleting):
-            preview.unchanged += [
-                f"{t}-{p}: no committed offset to delete"
-                for t, p in deleting
-                if (t, p) not in committed
-            ]
-        remaining = set(committed) - set(deleting)
-        if remaining and any(tp in committed for tp in deleting):
-            preview.warnings.append(
-                "Deleting the committed offsets of only some partitions: the Kafka client used "
-                "here cannot delete single partitions' offsets, so the apply deletes the whole "
-                f"group and commits the other {len(remaining)} partition(s) again. That is two "
-                "steps, not one atomic write: if the second fails, the edit is marked failed "
-                "and the audit log holds every offset to restore."
-            )
     logs = groups.watermarks(kafka, scope, timeout=timeout)
     time_offsets: dict[tuple[str, int], int | None] = {}
     if strategy in ("datetime", "duration"):
@@ -602,7 +589,9 @@ def _preview_sink(context: ConnectorContext, request: StageRequest, reader: Live
         log = PartitionLog(tp[0], tp[1], watermark.low, watermark.high)
         before = committed.get(tp)
         if strategy == "delete-offsets" or (strategy == "import" and targets[tp] is None):
-            if before is not None:
+            if before is None:
+                preview.unchanged.append(f"{log.label}: no committed offset to delete")
+            else:
                 preview.sink_changes.append(SinkChange(tp[0], tp[1], before, None))
             continue
         rule = "offset" if strategy == "import" else strategy
@@ -624,7 +613,29 @@ def _preview_sink(context: ConnectorContext, request: StageRequest, reader: Live
         preview.sink_changes.append(
             SinkChange(tp[0], tp[1], before, target.offset, warnings=target.warnings)
         )
+    preview.warnings += _sink_deletion_warnings(committed, preview.sink_changes)
     return preview
+
+
+def _sink_deletion_warnings(
+    committed: dict[tuple[str, int], int], changes: list[SinkChange]
+) -> list[str]:
+    """Say so when the apply will take two steps (see ``_write_sink``)."""
+    deleting = {(c.topic, c.partition) for c in changes if c.is_delete}
+    if not deleting:
+        return []
+    recommitted = (set(committed) - deleting) | {
+        (c.topic, c.partition) for c in changes if not c.is_delete
+    }
+    if not recommitted:
+        return []
+    return [
+        "Deleting the committed offsets of only some partitions: the Kafka client used here "
+        "cannot delete single partitions' offsets, so the apply deletes the whole group and "
+        f"commits {len(recommitted)} partition(s) again. That is two steps, not one atomic "
+        "write: if the second fails, the edit is marked failed and its error and the audit "
+        "log hold every offset to restore."
+    ]
 
 
 def _import_sink_targets(entries: Iterable[PartitionOffset]) -> dict[tuple[str, int], int | None]:
@@ -1288,10 +1299,9 @@ def import_document(
                     context=contexts[name],
                 )
             )
+        except NothingToChange as exc:
+            unchanged[name] = exc.message
         except EditInputError as exc:
-            if exc.message.startswith("Nothing to change"):
-                unchanged[name] = exc.message
-                continue
             raise EditInputError(f"{name}: {exc.message}", field=name) from None
     if dry_run:
         return ImportResult(previews=previews, edits=[], unchanged=unchanged)

@@ -243,6 +243,8 @@ def test_importing_a_kip199_document_stages_one_draft_per_connector_and_applies_
     }  # partitions not named are left alone
     assert "clamped" in sink_changes[("orders", 0)].warnings[0]
     assert sink_changes[("orders", 1)].is_delete
+    # Deleting one partition's offset while others stay takes two steps: said up front.
+    assert any("not one atomic write" in w for w in staged["s3-sink-orders"].warnings)
     assert AuditEvent.objects.filter(action="imported").count() == 2
     assert "Staged edit" in out.getvalue()
     # Nothing applied.
