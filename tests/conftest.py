@@ -86,17 +86,6 @@ def demo_cluster(db, seeded_demo):
     return Cluster.objects.create(name="demo", bootstrap_servers=seeded_demo.bootstrap_servers)
 
 
-@pytest.fixture
-def user(db, django_user_model):
-    return django_user_model.objects.create_user("alice", password="alice-password")
-
-
-@pytest.fixture
-def logged_in_client(client, user):
-    client.force_login(user)
-    return client
-
-
 # --- Offset edits: roles and a demo cluster of its own for tests that write offsets. ---------
 
 
@@ -151,3 +140,14 @@ def approver(db, django_user_model):
 @pytest.fixture
 def second_approver(db, django_user_model):
     return _user_with(django_user_model, "amy", "stage_offsetedit", "approve_offsetedit")
+
+
+@pytest.fixture
+def user(db, django_user_model):
+    return django_user_model.objects.create_user("alice", password="alice-password")
+
+
+@pytest.fixture
+def logged_in_client(client, user):
+    client.force_login(user)
+    return client

@@ -86,15 +86,12 @@ def read_topic(
     isolation_level: str = "read_committed",
     timeout: float = 30.0,
     batch_size: int = 10_000,
-    poll_timeout: float = 0.5,
 ) -> Iterator[RawRecord]:
     """Yield every record of `topic`, all partitions, from the beginning to the current end.
 
     The end is where each partition reports end-of-partition rather than the high watermark
     fetched up front: some brokers (Tansu) report a too-low watermark, and end-of-partition
     is right on every broker. `timeout` bounds each wait for data, not the whole read.
-    `poll_timeout` is how long one consume call waits for a full batch: a small topic read
-    live (an offset edit's lock check) finishes sooner with a short one.
     """
     counts = topic_partition_counts(settings, timeout=timeout)
     if topic not in counts:
@@ -118,7 +115,7 @@ def read_topic(
         # the earliest offset still there.
         deadline = time.monotonic() + timeout
         while pending:
-            messages = consumer.consume(num_messages=batch_size, timeout=poll_timeout)
+            messages = consumer.consume(num_messages=batch_size, timeout=0.5)
             if messages:
                 deadline = time.monotonic() + timeout
             elif time.monotonic() > deadline:

@@ -46,7 +46,7 @@ def run_in_thread(target, results, name):
 
 def audit_writes(fresh_demo):
     fast = {**fresh_demo.settings, "fetch.wait.max.ms": 10}
-    records = client.read_topic(fast, "connect-offsets", timeout=5, poll_timeout=0.05)
+    records = client.read_topic(fast, "connect-offsets", timeout=5, batch_size=1)
     return [r for r in records if r.key == AUDIT_KEY]
 
 

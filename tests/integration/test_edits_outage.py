@@ -32,9 +32,7 @@ def snapshot(settings):
     return {
         (topic, level): [
             (r.partition, r.offset, r.key, r.value)
-            for r in client.read_topic(
-                fast, topic, isolation_level=level, timeout=5, poll_timeout=0.05
-            )
+            for r in client.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
         ]
         for topic in (EOS_TOPIC, "connect-offsets")
         for level in ("read_committed", "read_uncommitted")

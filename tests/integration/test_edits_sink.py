@@ -152,8 +152,8 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
     )
     assert edit.state == "applied", edit.error
     assert committed(stopped_s3)[("payments", 1)] == 0
-    # The demo's records are from 2026-09; "one minute ago" is after all of them. The broker
-    # must then say "no such record" (-> log end); Tansu says 0, which the check refuses.
+    # "One minute ago" is after the record at offset 0, so offset 0 cannot be the answer;
+    # Tansu answers 0 anyway, and the check refuses it.
     with pytest.raises(edits.EditInputError) as error:
         edits.stage_edit(
             cluster=stopped_s3.cluster,

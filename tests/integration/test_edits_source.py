@@ -28,9 +28,7 @@ EOS_KEY = jackson.dumps_key(EOS, {"server": "orders-db"})
 def records(settings, topic, isolation_level="read_committed"):
     fast = {**settings, "fetch.wait.max.ms": 10}
     return list(
-        client.read_topic(
-            fast, topic, isolation_level=isolation_level, timeout=5, poll_timeout=0.05
-        )
+        client.read_topic(fast, topic, isolation_level=isolation_level, timeout=5, batch_size=1)
     )
 
 

@@ -29,7 +29,7 @@ class Crash(BaseException):
 
 def latest(settings, topic="connect-offsets"):
     fast = {**settings, "fetch.wait.max.ms": 10}
-    records = client.read_topic(fast, topic, timeout=5, poll_timeout=0.05)
+    records = client.read_topic(fast, topic, timeout=5, batch_size=1)
     return latest_offsets((r.key, r.value) for r in records).offsets
 
 
