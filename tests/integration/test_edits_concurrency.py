@@ -129,3 +129,27 @@ def test_the_database_refuses_two_applying_edits_for_one_connector(fresh_demo, e
     OffsetEdit.objects.filter(pk=first.pk).update(state="applying")
     with pytest.raises(IntegrityError), transaction.atomic():
         OffsetEdit.objects.filter(pk=second.pk).update(state="applying")
+
+
+def test_another_dashboard_process_using_the_connectors_transactional_id_fences_this_one(
+    fresh_demo, editor, approver, settings
+):
+    from offsets.kafka import offsets_writer
+
+    settings.KAFKA_WRITE_TIMEOUT = 3
+    edit = approved_edit(fresh_demo, editor, approver, 41)
+    writes_before = audit_writes(fresh_demo)
+    transactional_id = offsets_writer.transactional_id("fresh", AUDIT)
+    assert transactional_id == "connect-offsets-dashboard.fresh.file-source-audit"
+
+    def another_process_starts():
+        # A second dashboard process (or reconcile_edits) initialises the same id.
+        offsets_writer.fence(fresh_demo.settings, transactional_id, timeout=5)
+
+    edit = edits.apply_edit(edit=edit, user=approver, before_commit=another_process_starts)
+
+    # The fenced commit is refused by the broker; reading back settles the edit as not applied.
+    assert edit.state == OffsetEdit.State.FAILED
+    assert "fences the current one" in edit.error
+    assert audit_writes(fresh_demo) == writes_before
+    assert AuditEvent.objects.filter(edit=edit, action="reconciled").exists()
