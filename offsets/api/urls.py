@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from offsets.api import clusters
@@ -9,4 +9,5 @@ urlpatterns = [
     path(
         "clusters/<str:cluster_name>/state/", clusters.connector_states, name="api-connector-states"
     ),
+    path("edits/", include("offsets.api.edit_urls")),
 ]
