@@ -30,6 +30,7 @@ TIMES = "\u00d7"
 @dataclass(frozen=True, slots=True)
 class ConnectorRow:
     name: str
+    quoted_name: str  # for query strings
     url: str
     badges: SafeString
     type: str
@@ -83,10 +84,12 @@ def connector_rows(snapshots: list[ConnectorSnapshot], base_url: str) -> list[Co
     rows = []
     for snapshot in snapshots:
         has_lag = snapshot.type == "sink" and not snapshot.offsets_managed_externally
+        quoted = quote(snapshot.name, safe="")
         rows.append(
             ConnectorRow(
                 name=snapshot.name,
-                url=f"{base_url}{quote(snapshot.name, safe='')}/",
+                quoted_name=quoted,
+                url=f"{base_url}{quoted}/",
                 badges=_badges(snapshot),
                 type=snapshot.type,
                 state=_state(snapshot),

@@ -175,6 +175,8 @@ REFRESH_ABANDONED_SECONDS = envint("REFRESH_ABANDONED_SECONDS", "3600")
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.
 KAFKA_READ_TIMEOUT = envint("KAFKA_READ_TIMEOUT", "10")
+# Seconds an offset edit's write (transaction commit, group offsets change) may take.
+KAFKA_WRITE_TIMEOUT = envint("KAFKA_WRITE_TIMEOUT", "30")
 
 LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
 LOGGING = {

@@ -19,6 +19,7 @@ urlpatterns = [
     ),
     path("clusters/<str:cluster_name>/refreshes/", views.start_refresh, name="start-refresh"),
     path("clusters/<str:cluster_name>/live/", views.live_state, name="live-state"),
+    path("", include("dashboard.edit_urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

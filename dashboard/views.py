@@ -127,6 +127,7 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
         "refresh": refresh,
         "poll_seconds": _poll_seconds(refresh.running is not None),
         "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
+        "export_url": reverse("edits-export", args=[cluster.name]),
     }
     status = 200
     if form.is_valid():

@@ -25,6 +25,23 @@ def _fast_settings(settings, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """Test SQLite as a file, as it is deployed, not Django's shared-cache in-memory database.
+
+    In the shared-cache memory database a second writer fails at once ("database table is
+    locked") where a file database waits for the first (SQLite's busy timeout); the
+    concurrent-apply tests need the real behaviour, and so do the concurrent refresh claims and
+    the Refresh button's browser test, whose refresh_offsets process opens the same file.
+    """
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        test = database.setdefault("TEST", {})
+        test["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory) -> str:
     """Bootstrap servers of a real broker: KAFKA_TEST_BOOTSTRAP_SERVERS, else embedded Tansu."""
     external = os.environ.get("KAFKA_TEST_BOOTSTRAP_SERVERS")
@@ -70,6 +87,62 @@ def demo_cluster(db, seeded_demo):
     from offsets.models import Cluster
 
     return Cluster.objects.create(name="demo", bootstrap_servers=seeded_demo.bootstrap_servers)
+
+
+# --- Offset edits: roles and a demo cluster of its own for tests that write offsets. ---------
+
+
+@dataclass(frozen=True)
+class FreshDemo:
+    cluster: object
+    demo: DemoCluster
+    summary: SeedSummary
+
+    @property
+    def settings(self) -> dict:
+        return self.cluster.kafka_settings()
+
+
+@pytest.fixture
+def fresh_demo(db, fresh_kafka) -> FreshDemo:
+    """A small demo Connect cluster on a broker of its own, registered as cluster "fresh"."""
+    from offsets.models import Cluster
+
+    demo = build_demo(
+        DemoOptions(
+            end_ms=DEMO_END_MS, hours=0.5, seed=7, source_partitions=3, data_records_per_hour=30
+        )
+    )
+    summary = write_demo({"bootstrap.servers": fresh_kafka}, demo)
+    cluster = Cluster.objects.create(name="fresh", bootstrap_servers=fresh_kafka)
+    return FreshDemo(cluster, demo, summary)
+
+
+def _user_with(django_user_model, username, *codenames):
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user(username, password=f"{username}-password")
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="offsets", codename__in=codenames)
+    )
+    return django_user_model.objects.get(pk=user.pk)  # a fresh object: no stale perm cache
+
+
+@pytest.fixture
+def editor(db, django_user_model):
+    """A user who may stage edits (stage_offsetedit)."""
+    return _user_with(django_user_model, "erin", "stage_offsetedit")
+
+
+@pytest.fixture
+def approver(db, django_user_model):
+    """A user who may stage, approve and apply (stage_offsetedit + approve_offsetedit)."""
+    return _user_with(django_user_model, "abe", "stage_offsetedit", "approve_offsetedit")
+
+
+@pytest.fixture
+def second_approver(db, django_user_model):
+    return _user_with(django_user_model, "amy", "stage_offsetedit", "approve_offsetedit")
 
 
 @pytest.fixture
@@ -125,24 +198,6 @@ def spark():
     session = get_spark("local[2]")
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
-    """On SQLite, keep the test database in a file instead of in memory.
-
-    The browser test of the Refresh button starts `manage.py refresh_offsets` as a process of
-    its own, which must open the same database; and the live server's threads then wait on
-    SQLite's file locks instead of failing as they do on a shared in-memory database.
-    """
-    from django.conf import settings
-
-    database = settings.DATABASES["default"]
-    if database["ENGINE"] == "django.db.backends.sqlite3":
-        test = database.setdefault("TEST", {})
-        # Django fills in TEST["NAME"] = None, which means "in memory" for SQLite.
-        if not test.get("NAME"):
-            test["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
 
 
 # The refresh's results, in the order their foreign keys need.

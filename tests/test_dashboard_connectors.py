@@ -221,3 +221,11 @@ def test_it_pages_a_thousand_connectors_with_a_fixed_number_of_queries(
     assert len(names(html)) == 50
     assert names(html)[0] == "bulk-0899"
     assert "page 3 of 20" in html
+
+
+def test_each_connector_links_to_its_offset_edits_and_export(logged_in_client, prod):
+    html = logged_in_client.get(URL).content.decode()
+    row = html.split('data-connector="beta-sink"')[1].split("</tr>")[0]
+    assert 'href="/clusters/prod/connectors/beta-sink/edits/"' in row
+    assert 'href="/clusters/prod/export/?connectors=beta-sink"' in row
+    assert 'href="/clusters/prod/edits/"' in html

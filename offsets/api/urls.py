@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from offsets.api import clusters, connectors, refreshes
@@ -22,4 +22,5 @@ urlpatterns = [
     path(f"{CONNECTOR}lag/", connectors.connector_lag, name="api-connector-lag"),
     path(f"{CONNECTOR}history/", connectors.connector_history, name="api-connector-history"),
     path("clusters/<str:cluster_name>/refreshes/", refreshes.refreshes, name="api-refreshes"),
+    path("edits/", include("offsets.api.edit_urls")),
 ]

@@ -1,6 +1,7 @@
 """The domain models, one module per area; import them from here."""
 
 from offsets.models.cluster import Cluster
+from offsets.models.edits import AuditEvent, OffsetEdit, OffsetEditChange
 from offsets.models.refresh import (
     CommitBucket,
     ConnectorSnapshot,
@@ -15,12 +16,15 @@ from offsets.models.refresh import (
 )
 
 __all__ = [
+    "AuditEvent",
     "Cluster",
     "CommitBucket",
     "ConnectorSnapshot",
     "KeyDrift",
     "LagSample",
     "MalformedCount",
+    "OffsetEdit",
+    "OffsetEditChange",
     "ReadPosition",
     "RefreshRun",
     "RewindEvent",

@@ -360,7 +360,7 @@ def source_partitions(
 ) -> QuerySet[SourceOffset]:
     """Return the partitions whose offsets the runtime uses (own topic first, KIP-618).
 
-    Sorted by partition on SQLite, the index offsets_sourceoffset_page (migration 0003)
+    Sorted by partition on SQLite, the index offsets_sourceoffset_page (migration 0004)
     gives the order and the pages without sorting 10,000 rows.
     """
     rows = SourceOffset.objects.filter(cluster=cluster, connector=connector, effective=True).defer(

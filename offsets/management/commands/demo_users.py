@@ -1,15 +1,42 @@
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "connect-demo"
 
+# The offset-edit roles as groups, so a real deployment grants them the same way (admin).
+EDITORS_GROUP = "Offset editors"
+APPROVERS_GROUP = "Offset approvers"
+ROLE_PERMISSIONS = {
+    EDITORS_GROUP: ["stage_offsetedit"],
+    APPROVERS_GROUP: ["stage_offsetedit", "approve_offsetedit"],
+}
+# (role, username, password, group): an editor stages, an approver (another person) approves.
+ROLE_USERS = [
+    ("Editor", "editor", "connect-editor", EDITORS_GROUP),
+    ("Approver", "approver", "connect-approver", APPROVERS_GROUP),
+]
+
+
+def ensure_role_groups() -> dict[str, Group]:
+    """Create (or refresh) the editor and approver groups with their permissions."""
+    groups = {}
+    for name, codenames in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        group.permissions.set(
+            Permission.objects.filter(content_type__app_label="offsets", codename__in=codenames)
+        )
+        groups[name] = group
+    return groups
+
 
 class Command(BaseCommand):
-    help = "Create (or reset) the demo login and print it. For the local demo only."
+    help = "Create (or reset) the demo logins and print them. For the local demo only."
 
     def handle(self, *args: object, **options: object) -> None:
-        user, _ = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
+        users = get_user_model().objects
+        user, _ = users.get_or_create(username=DEMO_USERNAME)
         user.is_staff = True
         user.is_superuser = True
         user.set_password(DEMO_PASSWORD)
@@ -20,3 +47,14 @@ class Command(BaseCommand):
                 "at http://127.0.0.1:8000/"
             )
         )
+        groups = ensure_role_groups()
+        for role, username, password, group in ROLE_USERS:
+            role_user, _ = users.get_or_create(username=username)
+            role_user.set_password(password)
+            role_user.save()
+            role_user.groups.set([groups[group]])
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"{role} login: username {username!r}, password {password!r} ({group})"
+                )
+            )

@@ -26,6 +26,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("offsets", "0002_refresh")]
+    dependencies = [("offsets", "0003_merge_0002_edits_0002_refresh")]
 
     operations = [migrations.RunPython(create, drop)]

@@ -1,0 +1,214 @@
+"""Forms of the offset-edit pages: every input, htmx POSTs included, goes through one."""
+
+from datetime import UTC, datetime, timedelta
+
+from django import forms
+
+from offsets.formats import jackson
+from offsets.formats.edit_rules import parse_duration
+from offsets.models import OffsetEdit
+from offsets.services.edits import StageRequest
+
+SOURCE_CHOICES = [
+    ("set", "Set an existing partition's offset"),
+    ("add", "Add a partition"),
+    ("delete", "Delete a partition (tombstone)"),
+    ("restore", "Restore every partition as of a time"),
+]
+SINK_CHOICES = [
+    ("earliest", "To earliest"),
+    ("latest", "To latest"),
+    ("offset", "To an offset"),
+    ("shift", "Shift by N"),
+    ("datetime", "To a date-time"),
+    ("duration", "Back by a duration"),
+    ("copy-group", "Copy from another consumer group"),
+    ("delete-offsets", "Delete committed offsets"),
+]
+
+
+def _flat_object(text: str, what: str) -> dict:
+    try:
+        # jackson.loads keeps the field order, which decides a new key's bytes.
+        value = jackson.loads(text)
+    except jackson.JsonParseError as exc:
+        raise forms.ValidationError(f"Not valid JSON: {exc}") from None
+    if not isinstance(value, dict) or not value:
+        raise forms.ValidationError(f"The {what} must be a non-empty JSON object.")
+    for name, item in value.items():
+        if isinstance(item, dict | list):
+            raise forms.ValidationError(f"{name!r} must be a string, number, boolean or null.")
+    return value
+
+
+class _UtcDateTimeField(forms.DateTimeField):
+    """A date-time read as UTC (the browser's datetime-local input carries no zone)."""
+
+    widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"})
+
+    def to_python(self, value):
+        result = super().to_python(value)
+        if isinstance(result, datetime) and result.tzinfo is None:
+            result = result.replace(tzinfo=UTC)
+        return result
+
+
+class SourceStageForm(forms.Form):
+    strategy = forms.ChoiceField(choices=SOURCE_CHOICES)
+    # An existing partition (set, delete) is picked from the list; a new one (add) typed.
+    existing = forms.ChoiceField(required=False, label="Partition")
+    partition = forms.CharField(
+        required=False,
+        label="New partition (JSON)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"filename": "/var/log/x.log"}'}),
+    )
+    offset = forms.CharField(
+        required=False,
+        label="Offset (JSON)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": '{"position": 42}'}),
+    )
+    at = _UtcDateTimeField(required=False, label="As of (UTC)")
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, partitions: list[str] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["existing"].choices = [("", "—")] + [(p, p) for p in partitions]
+
+    def clean(self):
+        data = super().clean()
+        strategy = data.get("strategy")
+        if strategy in ("set", "delete"):
+            if not data.get("existing"):
+                self.add_error("existing", "Choose the partition.")
+            else:
+                data["partition_map"] = _flat_object(data["existing"], "partition")
+        if strategy == "add":
+            if not data.get("partition"):
+                self.add_error("partition", "Type the new partition as a JSON object.")
+            else:
+                try:
+                    data["partition_map"] = _flat_object(data["partition"], "partition")
+                except forms.ValidationError as exc:
+                    self.add_error("partition", exc)
+        if strategy in ("set", "add"):
+            if not data.get("offset"):
+                self.add_error("offset", "Type the offset as a JSON object.")
+            else:
+                try:
+                    data["offset_map"] = _flat_object(data["offset"], "offset")
+                except forms.ValidationError as exc:
+                    self.add_error("offset", exc)
+        if strategy == "restore" and not data.get("at"):
+            self.add_error("at", "Choose the time to restore to.")
+        return data
+
+    def stage_request(self) -> StageRequest:
+        data = self.cleaned_data
+        return StageRequest(
+            strategy=data["strategy"],
+            partition=data.get("partition_map"),
+            offset=data.get("offset_map"),
+            at=data.get("at"),
+        )
+
+
+class SinkStageForm(forms.Form):
+    strategy = forms.ChoiceField(choices=SINK_CHOICES)
+    partitions = forms.MultipleChoiceField(
+        required=False,
+        label="Partitions (none chosen: all)",
+        widget=forms.SelectMultiple(attrs={"size": 8}),
+    )
+    value = forms.IntegerField(required=False, label="Offset, or N to shift by (signed)")
+    at = _UtcDateTimeField(required=False, label="Date-time (UTC)")
+    duration = forms.CharField(
+        required=False, label="Duration back from now", help_text="PT1H30M, P2D or 90m"
+    )
+    group = forms.CharField(required=False, max_length=255, label="Group to copy from")
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, partitions: list[tuple[str, int]] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._partitions = {f"{topic}/{p}": (topic, p) for topic, p in partitions}
+        self.fields["partitions"].choices = [(key, key) for key in self._partitions]
+
+    def clean_duration(self) -> timedelta | None:
+        text = self.cleaned_data.get("duration")
+        if not text:
+            return None
+        try:
+            return parse_duration(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        strategy = data.get("strategy")
+        if strategy in ("offset", "shift") and data.get("value") is None:
+            self.add_error("value", "A number is required.")
+        if strategy == "offset" and (data.get("value") or 0) < 0:
+            self.add_error("value", "An offset is 0 or more.")
+        if strategy == "datetime" and not data.get("at"):
+            self.add_error("at", "Choose the date-time.")
+        if strategy == "duration" and not data.get("duration") and "duration" not in self.errors:
+            self.add_error("duration", "Type a duration.")
+        if strategy == "copy-group" and not data.get("group"):
+            self.add_error("group", "Name the group to copy from.")
+        return data
+
+    def stage_request(self) -> StageRequest:
+        data = self.cleaned_data
+        chosen = data.get("partitions") or []
+        return StageRequest(
+            strategy=data["strategy"],
+            value=data.get("value"),
+            at=data.get("at"),
+            duration=data.get("duration"),
+            group=data.get("group") or "",
+            partitions=tuple(self._partitions[key] for key in chosen) if chosen else None,
+        )
+
+
+class CommentForm(forms.Form):
+    comment = forms.CharField(required=False, max_length=5000)
+
+
+class EditFilterForm(forms.Form):
+    state = forms.ChoiceField(
+        choices=[("", "any state"), *OffsetEdit.State.choices], required=False
+    )
+    connector = forms.CharField(required=False, max_length=249)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="KIP-199 {connector: [...]} or KIP-875 {offsets: [...]}")
+    connector = forms.CharField(
+        required=False, max_length=249, help_text="Only for a KIP-875 document"
+    )
+    dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: show the diff only")
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    MAX_BYTES = 20 * 1024 * 1024
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > self.MAX_BYTES:
+            raise forms.ValidationError("The file is larger than 20 MB.")
+        return upload.read()
+
+
+class ExportForm(forms.Form):
+    connectors = forms.CharField(required=False, help_text="a,b (none: all connectors)")
+    format = forms.ChoiceField(
+        choices=[("", "auto"), ("kip875", "KIP-875"), ("kip199", "KIP-199")], required=False
+    )
+    from_beginning = forms.BooleanField(required=False)
+
+    def clean(self):
+        data = super().clean()
+        names = [n.strip() for n in (data.get("connectors") or "").split(",") if n.strip()]
+        data["names"] = names
+        data["format"] = data.get("format") or ("kip875" if len(names) == 1 else "kip199")
+        if data["format"] == "kip875" and len(names) != 1:
+            self.add_error("connectors", "KIP-875 exports exactly one connector.")
+        return data

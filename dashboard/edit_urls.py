@@ -1,0 +1,22 @@
+"""The offset-edit pages (included from dashboard/urls.py)."""
+
+from django.urls import path
+
+from dashboard import edit_views
+
+urlpatterns = [
+    path(
+        "clusters/<str:cluster_name>/connectors/<str:connector>/edits/",
+        edit_views.connector_edits,
+        name="connector-edits",
+    ),
+    path("clusters/<str:cluster_name>/edits/", edit_views.edit_list, name="edit-list"),
+    path("clusters/<str:cluster_name>/edits/<int:pk>/", edit_views.edit_detail, name="edit-detail"),
+    path(
+        "clusters/<str:cluster_name>/edits/<int:pk>/<str:action>/",
+        edit_views.edit_action,
+        name="edit-action",
+    ),
+    path("clusters/<str:cluster_name>/import/", edit_views.import_offsets, name="edits-import"),
+    path("clusters/<str:cluster_name>/export/", edit_views.export_offsets, name="edits-export"),
+]

@@ -1,0 +1,438 @@
+"""The offset-edit pages: stage per connector, the diff, review and apply (htmx), audit, import,
+export. Views stay thin: look up (404), check the role (403), pass a form, call a service."""
+
+import json
+import logging
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard.edit_forms import (
+    SINK_CHOICES,
+    SOURCE_CHOICES,
+    CommentForm,
+    EditFilterForm,
+    ExportForm,
+    ImportForm,
+    SinkStageForm,
+    SourceStageForm,
+)
+from offsets.formats.edit_rules import SinkChange, SourceChange
+from offsets.formats.offset_records import partition_identity
+from offsets.kafka import groups
+from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.models import Cluster, OffsetEdit
+from offsets.services import edits, offsets_export
+
+logger = logging.getLogger(__name__)
+
+ACTIONS = {
+    "submit": edits.submit_edit,
+    "approve": edits.approve_edit,
+    "reject": edits.reject_edit,
+    "cancel": edits.cancel_edit,
+    "apply": edits.apply_edit,
+}
+KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
+
+# Which form fields each strategy shows (the strategy itself is chosen by the tabs).
+STRATEGY_FIELDS = {
+    "set": ["existing", "offset"],
+    "add": ["partition", "offset"],
+    "delete": ["existing"],
+    "restore": ["at"],
+    "earliest": ["partitions"],
+    "latest": ["partitions"],
+    "offset": ["partitions", "value"],
+    "shift": ["partitions", "value"],
+    "datetime": ["partitions", "at"],
+    "duration": ["partitions", "duration"],
+    "copy-group": ["partitions", "group"],
+    "delete-offsets": ["partitions"],
+}
+
+
+def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
+    # Every logged-in user sees every cluster (viewers see, editors stage, approvers apply).
+    return get_object_or_404(Cluster, name=name)
+
+
+def _get_edit_for_user(request: HttpRequest, cluster: Cluster, pk: int) -> OffsetEdit:
+    return get_object_or_404(
+        OffsetEdit.objects.select_related("cluster", "created_by", "approved_by", "applied_by"),
+        cluster=cluster,
+        pk=pk,
+    )
+
+
+def _require_editor(request: HttpRequest) -> None:
+    if not edits.can_stage(request.user):
+        raise PermissionDenied("Staging offset edits needs the editor role.")
+
+
+# --- A connector's edits: stage forms, its edits, its audit log -----------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
+    if request.method == "POST":
+        _require_editor(request)
+    reader = edits.LiveReader(cluster)
+    try:
+        context = edits.read_connector(cluster=cluster, connector=connector, reader=reader)
+        current = _current_offsets(cluster, context, reader)
+    except edits.ConnectorNotFound as exc:
+        raise Http404(exc.message) from exc
+    except KAFKA_ERRORS as exc:
+        return _page(request, cluster, connector, error=str(exc), status=503)
+
+    form_class = SourceStageForm if context.is_source else SinkStageForm
+    choices = (
+        {"partitions": [row["identity"] for row in current]}
+        if context.is_source
+        else {"partitions": [(row["topic"], row["partition"]) for row in current]}
+    )
+    strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
+    strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
+    if strategy not in dict(strategies):
+        strategy = strategies[0][0]
+    if request.method == "POST":
+        form = form_class(request.POST, **choices)
+        if form.is_valid():
+            try:
+                edit = edits.stage_edit(
+                    cluster=cluster,
+                    connector=connector,
+                    user=request.user,
+                    request=form.stage_request(),
+                    comment=form.cleaned_data.get("comment") or "",
+                )
+            except edits.EditInputError as exc:
+                form.add_error(_form_field(form, exc.field), exc.message)
+            except KAFKA_ERRORS as exc:
+                form.add_error(None, f"The cluster could not be read: {exc}")
+            else:
+                return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
+        status = 400
+    else:
+        form = form_class(initial={"strategy": strategy}, **choices)
+        status = 200
+    return _page(
+        request,
+        cluster,
+        connector,
+        context=context,
+        current=current,
+        form=form,
+        strategies=strategies,
+        strategy=strategy,
+        shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
+        status=status,
+    )
+
+
+def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
+    return render(
+        request,
+        "edits/connector.html",
+        {
+            "cluster": cluster,
+            "connector": connector,
+            "edits": OffsetEdit.objects.filter(cluster=cluster, connector=connector).select_related(
+                "created_by"
+            )[:50],
+            "audit_events": edits.audit_log(cluster=cluster, connector=connector),
+            "can_stage": edits.can_stage(request.user),
+            **extra,
+        },
+        status=status,
+    )
+
+
+def _form_field(form, field: str | None) -> str | None:
+    if field in form.fields:
+        return field
+    return {"partition": "existing", "document": None}.get(field or "")
+
+
+def _current_offsets(cluster: Cluster, context, reader) -> list[dict]:
+    """Rows for the page: a source's partitions, or a sink's partitions with group and log."""
+    if context.is_source:
+        rows = []
+        for record in edits.source_view(context=context, reader=reader).values():
+            rows.append(
+                {
+                    "identity": partition_identity(record.partition),
+                    "key": record.key_bytes.decode("utf-8", "backslashreplace"),
+                    "offset": record.value_bytes.decode("utf-8", "backslashreplace"),
+                }
+            )
+        return sorted(rows, key=lambda row: row["identity"])
+    timeout = settings.KAFKA_READ_TIMEOUT
+    committed = groups.committed_offsets(reader.kafka, context.group_id, timeout=timeout)
+    scope = edits.sink_partitions(context=context, reader=reader, committed=committed)
+    marks = groups.watermarks(reader.kafka, scope, timeout=timeout)
+    return [
+        {
+            "topic": topic,
+            "partition": partition,
+            "committed": committed.get((topic, partition)),
+            "log_start": marks[(topic, partition)].low,
+            "log_end": marks[(topic, partition)].high,
+        }
+        for topic, partition in scope
+    ]
+
+
+# --- One edit: the diff, review and apply -----------------------------------------------------
+
+
+@require_GET
+@login_required
+def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
+    edit = _get_edit_for_user(request, cluster, pk)
+    return render(request, "edits/detail.html", _detail_context(request, edit))
+
+
+@require_POST
+@login_required
+def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -> HttpResponse:
+    """Submit, approve, reject, cancel or apply; htmx gets the status panel back."""
+    cluster = _get_cluster_for_user(request, cluster_name)
+    edit = _get_edit_for_user(request, cluster, pk)
+    service = ACTIONS.get(action)
+    if service is None:
+        raise Http404(f"No action {action!r}.")
+    form = CommentForm(request.POST)
+    message, status = "", 200
+    if not form.is_valid():
+        message, status = "The comment is too long.", 400
+    else:
+        try:
+            edit = service(edit=edit, user=request.user, comment=form.cleaned_data["comment"])
+        except edits.EditForbidden as exc:
+            message, status = exc.message, 403
+        except edits.EditStateConflict as exc:
+            message, status = exc.message, 409
+        except KAFKA_ERRORS as exc:
+            message, status = f"The cluster could not be reached: {exc}", 503
+    if not request.htmx and status == 200:
+        return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
+    edit.refresh_from_db()
+    template = "edits/detail.html#status" if request.htmx else "edits/detail.html"
+    return render(
+        request,
+        template,
+        _detail_context(request, edit, action_error=message),
+        status=status,
+    )
+
+
+def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = "") -> dict:
+    user = request.user
+    is_author = edit.created_by_id == user.pk
+    state = OffsetEdit.State
+    buttons = []
+    if edit.state == state.DRAFT and is_author and edits.can_stage(user):
+        buttons.append(("submit", "Submit for approval", "primary"))
+    if edit.state == state.SUBMITTED and edits.can_approve(user) and not is_author:
+        buttons.append(("approve", "Approve", "primary"))
+    if edit.state == state.APPROVED and edits.can_approve(user):
+        buttons.append(("apply", "Apply now", "danger"))
+    if (
+        edit.state in (state.SUBMITTED, state.APPROVED)
+        and edits.can_approve(user)
+        and not is_author
+    ):
+        buttons.append(("reject", "Reject", "secondary"))
+    if edit.is_open and ((is_author and edits.can_stage(user)) or edits.can_approve(user)):
+        buttons.append(("cancel", "Cancel", "secondary"))
+    changes = list(edit.changes.all())
+    return {
+        "cluster": edit.cluster,
+        "edit": edit,
+        "changes": changes,
+        "rows": diff_rows(changes),
+        "buttons": buttons,
+        "timeline": edit.audit_events.order_by("at", "id"),
+        "action_error": action_error,
+        "self_approval_blocked": edit.state == state.SUBMITTED
+        and is_author
+        and edits.can_approve(user),
+    }
+
+
+def diff_rows(changes) -> list[dict]:
+    """Rows for edits/_diff.html from saved changes, or from a preview's changes."""
+    rows = []
+    for change in changes:
+        if isinstance(change, SinkChange):
+            rows.append(
+                {
+                    "label": f"{change.topic}-{change.partition}",
+                    "before": "" if change.before is None else str(change.before),
+                    "after": "" if change.after is None else str(change.after),
+                    "is_new": change.is_new,
+                    "is_delete": change.is_delete,
+                    "warnings": change.warnings,
+                }
+            )
+            continue
+        if isinstance(change, SourceChange):
+            key, before, after = change.key_bytes, change.before_bytes, change.after_bytes
+            partition = change.partition
+        elif change.key_bytes is not None:
+            key, before, after = (
+                bytes(change.key_bytes),
+                change.before_bytes and bytes(change.before_bytes),
+                change.after_bytes and bytes(change.after_bytes),
+            )
+            partition = change.partition
+        else:
+            rows.append(
+                {
+                    "label": f"{change.topic}-{change.kafka_partition}",
+                    "before": "" if change.before is None else str(change.before["kafka_offset"]),
+                    "after": "" if change.after is None else str(change.after["kafka_offset"]),
+                    "is_new": change.is_new,
+                    "is_delete": change.is_delete,
+                    "warnings": change.warnings,
+                }
+            )
+            continue
+        rows.append(
+            {
+                "label": partition_identity(partition),
+                "key": _text(key),
+                "before": _text(before),
+                "after": _text(after),
+                "is_new": change.is_new,
+                "is_delete": change.is_delete,
+                "warnings": change.warnings,
+            }
+        )
+    return rows
+
+
+def _text(data: bytes | None) -> str:
+    return "" if data is None else data.decode("utf-8", "backslashreplace")
+
+
+# --- Lists, import, export --------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
+    form = EditFilterForm(request.GET)
+    found = OffsetEdit.objects.filter(cluster=cluster).select_related("created_by")
+    if form.is_valid():
+        if form.cleaned_data["state"]:
+            found = found.filter(state=form.cleaned_data["state"])
+        if form.cleaned_data["connector"]:
+            found = found.filter(connector=form.cleaned_data["connector"])
+    return render(
+        request,
+        "edits/list.html",
+        {
+            "cluster": cluster,
+            "form": form,
+            "edits": found[:200],
+            "audit_events": edits.audit_log(cluster=cluster),
+            "can_stage": edits.can_stage(request.user),
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    cluster = _get_cluster_for_user(request, cluster_name)
+    _require_editor(request)
+    result, status = None, 200
+    if request.method == "POST":
+        form = ImportForm(request.POST, request.FILES)
+        status = 400
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                result = edits.import_document(
+                    cluster=cluster,
+                    user=request.user,
+                    data=data["file"],
+                    connector=data["connector"],
+                    dry_run=data["dry_run"],
+                    comment=data["comment"],
+                )
+            except edits.EditInputError as exc:
+                where = f"{exc.field}: " if exc.field else ""
+                form.add_error(None, f"Nothing was staged. {where}{exc.message}")
+            except edits.ConnectorNotFound as exc:
+                form.add_error("connector", exc.message)
+            except KAFKA_ERRORS as exc:
+                form.add_error(None, f"The cluster could not be read: {exc}")
+            else:
+                status = 200
+                if not data["dry_run"]:
+                    return redirect(reverse("edit-list", args=[cluster.name]) + "?state=draft")
+    else:
+        form = ImportForm()
+    return render(
+        request,
+        "edits/import.html",
+        {
+            "cluster": cluster,
+            "form": form,
+            "result": result,
+            "previews": [
+                (preview, diff_rows([*preview.source_changes, *preview.sink_changes]))
+                for preview in (result.previews if result else [])
+            ],
+        },
+        status=status,
+    )
+
+
+@require_GET
+@login_required
+def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    """Download offsets: one connector as KIP-875, several or all as KIP-199."""
+    cluster = _get_cluster_for_user(request, cluster_name)
+    form = ExportForm(request.GET)
+    if not form.is_valid():
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
+    options = form.cleaned_data
+    try:
+        if options["format"] == "kip875":
+            document = offsets_export.export_connector(
+                cluster=cluster,
+                connector=options["names"][0],
+                from_beginning=options["from_beginning"],
+            )
+        else:
+            document = offsets_export.export_connectors(
+                cluster=cluster,
+                connectors=options["names"] or None,
+                from_beginning=options["from_beginning"],
+            )
+    except edits.ConnectorNotFound as exc:
+        raise Http404(exc.message) from exc
+    except KAFKA_ERRORS as exc:
+        return JsonResponse({"error": str(exc)}, status=503)
+    label = options["names"][0] if len(options["names"]) == 1 else "connectors"
+    suffix = "-history" if options["from_beginning"] else ""
+    response = HttpResponse(
+        json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json"
+    )
+    filename = f"{cluster.name}-{label}{suffix}-offsets.json".replace('"', "")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

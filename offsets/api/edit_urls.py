@@ -1,0 +1,17 @@
+"""/api/v1/edits/... (included from offsets/api/urls.py)."""
+
+from django.urls import path
+
+from offsets.api import edits
+
+urlpatterns = [
+    path("", edits.edit_list, name="api-edits"),
+    path("export/", edits.export, name="api-edits-export"),
+    path("import/", edits.import_offsets, name="api-edits-import"),
+    path("<int:pk>/", edits.edit_detail, name="api-edit"),
+    path("<int:pk>/submit/", edits.edit_submit, name="api-edit-submit"),
+    path("<int:pk>/approve/", edits.edit_approve, name="api-edit-approve"),
+    path("<int:pk>/reject/", edits.edit_reject, name="api-edit-reject"),
+    path("<int:pk>/cancel/", edits.edit_cancel, name="api-edit-cancel"),
+    path("<int:pk>/apply/", edits.edit_apply, name="api-edit-apply"),
+]

@@ -1,0 +1,425 @@
+"""Offset edits over REST: stage, list, show with the diff, review, apply, export, import.
+
+Thin views: an input serializer validates, a service in ``offsets.services.edits`` acts, an
+output serializer renders. The services enforce the roles, so the API, the pages and the
+commands answer the same way: 400 bad input (naming the field), 403 wrong role or
+self-approval, 404 unknown cluster/connector/edit, 409 state conflicts, 503 Kafka down.
+"""
+
+import base64
+from collections.abc import Callable
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from offsets.api.clusters import KafkaUnavailableError
+from offsets.formats.edit_rules import parse_duration
+from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.models import Cluster, OffsetEdit
+from offsets.services import edits, offsets_export
+from offsets.services.edits import StageRequest
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+    default_detail = "The edit is not in a state that allows this."
+
+
+def _run(action: Callable):
+    """Call a service and turn its errors into the API's status codes."""
+    try:
+        return action()
+    except edits.EditInputError as exc:
+        raise ValidationError({exc.field or "non_field_errors": [exc.message]}) from exc
+    except edits.ConnectorNotFound as exc:
+        raise NotFound(exc.message) from exc
+    except edits.EditForbidden as exc:
+        raise PermissionDenied(exc.message) from exc
+    except edits.EditStateConflict as exc:
+        raise Conflict(exc.message) from exc
+    except (KafkaUnavailable, TopicNotFound) as exc:
+        raise KafkaUnavailableError(str(exc)) from exc
+
+
+def _get_cluster(name: str) -> Cluster:
+    cluster = Cluster.objects.filter(name=name).first()
+    if cluster is None:
+        raise NotFound(f"No cluster {name!r}.")
+    return cluster
+
+
+def _get_edit(pk: int) -> OffsetEdit:
+    return get_object_or_404(OffsetEdit.objects.select_related("cluster"), pk=pk)
+
+
+# --- Serializers ------------------------------------------------------------------------------
+
+
+class TopicPartitionInput(serializers.Serializer):
+    topic = serializers.CharField(max_length=249)
+    partition = serializers.IntegerField(min_value=0)
+
+
+class FlatMapField(serializers.JSONField):
+    """A JSON object of primitives (a source partition or offset map)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict) or not value:
+            raise serializers.ValidationError("Must be a non-empty JSON object.")
+        for name, item in value.items():
+            if isinstance(item, dict | list):
+                raise serializers.ValidationError(
+                    f"{name!r} must be a string, number, boolean or null."
+                )
+        return value
+
+
+class EditInput(serializers.Serializer):
+    cluster = serializers.CharField(max_length=63)
+    connector = serializers.CharField(max_length=249)
+    # The model's choices (one enum in the schema); "import" has its own endpoint.
+    strategy = serializers.ChoiceField(choices=OffsetEdit.Strategy.choices)
+    partition = FlatMapField(required=False)
+    offset = FlatMapField(required=False)
+    at = serializers.DateTimeField(required=False, help_text="restore, datetime")
+    duration = serializers.CharField(
+        required=False, help_text="ISO-8601 (PT1H30M) or short (90m): how far back"
+    )
+    value = serializers.IntegerField(required=False, help_text="offset, or shift (signed)")
+    group = serializers.CharField(required=False, max_length=255, help_text="copy-group")
+    partitions = TopicPartitionInput(many=True, required=False, help_text="sink scope (all)")
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def validate_strategy(self, value: str) -> str:
+        if value == OffsetEdit.Strategy.IMPORT:
+            raise serializers.ValidationError("Imports go to /api/v1/edits/import/.")
+        return value
+
+    def validate_duration(self, value: str):
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def request(self) -> StageRequest:
+        data = self.validated_data
+        partitions = data.get("partitions")
+        return StageRequest(
+            strategy=data["strategy"],
+            partition=data.get("partition"),
+            offset=data.get("offset"),
+            at=data.get("at"),
+            duration=data.get("duration"),
+            value=data.get("value"),
+            group=data.get("group", ""),
+            partitions=(
+                None
+                if partitions is None
+                else tuple((p["topic"], p["partition"]) for p in partitions)
+            ),
+        )
+
+
+class CommentInput(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+
+class EditFilter(serializers.Serializer):
+    cluster = serializers.CharField(required=False)
+    connector = serializers.CharField(required=False)
+    state = serializers.ChoiceField(choices=OffsetEdit.State.choices, required=False)
+
+
+class ExportInput(serializers.Serializer):
+    cluster = serializers.CharField()
+    connectors = serializers.CharField(required=False, default="", help_text="a,b (default all)")
+    # Not "format": DRF reserves that query parameter for choosing a renderer.
+    shape = serializers.ChoiceField(
+        choices=["kip875", "kip199"],
+        required=False,
+        help_text="kip875 for one connector (default when one is named), else kip199",
+    )
+    from_beginning = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs):
+        names = [n.strip() for n in attrs["connectors"].split(",") if n.strip()]
+        attrs["names"] = names
+        attrs["shape"] = attrs.get("shape") or ("kip875" if len(names) == 1 else "kip199")
+        if attrs["shape"] == "kip875" and len(names) != 1:
+            raise ValidationError({"connectors": ["kip875 exports exactly one connector."]})
+        return attrs
+
+
+class ImportInput(serializers.Serializer):
+    cluster = serializers.CharField()
+    connector = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="for a KIP-875 document"
+    )
+    document = serializers.JSONField(
+        help_text="KIP-199 {connector: [...]} or KIP-875 {offsets: [...]}"
+    )
+    dry_run = serializers.BooleanField(required=False, default=False)
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ChangeOutput(serializers.Serializer):
+    partition = serializers.JSONField()
+    key = serializers.SerializerMethodField(help_text="exact key bytes as text (sources)")
+    key_base64 = serializers.SerializerMethodField(help_text="exact key bytes (sources)")
+    topic = serializers.CharField()
+    kafka_partition = serializers.IntegerField(allow_null=True)
+    before = serializers.JSONField()
+    after = serializers.JSONField()
+    is_new = serializers.BooleanField()
+    is_delete = serializers.BooleanField()
+    warnings = serializers.ListField(child=serializers.CharField())
+
+    def get_key(self, change) -> str | None:
+        return change.key_text if change.key_bytes is not None else None
+
+    def get_key_base64(self, change) -> str | None:
+        if change.key_bytes is None:
+            return None
+        return base64.b64encode(bytes(change.key_bytes)).decode()
+
+
+class EditOutput(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name")
+    created_by = serializers.CharField(source="created_by.username")
+    approved_by = serializers.CharField(source="approved_by.username", allow_null=True)
+    applied_by = serializers.CharField(source="applied_by.username", allow_null=True)
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = OffsetEdit
+        fields = [
+            "id",
+            "url",
+            "cluster",
+            "connector",
+            "connector_type",
+            "strategy",
+            "parameters",
+            "state",
+            "comment",
+            "created_by",
+            "approved_by",
+            "applied_by",
+            "created",
+            "submitted_at",
+            "approved_at",
+            "apply_started_at",
+            "finished_at",
+            "primary_topic",
+            "mirror_topic",
+            "group_id",
+            "warnings",
+            "lock_checks",
+            "error",
+        ]
+
+    def get_url(self, edit) -> str:
+        return f"/api/v1/edits/{edit.pk}/"
+
+
+class EditDetailOutput(EditOutput):
+    changes = ChangeOutput(many=True, read_only=True)
+    audit = serializers.SerializerMethodField()
+
+    class Meta(EditOutput.Meta):
+        fields = [*EditOutput.Meta.fields, "changes", "audit"]
+
+    def get_audit(self, edit) -> list[dict]:
+        return [
+            {
+                "at": event.at.isoformat(),
+                "action": event.action,
+                "actor": event.actor_name,
+                "comment": event.comment,
+                "details": event.details,
+            }
+            for event in edit.audit_events.order_by("at", "id")
+        ]
+
+
+def _preview_output(preview: edits.Preview) -> dict:
+    return {
+        "connector": preview.context.name,
+        "connector_type": preview.context.type,
+        "warnings": preview.warnings,
+        "unchanged": preview.unchanged,
+        "changes": [
+            {
+                "partition": c.partition,
+                "key": c.key_bytes.decode("utf-8", "backslashreplace"),
+                "before": c.before,
+                "after": c.after,
+                "is_new": c.is_new,
+                "is_delete": c.is_delete,
+                "warnings": list(c.warnings),
+            }
+            for c in preview.source_changes
+        ]
+        + [
+            {
+                "partition": {"kafka_topic": c.topic, "kafka_partition": c.partition},
+                "before": None if c.before is None else {"kafka_offset": c.before},
+                "after": None if c.after is None else {"kafka_offset": c.after},
+                "is_new": c.is_new,
+                "is_delete": c.is_delete,
+                "warnings": list(c.warnings),
+            }
+            for c in preview.sink_changes
+        ],
+    }
+
+
+# --- Views ------------------------------------------------------------------------------------
+
+
+@extend_schema(
+    methods=["GET"],
+    parameters=[EditFilter],
+    responses=EditOutput(many=True),
+    summary="List offset edits",
+)
+@extend_schema(methods=["POST"], request=EditInput, responses={201: EditDetailOutput})
+@api_view(["GET", "POST"])
+def edit_list(request: Request) -> Response:
+    """List edits (newest first), or stage one: its diff against the live topics."""
+    if request.method == "POST":
+        data = EditInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        if not edits.can_stage(request.user):
+            raise PermissionDenied("Staging offset edits needs the editor role.")
+        cluster = _get_cluster(data.validated_data["cluster"])
+        edit = _run(
+            lambda: edits.stage_edit(
+                cluster=cluster,
+                connector=data.validated_data["connector"],
+                user=request.user,
+                request=data.request(),
+                comment=data.validated_data["comment"],
+            )
+        )
+        return Response(EditDetailOutput(edit).data, status=status.HTTP_201_CREATED)
+    query = EditFilter(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    found = OffsetEdit.objects.select_related("cluster", "created_by", "approved_by", "applied_by")
+    if "cluster" in query.validated_data:
+        found = found.filter(cluster=_get_cluster(query.validated_data["cluster"]))
+    if "connector" in query.validated_data:
+        found = found.filter(connector=query.validated_data["connector"])
+    if "state" in query.validated_data:
+        found = found.filter(state=query.validated_data["state"])
+    return Response(EditOutput(found[:500], many=True).data)
+
+
+@extend_schema(responses=EditDetailOutput)
+@api_view(["GET"])
+def edit_detail(request: Request, pk: int) -> Response:
+    """One edit with its diff (every touched partition before -> after) and audit trail."""
+    return Response(EditDetailOutput(_get_edit(pk)).data)
+
+
+def _action_view(service: Callable, summary: str):
+    @extend_schema(request=CommentInput, responses=EditDetailOutput, summary=summary)
+    @api_view(["POST"])
+    def view(request: Request, pk: int) -> Response:
+        data = CommentInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        edit = _get_edit(pk)
+        edit = _run(
+            lambda: service(edit=edit, user=request.user, comment=data.validated_data["comment"])
+        )
+        return Response(EditDetailOutput(edit).data)
+
+    return view
+
+
+edit_submit = _action_view(edits.submit_edit, "Submit a draft for approval (its author)")
+edit_approve = _action_view(edits.approve_edit, "Approve (an approver, not the author)")
+edit_reject = _action_view(edits.reject_edit, "Reject (an approver, not the author)")
+edit_cancel = _action_view(edits.cancel_edit, "Cancel (the author or an approver)")
+edit_apply = _action_view(
+    edits.apply_edit, "Run the lock check and apply (an approver); 200 with the final state"
+)
+
+
+@extend_schema(
+    parameters=[ExportInput],
+    responses={200: inline_serializer("OffsetsDocument", {"offsets": serializers.ListField()})},
+    summary="Export offsets as KIP-875 (one connector) or KIP-199 (several or all)",
+)
+@api_view(["GET"])
+def export(request: Request) -> Response:
+    query = ExportInput(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    options = query.validated_data
+    cluster = _get_cluster(options["cluster"])
+    if options["shape"] == "kip875":
+        document = _run(
+            lambda: offsets_export.export_connector(
+                cluster=cluster,
+                connector=options["names"][0],
+                from_beginning=options["from_beginning"],
+            )
+        )
+    else:
+        document = _run(
+            lambda: offsets_export.export_connectors(
+                cluster=cluster,
+                connectors=options["names"] or None,
+                from_beginning=options["from_beginning"],
+            )
+        )
+    return Response(document)
+
+
+@extend_schema(
+    request=ImportInput,
+    responses={
+        201: EditDetailOutput(many=True),
+        200: inline_serializer("ImportPreview", {"previews": serializers.ListField()}),
+    },
+    summary="Stage edits from a KIP-875/KIP-199 document (never applies)",
+)
+@api_view(["POST"])
+def import_offsets(request: Request) -> Response:
+    data = ImportInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    options = data.validated_data
+    if not options["dry_run"] and not edits.can_stage(request.user):
+        raise PermissionDenied("Importing offsets needs the editor role.")
+    cluster = _get_cluster(options["cluster"])
+    result = _run(
+        lambda: edits.import_document(
+            cluster=cluster,
+            user=request.user,
+            data=options["document"],
+            connector=options["connector"],
+            dry_run=options["dry_run"],
+            comment=options["comment"],
+        )
+    )
+    if options["dry_run"]:
+        return Response(
+            {
+                "previews": [_preview_output(p) for p in result.previews],
+                "unchanged": result.unchanged,
+            }
+        )
+    return Response(
+        {
+            "edits": EditDetailOutput(result.edits, many=True).data,
+            "unchanged": result.unchanged,
+        },
+        status=status.HTTP_201_CREATED,
+    )

@@ -1,0 +1,77 @@
+import sys
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.models import Cluster
+from offsets.services import edits
+
+
+class Command(BaseCommand):
+    help = (
+        "Stage offset edits (one draft per connector) from a KIP-199 document, or a KIP-875 "
+        "document with --connector. Never applies anything: the edits are reviewed, approved "
+        "and applied like any other. --dry-run prints the diff and stages nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--cluster", required=True, help="Name of a cluster added with add_cluster"
+        )
+        parser.add_argument("--file", required=True, help="The JSON document ('-' for stdin)")
+        parser.add_argument("--connector", default="", help="The connector of a KIP-875 document")
+        parser.add_argument("--dry-run", action="store_true", help="Print the diff, stage nothing")
+        parser.add_argument("--user", help="Stage as this user (needs the editor role)")
+        parser.add_argument("--comment", default="", help="Why the offsets change")
+
+    def handle(self, *args: object, **options: object) -> None:
+        cluster = Cluster.objects.filter(name=options["cluster"]).first()
+        if cluster is None:
+            raise CommandError(f"Unknown cluster {options['cluster']!r}.")
+        user = None
+        if options["user"]:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise CommandError(f"Unknown user {options['user']!r}.")
+        elif not options["dry_run"]:
+            raise CommandError("Staging needs --user (an editor); --dry-run does not.")
+        try:
+            data = (
+                sys.stdin.buffer.read()
+                if options["file"] == "-"
+                else Path(options["file"]).read_bytes()
+            )
+        except OSError as exc:
+            raise CommandError(f"Cannot read {options['file']}: {exc}") from exc
+        try:
+            result = edits.import_document(
+                cluster=cluster,
+                user=user,
+                data=data,
+                connector=options["connector"],
+                dry_run=options["dry_run"],
+                comment=options["comment"],
+            )
+        except edits.EditInputError as exc:
+            where = f"{exc.field}: " if exc.field else ""
+            raise CommandError(f"Nothing was staged. {where}{exc.message}") from exc
+        except (edits.EditError, KafkaUnavailable, TopicNotFound) as exc:
+            raise CommandError(f"Nothing was staged. {exc}") from exc
+        for preview in result.previews:
+            self.stdout.write(preview.as_text())
+        for name, reason in result.unchanged.items():
+            self.stdout.write(f"{name}: {reason}")
+        if options["dry_run"]:
+            self.stdout.write(
+                f"Dry run: {len(result.previews)} edit(s) would be staged; nothing was."
+            )
+            return
+        for edit in result.edits:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Staged edit #{edit.pk} for {edit.connector} ({edit.changes.count()} change(s)), "
+                    "a draft: submit it for approval."
+                )
+            )

@@ -1,0 +1,60 @@
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from offsets.models import Cluster
+from offsets.services import edits
+
+
+class Command(BaseCommand):
+    help = (
+        "Settle offset edits left in 'applying' (a crash or an outage during an apply) by "
+        "reading the offsets back: applied, failed, or conflict when something else wrote."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--cluster", help="Only this cluster's edits (default: all)")
+        parser.add_argument(
+            "--min-age",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
+            help="Only edits whose apply started at least this long ago (default 0)",
+        )
+        parser.add_argument(
+            "--user", help="Record the reconciliation as this user (default: system)"
+        )
+
+    def handle(self, *args: object, **options: object) -> None:
+        cluster = None
+        if options["cluster"]:
+            cluster = Cluster.objects.filter(name=options["cluster"]).first()
+            if cluster is None:
+                raise CommandError(f"Unknown cluster {options['cluster']!r}.")
+        user = None
+        if options["user"]:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise CommandError(f"Unknown user {options['user']!r}.")
+        if options["min_age"] < 0:
+            raise CommandError("--min-age must be 0 or more.")
+        results = edits.reconcile_edits(
+            cluster=cluster, min_age=timedelta(seconds=options["min_age"]), user=user
+        )
+        if not results:
+            self.stdout.write("No edit is left in 'applying'.")
+            return
+        in_doubt = 0
+        for edit, error in results:
+            if error:
+                in_doubt += 1
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"Edit #{edit.pk} ({edit.connector}) stays applying: {error}"
+                    )
+                )
+            else:
+                self.stdout.write(f"Edit #{edit.pk} ({edit.connector}): {edit.state}")
+        if in_doubt:
+            raise CommandError(f"{in_doubt} edit(s) could not be settled; run again later.")

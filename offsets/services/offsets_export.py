@@ -1,0 +1,83 @@
+"""Export connectors' offsets as KIP-875 (one connector) or KIP-199 (several) JSON.
+
+Source offsets are read live from the offsets topics the way the runtime reads them; sink
+offsets are the consumer groups' committed offsets. ``from_beginning`` lists a source
+connector's whole history instead: every record of its primary offsets topic in topic order,
+tombstones as ``"offset": null``. Kafka keeps no history of a group's commits that a client
+can read, so a sink's history is its current offsets.
+"""
+
+from django.conf import settings
+
+from offsets.formats.offset_records import parse_offset_record, partition_identity
+from offsets.formats.offsets_json import PartitionOffset, to_kip199, to_kip875
+from offsets.kafka import groups
+from offsets.kafka.client import TopicNotFound
+from offsets.models import Cluster
+from offsets.services.edits import (
+    ConnectorContext,
+    LiveReader,
+    read_connector,
+    source_view,
+)
+
+
+def export_connector(*, cluster: Cluster, connector: str, from_beginning: bool = False) -> dict:
+    """Return one connector's offsets as a KIP-875 document (raises ConnectorNotFound)."""
+    reader = LiveReader(cluster)
+    context = read_connector(cluster=cluster, connector=connector, reader=reader)
+    return to_kip875(_entries(context, reader, from_beginning))
+
+
+def export_connectors(
+    *, cluster: Cluster, connectors: list[str] | None = None, from_beginning: bool = False
+) -> dict:
+    """Return several connectors' offsets (all when ``connectors`` is None) as KIP-199."""
+    reader = LiveReader(cluster)
+    names = connectors if connectors is not None else connector_names(reader=reader)
+    contexts = [read_connector(cluster=cluster, connector=name, reader=reader) for name in names]
+    return to_kip199(
+        {context.name: _entries(context, reader, from_beginning) for context in contexts}
+    )
+
+
+def connector_names(*, reader: LiveReader) -> list[str]:
+    """Every connector in the config topic, plus those only the offsets topic remembers."""
+    names = set(reader.configs().connectors)
+    names |= {r.connector for r in reader.latest(reader.cluster.offsets_topic).offsets.values()}
+    return sorted(names)
+
+
+def _entries(
+    context: ConnectorContext, reader: LiveReader, from_beginning: bool
+) -> list[PartitionOffset]:
+    if not context.is_source:
+        committed = groups.committed_offsets(
+            reader.kafka, context.group_id, timeout=settings.KAFKA_READ_TIMEOUT
+        )
+        return [
+            PartitionOffset(
+                {"kafka_topic": topic, "kafka_partition": partition}, {"kafka_offset": offset}
+            )
+            for (topic, partition), offset in sorted(committed.items())
+        ]
+    if from_beginning:
+        try:
+            records = reader.records(context.primary_topic)
+        except TopicNotFound:
+            # An own topic the runtime has not created yet: the history is the worker's.
+            records = reader.records(context.worker_topic)
+        history = []
+        for record in records:
+            parsed = parse_offset_record(record.key, record.value)
+            if getattr(parsed, "connector", None) == context.name:
+                history.append(PartitionOffset(parsed.partition, parsed.offset))
+        return history
+    # One entry per logical partition, as GET /connectors/{name}/offsets gives: when a key
+    # drifted between byte forms, the form written last is the one shown.
+    latest: dict[str, PartitionOffset] = {}
+    for record in source_view(context=context, reader=reader).values():
+        latest[partition_identity(record.partition)] = PartitionOffset(
+            record.partition, record.offset
+        )
+    return [latest[identity] for identity in sorted(latest)]

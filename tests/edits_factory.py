@@ -1,0 +1,33 @@
+"""Offset edits made straight in the database, for tests that need no broker."""
+
+from offsets.models import Cluster, OffsetEdit, OffsetEditChange
+
+
+def make_cluster(name: str = "c1") -> Cluster:
+    # Port 1: nothing listens there, so any Kafka access fails fast and visibly.
+    return Cluster.objects.create(name=name, bootstrap_servers="127.0.0.1:1")
+
+
+def make_edit(cluster: Cluster, user, *, state: str = "draft", connector: str = "file-src"):
+    """A source edit of one partition: {"filename": "a"} position 1 -> 2."""
+    edit = OffsetEdit.objects.create(
+        cluster=cluster,
+        connector=connector,
+        connector_type="source",
+        strategy="set",
+        state=state,
+        created_by=user,
+        primary_topic="connect-offsets",
+        warnings=["New partition: check the field order."],
+    )
+    OffsetEditChange.objects.create(
+        edit=edit,
+        position=0,
+        partition={"filename": "a"},
+        key_bytes=f'["{connector}",{{"filename":"a"}}]'.encode(),
+        before={"position": 1},
+        before_bytes=b'{"position":1}',
+        after={"position": 2},
+        after_bytes=b'{"position":2}',
+    )
+    return edit

@@ -1,0 +1,143 @@
+"""An embedded broker that clients reach through a TCP proxy a test can cut and restore.
+
+Cutting the proxy looks to a client exactly like a broker that went away (connections drop,
+new ones are closed at once), while the broker keeps its in-memory data, so the test can read
+the topics afterwards and prove what was, or was not, written.
+"""
+
+import contextlib
+import selectors
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+from offsets.kafka.embedded import broker_binary, free_port, wait_until_ready
+
+
+class TcpProxy:
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._up = threading.Event()
+        self._up.set()
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cut(self) -> None:
+        """Drop every connection and refuse new ones until ``restore``."""
+        self._up.clear()
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for pair in pairs:
+            for sock in pair:
+                _close(sock)
+
+    def restore(self) -> None:
+        self._up.set()
+
+    def close(self) -> None:
+        self._closing.set()
+        self.cut()
+        _close(self.listener)
+        self._thread.join(5)
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self._closing.is_set():
+            try:
+                downstream, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not self._up.is_set():
+                _close(downstream)
+                continue
+            try:
+                upstream = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                _close(downstream)
+                continue
+            with self._lock:
+                self._pairs.append((downstream, upstream))
+            threading.Thread(target=self._pump, args=(downstream, upstream), daemon=True).start()
+
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
+        selector = selectors.DefaultSelector()
+        try:
+            selector.register(a, selectors.EVENT_READ, b)
+            selector.register(b, selectors.EVENT_READ, a)
+            while self._up.is_set():
+                for key, _ in selector.select(timeout=0.2):
+                    data = key.fileobj.recv(65536)
+                    if not data:
+                        return
+                    key.data.sendall(data)
+        except (OSError, ValueError):
+            return
+        finally:
+            selector.close()
+            _close(a)
+            _close(b)
+
+
+class BrokerBehindProxy:
+    """A Tansu broker advertising the proxy's address, so every client goes through it."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.process: subprocess.Popen | None = None
+        self.proxy: TcpProxy | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.proxy is not None
+        return f"127.0.0.1:{self.proxy.port}"
+
+    def start(self) -> str:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        broker_port = free_port()
+        self.proxy = TcpProxy(("127.0.0.1", broker_port))
+        self.proxy.start()
+        with open(self.run_dir / "broker.log", "ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    broker_binary(),
+                    "broker",
+                    "--listener-url",
+                    f"tcp://127.0.0.1:{broker_port}",
+                    "--advertised-listener-url",
+                    f"tcp://{self.bootstrap_servers}",
+                    "--storage-engine",
+                    "memory://tansu/",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        wait_until_ready(self.bootstrap_servers)
+        return self.bootstrap_servers
+
+    def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.close()
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()

@@ -1,0 +1,78 @@
+"""Write to a Connect cluster's topics the way its workers would: stop, resume, commit.
+
+Tests use this to put a demo connector in the state they need (stopped, running again) and
+to move offsets behind an edit's back.
+"""
+
+from offsets.formats import jackson
+from offsets.formats.murmur2 import java_partition
+from offsets.kafka import client
+
+
+def _write(settings: dict, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    counts = client.topic_partition_counts(settings)
+    producer = client.java_producer(settings)
+    for key, value in records:
+        producer.produce(
+            topic,
+            key=key,
+            value=value,
+            partition=java_partition(key, counts[topic]),
+            on_delivery=client.raise_on_delivery_error,
+        )
+    assert producer.flush(10) == 0
+
+
+def stop_connector(settings: dict, name: str, *, tasks: int = 1) -> None:
+    """What PUT /connectors/{name}/stop leaves behind (KIP-875): STOPPED, zero tasks."""
+    _write(
+        settings,
+        "connect-configs",
+        [
+            (
+                f"target-state-{name}".encode(),
+                jackson.dumps({"state": "PAUSED", "state.v2": "STOPPED"}),
+            ),
+            (f"commit-{name}".encode(), jackson.dumps({"tasks": 0})),
+        ],
+    )
+    status = [
+        (
+            f"status-connector-{name}".encode(),
+            jackson.dumps(
+                {"state": "STOPPED", "trace": None, "worker_id": "w:8083", "generation": 99}
+            ),
+        )
+    ]
+    status += [(f"status-task-{name}-{task}".encode(), None) for task in range(tasks)]
+    _write(settings, "connect-status", status)
+
+
+def resume_connector(settings: dict, name: str) -> None:
+    """The connector runs again: target STARTED, task 0 RUNNING."""
+    _write(
+        settings,
+        "connect-configs",
+        [
+            (
+                f"target-state-{name}".encode(),
+                jackson.dumps({"state": "STARTED", "state.v2": "STARTED"}),
+            )
+        ],
+    )
+    running = jackson.dumps(
+        {"state": "RUNNING", "trace": None, "worker_id": "w:8083", "generation": 100}
+    )
+    _write(
+        settings,
+        "connect-status",
+        [
+            (f"status-connector-{name}".encode(), running),
+            (f"status-task-{name}-0".encode(), running),
+        ],
+    )
+
+
+def commit_source_offset(settings: dict, topic: str, key: bytes, value: bytes | None) -> None:
+    """A task's offset commit (or a tombstone), written like the runtime's producer."""
+    _write(settings, topic, [(key, value)])

@@ -1,0 +1,155 @@
+"""Two approvers click Apply at once: exactly one applies. Runs on SQLite and PostgreSQL."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from offsets.formats import jackson
+from offsets.kafka import client
+from offsets.models import AuditEvent, OffsetEdit
+from offsets.services import edits
+from offsets.services.edits import StageRequest
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+AUDIT = "file-source-audit"
+AUDIT_PARTITION = {"filename": "/var/log/app/audit.log"}
+AUDIT_KEY = jackson.dumps_key(AUDIT, AUDIT_PARTITION)
+
+
+def approved_edit(fresh_demo, editor, approver, position):
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector=AUDIT,
+        user=editor,
+        request=StageRequest(
+            strategy="set", partition=AUDIT_PARTITION, offset={"position": position}
+        ),
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    return edits.approve_edit(edit=edit, user=approver)
+
+
+def run_in_thread(target, results, name):
+    def run():
+        try:
+            results[name] = target()
+        except Exception as exc:
+            results[name] = exc
+        finally:
+            # Each thread has its own database connection; leave none open behind.
+            connection.close()
+
+    return threading.Thread(target=run, name=name)
+
+
+def audit_writes(fresh_demo):
+    fast = {**fresh_demo.settings, "fetch.wait.max.ms": 10}
+    records = client.read_topic(fast, "connect-offsets", timeout=5, batch_size=1)
+    return [r for r in records if r.key == AUDIT_KEY]
+
+
+def test_two_approvers_applying_the_same_edit_at_once_apply_it_exactly_once(
+    fresh_demo, editor, approver, second_approver
+):
+    edit = approved_edit(fresh_demo, editor, approver, 11)
+    writes_before = len(audit_writes(fresh_demo))
+    start = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def apply_as(user):
+        def go():
+            start.wait(5)
+            return edits.apply_edit(edit=OffsetEdit.objects.get(pk=edit.pk), user=user)
+
+        return go
+
+    threads = [
+        run_in_thread(apply_as(approver), results, "abe"),
+        run_in_thread(apply_as(second_approver), results, "amy"),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    outcomes = sorted(type(result).__name__ for result in results.values())
+    assert outcomes == ["EditStateConflict", "OffsetEdit"], results
+    applied = next(r for r in results.values() if isinstance(r, OffsetEdit))
+    assert applied.state == "applied"
+    edit.refresh_from_db()
+    assert edit.state == "applied"
+    # One write reached the topic, one "applied" entry in the audit log.
+    assert len(audit_writes(fresh_demo)) == writes_before + 1
+    assert AuditEvent.objects.filter(edit=edit, action="apply-started").count() == 1
+    assert AuditEvent.objects.filter(edit=edit, action="applied").count() == 1
+
+
+def test_a_second_edit_of_the_same_connector_cannot_start_while_one_is_applying(
+    fresh_demo, editor, approver, second_approver
+):
+    first = approved_edit(fresh_demo, editor, approver, 21)
+    second = approved_edit(fresh_demo, editor, approver, 22)
+    inside = threading.Event()
+    release = threading.Event()
+    results: dict[str, object] = {}
+
+    def hold_before_commit():
+        inside.set()
+        release.wait(30)
+
+    thread = run_in_thread(
+        lambda: edits.apply_edit(edit=first, user=approver, before_commit=hold_before_commit),
+        results,
+        "first",
+    )
+    thread.start()
+    try:
+        assert inside.wait(30), results
+        # The first apply holds the claim: the database itself refuses a second "applying"
+        # edit for the connector (the partial unique constraint).
+        with pytest.raises(edits.EditStateConflict, match="being applied right now"):
+            edits.apply_edit(edit=second, user=second_approver)
+        second.refresh_from_db()
+        assert second.state == "approved"
+    finally:
+        release.set()
+        thread.join(60)
+    assert results["first"].state == "applied"
+    # Now the second may go, and its lock check sees the first's write: a conflict.
+    assert edits.apply_edit(edit=second, user=second_approver).state == "conflict"
+
+
+def test_the_database_refuses_two_applying_edits_for_one_connector(fresh_demo, editor, approver):
+    from django.db import IntegrityError, transaction
+
+    first = approved_edit(fresh_demo, editor, approver, 31)
+    second = approved_edit(fresh_demo, editor, approver, 32)
+    OffsetEdit.objects.filter(pk=first.pk).update(state="applying")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        OffsetEdit.objects.filter(pk=second.pk).update(state="applying")
+
+
+def test_another_dashboard_process_using_the_connectors_transactional_id_fences_this_one(
+    fresh_demo, editor, approver, settings
+):
+    from offsets.kafka import offsets_writer
+
+    settings.KAFKA_WRITE_TIMEOUT = 3
+    edit = approved_edit(fresh_demo, editor, approver, 41)
+    writes_before = audit_writes(fresh_demo)
+    transactional_id = offsets_writer.transactional_id("fresh", AUDIT)
+    assert transactional_id == "connect-offsets-dashboard.fresh.file-source-audit"
+
+    def another_process_starts():
+        # A second dashboard process (or reconcile_edits) initialises the same id.
+        offsets_writer.fence(fresh_demo.settings, transactional_id, timeout=5)
+
+    edit = edits.apply_edit(edit=edit, user=approver, before_commit=another_process_starts)
+
+    # The fenced commit is refused by the broker; reading back settles the edit as not applied.
+    assert edit.state == OffsetEdit.State.FAILED
+    assert "fences the current one" in edit.error
+    assert audit_writes(fresh_demo) == writes_before
+    assert AuditEvent.objects.filter(edit=edit, action="reconciled").exists()

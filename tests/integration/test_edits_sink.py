@@ -1,0 +1,306 @@
+"""Sink connector edits against the embedded broker: every strategy, clamping, the group check."""
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from confluent_kafka import Consumer
+
+from offsets.kafka import client, groups
+from offsets.models import AuditEvent, OffsetEdit
+from offsets.services import edits
+from offsets.services.edits import StageRequest
+from tests.integration.connect_sim import stop_connector
+
+pytestmark = pytest.mark.integration
+
+S3 = "s3-sink-orders"  # topics orders (6 partitions) and payments (3)
+S3_GROUP = "connect-s3-sink-orders"
+
+
+@pytest.fixture
+def stopped_s3(fresh_demo):
+    stop_connector(fresh_demo.settings, S3, tasks=2)
+    return fresh_demo
+
+
+def log_ends(fresh_demo):
+    """Each data partition's end: the demo writes one record per batch, so it is exact."""
+    return {
+        (topic.name, partition): len(stamps)
+        for topic in fresh_demo.demo.data_topics
+        for partition, stamps in enumerate(topic.timestamps)
+    }
+
+
+def stage_and_apply(fresh_demo, editor, approver, connector=S3, **request):
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector=connector,
+        user=editor,
+        request=StageRequest(**request),
+        comment="test",
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    edits.approve_edit(edit=edit, user=approver)
+    return edits.apply_edit(edit=edit, user=approver)
+
+
+def committed(fresh_demo, group=S3_GROUP):
+    return groups.committed_offsets(fresh_demo.settings, group)
+
+
+def test_to_earliest_resets_every_partition_of_the_sinks_topics(stopped_s3, editor, approver):
+    edit = stage_and_apply(stopped_s3, editor, approver, strategy="earliest")
+    assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    expected = {("orders", p): 0 for p in range(6)} | {("payments", p): 0 for p in range(3)}
+    assert committed(stopped_s3) == expected
+    assert [c["name"] for c in edit.lock_checks] == [
+        "connector-stopped",
+        "group-inactive",
+        "nothing-moved",
+        "single-apply",
+    ]
+
+
+def test_to_latest_sets_each_partition_to_its_log_end(stopped_s3, editor, approver):
+    edit = stage_and_apply(stopped_s3, editor, approver, strategy="latest")
+    assert edit.state == "applied", edit.error
+    ends = log_ends(stopped_s3)
+    assert committed(stopped_s3) == {tp: ends[tp] for tp in committed(stopped_s3)}
+    assert len(committed(stopped_s3)) == 9
+
+
+def test_an_offset_outside_the_log_is_clamped_with_a_visible_warning(stopped_s3, editor, approver):
+    ends = log_ends(stopped_s3)
+    # A partition the sink has not read to the end, so "the end" is a change.
+    tp = next(tp for tp, offset in sorted(committed(stopped_s3).items()) if offset < ends[tp])
+    edit = edits.stage_edit(
+        cluster=stopped_s3.cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(strategy="offset", value=10**9, partitions=(tp,)),
+    )
+    (change,) = edit.changes.all()
+    assert change.after == {"kafka_offset": ends[tp]}
+    assert "beyond the log end" in change.warnings[0] and "clamped" in change.warnings[0]
+    edits.submit_edit(edit=edit, user=editor)
+    edits.approve_edit(edit=edit, user=approver)
+    edit = edits.apply_edit(edit=edit, user=approver)
+    assert edit.state == "applied", edit.error
+    assert committed(stopped_s3)[tp] == ends[tp]
+
+
+def test_shifting_moves_the_committed_offsets_by_n(stopped_s3, editor, approver):
+    before = committed(stopped_s3)
+    edit = stage_and_apply(
+        stopped_s3, editor, approver, strategy="shift", value=-3, partitions=(("orders", 0),)
+    )
+    assert edit.state == "applied", edit.error
+    after = committed(stopped_s3)
+    assert after[("orders", 0)] == before[("orders", 0)] - 3
+    assert {tp: o for tp, o in after.items() if tp != ("orders", 0)} == {
+        tp: o for tp, o in before.items() if tp != ("orders", 0)
+    }
+
+
+def test_a_date_time_before_every_record_resets_to_the_log_start(stopped_s3, editor, approver):
+    options = stopped_s3.demo.options
+    before_everything = datetime.fromtimestamp(options.start_ms / 1000 - 3600, tz=UTC)
+    edit = stage_and_apply(
+        stopped_s3,
+        editor,
+        approver,
+        strategy="datetime",
+        at=before_everything,
+        partitions=(("orders", 2),),
+    )
+    assert edit.state == "applied", edit.error
+    assert committed(stopped_s3)[("orders", 2)] == 0
+
+
+def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_staged(
+    stopped_s3, editor
+):
+    # Tansu answers offset 0 for any time; the record at 0 is older than the time asked for.
+    options = stopped_s3.demo.options
+    middle = datetime.fromtimestamp((options.start_ms + options.end_ms) / 2000, tz=UTC)
+    with pytest.raises(edits.EditInputError) as error:
+        edits.stage_edit(
+            cluster=stopped_s3.cluster,
+            connector=S3,
+            user=editor,
+            request=StageRequest(strategy="datetime", at=middle, partitions=(("orders", 2),)),
+        )
+    assert error.value.field == "at"
+    assert "broker answered offset 0" in error.value.message
+    assert "cannot be trusted" in error.value.message
+    assert not OffsetEdit.objects.exists()
+
+
+def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short_one_is_checked(
+    stopped_s3, editor, approver
+):
+    long_ago = timedelta(days=365 * 20)
+    edit = stage_and_apply(
+        stopped_s3,
+        editor,
+        approver,
+        strategy="duration",
+        duration=long_ago,
+        partitions=(("payments", 1),),
+    )
+    assert edit.state == "applied", edit.error
+    assert committed(stopped_s3)[("payments", 1)] == 0
+    # "One minute ago" is after the record at offset 0, so offset 0 cannot be the answer;
+    # Tansu answers 0 anyway, and the check refuses it.
+    with pytest.raises(edits.EditInputError) as error:
+        edits.stage_edit(
+            cluster=stopped_s3.cluster,
+            connector=S3,
+            user=editor,
+            request=StageRequest(
+                strategy="duration", duration=timedelta(minutes=1), partitions=(("payments", 1),)
+            ),
+        )
+    assert error.value.field == "duration"
+
+
+def test_copying_from_another_group_takes_its_offsets_and_skips_what_it_lacks(
+    stopped_s3, editor, approver
+):
+    client.alter_group_offsets(
+        stopped_s3.settings, "replay-orders", {("orders", 0): 1, ("orders", 3): 2}
+    )
+    before = committed(stopped_s3)
+    edit = edits.stage_edit(
+        cluster=stopped_s3.cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(strategy="copy-group", group="replay-orders"),
+    )
+    assert {(c.topic, c.kafka_partition) for c in edit.changes.all()} == {
+        ("orders", 0),
+        ("orders", 3),
+    }
+    edits.submit_edit(edit=edit, user=editor)
+    edits.approve_edit(edit=edit, user=approver)
+    edit = edits.apply_edit(edit=edit, user=approver)
+    assert edit.state == "applied", edit.error
+    assert committed(stopped_s3) == {**before, ("orders", 0): 1, ("orders", 3): 2}
+
+
+def test_copying_from_a_group_without_offsets_is_refused(stopped_s3, editor):
+    with pytest.raises(edits.EditInputError) as error:
+        edits.stage_edit(
+            cluster=stopped_s3.cluster,
+            connector=S3,
+            user=editor,
+            request=StageRequest(strategy="copy-group", group="no-such-group"),
+        )
+    assert error.value.field == "group"
+
+
+def test_deleting_some_partitions_offsets_warns_it_is_not_atomic_and_keeps_the_others(
+    stopped_s3, editor, approver
+):
+    before = committed(stopped_s3)
+    edit = edits.stage_edit(
+        cluster=stopped_s3.cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(strategy="delete-offsets", partitions=(("payments", 2),)),
+    )
+    assert any("not one atomic write" in w for w in edit.warnings)
+    edits.submit_edit(edit=edit, user=editor)
+    edits.approve_edit(edit=edit, user=approver)
+    edit = edits.apply_edit(edit=edit, user=approver)
+    assert edit.state == "applied", edit.error
+    after = committed(stopped_s3)
+    assert ("payments", 2) not in after
+    assert after == {tp: o for tp, o in before.items() if tp != ("payments", 2)}
+
+
+def test_deleting_every_partitions_offsets_deletes_the_group(stopped_s3, editor, approver):
+    edit = stage_and_apply(stopped_s3, editor, approver, strategy="delete-offsets")
+    assert edit.state == "applied", edit.error
+    assert not any("atomic" in w for w in edit.warnings)
+    assert committed(stopped_s3) == {}
+
+
+def test_a_sink_with_topics_regex_covers_the_matching_topics(fresh_demo, editor):
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector="jdbc-sink-audit",  # topics.regex audit-.*
+        user=editor,
+        request=StageRequest(strategy="earliest"),
+    )
+    assert {c.topic for c in edit.changes.all()} == {"audit-events"}
+
+
+def test_a_sink_that_never_commits_is_flagged_as_managing_offsets_externally(fresh_demo, editor):
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector="bq-sink-events",
+        user=editor,
+        request=StageRequest(strategy="latest"),
+    )
+    assert any("manage its offsets outside Kafka" in w for w in edit.warnings)
+    assert all(c.is_new for c in edit.changes.all())
+
+
+def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, approver):
+    edit = edits.stage_edit(
+        cluster=stopped_s3.cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(strategy="earliest", partitions=(("orders", 0),)),
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    edits.approve_edit(edit=edit, user=approver)
+    before = committed(stopped_s3)
+    # A zombie sink task: a consumer that joined the connector's group and stays in it.
+    member = Consumer(
+        {
+            **stopped_s3.settings,
+            "group.id": S3_GROUP,
+            "log_level": 0,
+            "enable.auto.commit": False,
+            # Tansu takes a while to complete a first join (~20 s with the default 45 s
+            # session timeout, ~3 s with 6 s): keep it short.
+            "session.timeout.ms": 6000,
+        }
+    )
+    member.subscribe(["orders"])
+    deadline = time.monotonic() + 60
+    while not member.assignment() and time.monotonic() < deadline:
+        member.poll(0.2)
+    try:
+        assert member.assignment(), "the test consumer never joined its group"
+        edit = edits.apply_edit(edit=edit, user=approver)
+    finally:
+        member.close()
+
+    assert edit.state == OffsetEdit.State.APPROVED
+    checks = {c["name"]: c for c in edit.lock_checks}
+    assert checks["connector-stopped"]["passed"]
+    assert not checks["group-inactive"]["passed"]
+    assert "stable" in checks["group-inactive"]["message"]
+    assert committed(stopped_s3) == before
+    assert AuditEvent.objects.filter(edit=edit, action="apply-refused").exists()
+
+
+def test_sink_offsets_moved_after_staging_make_a_conflict(stopped_s3, editor, approver):
+    edit = edits.stage_edit(
+        cluster=stopped_s3.cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(strategy="earliest", partitions=(("orders", 0),)),
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    edits.approve_edit(edit=edit, user=approver)
+    client.alter_group_offsets(stopped_s3.settings, S3_GROUP, {("orders", 0): 2})
+    edit = edits.apply_edit(edit=edit, user=approver)
+    assert edit.state == OffsetEdit.State.CONFLICT
+    assert "orders-0" in edit.error
+    assert committed(stopped_s3)[("orders", 0)] == 2

@@ -1,0 +1,58 @@
+"""The edit commands' checks that need no broker: arguments, users, nothing to do."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from offsets.services import edits
+from tests.edits_factory import make_cluster
+
+pytestmark = pytest.mark.django_db
+
+
+def test_reconcile_with_nothing_applying_says_so(db):
+    out = io.StringIO()
+    call_command("reconcile_edits", stdout=out)
+    assert "No edit is left" in out.getvalue()
+
+
+def test_the_demo_users_command_creates_an_editor_and_an_approver(db):
+    out = io.StringIO()
+    call_command("demo_users", stdout=out)
+    call_command("demo_users", stdout=io.StringIO())  # idempotent
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    assert edits.can_stage(users.get(username="editor"))
+    assert not edits.can_approve(users.get(username="editor"))
+    assert edits.can_approve(users.get(username="approver"))
+    assert "'editor'" in out.getvalue() and "'approver'" in out.getvalue()
+
+
+def test_the_commands_refuse_unknown_clusters_and_users(tmp_path):
+    make_cluster()
+    path = tmp_path / "doc.json"
+    path.write_text("{}")
+    with pytest.raises(CommandError, match="Unknown cluster"):
+        call_command("export_offsets", "--cluster", "nope")
+    with pytest.raises(CommandError, match="Unknown cluster"):
+        call_command("import_offsets", "--cluster", "nope", "--file", str(path), "--dry-run")
+    with pytest.raises(CommandError, match="Unknown user"):
+        call_command("import_offsets", "--cluster", "c1", "--file", str(path), "--user", "ghost")
+    with pytest.raises(CommandError, match="needs --user"):
+        call_command("import_offsets", "--cluster", "c1", "--file", str(path))
+    with pytest.raises(CommandError, match="Cannot read"):
+        call_command(
+            "import_offsets", "--cluster", "c1", "--file", str(tmp_path / "missing"), "--dry-run"
+        )
+    with pytest.raises(CommandError, match="Unknown cluster"):
+        call_command("reconcile_edits", "--cluster", "nope")
+
+
+def test_importing_as_a_user_without_the_editor_role_stages_nothing(tmp_path, user):
+    make_cluster()
+    path = tmp_path / "doc.json"
+    path.write_text("{}")
+    with pytest.raises(CommandError, match="editor role"):
+        call_command("import_offsets", "--cluster", "c1", "--file", str(path), "--user", "alice")
