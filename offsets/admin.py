@@ -1,10 +1,50 @@
+import json
+
+from django import forms
 from django.contrib import admin
 
 from offsets.models import Cluster
+from offsets.models.cluster import SECRET_MASK, is_secret_client_setting
+
+
+class ClusterAdminForm(forms.ModelForm):
+    """Shows secret client settings (SASL/SSL passwords) masked; a masked value sent back
+    keeps the stored secret, so editing other fields never needs the secret re-typed."""
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "name",
+            "bootstrap_servers",
+            "client_config",
+            "offsets_topic",
+            "configs_topic",
+            "status_topic",
+            "connect_url",
+            "offset_flush_interval_ms",
+        ]
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and not self.is_bound:
+            self.initial["client_config"] = self.instance.masked_client_config()
+
+    def clean_client_config(self) -> dict:
+        config = self.cleaned_data["client_config"]
+        if isinstance(config, str):  # JSONField form values arrive decoded; be safe anyway
+            config = json.loads(config)
+        stored = self.instance.client_config if self.instance.pk else {}
+        for key, value in list(config.items()):
+            if value == SECRET_MASK and is_secret_client_setting(key):
+                if key not in stored:
+                    raise forms.ValidationError(f"{key!r}: enter the secret value, not the mask.")
+                config[key] = stored[key]
+        return config
 
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    form = ClusterAdminForm
     list_display = ["name", "bootstrap_servers", "offsets_topic", "configs_topic", "status_topic"]
     search_fields = ["name", "bootstrap_servers"]
     readonly_fields = ["created", "updated"]

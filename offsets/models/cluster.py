@@ -11,6 +11,13 @@ SECRET_CLIENT_SETTINGS = (
     "ssl.key.pem",
 )
 
+SECRET_MASK = "********"
+
+
+def is_secret_client_setting(key: str) -> bool:
+    return key in SECRET_CLIENT_SETTINGS or "password" in key or "secret" in key
+
+
 # Settings a cluster may not override: the adapters set them per use (a reader must not
 # join a group, a writer must choose its own transactional id).
 RESERVED_CLIENT_SETTINGS = ("bootstrap.servers", "group.id", "transactional.id")
@@ -95,6 +102,6 @@ class Cluster(models.Model):
     def masked_client_config(self) -> dict[str, object]:
         """Return the extra client settings with secret values replaced, for display."""
         return {
-            key: "********" if key in SECRET_CLIENT_SETTINGS or "password" in key else value
+            key: SECRET_MASK if is_secret_client_setting(key) else value
             for key, value in self.client_config.items()
         }
