@@ -30,6 +30,30 @@ POLL_SECONDS = 0.02
 READER_SETTINGS = {"fetch.wait.max.ms": 20}
 
 
+def reader_consumer(
+    settings: dict, purpose: str, *, isolation_level: str = "read_committed"
+) -> Consumer:
+    """Return a consumer for assign()-and-read-to-the-end reads that commits nothing.
+
+    An assigned offset that no longer exists (retention, compaction) resumes at the earliest
+    offset still there, never at the end.
+    """
+    return Consumer(
+        {
+            **settings,
+            **QUIET,
+            **READER_SETTINGS,
+            # A group id is required by librdkafka even with assign(); nothing is committed.
+            "group.id": f"offsets-dashboard-{purpose}-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation_level,
+            "auto.offset.reset": "earliest",
+        }
+    )
+
+
 class KafkaUnavailable(RuntimeError):
     """The cluster could not be reached or did not answer in time."""
 
@@ -103,19 +127,7 @@ def read_topic(
     counts = topic_partition_counts(settings, timeout=timeout)
     if topic not in counts:
         raise TopicNotFound(f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}")
-    consumer = Consumer(
-        {
-            **settings,
-            **QUIET,
-            **READER_SETTINGS,
-            # A group id is required by librdkafka even with assign(); nothing is committed.
-            "group.id": f"offsets-dashboard-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation_level,
-        }
-    )
+    consumer = reader_consumer(settings, "reader", isolation_level=isolation_level)
     try:
         pending = set(range(counts[topic]))
         consumer.assign([TopicPartition(topic, p, 0) for p in pending])
@@ -232,18 +244,7 @@ def plan_read(
     if topic not in counts:
         raise TopicNotFound(f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}")
     start_offsets = start_offsets or {}
-    consumer = Consumer(
-        {
-            **settings,
-            **QUIET,
-            **READER_SETTINGS,
-            "group.id": f"offsets-dashboard-planner-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation_level,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
     try:
         lows: dict[int, int] = {}
         assignment = []
@@ -300,19 +301,7 @@ def read_range(
     pending = {p: (start, end) for p, (start, end) in ranges.items() if start < end}
     if not pending:
         return
-    consumer = Consumer(
-        {
-            **settings,
-            **QUIET,
-            **READER_SETTINGS,
-            "group.id": f"offsets-dashboard-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation_level,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    consumer = reader_consumer(settings, "reader", isolation_level=isolation_level)
     try:
         consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in pending.items()])
         deadline = time.monotonic() + timeout
@@ -377,17 +366,7 @@ def timestamps_at(
     one consumer; partitions with nothing there are left out."""
     if not offsets:
         return {}
-    consumer = Consumer(
-        {
-            **settings,
-            **QUIET,
-            **READER_SETTINGS,
-            "group.id": f"offsets-dashboard-lag-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    consumer = reader_consumer(settings, "lag")
     found: dict[tuple[str, int], int] = {}
     try:
         consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in offsets.items()])

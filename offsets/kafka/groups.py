@@ -6,7 +6,6 @@ Plain dataclasses in, plain dataclasses out; every failure to reach the cluster 
 
 import logging
 import time
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -248,18 +247,4 @@ def _confirm_ends(
 
 
 def _reader(settings: dict, *, isolation_level: str) -> Consumer:
-    return Consumer(
-        {
-            **settings,
-            **client.QUIET,
-            # librdkafka wants a group id even with assign(); nothing is ever committed.
-            "group.id": f"offsets-dashboard-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation_level,
-            # The broker holds an empty fetch this long at the end of a partition; these
-            # reads stop at the end, so waiting there only slows them down.
-            "fetch.wait.max.ms": 10,
-        }
-    )
+    return client.reader_consumer(settings, "reader", isolation_level=isolation_level)
