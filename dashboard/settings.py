@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -45,10 +46,30 @@ def envsecret(name: str, default: str) -> str:
     return os.getenv(name, default)
 
 
+# Local runs (make demo, the tests) default to DEBUG on; a deployment sets DEBUG=false, and
+# then every security default below turns strict (see SECURITY.md, "Production settings").
 DEBUG = envbool("DEBUG", "true")
-# The fallback key is for local use only; production must set SECRET_KEY (check --deploy says so).
-SECRET_KEY = envsecret("SECRET_KEY", "local-development-only-not-secret-" + "x" * 32)
-ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+# The "django-insecure-" prefix makes `check --deploy` flag this key if it ever reaches
+# production; with DEBUG off it is refused outright (below).
+DEVELOPMENT_SECRET_KEY = "django-insecure-local-development-only-" + "x" * 32
+SECRET_KEY = envsecret("SECRET_KEY", DEVELOPMENT_SECRET_KEY if DEBUG else "")
+if not DEBUG:
+    # A guessable key lets anyone forge sessions (log in as an approver) and CSRF tokens.
+    if not SECRET_KEY or SECRET_KEY.startswith("django-insecure"):
+        raise ImproperlyConfigured(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off, e.g. to the output "
+            "of: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is too weak: use at least 50 random characters (5 or more different)."
+        )
+# With DEBUG off there is no default host: the deployment names the host(s) it answers for.
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver" if DEBUG else "")
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS must be set when DEBUG is off, e.g. offsets.example.com"
+    )
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -74,6 +95,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.htmx_login_redirect",
 ]
@@ -123,17 +145,58 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.getenv("STATIC_ROOT", BASE_DIR / "var" / "static"))
 
-SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", "false")
+# --- Transport and browser security. Every default follows DEBUG: strict when it is off. ---
+PRODUCTION_DEFAULT = "false" if DEBUG else "true"
+# Cookies only over HTTPS (the session cookie is an approver's power to write offsets).
+SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", PRODUCTION_DEFAULT)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# The pages send the CSRF token from the template (<body hx-headers>), never from the cookie,
+# so scripts need not read the cookie at all.
+CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", str(12 * 3600))
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", PRODUCTION_DEFAULT)
+# Behind a proxy that terminates TLS, Django sees plain HTTP; trust its X-Forwarded-Proto
+# only when told to (a client could otherwise claim HTTPS itself).
+if envbool("SECURE_PROXY_SSL_HEADER", "false"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if DEBUG else str(365 * 24 * 3600))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", "false")
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
+SILENCED_SYSTEM_CHECKS = []
+# HSTS on every subdomain, and the browsers' preload list, reach beyond this one app (the
+# dashboard usually lives on a subdomain of a company domain): the operator opts in through
+# the variables above; until then `check --deploy` is told that the choice is deliberate.
+if not SECURE_HSTS_INCLUDE_SUBDOMAINS:
+    SILENCED_SYSTEM_CHECKS.append("security.W005")
+if not SECURE_HSTS_PRELOAD:
+    SILENCED_SYSTEM_CHECKS.append("security.W021")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (Django's ContentSecurityPolicyMiddleware): scripts, styles and
+# everything else only from this site -- no inline script or style, no eval. htmx is served
+# from static/ and runs without eval as long as no hx-on/js: attributes are used; its
+# indicator <style> is switched off in base.html (htmx-config) for the same reason.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],  # data: for the empty favicon
+    "connect-src": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "object-src": [CSP.NONE],
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        # Scripts: `Authorization: Token <key>` (manage.py drf_create_token USERNAME).
+        # Scripts: `Authorization: Token <key>` (manage.py drf_create_token USERNAME). First,
+        # because DRF takes the first class's WWW-Authenticate header: a caller without valid
+        # credentials gets 401 (log in), kept apart from 403 (logged in, wrong role).
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

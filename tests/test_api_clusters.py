@@ -6,8 +6,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_api_requires_login(client):
-    assert client.get("/api/v1/clusters/").status_code == 403
-    assert client.get("/api/v1/schema/").status_code == 403
+    assert client.get("/api/v1/clusters/").status_code == 401
+    assert client.get("/api/v1/schema/").status_code == 401
 
 
 def test_it_lists_clusters_without_their_client_secrets(logged_in_client):

@@ -54,11 +54,11 @@ def launched(monkeypatch):
 
 @pytest.mark.parametrize("url", ENDPOINTS)
 def test_every_endpoint_refuses_anonymous_callers(client, prod, url):
-    assert client.get(url).status_code == 403
+    assert client.get(url).status_code == 401
 
 
 def test_starting_a_refresh_refuses_anonymous_callers(client, prod, launched):
-    assert client.post(f"{BASE}/refreshes/").status_code == 403
+    assert client.post(f"{BASE}/refreshes/").status_code == 401
     assert not launched
 
 
@@ -66,9 +66,9 @@ def test_starting_a_refresh_refuses_anonymous_callers(client, prod, launched):
 def test_a_token_opens_every_endpoint(client, prod, user, url):
     token = Token.objects.create(user=user)
     assert client.get(url, HTTP_AUTHORIZATION=f"Token {token.key}").status_code == 200
-    # DRF answers 403, not 401, because session authentication comes first (browsers).
+    # 401 with WWW-Authenticate: token authentication comes first in the settings.
     wrong = client.get(url, HTTP_AUTHORIZATION="Token wrong")
-    assert wrong.status_code == 403
+    assert wrong.status_code == 401 and wrong["WWW-Authenticate"] == "Token"
     assert wrong.json() == {"detail": "Invalid token."}
 
 

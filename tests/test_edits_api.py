@@ -22,9 +22,9 @@ def api(client, user):
 
 def test_the_edits_api_requires_login(client, cluster, editor):
     edit = make_edit(cluster, editor)
-    assert client.get("/api/v1/edits/").status_code == 403
-    assert client.get(f"/api/v1/edits/{edit.pk}/").status_code == 403
-    assert client.post(f"/api/v1/edits/{edit.pk}/submit/").status_code == 403
+    assert client.get("/api/v1/edits/").status_code == 401
+    assert client.get(f"/api/v1/edits/{edit.pk}/").status_code == 401
+    assert client.post(f"/api/v1/edits/{edit.pk}/submit/").status_code == 401
 
 
 def test_it_lists_edits_with_filters(logged_in_client, cluster, editor):

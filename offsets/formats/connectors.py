@@ -118,14 +118,15 @@ def mask_secrets(properties: Mapping[str, str | None]) -> dict[str, str | None]:
     for name, value in properties.items():
         if not value or _CONFIG_PROVIDER_REFERENCE.fullmatch(value.strip()):
             masked[name] = value
-        elif _is_secret_name(name):
+        elif is_secret_name(name):
             masked[name] = MASK
         else:
             masked[name] = _URL_CREDENTIALS.sub(rf"\g<prefix>{MASK}", value)
     return masked
 
 
-def _is_secret_name(name: str) -> bool:
+def is_secret_name(name: str) -> bool:
+    """Tell whether a property of this name holds a secret (the rule of `mask_secrets`)."""
     lowered = name.lower()
     return any(fragment in lowered for fragment in _SECRET_NAME_FRAGMENTS) or lowered.endswith(
         _SECRET_NAME_SUFFIXES

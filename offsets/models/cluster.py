@@ -2,20 +2,26 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from offsets.formats.connectors import MASK, is_secret_name
+
 # librdkafka settings whose values are secrets: never rendered back to a page or the API.
 SECRET_CLIENT_SETTINGS = (
     "sasl.password",
     "sasl.oauthbearer.client.secret",
+    # "clientId=... clientSecret=..." (librdkafka's unsecured/legacy OAUTHBEARER settings)
+    "sasl.oauthbearer.config",
     "ssl.key.password",
     "ssl.keystore.password",
     "ssl.key.pem",
 )
 
-SECRET_MASK = "********"
+SECRET_MASK = MASK
 
 
 def is_secret_client_setting(key: str) -> bool:
-    return key in SECRET_CLIENT_SETTINGS or "password" in key or "secret" in key
+    # Beyond librdkafka's own names, the connector rule catches what people paste from Java
+    # clients (sasl.jaas.config with its password, ssl.keystore.key, *.token ...).
+    return key in SECRET_CLIENT_SETTINGS or is_secret_name(key)
 
 
 # Settings a cluster may not override: the adapters set them per use (a reader must not
