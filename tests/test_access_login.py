@@ -93,3 +93,20 @@ def test_an_inactive_user_is_turned_away_even_with_a_session(client, seeded, edi
     assert _is_login_redirect(client.get("/"), reverse("login"))
     assert client.get("/api/v1/clusters/").status_code == 401
     assert Cluster.objects.count() == 1
+
+
+def test_logging_in_never_redirects_off_site(client, seeded, editor):
+    response = client.post(
+        "/login/?next=https://evil.example/steal",
+        {"username": "erin", "password": "erin-password"},
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("home")
+
+
+def test_starting_a_refresh_never_redirects_off_site(client, seeded, operator, monkeypatch):
+    from offsets.services import background
+
+    monkeypatch.setattr(background, "_launch", lambda **kwargs: None)
+    client.force_login(operator)
+    response = client.post("/clusters/c1/refreshes/", {"next": "https://evil.example/"})
+    assert response.status_code == 302 and response["Location"] == reverse("home")
