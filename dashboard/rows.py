@@ -122,7 +122,9 @@ def source_partition_rows(
         if row.offset is None:
             offset = '<span class="muted">deleted (tombstone)</span>'
         else:
-            offset = f'<code class="map">{escape(row.offset_text)}</code>'
+            offset = (
+                f'<code class="map">{escape(row.offset_text or compact_json(row.offset))}</code>'
+            )
         stalled = ' <span class="status status-stall">STALL</span>' if row.stalled else ""
         rewinds = f'<span class="status status-rewind">{row.rewinds}</span>' if row.rewinds else "0"
         html.append(
