@@ -138,6 +138,7 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
             rows=connector_rows(
                 snapshots.with_partition_status(page.object_list, cluster=cluster),
                 reverse("connectors", args=[cluster.name]),
+                context["export_url"],
             ),
             sort=form.cleaned_data["sort"],
         )

@@ -78,6 +78,19 @@ def test_a_source_shows_one_page_of_its_partitions(logged_in_client, prod):
     assert "page 1 of 3" in html
 
 
+def test_partition_maps_are_escaped_and_an_offset_without_its_text_comes_from_its_json(
+    logged_in_client, prod
+):
+    first = SourceOffset.objects.get(cluster=prod, connector="jdbc-source", kafka_offset=0)
+    first.partition_text = '{"table":"<b>orders</b>"}'
+    first.offset_text = None  # rows written before the text was kept
+    first.save()
+    html = logged_in_client.get(SOURCE).content.decode()
+    row = html.split(f'<tr data-partition="{first.key_hash}"')[1].split("</tr>")[0]
+    assert "{&quot;table&quot;:&quot;&lt;b&gt;orders&lt;/b&gt;&quot;}" in row
+    assert '<code class="map">{&quot;id&quot;:0}</code>' in row
+
+
 def test_partitions_are_searchable_and_paged_by_htmx(logged_in_client, prod):
     response = logged_in_client.get(
         SOURCE + "?q=table_0011", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="partitions"

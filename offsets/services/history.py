@@ -1,13 +1,28 @@
-"""Read the per-commit history the refresh keeps in Parquet (one folder per refresh run)."""
+"""Read the per-commit history the refresh keeps in Parquet (one folder per refresh run).
+
+Layout (offsets.services.refresh.write_history): `run=<id>/connector=<name>/part-*.parquet`,
+rows sorted by key_hash in row groups of about 1 MiB. One partition's history is read from
+its connector's folders only, and from the row groups whose key_hash statistics can hold it:
+a few thousand rows per chart instead of every commit of the cluster.
+"""
 
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
-import pyarrow.dataset as ds
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from offsets.models import Cluster
 from offsets.services.refresh import history_path
+
+_COLUMNS = ["key_hash", "kafka_offset", "timestamp_ms", "progress", "offset_json"]
+
+# The characters Spark escapes as %XX in a partition folder name (escapePathName in Spark's
+# ExternalCatalogUtils): control characters and "#%'*/:=?\{[]^ and DEL.
+_SPARK_ESCAPED = frozenset(chr(c) for c in range(1, 0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
 @dataclass(frozen=True)
@@ -19,6 +34,49 @@ class CommitPoint:
     rewind: bool
 
 
+def spark_folder_name(value: str) -> str:
+    """The name Spark gives a partition folder's value, e.g. `a/b` -> `a%2Fb`."""
+    return "".join(f"%{ord(c):02X}" if c in _SPARK_ESCAPED else c for c in value)
+
+
+def connector_files(*, cluster: Cluster, connector: str) -> list[Path]:
+    """The Parquet files of one connector's history, across every run kept."""
+    root = history_path(cluster)
+    if not root.is_dir():
+        return []
+    folder = f"connector={spark_folder_name(connector)}"
+    # Spark's own files (_SUCCESS, .crc checksums) do not end in .parquet.
+    return [path for run in root.glob("run=*") for path in sorted((run / folder).glob("*.parquet"))]
+
+
+def _may_hold(statistics: pq.Statistics | None, key_hash: str) -> bool:
+    if statistics is None or not statistics.has_min_max:
+        return True
+    return statistics.min <= key_hash <= statistics.max
+
+
+def _read_key(path: Path, key_hash: str) -> pa.Table | None:
+    """The rows of one key in one file, reading only the row groups that can hold it.
+
+    By hand rather than with a pyarrow dataset filter: the dataset evaluates the filter
+    against every row group's statistics as an expression, ~7 ms for the 50 groups of a
+    10,000-partition connector, where this loop takes a fraction of a millisecond.
+    """
+    with pq.ParquetFile(path) as parquet:
+        metadata = parquet.metadata
+        # A flat schema: Arrow field index == Parquet column index.
+        column = parquet.schema_arrow.get_field_index("key_hash")
+        groups = [
+            index
+            for index in range(metadata.num_row_groups)
+            if _may_hold(metadata.row_group(index).column(column).statistics, key_hash)
+        ]
+        if not groups:
+            return None
+        table = parquet.read_row_groups(groups, columns=_COLUMNS, use_threads=False)
+    return table.filter(pc.equal(table["key_hash"], key_hash))
+
+
 def partition_history(
     *, cluster: Cluster, connector: str, key_hash: str, since: datetime | None = None
 ) -> list[CommitPoint]:
@@ -26,18 +84,15 @@ def partition_history(
 
     `rewind` marks a commit whose progress is lower than the commit before it.
     """
-    root = history_path(cluster)
-    if not root.exists() or not any(root.iterdir()):
-        return []
-    dataset = ds.dataset(str(root), format="parquet", partitioning="hive")
-    condition = (ds.field("connector") == connector) & (ds.field("key_hash") == key_hash)
+    rows = []
+    for path in connector_files(cluster=cluster, connector=connector):
+        table = _read_key(path, key_hash)
+        if table is not None:
+            rows.extend(table.to_pylist())
     if since is not None:
-        condition &= ds.field("timestamp_ms") >= int(since.timestamp() * 1000)
-    table = dataset.to_table(
-        columns=["topic", "kafka_offset", "timestamp_ms", "progress", "offset_json"],
-        filter=condition,
-    )
-    rows = sorted(table.to_pylist(), key=lambda row: (row["timestamp_ms"], row["kafka_offset"]))
+        since_ms = int(since.timestamp() * 1000)
+        rows = [row for row in rows if row["timestamp_ms"] >= since_ms]
+    rows.sort(key=lambda row: (row["timestamp_ms"], row["kafka_offset"]))
     points: list[CommitPoint] = []
     previous: float | None = None
     for row in rows:

@@ -262,7 +262,9 @@ HISTORY_COMMITS = 48
 
 
 def write_history(cluster, connector: str, offsets: list, *, commits: int) -> None:
-    """Write per-commit history the way the refresh does (Parquet, run=/connector= folders)."""
+    """Write per-commit history the way the refresh does (refresh.write_history): Parquet in
+    run=/connector= folders, rows sorted by key_hash, in row groups of what Spark puts in
+    1 MiB for these rows (~8,700 measured; 8,192 here), so the chart reads what it would."""
     import json
 
     import pyarrow as pa
@@ -303,7 +305,10 @@ def write_history(cluster, connector: str, offsets: list, *, commits: int) -> No
             ("offset_json", pa.string()),
         ]
     )
-    pq.write_table(pa.table(columns, schema=schema), folder / "part-00000.snappy.parquet")
+    table = pa.table(columns, schema=schema).sort_by(
+        [("key_hash", "ascending"), ("timestamp_ms", "ascending"), ("kafka_offset", "ascending")]
+    )
+    pq.write_table(table, folder / "part-00000.snappy.parquet", row_group_size=8192)
 
 
 def count_queries(client, url: str, headers: dict) -> tuple[int, int]:

@@ -1,0 +1,131 @@
+"""The per-commit history: written by the refresh with Spark, read back for one partition."""
+
+import hashlib
+import json
+from datetime import UTC, datetime
+
+import pyarrow.parquet as pq
+import pytest
+
+from offsets.models import Cluster
+from offsets.services import history, refresh
+
+# Every character Spark escapes in a folder name, and some it keeps (space, non-ASCII).
+ODD_NAME = "odd \"#%'*/:=?\\{[]^\x01\x7f name é"
+KEYS = 600
+COMMITS = 12
+START_MS = 1_790_000_000_000
+SCHEMA = (
+    "connector string, topic string, key_hash string, kafka_partition int, "
+    "kafka_offset long, timestamp_ms long, progress double, offset_json string"
+)
+
+
+def key_hash(index: int) -> str:
+    return hashlib.sha1(f"key-{index}".encode()).hexdigest()
+
+
+def commit_rows(spark, connector: str, first_commit: int, *, rewind_key: int | None = None):
+    """COMMITS commits of each of KEYS partitions, in no particular order (as Spark has them)."""
+    rows = []
+    for commit in range(first_commit, first_commit + COMMITS):
+        for index in range(KEYS):
+            progress = float(index * 1000 + commit)
+            if index == rewind_key and commit == first_commit + COMMITS // 2:
+                progress -= 500  # one commit goes backwards
+            rows.append(
+                (
+                    connector,
+                    "connect-offsets",
+                    key_hash(index),
+                    index % 5,
+                    commit * KEYS + index,
+                    START_MS + commit * 60_000,
+                    progress,
+                    json.dumps({"position": progress}),
+                )
+            )
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+@pytest.fixture
+def cluster(settings, tmp_path, monkeypatch):
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path)
+    # Small row groups so these few thousand rows make many of them, as millions would.
+    monkeypatch.setattr(refresh, "HISTORY_ROW_GROUP_BYTES", 16 * 1024)
+    return Cluster(name="prod")
+
+
+@pytest.fixture
+def two_runs(spark, cluster):
+    """An incremental history: two runs, each with the commits it read."""
+    root = refresh.history_path(cluster)
+    first = commit_rows(spark, "jdbc", 0, rewind_key=7).unionByName(commit_rows(spark, ODD_NAME, 0))
+    refresh.write_history(first, root / "run=1")
+    refresh.write_history(commit_rows(spark, "jdbc", COMMITS), root / "run=2")
+    return cluster
+
+
+def test_it_reads_one_partitions_commits_from_every_run_oldest_first(two_runs):
+    points = history.partition_history(cluster=two_runs, connector="jdbc", key_hash=key_hash(7))
+    assert [p.kafka_offset for p in points] == [c * KEYS + 7 for c in range(2 * COMMITS)]
+    assert [p.at.timestamp() * 1000 for p in points] == [
+        START_MS + c * 60_000 for c in range(2 * COMMITS)
+    ]
+    assert [p.rewind for p in points].count(True) == 1
+    assert points[COMMITS // 2].rewind
+    assert points[-1].offset == {"position": 7 * 1000 + 2 * COMMITS - 1.0}
+
+
+def test_it_finds_the_folder_spark_wrote_for_a_name_it_escapes(two_runs):
+    files = history.connector_files(cluster=two_runs, connector=ODD_NAME)
+    assert len(files) == 1
+    points = history.partition_history(cluster=two_runs, connector=ODD_NAME, key_hash=key_hash(3))
+    assert len(points) == COMMITS
+    # The other connector's rows are not mixed in.
+    assert (
+        history.partition_history(cluster=two_runs, connector="jdbc ", key_hash=key_hash(3)) == []
+    )
+
+
+def test_it_keeps_commits_since_a_time(two_runs):
+    since_ms = START_MS + (2 * COMMITS - 3) * 60_000
+    points = history.partition_history(
+        cluster=two_runs,
+        connector="jdbc",
+        key_hash=key_hash(1),
+        since=datetime.fromtimestamp(since_ms / 1000, tz=UTC),
+    )
+    assert len(points) == 3
+
+
+def test_each_row_group_holds_a_narrow_key_range_in_order(two_runs):
+    """What makes one partition cheap to read: sorted keys, so groups do not overlap."""
+    for path in history.connector_files(cluster=two_runs, connector="jdbc"):
+        metadata = pq.ParquetFile(path).metadata
+        column = pq.ParquetFile(path).schema_arrow.get_field_index("key_hash")
+        ranges = [
+            (group.column(column).statistics.min, group.column(column).statistics.max)
+            for group in (metadata.row_group(i) for i in range(metadata.num_row_groups))
+        ]
+        assert len(ranges) > 4
+        assert all(ranges[i][1] <= ranges[i + 1][0] for i in range(len(ranges) - 1))
+
+
+def test_a_partitions_history_reads_only_the_row_groups_that_can_hold_it(two_runs, monkeypatch):
+    read: list[int] = []
+    original = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, *args, **kwargs):
+        read.append(len(row_groups))
+        return original(self, row_groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    points = history.partition_history(cluster=two_runs, connector="jdbc", key_hash=key_hash(300))
+    assert len(points) == 2 * COMMITS
+    # One file per run; a key's rows span at most two neighbouring groups of each.
+    assert len(read) == 2 and all(count <= 2 for count in read)
+
+
+def test_no_history_yet_is_an_empty_list(cluster):
+    assert history.partition_history(cluster=cluster, connector="jdbc", key_hash=key_hash(1)) == []

@@ -1,0 +1,119 @@
+"""No page queries once per row: each page and partial makes a fixed number of queries.
+
+The tables hold more rows than a page shows, so a query per row (an N+1) would add dozens.
+The limits are the counts the pages make today: a new query must be a deliberate change here.
+"""
+
+import re
+
+import pytest
+
+from tests import factories as make
+
+pytestmark = pytest.mark.django_db
+
+CONNECTORS = 120  # more than a page (50)
+PARTITIONS = 130
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def big():
+    cluster = make.cluster("prod")
+    make.run(cluster)
+    for index in range(CONNECTORS):
+        sink = index % 2 == 0
+        name = f"{'sink' if sink else 'source'}-{index:03d}"
+        make.snapshot(
+            cluster,
+            name,
+            "sink" if sink else "source",
+            partitions=4 if sink else 3,
+            mirrormaker2=index % 7 == 0,
+            own_offsets_topic="connect-offsets-eos" if index % 9 == 0 else "",
+            rewinds=index % 5 == 0,
+            stalled_partitions=index % 11 == 0,
+            last_commit_at=None if sink else make.now(),
+            lag_status=["OK", "WARN", "ERR"][index % 3],
+        )
+        if sink:
+            make.sink_lags(cluster, name, "orders", 4, status=["OK", "STALL", "STOP"][index % 3])
+    make.snapshot(cluster, "jdbc", partitions=PARTITIONS)
+    offsets = make.source_offsets(cluster, "jdbc", PARTITIONS)
+    for index, offset in enumerate(offsets[:30]):
+        make.rewind(cluster, offset, kafka_offset=index)
+    make.commit_buckets(cluster, "jdbc", 100)
+    make.snapshot(cluster, "s3", "sink", partitions=PARTITIONS)
+    make.sink_lags(cluster, "s3", "orders", PARTITIONS)
+    make.lag_samples(cluster, "s3", "orders", 4, 100)
+    return {"cluster": cluster, "rewound": offsets[0].key_hash}
+
+
+def rows(html: str, attribute: str) -> int:
+    return len(re.findall(rf"<tr {attribute}=", html))
+
+
+@pytest.mark.parametrize(
+    ("query", "headers", "expected_rows"),
+    [
+        ("", {}, 50),
+        ("?sort=-status", {**HTMX, "HX-Target": "connectors-table"}, 50),
+        ("?status=STALL&page=2&sort=state", {**HTMX, "HX-Target": "connectors-table"}, 0),
+        ("?type=sink&sort=-lag_records&page=2", {**HTMX, "HX-Target": "connectors-table"}, 11),
+    ],
+)
+def test_the_connectors_list_makes_a_fixed_number_of_queries(
+    logged_in_client, big, django_assert_max_num_queries, query, headers, expected_rows
+):
+    # Two of them read the user's permissions (may they press Refresh?).
+    with django_assert_max_num_queries(9):
+        response = logged_in_client.get(f"/clusters/prod/connectors/{query}", headers=headers)
+    assert response.status_code == 200
+    if expected_rows:
+        assert rows(response.content.decode(), "data-connector") == expected_rows
+
+
+@pytest.mark.parametrize(
+    ("connector", "query", "headers", "limit"),
+    [
+        ("jdbc", "", {}, 10),
+        ("jdbc", "?page=3", {**HTMX, "HX-Target": "partitions"}, 6),
+        ("jdbc", "?sort=-last_commit", {**HTMX, "HX-Target": "partitions"}, 6),
+        ("s3", "", {}, 9),
+        ("s3", "?page=2&sort=-status", {**HTMX, "HX-Target": "partitions"}, 6),
+    ],
+)
+def test_a_connector_page_and_its_partials_make_a_fixed_number_of_queries(
+    logged_in_client, big, django_assert_max_num_queries, connector, query, headers, limit
+):
+    with django_assert_max_num_queries(limit):
+        response = logged_in_client.get(
+            f"/clusters/prod/connectors/{connector}/{query}", headers=headers
+        )
+    assert response.status_code == 200
+    # A full page of partitions was drawn (page 3 of 130 holds the last 30).
+    expected = 30 if "page=3" in query else 50
+    assert rows(response.content.decode(), "data-partition") == expected
+
+
+def test_the_progress_chart_makes_a_fixed_number_of_queries(
+    logged_in_client, big, partition_history, django_assert_max_num_queries
+):
+    partition_history.points.extend(make.history(200, rewind_at=100))
+    with django_assert_max_num_queries(4):
+        response = logged_in_client.get(
+            f"/clusters/prod/connectors/jdbc/?partition={big['rewound']}",
+            headers={**HTMX, "HX-Target": "progress"},
+        )
+    assert response.status_code == 200
+    assert 'data-chart="progress"' in response.content.decode()
+
+
+def test_the_clusters_overview_makes_a_fixed_number_of_queries(
+    logged_in_client, big, django_assert_max_num_queries
+):
+    make.run(make.cluster("other"))
+    with django_assert_max_num_queries(7):  # two read the user's permissions
+        response = logged_in_client.get("/", headers={**HTMX, "HX-Target": "clusters"})
+    assert response.status_code == 200
+    assert 'data-cluster="other"' in response.content.decode()
