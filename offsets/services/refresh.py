@@ -245,12 +245,15 @@ def _compute_sources(
     phase: Progress,
 ) -> None:
     from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import DECODE_CONNECT_OFFSETS, NAME
+    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
+    from offsets.spark.partials import SUMMARY_SCHEMA
     from offsets.spark.session import get_spark
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     kafka_json = json.dumps(cluster.kafka_settings())
-    parsed = spark.createDataFrame([], T.PARSED_SCHEMA)
+    # The read tasks fold what they read (offsets.spark.partials): Spark gets partial results
+    # per key plus one slim row per commit, and merges them below.
+    partials = spark.createDataFrame([], SUMMARY_SCHEMA)
     for topic, plan in sources.plans.items():
         if any(end > start for start, end in plan.values()):
             frame = (
@@ -259,16 +262,27 @@ def _compute_sources(
                 .option("kafka.settings", kafka_json)
                 .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
                 .option("max_tasks", str(_read_tasks(plan)))
-                .option("decode", DECODE_CONNECT_OFFSETS)
+                .option("decode", DECODE_SUMMARY)
+                .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
                 .load()
             )
-            parsed = parsed.unionByName(frame)
-    parsed = parsed.persist()
+            partials = partials.unionByName(frame)
+    reading = any(end > start for plan in sources.plans.values() for start, end in plan.values())
+    partials = partials.persist()
     try:
-        counts = {row["topic"]: row["count"] for row in parsed.groupBy("topic").count().collect()}
-        sources.records_by_topic.update(counts)
-        phase(f"read and parsed {sum(counts.values()):,} records; computing the latest offsets")
-        valid = T.valid_records(parsed)
+        if reading:
+            phase("reading, folding and writing the commit history (Parquet)")
+            # The first action reads Kafka and fills the cache; the merges below use the cache.
+            T.commit_history(partials).write.mode("overwrite").partitionBy("connector").parquet(
+                str(run_dir)
+            )
+            counts = {
+                row["topic"]: row["count"] for row in T.merge_records_read(partials).collect()
+            }
+            sources.records_by_topic.update(counts)
+        phase(
+            f"read {sum(sources.records_by_topic.values()):,} records; merging the latest offsets"
+        )
         previous = None if full else _previous_state(spark, cluster)
         own_topics = spark.createDataFrame(
             [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
@@ -278,7 +292,7 @@ def _compute_sources(
             [(c.name,) for c in connectors if c.consuming], "connector string"
         )
         effective = T.effective_offsets(
-            T.latest_by_key(valid, previous), own_topics, cluster.offsets_topic
+            T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
         )
         threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
         flagged = T.flag_stalls(
@@ -288,24 +302,14 @@ def _compute_sources(
         phase(f"{len(sources.latest):,} source partitions; looking for key drift")
         sources.drift = [row.asDict(recursive=True) for row in T.key_drift(flagged).collect()]
         flagged.unpersist()
-        if not sum(counts.values()):
+        if not reading:
             return  # nothing new: no rewinds, commits or malformed records to add
-        phase("finding rewinds")
-        sources.rewinds = [row.asDict() for row in T.rewinds(valid, previous).collect()]
-        phase("counting commits per bucket and malformed records")
-        commit_rows = T.commits(valid)
-        sources.buckets = [
-            row.asDict()
-            for row in T.commit_buckets(commit_rows, settings.COMMIT_BUCKET_SECONDS).collect()
-        ]
-        sources.malformed = [row.asDict() for row in T.malformed_counts(parsed).collect()]
-        phase("writing the commit history (Parquet)")
-        # One shuffle so that each connector's history is a few files, not one per task.
-        commit_rows.repartition("connector").write.mode("overwrite").partitionBy(
-            "connector"
-        ).parquet(str(run_dir))
+        phase("merging rewinds, commits per bucket and malformed records")
+        sources.rewinds = [row.asDict() for row in T.merge_rewinds(partials, previous).collect()]
+        sources.buckets = [row.asDict() for row in T.merge_commit_buckets(partials).collect()]
+        sources.malformed = [row.asDict() for row in T.merge_malformed_counts(partials).collect()]
     finally:
-        parsed.unpersist()
+        partials.unpersist()
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:
