@@ -276,13 +276,7 @@ def _compute_sources(
             T.commit_history(partials).write.mode("overwrite").partitionBy("connector").parquet(
                 str(run_dir)
             )
-            counts = {
-                row["topic"]: row["count"] for row in T.merge_records_read(partials).collect()
-            }
-            sources.records_by_topic.update(counts)
-        phase(
-            f"read {sum(sources.records_by_topic.values()):,} records; merging the latest offsets"
-        )
+        phase("merging the latest offsets, key drift, rewinds, buckets and malformed records")
         previous = None if full else _previous_state(spark, cluster)
         own_topics = spark.createDataFrame(
             [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
@@ -295,21 +289,39 @@ def _compute_sources(
             T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
         )
         threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-        flagged = T.flag_stalls(
-            effective, running, now_ms=now_ms, threshold_ms=threshold_ms
-        ).persist()
-        sources.latest = [row.asDict() for row in flagged.collect()]
-        phase(f"{len(sources.latest):,} source partitions; looking for key drift")
-        sources.drift = [row.asDict(recursive=True) for row in T.key_drift(flagged).collect()]
-        flagged.unpersist()
-        if not reading:
-            return  # nothing new: no rewinds, commits or malformed records to add
-        phase("merging rewinds, commits per bucket and malformed records")
-        sources.rewinds = [row.asDict() for row in T.merge_rewinds(partials, previous).collect()]
-        sources.buckets = [row.asDict() for row in T.merge_commit_buckets(partials).collect()]
-        sources.malformed = [row.asDict() for row in T.merge_malformed_counts(partials).collect()]
+        flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
+        results = {"latest": flagged, "drift": T.key_drift(flagged)}
+        if reading:  # else nothing new: no rewinds, commits or malformed records to add
+            results |= {
+                "records": T.merge_records_read(partials),
+                "rewinds": T.merge_rewinds(partials, previous),
+                "buckets": T.merge_commit_buckets(partials),
+                "malformed": T.merge_malformed_counts(partials),
+            }
+        collected = _collect_together(results)
     finally:
         partials.unpersist()
+    sources.records_by_topic.update(
+        {row["topic"]: row["count"] for row in collected.pop("records", [])}
+    )
+    for name, rows in collected.items():
+        setattr(sources, name, rows)
+
+
+def _collect_together(frames: dict) -> dict[str, list[dict]]:
+    """Collect several small DataFrames as dicts, running their Spark jobs concurrently.
+
+    Each is small, so its time is mostly a Spark job's fixed latency (scheduling, tiny
+    tasks, shuffles of a few rows), which concurrent jobs overlap.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def collect(frame) -> list[dict]:
+        return [row.asDict(recursive=True) for row in frame.collect()]
+
+    with ThreadPoolExecutor(max_workers=len(frames)) as pool:
+        futures = {name: pool.submit(collect, frame) for name, frame in frames.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:

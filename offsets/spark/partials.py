@@ -33,7 +33,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from offsets.formats.history_rules import offset_progress
+from offsets.formats.history_rules import progress_fields, progress_of
 from offsets.formats.offset_records import (
     MalformedReason,
     MalformedRecord,
@@ -192,7 +192,7 @@ class Folder:
             # Skipped like the runtime's reader skips it: it is neither a write nor a rewind.
             self._malformed(state.connector, parsed.reason, key, value)
             return
-        progress = offset_progress(parsed)
+        progress = progress_of(parsed, progress_fields(tuple(parsed)))
         text = value.decode("utf-8")
         if state.head is None:
             state.head = (offset, timestamp_ms, progress, False)
