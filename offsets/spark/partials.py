@@ -130,7 +130,6 @@ class _Key:
         "last_commit_ms",
         "partition_json",
         "progress",
-        "tombstone",
     )
 
     def __init__(self, key: bytes, connector: str, partition: dict) -> None:
@@ -144,9 +143,8 @@ class _Key:
         self.commits = 0
         self.first_commit_ms: int | None = None
         self.last_commit_ms: int | None = None
-        # The previous write's progress and whether it was a tombstone, to spot rewinds.
+        # The previous write's progress (None after a tombstone), to spot rewinds.
         self.progress: float | None = None
-        self.tombstone = False
 
 
 class Folder:
@@ -182,7 +180,7 @@ class Folder:
             self._malformed(None, state.reason, key, value)
             return
         if value is None:
-            state.tombstone, state.progress = True, None
+            state.progress = None  # a tombstone resets the comparison: no rewind across it
             state.last = (None, offset, timestamp_ms, None)
             if state.head is None:
                 state.head = (offset, timestamp_ms, None, True)
@@ -196,14 +194,9 @@ class Folder:
         text = value.decode("utf-8")
         if state.head is None:
             state.head = (offset, timestamp_ms, progress, False)
-        elif (
-            not state.tombstone
-            and progress is not None
-            and state.progress is not None
-            and progress < state.progress
-        ):
+        elif progress is not None and state.progress is not None and progress < state.progress:
             self.rewinds.append((state, partition, offset, timestamp_ms, state.progress, progress))
-        state.tombstone, state.progress = False, progress
+        state.progress = progress
         state.last = (text, offset, timestamp_ms, progress)
         state.commits += 1
         if state.first_commit_ms is None or timestamp_ms < state.first_commit_ms:
