@@ -259,9 +259,17 @@ def main() -> None:
         profile.report()
         from offsets.models import KeyDrift, RewindEvent, SourceOffset
 
+        spark_answer = {
+            "keys": SourceOffset.objects.filter(
+                cluster=cluster, effective=True, offset_text__isnull=False
+            ).count(),
+            "rewinds": RewindEvent.objects.filter(cluster=cluster).count(),
+            "drift": KeyDrift.objects.filter(cluster=cluster).count(),
+        }
+        agree = all(plain[name] == count for name, count in spark_answer.items())
         print(
-            f"  {'':<48} keys {SourceOffset.objects.filter(cluster=cluster, effective=True, offset_text__isnull=False).count()}, "
-            f"rewinds {RewindEvent.objects.filter(cluster=cluster).count()}, drift {KeyDrift.objects.filter(cluster=cluster).count()}",
+            f"  {'':<48} {spark_answer}: "
+            f"{'same as plain Python' if agree else 'DIFFERENT FROM PLAIN PYTHON'}",
             flush=True,
         )
 
