@@ -241,7 +241,9 @@ def main() -> None:
         print("(c) Spark refresh", flush=True)
 
         def cold():
-            spark = get_spark()
+            from django.conf import settings as django_settings
+
+            spark = get_spark(django_settings.SPARK_MASTER, django_settings.SPARK_CONF)
             return spark, run_refresh(cluster=cluster, full=True, spark=spark)
 
         spark, run = measure("cold: session start + full refresh", results, info.pid, cold)
