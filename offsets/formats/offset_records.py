@@ -152,19 +152,38 @@ def parse_offset_record(
 
     if value is None:
         return SourceOffsetRecord(connector, partition, None, key, None)
-    offset = _decode(value, MalformedReason.VALUE_NOT_UTF8, MalformedReason.VALUE_NOT_JSON)
+    offset = parse_offset_value(value)
     if isinstance(offset, MalformedRecord):
         return malformed(offset.reason, offset.detail)
+    return SourceOffsetRecord(connector, partition, offset, key, value)
+
+
+def parse_offset_value(value: bytes) -> dict[str, JsonValue] | MalformedRecord:
+    """Parse a non-null offsets-topic value: a flat JSON object, or why it is not one.
+
+    The second half of ``parse_offset_record``, for callers that parsed the key once and
+    reuse it (the Spark read task sees each key hundreds of times). A MalformedRecord returned
+    here carries no key.
+    """
+    offset = _decode(value, MalformedReason.VALUE_NOT_UTF8, MalformedReason.VALUE_NOT_JSON)
+    if isinstance(offset, MalformedRecord):
+        return MalformedRecord(offset.reason, offset.detail, None, value)
     if not isinstance(offset, dict):
-        return malformed(
-            MalformedReason.VALUE_NOT_OBJECT, f"the offset is {jackson.describe_type(offset)}"
+        return MalformedRecord(
+            MalformedReason.VALUE_NOT_OBJECT,
+            f"the offset is {jackson.describe_type(offset)}",
+            None,
+            value,
         )
     nested = _first_nested_field(offset)
     if nested is not None:
-        return malformed(
-            MalformedReason.VALUE_NOT_FLAT, f"offset field {nested!r} is not a primitive"
+        return MalformedRecord(
+            MalformedReason.VALUE_NOT_FLAT,
+            f"offset field {nested!r} is not a primitive",
+            None,
+            value,
         )
-    return SourceOffsetRecord(connector, partition, offset, key, value)
+    return offset
 
 
 def latest_offsets(records: Iterable[tuple[bytes | None, bytes | None]]) -> LatestOffsets:

@@ -77,10 +77,11 @@ def write_history(commit_rows, run_dir: Path) -> None:
     The sort extends the one Spark's partitioned writer does anyway (by connector), and
     gives each row group a narrow key_hash range that readers skip by its statistics.
     """
-    # One shuffle so that each connector's history is a few files, not one per task.
+    # No shuffle: each read task writes its own sorted file per connector (a few files per
+    # connector and run, at most the number of read tasks); reshuffling 1M commit rows only to
+    # have one file each cost more than the reader saves.
     (
-        commit_rows.repartition("connector")
-        .sortWithinPartitions("connector", "key_hash", "timestamp_ms", "kafka_offset")
+        commit_rows.sortWithinPartitions("connector", "key_hash", "timestamp_ms", "kafka_offset")
         .write.mode("overwrite")
         .option("parquet.block.size", HISTORY_ROW_GROUP_BYTES)
         .partitionBy("connector")
@@ -269,12 +270,15 @@ def _compute_sources(
     phase: Progress,
 ) -> None:
     from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import DECODE_CONNECT_OFFSETS, NAME
+    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
+    from offsets.spark.partials import SUMMARY_SCHEMA
     from offsets.spark.session import get_spark
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     kafka_json = json.dumps(cluster.kafka_settings())
-    parsed = spark.createDataFrame([], T.PARSED_SCHEMA)
+    # The read tasks fold what they read (offsets.spark.partials): Spark gets partial results
+    # per key plus one slim row per commit, and merges them below.
+    partials = spark.createDataFrame([], SUMMARY_SCHEMA)
     for topic, plan in sources.plans.items():
         if any(end > start for start, end in plan.values()):
             frame = (
@@ -283,16 +287,19 @@ def _compute_sources(
                 .option("kafka.settings", kafka_json)
                 .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
                 .option("max_tasks", str(_read_tasks(plan)))
-                .option("decode", DECODE_CONNECT_OFFSETS)
+                .option("decode", DECODE_SUMMARY)
+                .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
                 .load()
             )
-            parsed = parsed.unionByName(frame)
-    parsed = parsed.persist()
+            partials = partials.unionByName(frame)
+    reading = any(end > start for plan in sources.plans.values() for start, end in plan.values())
+    partials = partials.persist()
     try:
-        counts = {row["topic"]: row["count"] for row in parsed.groupBy("topic").count().collect()}
-        sources.records_by_topic.update(counts)
-        phase(f"read and parsed {sum(counts.values()):,} records; computing the latest offsets")
-        valid = T.valid_records(parsed)
+        if reading:
+            phase("reading, folding and writing the commit history (Parquet)")
+            # The first action reads Kafka and fills the cache; the merges below use the cache.
+            write_history(T.commit_history(partials), run_dir)
+        phase("merging the latest offsets, key drift, rewinds, buckets and malformed records")
         previous = None if full else _previous_state(spark, cluster)
         own_topics = spark.createDataFrame(
             [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
@@ -302,31 +309,42 @@ def _compute_sources(
             [(c.name,) for c in connectors if c.consuming], "connector string"
         )
         effective = T.effective_offsets(
-            T.latest_by_key(valid, previous), own_topics, cluster.offsets_topic
+            T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
         )
         threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-        flagged = T.flag_stalls(
-            effective, running, now_ms=now_ms, threshold_ms=threshold_ms
-        ).persist()
-        sources.latest = [row.asDict() for row in flagged.collect()]
-        phase(f"{len(sources.latest):,} source partitions; looking for key drift")
-        sources.drift = [row.asDict(recursive=True) for row in T.key_drift(flagged).collect()]
-        flagged.unpersist()
-        if not sum(counts.values()):
-            return  # nothing new: no rewinds, commits or malformed records to add
-        phase("finding rewinds")
-        sources.rewinds = [row.asDict() for row in T.rewinds(valid, previous).collect()]
-        phase("counting commits per bucket and malformed records")
-        commit_rows = T.commits(valid)
-        sources.buckets = [
-            row.asDict()
-            for row in T.commit_buckets(commit_rows, settings.COMMIT_BUCKET_SECONDS).collect()
-        ]
-        sources.malformed = [row.asDict() for row in T.malformed_counts(parsed).collect()]
-        phase("writing the commit history (Parquet)")
-        write_history(commit_rows, run_dir)
+        flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
+        results = {"latest": flagged, "drift": T.key_drift(flagged)}
+        if reading:  # else nothing new: no rewinds, commits or malformed records to add
+            results |= {
+                "records": T.merge_records_read(partials),
+                "rewinds": T.merge_rewinds(partials, previous),
+                "buckets": T.merge_commit_buckets(partials),
+                "malformed": T.merge_malformed_counts(partials),
+            }
+        collected = _collect_together(results)
     finally:
-        parsed.unpersist()
+        partials.unpersist()
+    sources.records_by_topic.update(
+        {row["topic"]: row["count"] for row in collected.pop("records", [])}
+    )
+    for name, rows in collected.items():
+        setattr(sources, name, rows)
+
+
+def _collect_together(frames: dict) -> dict[str, list[dict]]:
+    """Collect several small DataFrames as dicts, running their Spark jobs concurrently.
+
+    Each is small, so its time is mostly a Spark job's fixed latency (scheduling, tiny
+    tasks, shuffles of a few rows), which concurrent jobs overlap.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def collect(frame) -> list[dict]:
+        return [row.asDict(recursive=True) for row in frame.collect()]
+
+    with ThreadPoolExecutor(max_workers=len(frames)) as pool:
+        futures = {name: pool.submit(collect, frame) for name, frame in frames.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:

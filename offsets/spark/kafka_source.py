@@ -8,6 +8,10 @@
         .option("decode", "connect-offsets")   # optional: parse while reading
         .load()
 
+With `decode=connect-offsets-summary` (and `bucket_seconds`), each task also folds what it
+read into partial results (offsets.spark.partials) and Spark gets those plus one slim row per
+commit instead of every parsed record.
+
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
 Python task has a fixed cost). The ranges are fixed when the read is planned, so every action
 on the loaded DataFrame sees the same records. Reads use read_committed. Batches are Arrow.
@@ -51,6 +55,9 @@ ROWS_PER_BATCH = 50_000
 # With this `decode` option the source yields parsed offsets records (transforms.PARSED_SCHEMA)
 # instead of raw ones: the parse runs in the same Python task as the read.
 DECODE_CONNECT_OFFSETS = "connect-offsets"
+# With this one it yields partial folds (partials.SUMMARY_SCHEMA): see offsets.spark.partials.
+DECODE_SUMMARY = "connect-offsets-summary"
+DECODINGS = (DECODE_CONNECT_OFFSETS, DECODE_SUMMARY)
 
 
 @dataclass
@@ -62,6 +69,7 @@ class KafkaRanges(InputPartition):
     ranges: dict[int, tuple[int, int]]
     isolation_level: str
     decode: str | None = None
+    bucket_seconds: int = 300
 
 
 def pack(ranges: dict[int, tuple[int, int]], max_tasks: int) -> list[dict[int, tuple[int, int]]]:
@@ -87,6 +95,10 @@ class KafkaSnapshotSource(DataSource):
             from offsets.spark.transforms import PARSED_SCHEMA
 
             return PARSED_SCHEMA
+        if self.options.get("decode") == DECODE_SUMMARY:
+            from offsets.spark.partials import SUMMARY_SCHEMA
+
+            return SUMMARY_SCHEMA
         return SCHEMA
 
     def reader(self, schema: StructType) -> "KafkaSnapshotReader":
@@ -100,10 +112,11 @@ class KafkaSnapshotReader(DataSourceReader):
         self.isolation_level = options.get("isolation.level", "read_committed")
         self.max_tasks = int(options.get("max_tasks", "8"))
         self.decode = options.get("decode")
-        if self.decode not in (None, DECODE_CONNECT_OFFSETS):
+        if self.decode not in (None, *DECODINGS):
             raise ValueError(
-                f"Unknown decode option {self.decode!r} (known: {DECODE_CONNECT_OFFSETS})"
+                f"Unknown decode option {self.decode!r} (known: {', '.join(DECODINGS)})"
             )
+        self.bucket_seconds = int(options.get("bucket_seconds", "300"))
         ranges = options.get("ranges")
         self.ranges = (
             {int(p): (int(start), int(end)) for p, (start, end) in json.loads(ranges).items()}
@@ -119,13 +132,34 @@ class KafkaSnapshotReader(DataSourceReader):
             )
         # A list, not a tuple (Spark rejects tuples); [] would become one InputPartition(None).
         return [
-            KafkaRanges(self.settings, self.topic, group, self.isolation_level, self.decode)
+            KafkaRanges(
+                self.settings,
+                self.topic,
+                group,
+                self.isolation_level,
+                self.decode,
+                self.bucket_seconds,
+            )
             for group in pack(ranges, self.max_tasks)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaRanges):
             return  # nothing to read: Spark's stand-in for an empty partition list
+        if partition.decode == DECODE_SUMMARY:
+            from offsets.spark.partials import fold_messages
+
+            yield from fold_messages(
+                partition.topic,
+                partition.bucket_seconds,
+                client.read_range(
+                    partition.settings,
+                    partition.topic,
+                    partition.ranges,
+                    isolation_level=partition.isolation_level,
+                ),
+            )
+            return
         columns: tuple[list, ...] = ([], [], [], [], [])
         for messages in client.read_range(
             partition.settings,

@@ -28,6 +28,7 @@ from pyspark.sql.types import (
 
 from offsets.formats.history_rules import offset_progress
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record
+from offsets.spark import partials as P
 
 PARSED_SCHEMA = StructType(
     [
@@ -63,7 +64,6 @@ _PARSED_ARROW = pa.schema(
         pa.field("example", pa.string()),
     ]
 )
-EXAMPLE_BYTES = 200
 _COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 # What the refresh keeps per (topic, key): the last record plus running totals.
@@ -103,15 +103,6 @@ STATE_SCHEMA = StructType(
 )
 
 
-def _example(key: bytes | None, value: bytes | None) -> str:
-    def show(data: bytes | None) -> str:
-        if data is None:
-            return "null"
-        return repr(bytes(data[:EXAMPLE_BYTES]))[2:-1]
-
-    return f"key={show(key)} value={show(value)}"
-
-
 def parse_columns(
     topic: str, partitions: list, offsets: list, timestamps: list, keys: list, values: list
 ) -> pa.RecordBatch:
@@ -134,7 +125,7 @@ def parse_columns(
             for column in (partition_json, identity, offset_json, tombstone, progress):
                 column.append(None)
             reason.append(record.reason.value)
-            example.append(_example(key, value))
+            example.append(P.example(key, value))
             continue
         connector.append(record.connector)
         partition_json.append(
@@ -299,6 +290,11 @@ def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFr
         F.when(F.col("tombstone"), None).otherwise(F.col("timestamp_ms")).alias("first_commit_ms"),
         F.when(F.col("tombstone"), None).otherwise(F.col("timestamp_ms")).alias("last_commit_ms"),
     )
+    return _merge_states(rows, previous)
+
+
+def _merge_states(rows: DataFrame, previous: DataFrame | None) -> DataFrame:
+    """Reduce STATE_COLUMNS rows (single writes or partial folds) to one per (topic, key)."""
     if previous is not None:
         rows = rows.unionByName(previous.select(*STATE_COLUMNS))
     last = F.max_by(
@@ -391,4 +387,112 @@ def flag_stalls(
             & (F.lit(now_ms) - F.col("last_commit_ms") > threshold_ms),
         )
         .drop("running")
+    )
+
+
+# Merging the read tasks' partial folds (offsets.spark.partials; the source's
+# decode=connect-offsets-summary). Each function gives the same answer as its record-level
+# counterpart above over the same records.
+
+
+def _kind(partials: DataFrame, kind: str) -> DataFrame:
+    return partials.where(F.col("kind") == kind)
+
+
+def merge_records_read(partials: DataFrame) -> DataFrame:
+    """Records read per topic (malformed ones included)."""
+    return (
+        _kind(partials, P.RECORDS).groupBy("topic").agg(F.sum("count").cast("long").alias("count"))
+    )
+
+
+def merge_latest(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
+    """Like `latest_by_key`, from the tasks' per-key folds plus the previous state."""
+    rows = _kind(partials, P.KEY).select(
+        *(F.col("count").alias("commits") if c == "commits" else c for c in STATE_COLUMNS)
+    )
+    return _merge_states(rows, previous)
+
+
+def merge_rewinds(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
+    """Like `rewinds`: those the tasks found, plus a key's first new commit that goes below
+    its last commit of an earlier refresh (`previous`, STATE_SCHEMA)."""
+    columns = [
+        "connector",
+        "topic",
+        "key_hash",
+        "partition_json",
+        "kafka_partition",
+        "kafka_offset",
+        "timestamp_ms",
+        "from_progress",
+        "to_progress",
+    ]
+    found = _kind(partials, P.REWIND).withColumnRenamed("progress", "to_progress").select(*columns)
+    if previous is None:
+        return found
+    heads = (
+        _kind(partials, P.KEY)
+        .where(~F.col("head_tombstone"))
+        .select(
+            "connector",
+            "topic",
+            "key_hash",
+            "partition_json",
+            "kafka_partition",
+            "head_kafka_offset",
+            "head_timestamp_ms",
+            "head_progress",
+        )
+    )
+    before = previous.where(F.col("offset_json").isNotNull()).select(
+        "topic", "key_hash", F.col("progress").alias("from_progress")
+    )
+    across = (
+        heads.join(before, on=["topic", "key_hash"])
+        .where(F.col("head_progress") < F.col("from_progress"))
+        .select(
+            "connector",
+            "topic",
+            "key_hash",
+            "partition_json",
+            "kafka_partition",
+            F.col("head_kafka_offset").alias("kafka_offset"),
+            F.col("head_timestamp_ms").alias("timestamp_ms"),
+            "from_progress",
+            F.col("head_progress").alias("to_progress"),
+        )
+    )
+    return found.unionByName(across)
+
+
+def merge_commit_buckets(partials: DataFrame) -> DataFrame:
+    """Like `commit_buckets` (the tasks bucketed with the same `bucket_seconds`)."""
+    return (
+        _kind(partials, P.BUCKET)
+        .groupBy("connector", F.col("timestamp_ms").alias("bucket_start_ms"))
+        .agg(F.sum("count").cast("long").alias("commits"))
+    )
+
+
+def merge_malformed_counts(partials: DataFrame) -> DataFrame:
+    """Like `malformed_counts`."""
+    return (
+        _kind(partials, P.MALFORMED)
+        .groupBy("topic", "connector", "reason")
+        .agg(F.sum("count").cast("long").alias("count"), F.first("example").alias("example"))
+    )
+
+
+def commit_history(partials: DataFrame) -> DataFrame:
+    """Like `commits`: every offset commit, the history kept beyond compaction."""
+    return _kind(partials, P.COMMIT).select(
+        "connector",
+        "topic",
+        "key_hash",
+        "kafka_partition",
+        "kafka_offset",
+        "timestamp_ms",
+        "progress",
+        "offset_json",
     )

@@ -95,6 +95,32 @@ def measure(label: str, results: dict, broker_pid: int, func):
     return value
 
 
+class PhaseProfile:
+    """Collect a refresh's progress lines and the Spark jobs it ran, to print where time goes."""
+
+    def __init__(self, spark) -> None:
+        self.spark = spark
+        self.marks: list[tuple[float, str]] = []
+
+    def __call__(self, text: str) -> None:
+        self.marks.append((time.monotonic(), text.split("] ", 1)[-1]))
+
+    def _jobs(self) -> int:
+        return len(self.spark.sparkContext.statusTracker().getJobIdsForGroup())
+
+    def run(self, func):
+        self.marks = [(time.monotonic(), "start")]
+        jobs = self._jobs()
+        value = func(self)
+        self.jobs = self._jobs() - jobs
+        return value
+
+    def report(self) -> None:
+        for (at, text), (after, _) in zip(self.marks, self.marks[1:], strict=False):
+            print(f"      {after - at:7.2f} s  {text[:90]}", flush=True)
+        print(f"      Spark jobs: {self.jobs}", flush=True)
+
+
 def plain_python_refresh(
     settings: dict, topics: list[str], own: dict[str, str], bucket_ms: int
 ) -> dict:
@@ -215,23 +241,37 @@ def main() -> None:
         print("(c) Spark refresh", flush=True)
 
         def cold():
-            spark = get_spark()
+            from django.conf import settings as django_settings
+
+            spark = get_spark(django_settings.SPARK_MASTER, django_settings.SPARK_CONF)
             return spark, run_refresh(cluster=cluster, full=True, spark=spark)
 
         spark, run = measure("cold: session start + full refresh", results, info.pid, cold)
         assert run.status == "succeeded", run.error
+        profile = PhaseProfile(spark)
         run = measure(
             "warm: full refresh, same session",
             results,
             info.pid,
-            lambda: run_refresh(cluster=cluster, full=True, spark=spark),
+            lambda: profile.run(
+                lambda say: run_refresh(cluster=cluster, full=True, spark=spark, progress=say)
+            ),
         )
         assert run.status == "succeeded", run.error
+        profile.report()
         from offsets.models import KeyDrift, RewindEvent, SourceOffset
 
+        spark_answer = {
+            "keys": SourceOffset.objects.filter(
+                cluster=cluster, effective=True, offset_text__isnull=False
+            ).count(),
+            "rewinds": RewindEvent.objects.filter(cluster=cluster).count(),
+            "drift": KeyDrift.objects.filter(cluster=cluster).count(),
+        }
+        agree = all(plain[name] == count for name, count in spark_answer.items())
         print(
-            f"  {'':<48} keys {SourceOffset.objects.filter(cluster=cluster, effective=True, offset_text__isnull=False).count()}, "
-            f"rewinds {RewindEvent.objects.filter(cluster=cluster).count()}, drift {KeyDrift.objects.filter(cluster=cluster).count()}",
+            f"  {'':<48} {spark_answer}: "
+            f"{'same as plain Python' if agree else 'DIFFERENT FROM PLAIN PYTHON'}",
             flush=True,
         )
 
@@ -259,13 +299,16 @@ def main() -> None:
             f"incremental ({new:,} new records)",
             results,
             info.pid,
-            lambda: run_refresh(cluster=cluster, spark=spark),
+            lambda: profile.run(
+                lambda say: run_refresh(cluster=cluster, spark=spark, progress=say)
+            ),
         )
         assert run.status == "succeeded" and run.records_read == new, (
             run.status,
             run.records_read,
             run.error,
         )
+        profile.report()
         spark.stop()
 
         warm, plain_s = results["warm: full refresh, same session"][0], results["plain Python"][0]

@@ -39,8 +39,11 @@ def history_dir(settings, tmp_path):
 
 
 @pytest.fixture
-def refreshed(demo_cluster, spark, history_dir):
-    run = run_refresh(cluster=demo_cluster, spark=spark)
+def refreshed(demo_cluster, spark, history_dir, seeded_demo):
+    # A minute after the demo's last write, however long the session took to get here: the
+    # seeded stalls are judged against the demo's clock, not the test machine's load.
+    now_ms = seeded_demo.demo.options.end_ms + 60_000
+    run = run_refresh(cluster=demo_cluster, spark=spark, now_ms=now_ms)
     assert run.status == RefreshRun.Status.SUCCEEDED, run.error
     return demo_cluster
 

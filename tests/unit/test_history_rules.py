@@ -1,11 +1,16 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsets.formats.history_rules import (
+    PROGRESS_FIELDS,
     LagPoint,
     LagStatus,
     connector_lag_status,
     offset_progress,
     partition_lag_status,
+    progress_fields,
+    progress_of,
 )
 
 
@@ -26,6 +31,21 @@ from offsets.formats.history_rules import (
 )
 def test_it_picks_the_field_that_measures_progress(offset, expected):
     assert offset_progress(offset) == expected
+    if offset is not None:
+        assert progress_of(offset, progress_fields(tuple(offset))) == expected
+
+
+@settings(database=None, deadline=None, max_examples=300)
+@given(
+    st.dictionaries(
+        st.sampled_from([*PROGRESS_FIELDS, "cursor", "txId", "timestamp_nanos", "Nanos", "a"]),
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3)),
+    )
+)
+def test_the_field_list_worked_out_once_per_name_set_gives_the_same_progress(offset):
+    expected = offset_progress(offset)
+    found = progress_of(offset, progress_fields(tuple(offset)))
+    assert found == expected or (found != found and expected != expected)  # NaN
 
 
 def window(*points):

@@ -1,0 +1,333 @@
+"""Fold one read task's offsets records into partial results, like a MapReduce combiner.
+
+Connect writes every record of one key to one Kafka partition (murmur2 of the key bytes),
+in order, so the Spark task that reads a Kafka partition already sees each key's whole
+sequence of writes. It can therefore fold them on the spot (the last write, commit totals,
+rewinds, commits per time bucket, malformed counts) and send Spark a few thousand partial
+rows instead of a million parsed records. Spark then merges the partials across tasks,
+topics and earlier refreshes (`transforms.merge_*`): own topic versus worker topic, key
+drift, totals.
+
+Every commit still travels as one slim `commit` row, because the per-commit history is
+kept (Parquet) beyond compaction.
+
+The rules are those of `transforms.parse_offset_records` + `valid_records`, `latest_by_key`,
+`rewinds`, `commit_buckets` and `malformed_counts` over single records; the Spark tests check
+that both routes give the same answers. Pure Python: no Spark needed to run or test it.
+"""
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from offsets.formats.history_rules import progress_fields, progress_of
+from offsets.formats.offset_records import (
+    MalformedReason,
+    MalformedRecord,
+    parse_offset_record,
+    parse_offset_value,
+    partition_identity,
+)
+
+# What a row of the folded read holds, by `kind`. One schema for all kinds because a data
+# source yields one DataFrame; the columns a kind does not use are null.
+COMMIT = "commit"  # one per offset commit: the history (connector .. offset_json)
+KEY = "key"  # one per (topic, key bytes): the last write and totals (transforms.STATE_COLUMNS)
+#              plus the key's first write in this read (head_*), to find a rewind against
+#              the state of the previous refresh
+REWIND = "rewind"  # a commit whose progress is lower than the write before it
+BUCKET = "bucket"  # commits per connector and time bucket (timestamp_ms = the bucket start)
+MALFORMED = "malformed"  # malformed records per topic, connector (or null) and reason
+RECORDS = "records"  # records read from the topic by this task (count)
+
+SUMMARY_SCHEMA = StructType(
+    [
+        StructField("kind", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("connector", StringType(), True),
+        StructField("key_hash", StringType(), True),
+        StructField("kafka_partition", IntegerType(), True),
+        StructField("kafka_offset", LongType(), True),
+        StructField("timestamp_ms", LongType(), True),
+        StructField("progress", DoubleType(), True),
+        StructField("offset_json", StringType(), True),
+        StructField("key", BinaryType(), True),
+        StructField("partition_json", StringType(), True),
+        StructField("identity", StringType(), True),
+        StructField("count", LongType(), True),
+        StructField("first_commit_ms", LongType(), True),
+        StructField("last_commit_ms", LongType(), True),
+        StructField("head_kafka_offset", LongType(), True),
+        StructField("head_timestamp_ms", LongType(), True),
+        StructField("head_progress", DoubleType(), True),
+        StructField("head_tombstone", BooleanType(), True),
+        StructField("from_progress", DoubleType(), True),
+        StructField("reason", StringType(), True),
+        StructField("example", StringType(), True),
+    ]
+)
+# The Arrow schema must match SUMMARY_SCHEMA exactly (Spark checks the first batch).
+_ARROW_TYPES = {
+    StringType(): pa.string(),
+    IntegerType(): pa.int32(),
+    LongType(): pa.int64(),
+    DoubleType(): pa.float64(),
+    BinaryType(): pa.binary(),
+    BooleanType(): pa.bool_(),
+}
+SUMMARY_ARROW = pa.schema(
+    [pa.field(f.name, _ARROW_TYPES[f.dataType], f.nullable) for f in SUMMARY_SCHEMA.fields]
+)
+_COMMIT_COLUMNS = (
+    "connector",
+    "key_hash",
+    "kafka_partition",
+    "kafka_offset",
+    "timestamp_ms",
+    "progress",
+    "offset_json",
+)
+COMMITS_PER_BATCH = 50_000
+EXAMPLE_BYTES = 200
+
+
+def example(key: bytes | None, value: bytes | None) -> str:
+    """Show a malformed record's first bytes, for people."""
+
+    def show(data: bytes | None) -> str:
+        if data is None:
+            return "null"
+        return repr(bytes(data[:EXAMPLE_BYTES]))[2:-1]
+
+    return f"key={show(key)} value={show(value)}"
+
+
+class _Key:
+    """One (Kafka partition, key bytes) as folded so far."""
+
+    __slots__ = (
+        "commits",
+        "connector",
+        "first_commit_ms",
+        "head",
+        "identity",
+        "key",
+        "key_hash",
+        "last",
+        "last_commit_ms",
+        "partition_json",
+        "progress",
+    )
+
+    def __init__(self, key: bytes, connector: str, partition: dict) -> None:
+        self.key = key
+        self.key_hash = hashlib.sha1(key).hexdigest()
+        self.connector = connector
+        self.partition_json = json.dumps(partition, ensure_ascii=False, separators=(",", ":"))
+        self.identity = partition_identity(partition)
+        self.head: tuple | None = None  # (kafka_offset, timestamp_ms, progress, tombstone)
+        self.last: tuple | None = None  # (offset_json, kafka_offset, timestamp_ms, progress)
+        self.commits = 0
+        self.first_commit_ms: int | None = None
+        self.last_commit_ms: int | None = None
+        # The previous write's progress (None after a tombstone), to spot rewinds.
+        self.progress: float | None = None
+
+
+class Folder:
+    """Fold the records of one topic read by one task; `batches()` yields the partials.
+
+    Records must arrive in Kafka order within each partition (partitions may interleave).
+    """
+
+    def __init__(self, topic: str, bucket_seconds: int) -> None:
+        self.topic = topic
+        self.bucket_ms = bucket_seconds * 1000
+        # Per Kafka partition, key bytes -> _Key; or the reason a key is malformed.
+        self.keys: dict[int, dict[bytes, _Key | MalformedRecord]] = {}
+        self.records = 0
+        self.rewinds: list[tuple] = []
+        self.buckets: Counter = Counter()
+        self.malformed: Counter = Counter()
+        self.malformed_examples: dict[tuple, str] = {}
+        self.commits: tuple[list, ...] = tuple([] for _ in _COMMIT_COLUMNS)
+
+    def add(self, partition: int, offset: int, timestamp_ms: int, key, value) -> None:
+        """Fold one record (its key and value as bytes, or None)."""
+        self.records += 1
+        keys = self.keys.get(partition)
+        if keys is None:
+            keys = self.keys[partition] = {}
+        state = keys.get(key) if key is not None else None
+        if state is None:
+            state = self._new_key(key)
+            if key is not None:
+                keys[key] = state
+        if isinstance(state, MalformedRecord):
+            self._malformed(None, state.reason, key, value)
+            return
+        if value is None:
+            state.progress = None  # a tombstone resets the comparison: no rewind across it
+            state.last = (None, offset, timestamp_ms, None)
+            if state.head is None:
+                state.head = (offset, timestamp_ms, None, True)
+            return
+        parsed = parse_offset_value(value)
+        if isinstance(parsed, MalformedRecord):
+            # Skipped like the runtime's reader skips it: it is neither a write nor a rewind.
+            self._malformed(state.connector, parsed.reason, key, value)
+            return
+        progress = progress_of(parsed, progress_fields(tuple(parsed)))
+        text = value.decode("utf-8")
+        if state.head is None:
+            state.head = (offset, timestamp_ms, progress, False)
+        elif progress is not None and state.progress is not None and progress < state.progress:
+            self.rewinds.append((state, partition, offset, timestamp_ms, state.progress, progress))
+        state.progress = progress
+        state.last = (text, offset, timestamp_ms, progress)
+        state.commits += 1
+        if state.first_commit_ms is None or timestamp_ms < state.first_commit_ms:
+            state.first_commit_ms = timestamp_ms
+        if state.last_commit_ms is None or timestamp_ms > state.last_commit_ms:
+            state.last_commit_ms = timestamp_ms
+        self.buckets[(state.connector, timestamp_ms // self.bucket_ms)] += 1
+        commits = self.commits
+        commits[0].append(state.connector)
+        commits[1].append(state.key_hash)
+        commits[2].append(partition)
+        commits[3].append(offset)
+        commits[4].append(timestamp_ms)
+        commits[5].append(progress)
+        commits[6].append(text)
+
+    def _new_key(self, key: bytes | None) -> "_Key | MalformedRecord":
+        parsed = parse_offset_record(key, None)
+        if isinstance(parsed, MalformedRecord):
+            return parsed
+        return _Key(bytes(key), parsed.connector, parsed.partition)
+
+    def _malformed(self, connector: str | None, reason: MalformedReason, key, value) -> None:
+        slot = (connector, reason.value)
+        self.malformed[slot] += 1
+        if slot not in self.malformed_examples:
+            self.malformed_examples[slot] = example(key, value)
+
+    def pending_commits(self) -> int:
+        return len(self.commits[0])
+
+    def commit_batch(self) -> pa.RecordBatch:
+        """Take the commit rows folded so far as one batch."""
+        columns = dict(zip(_COMMIT_COLUMNS, self.commits, strict=True))
+        self.commits = tuple([] for _ in _COMMIT_COLUMNS)
+        return _batch(COMMIT, self.topic, len(columns["connector"]), columns)
+
+    def summary_batch(self) -> pa.RecordBatch:
+        """The key, rewind, bucket, malformed and records rows (call once, at the end)."""
+        rows: dict[str, list] = {name: [] for name in SUMMARY_ARROW.names if name != "topic"}
+
+        def add(kind: str, **values: object) -> None:
+            values["kind"] = kind
+            for name, column in rows.items():
+                column.append(values.get(name))
+
+        for partition, keys in self.keys.items():
+            for state in keys.values():
+                if isinstance(state, MalformedRecord) or state.last is None:
+                    continue
+                offset_json, kafka_offset, timestamp_ms, progress = state.last
+                head_offset, head_timestamp, head_progress, head_tombstone = state.head
+                add(
+                    KEY,
+                    connector=state.connector,
+                    key_hash=state.key_hash,
+                    kafka_partition=partition,
+                    kafka_offset=kafka_offset,
+                    timestamp_ms=timestamp_ms,
+                    progress=progress,
+                    offset_json=offset_json,
+                    key=state.key,
+                    partition_json=state.partition_json,
+                    identity=state.identity,
+                    count=state.commits,
+                    first_commit_ms=state.first_commit_ms,
+                    last_commit_ms=state.last_commit_ms,
+                    head_kafka_offset=head_offset,
+                    head_timestamp_ms=head_timestamp,
+                    head_progress=head_progress,
+                    head_tombstone=head_tombstone,
+                )
+        for state, partition, offset, timestamp_ms, before, after in self.rewinds:
+            add(
+                REWIND,
+                connector=state.connector,
+                key_hash=state.key_hash,
+                partition_json=state.partition_json,
+                kafka_partition=partition,
+                kafka_offset=offset,
+                timestamp_ms=timestamp_ms,
+                from_progress=before,
+                progress=after,
+            )
+        for (connector, bucket), count in self.buckets.items():
+            add(BUCKET, connector=connector, timestamp_ms=bucket * self.bucket_ms, count=count)
+        for (connector, reason), count in self.malformed.items():
+            add(
+                MALFORMED,
+                connector=connector,
+                reason=reason,
+                count=count,
+                example=self.malformed_examples[(connector, reason)],
+            )
+        if self.records:
+            add(RECORDS, count=self.records)
+        return _batch(None, self.topic, len(rows["kind"]), rows)
+
+
+def _batch(kind: str | None, topic: str, size: int, columns: dict[str, list]) -> pa.RecordBatch:
+    arrays = []
+    for field in SUMMARY_ARROW:
+        if field.name == "kind" and kind is not None:
+            arrays.append(pa.array([kind] * size, field.type))
+        elif field.name == "topic":
+            arrays.append(pa.array([topic] * size, field.type))
+        elif field.name in columns:
+            arrays.append(pa.array(columns[field.name], field.type))
+        else:
+            arrays.append(pa.nulls(size, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=SUMMARY_ARROW)
+
+
+def fold_messages(
+    topic: str, bucket_seconds: int, message_lists: Iterable[list]
+) -> Iterator[pa.RecordBatch]:
+    """Fold lists of confluent-kafka messages (as `client.read_range` yields them)."""
+    folder = Folder(topic, bucket_seconds)
+    add = folder.add
+    for messages in message_lists:
+        for message in messages:
+            add(
+                message.partition(),
+                message.offset(),
+                message.timestamp()[1],
+                message.key(),
+                message.value(),
+            )
+        if folder.pending_commits() >= COMMITS_PER_BATCH:
+            yield folder.commit_batch()
+    if folder.pending_commits():
+        yield folder.commit_batch()
+    if folder.records:
+        yield folder.summary_batch()
