@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.htmx_login_redirect",
+    "dashboard.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"

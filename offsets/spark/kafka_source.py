@@ -6,6 +6,7 @@
         .option("ranges", json.dumps({"0": [start, end], ...}))   # optional: planned here
         .option("max_tasks", "8")
         .option("decode", "connect-offsets")   # optional: parse while reading
+        .option("timeout", "30")   # optional: seconds without a record before the read fails
         .load()
 
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
@@ -62,6 +63,7 @@ class KafkaRanges(InputPartition):
     ranges: dict[int, tuple[int, int]]
     isolation_level: str
     decode: str | None = None
+    timeout: float = 30.0
 
 
 def pack(ranges: dict[int, tuple[int, int]], max_tasks: int) -> list[dict[int, tuple[int, int]]]:
@@ -99,6 +101,8 @@ class KafkaSnapshotReader(DataSourceReader):
         self.settings = json.loads(options["kafka.settings"])
         self.isolation_level = options.get("isolation.level", "read_committed")
         self.max_tasks = int(options.get("max_tasks", "8"))
+        # A broker that goes away mid-read fails the task after this long without a record.
+        self.timeout = float(options.get("timeout", "30"))
         self.decode = options.get("decode")
         if self.decode not in (None, DECODE_CONNECT_OFFSETS):
             raise ValueError(
@@ -119,7 +123,9 @@ class KafkaSnapshotReader(DataSourceReader):
             )
         # A list, not a tuple (Spark rejects tuples); [] would become one InputPartition(None).
         return [
-            KafkaRanges(self.settings, self.topic, group, self.isolation_level, self.decode)
+            KafkaRanges(
+                self.settings, self.topic, group, self.isolation_level, self.decode, self.timeout
+            )
             for group in pack(ranges, self.max_tasks)
         ]
 
@@ -132,6 +138,7 @@ class KafkaSnapshotReader(DataSourceReader):
             partition.topic,
             partition.ranges,
             isolation_level=partition.isolation_level,
+            timeout=partition.timeout,
         ):
             for message in messages:
                 columns[0].append(message.partition())
