@@ -7,6 +7,7 @@ process of its own over the given database; each simulated user is a thread with
 HTTP client and session, logged in through the login form.
 """
 
+import logging
 import os
 import re
 import socket
@@ -26,6 +27,9 @@ from offsets.kafka.embedded import free_port
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 USER_PASSWORD = "load-test-password"
+
+# One log line per request would drown the report.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
@@ -52,7 +56,9 @@ def demo_targets(cluster: str = "demo") -> list[Target]:
         Target("home", "/"),
         Target("home #clusters (htmx poll)", "/", {"HX-Request": "true"}),
         Target("connectors", connectors),
-        Target("connectors #table (htmx)", f"{connectors}?sort=-lag", htmx("connectors-table")),
+        Target(
+            "connectors #table (htmx)", f"{connectors}?sort=-lag_records", htmx("connectors-table")
+        ),
         Target("connector (source)", f"{connectors}{source}/"),
         Target("connector #partitions (htmx)", f"{connectors}{source}/", htmx("partitions")),
         Target("connector #progress (htmx)", f"{connectors}{source}/", htmx("progress")),
@@ -83,9 +89,11 @@ class AppServer:
         self.threads = threads
         self.log = log
         self.process: subprocess.Popen | None = None
+        self._output = None
 
     def start(self, timeout: float = 60.0) -> "AppServer":
-        output = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
+        self._output = open(self.log, "ab") if self.log else None  # noqa: SIM115
+        output = self._output or subprocess.DEVNULL
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -127,9 +135,16 @@ class AppServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self._output is not None:
+            self._output.close()
+            self._output = None
 
     def __enter__(self) -> "AppServer":
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -213,25 +228,26 @@ def run_load(
             return
         try:
             barrier.wait()
-            with client:
-                while (index := next_index()) is not None:
-                    target = targets[index % len(targets)]
-                    during = busy()
-                    started = time.monotonic()
-                    try:
-                        response = client.get(target.path, headers=target.headers)
-                        status, error = response.status_code, ""
-                        if status != 200:
-                            error = response.text[:300]
-                    except httpx.HTTPError as exc:
-                        status, error = 0, f"{type(exc).__name__}: {exc}"
-                    seconds = time.monotonic() - started
-                    with lock:
-                        samples.append(
-                            Sample(target.label, status, seconds, started, error, during)
-                        )
+            while (index := next_index()) is not None:
+                target = targets[index % len(targets)]
+                during = busy()
+                started = time.monotonic()
+                try:
+                    response = client.get(target.path, headers=target.headers)
+                    status, error = response.status_code, ""
+                    if status != 200:
+                        error = response.text[:300]
+                except httpx.HTTPError as exc:
+                    status, error = 0, f"{type(exc).__name__}: {exc}"
+                seconds = time.monotonic() - started
+                with lock:
+                    samples.append(Sample(target.label, status, seconds, started, error, during))
         except threading.BrokenBarrierError:
             return
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            client.close()
 
     started = time.monotonic()
     threads = [threading.Thread(target=user, args=(name,), daemon=True) for name in usernames]
@@ -240,14 +256,14 @@ def run_load(
     for thread in threads:
         thread.join()
     if failures:
-        raise RuntimeError(f"{len(failures)} login(s) failed; first: {failures[0]}")
+        raise RuntimeError(f"{len(failures)} user(s) failed; first: {failures[0]!r}")
     return LoadResult(samples, time.monotonic() - started, logins=len(usernames))
 
 
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
-    if len(ordered) == 1:
-        return ordered[0]
+    if len(ordered) < 2:
+        return ordered[0] if ordered else float("nan")
     return statistics.quantiles(ordered, n=100, method="inclusive")[round(fraction * 100) - 1]
 
 
