@@ -106,6 +106,11 @@ def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float 
     for name, future in futures.items():
         try:
             future.result(timeout=timeout)
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise KafkaUnavailable(f"Could not create topic {name}: {exc.args[0]}") from exc
 
@@ -196,6 +201,11 @@ def alter_group_offsets(
     for future in futures.values():
         try:
             result = future.result(timeout=timeout)
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise KafkaUnavailable(
                 f"Could not set offsets of group {group_id}: {exc.args[0]}"
@@ -220,6 +230,11 @@ def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[s
     try:
         admin = _admin(settings)
         entries = admin.describe_configs([resource])[resource].result(timeout=timeout)
+    except TimeoutError as exc:
+        # A future that never resolves (the broker went away mid-request).
+        raise KafkaUnavailable(
+            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+        ) from exc
     except KafkaException as exc:
         raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
     return {name: entry.value for name, entry in entries.items()}
@@ -352,6 +367,11 @@ def watermarks(
         for tp, future in futures.items():
             try:
                 result[(tp.topic, tp.partition)][index] = future.result(timeout=timeout).offset
+            except TimeoutError as exc:
+                # A future that never resolves (the broker went away mid-request).
+                raise KafkaUnavailable(
+                    f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+                ) from exc
             except KafkaException as exc:
                 raise KafkaUnavailable(
                     f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
@@ -410,6 +430,11 @@ def sink_group_offsets(
     for group, future in futures.items():
         try:
             answer = future.result(timeout=timeout)
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise KafkaUnavailable(
                 f"Could not read offsets of group {group}: {exc.args[0]}"
