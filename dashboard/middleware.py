@@ -48,7 +48,7 @@ DATABASE_UNAVAILABLE = (
 
 def database_unavailable_response(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
     """A 503 saying the database failed: JSON for the API, a short page otherwise."""
-    message = DATABASE_UNAVAILABLE.format(error=str(exc).strip() or type(exc).__name__)
+    message = DATABASE_UNAVAILABLE.format(error=_reason(exc))
     if request.path.startswith("/api/"):
         response: HttpResponse = JsonResponse(
             {"detail": message, "code": "database_unavailable"}, status=503
@@ -58,6 +58,14 @@ def database_unavailable_response(request: HttpRequest, exc: DatabaseError) -> H
     # Proxies and browsers may retry; tell them when.
     response["Retry-After"] = "5"
     return response
+
+
+def _reason(exc: DatabaseError) -> str:
+    """A short cause for the page; the full error (hosts, ports) goes to the log only."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return "database is locked"
+    return "the database server could not be reached"
 
 
 class DatabaseUnavailableMiddleware:
@@ -89,5 +97,8 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """handler500: a database outage met outside a view still answers 503, not 500."""
     exception = sys.exception()
     if isinstance(exception, OperationalError | InterfaceError):
+        logger.warning(
+            "Database unavailable for %s %s: %s", request.method, request.path, exception
+        )
         return database_unavailable_response(request, exception)
     return defaults.server_error(request)
