@@ -103,6 +103,18 @@ class EditStateConflict(EditError):
     """The edit is not in a state that allows this, or someone else acted first (409)."""
 
 
+class SinkWriteIncomplete(KafkaUnavailable):
+    """A partial sink delete deleted the group, then committing the other partitions failed.
+
+    Not "in doubt": the group is known to be gone, and the other partitions with it. Reading
+    the edit's own partitions back would say "applied"; ``restore`` holds what was lost.
+    """
+
+    def __init__(self, message: str, restore: dict[tuple[str, int], int]) -> None:
+        super().__init__(message)
+        self.restore = restore
+
+
 def can_stage(user) -> bool:
     return bool(user and user.is_active and user.has_perm(STAGE_PERMISSION))
 
@@ -976,6 +988,21 @@ def apply_edit(
             error=f"{exc} Nothing was written.",
             extra={"committed": False},
         )
+    except SinkWriteIncomplete as exc:
+        # Known, not in doubt: a read-back of the edit's own partitions would call it applied
+        # while the group's other partitions have lost their offsets.
+        return _finish(
+            edit,
+            State.FAILED,
+            Action.FAILED,
+            user,
+            checks=checks,
+            error=str(exc),
+            extra={
+                "committed": "partial",
+                "restore": {f"{t}-{p}": o for (t, p), o in sorted(exc.restore.items())},
+            },
+        )
     except Exception as exc:
         # The outcome is unknown (a commit that timed out, a sink request that may have
         # reached the coordinator): read the offsets back to find out.
@@ -1105,9 +1132,10 @@ def _write_sink(edit: OffsetEdit) -> dict:
             groups.alter_offsets(kafka, edit.group_id, keep, timeout=timeout)
         except KafkaUnavailable as exc:
             restore = ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(keep.items()))
-            raise KafkaUnavailable(
+            raise SinkWriteIncomplete(
                 f"The group was deleted but committing the other partitions again failed: {exc}. "
-                f"Commit these offsets to restore them: {restore}"
+                f"Commit these offsets to restore them: {restore}",
+                keep,
             ) from exc
     return {"deleted": len(deletes), "committed": len(keep)}
 

@@ -248,3 +248,51 @@ def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled
     assert edit.state == OffsetEdit.State.FAILED
     assert actions(edit)[-1] == "reconciled"
     assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == before
+
+
+def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_what_to_restore(
+    fresh_demo, editor, approver, monkeypatch
+):
+    """Deleting some partitions' offsets deletes the group, then commits the others again.
+
+    If the second step fails, the other partitions have lost their offsets: the edit must
+    say "failed" and list what to restore, not read back its own partitions and say
+    "applied".
+    """
+    kafka = fresh_demo.settings
+    stop_connector(kafka, S3, tasks=2)
+    edit = approved_sink_edit(
+        fresh_demo.cluster,
+        editor,
+        approver,
+        strategy="delete-offsets",
+        partitions=(("payments", 2),),
+    )
+    before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
+    others = {tp: offset for tp, offset in before.items() if tp != ("payments", 2)}
+    assert others
+    original_delete, original_alter = groups.delete_group, groups.alter_offsets
+    steps = []
+
+    def delete_group(*args, **kwargs):
+        steps.append("delete")
+        return original_delete(*args, **kwargs)
+
+    def alter_offsets(*args, **kwargs):
+        if steps == ["delete"]:
+            raise client.KafkaUnavailable("injected: the coordinator is not available")
+        return original_alter(*args, **kwargs)
+
+    monkeypatch.setattr(groups, "delete_group", delete_group)
+    monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
+
+    edit = edits.apply_edit(edit=edit, user=approver)
+
+    assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == {}  # the truth on the broker
+    assert edit.state == OffsetEdit.State.FAILED
+    assert "Commit these offsets to restore them" in edit.error
+    for (topic, partition), offset in others.items():
+        assert f"{topic}-{partition}={offset}" in edit.error
+    failed = AuditEvent.objects.get(edit=edit, action="failed")
+    assert failed.details["committed"] == "partial"
+    assert failed.details["restore"] == {f"{t}-{p}": o for (t, p), o in sorted(others.items())}
