@@ -145,3 +145,62 @@ def test_a_lock_that_outlasts_the_busy_timeout_raises_operational_error(cluster)
     """The premise of the tests above: the lock really blocks this process's writes."""
     with short_busy_timeout(), SqliteLock("IMMEDIATE"), pytest.raises(OperationalError):
         make_cluster("c2")
+
+
+@pytest.mark.integration
+def test_staging_while_another_writer_holds_the_lock_stores_nothing(client, fresh_demo, editor):
+    """The diff is read from the live broker, then the save meets the lock: 503, no edit."""
+    client.force_login(editor)
+    payload = {
+        "cluster": fresh_demo.cluster.name,
+        "connector": "orders-cdc-eos",
+        "strategy": "set",
+        "partition": {"server": "orders-db"},
+        "offset": {"lsn": 1},
+    }
+    with short_busy_timeout(), SqliteLock("IMMEDIATE"):
+        response = client.post("/api/v1/edits/", payload, content_type="application/json")
+    assert response.status_code == 503
+    assert "database is locked" in response.json()["detail"]
+    assert not OffsetEdit.objects.exists() and not AuditEvent.objects.exists()
+    # The same request once the lock is gone stages the edit, audited once.
+    response = client.post("/api/v1/edits/", payload, content_type="application/json")
+    assert response.status_code == 201, response.content
+    (edit,) = OffsetEdit.objects.all()
+    assert actions(edit) == ["staged"] and edit.changes.count() == 1
+
+
+@pytest.mark.integration
+def test_a_lock_after_the_kafka_commit_leaves_the_edit_applying_until_reconciled(
+    fresh_demo, editor, approver
+):
+    """Kafka has the edit, the database cannot say so: the edit stays "applying" (in doubt),
+    never "failed", and reconcile_edits finds it applied."""
+    from offsets.services.edits import StageRequest
+    from tests.integration.connect_sim import stop_connector
+
+    stop_connector(fresh_demo.settings, "orders-cdc-eos")
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector="orders-cdc-eos",
+        user=editor,
+        request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    edit = edits.approve_edit(edit=edit, user=approver)
+    lock = SqliteLock("IMMEDIATE")
+    try:
+        with short_busy_timeout(), pytest.raises(OperationalError, match="locked"):
+            # The lock is taken as the transaction is about to commit, and kept.
+            edits.apply_edit(edit=edit, user=approver, before_commit=lock.acquire)
+    finally:
+        lock.release()
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
+    assert actions(edit) == ["staged", "submitted", "approved", "apply-started"]
+
+    ((_settled, error),) = edits.reconcile_edits()
+    assert error == ""
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLIED
+    assert actions(edit)[-1] == "reconciled"
