@@ -63,6 +63,7 @@ def describe_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> G
         description = futures[group_id].result(timeout=timeout)
     except TimeoutError as exc:
         # A future that never resolves (the broker went away mid-request).
+        client.keep_until_done(admin, futures.values())
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
         ) from exc
@@ -97,6 +98,7 @@ def delete_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> Non
         futures[group_id].result(timeout=timeout)
     except TimeoutError as exc:
         # A future that never resolves (the broker went away mid-request).
+        client.keep_until_done(admin, futures.values())
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
         ) from exc
@@ -221,6 +223,7 @@ def _list_offsets(
             result[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
         except TimeoutError as exc:
             # A future that never resolves (the broker went away mid-request).
+            client.keep_until_done(admin, futures.values())
             raise KafkaUnavailable(
                 f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
             ) from exc
