@@ -989,15 +989,27 @@ def apply_edit(
             extra={"committed": False},
         )
     except SinkWriteIncomplete as exc:
-        # Known, not in doubt: a read-back of the edit's own partitions would call it applied
-        # while the group's other partitions have lost their offsets.
+        # The second step's answer was lost or refused, but its request may have landed (a
+        # lost response looks the same): read the WHOLE group back. Reading only the edit's
+        # own partitions would call it applied while the others may have lost their offsets.
+        try:
+            now = groups.committed_offsets(
+                edit.cluster.kafka_settings(), edit.group_id, timeout=_read_timeout()
+            )
+        except KafkaUnavailable as read_error:
+            now, why = None, f" The group could not be read back to check: {read_error}"
+        if now == exc.restore:
+            written = {"committed": len(exc.restore), "second_step_error": str(exc)}
+            return _verify(edit, user, checks, written)
+        if now is not None:
+            why = " Read back, the group does not hold them."
         return _finish(
             edit,
             State.FAILED,
             Action.FAILED,
             user,
             checks=checks,
-            error=str(exc),
+            error=f"{exc}{why}",
             extra={
                 "committed": "partial",
                 "restore": {f"{t}-{p}": o for (t, p), o in sorted(exc.restore.items())},
