@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages lint format clean
+.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -52,13 +52,16 @@ test: install system-deps ## Run the whole test suite (unit, integration on the 
 test-postgres: install ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
 
-bench: bench-refresh bench-pages ## Run every benchmark (they print figures, they assert nothing)
+bench: bench-refresh bench-pages bench-load ## Run every benchmark (they print figures, they assert nothing)
 
 bench-refresh: install ## The refresh on 1M offsets records vs plain Python (prints figures)
 	$(PY) tests/bench/bench_refresh.py
 
 bench-pages: install ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions
 	$(PY) -m tests.bench.bench_pages
+
+bench-load: install ## 50 users on the app server (waitress), idle and during a full refresh: p50/p95/max per URL
+	$(PY) -m tests.bench.bench_load
 
 lint: install ## Check style with ruff
 	$(BIN)/ruff check .

@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.htmx_login_redirect",
+    "dashboard.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"

@@ -25,3 +25,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("offsets.api.urls")),
 ]
+
+# A database outage met outside a view (the session save) answers 503 too.
+handler500 = "dashboard.middleware.server_error"

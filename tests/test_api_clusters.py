@@ -31,7 +31,9 @@ def test_it_lists_clusters_without_their_client_secrets(logged_in_client):
             "last_refresh": None,
             "last_successful_refresh": None,
             "results_as_of": None,
+            "results_age_seconds": None,
             "stale": False,
+            "warning": None,
         }
     ]
     assert b"hunter2" not in response.content

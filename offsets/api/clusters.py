@@ -40,7 +40,14 @@ class ClusterOutput(serializers.Serializer):
     last_refresh = RefreshRunOutput(source="refresh.last_run", allow_null=True)
     last_successful_refresh = RefreshRunOutput(source="refresh.last_success", allow_null=True)
     results_as_of = serializers.DateTimeField(source="refresh.snapshot_at", allow_null=True)
+    results_age_seconds = serializers.IntegerField(source="refresh.age_seconds", allow_null=True)
     stale = serializers.BooleanField(source="refresh.stale")
+    warning = serializers.CharField(
+        source="refresh.warning",
+        allow_null=True,
+        help_text="Set when the results are not current: the last refresh failed (with its "
+        "error and the age of the results shown) or they are stale.",
+    )
 
 
 class ConnectorStateOutput(serializers.Serializer):

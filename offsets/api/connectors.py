@@ -40,7 +40,13 @@ def _sorts(sorts: dict[str, str]) -> list[str]:
 
 class FreshnessOutput(serializers.Serializer):
     results_as_of = serializers.DateTimeField(source="snapshot_at", allow_null=True)
+    results_age_seconds = serializers.IntegerField(source="age_seconds", allow_null=True)
     stale = serializers.BooleanField()
+    warning = serializers.CharField(
+        allow_null=True,
+        help_text="Set when the results are not current: the last refresh failed (with its "
+        "error and the age of the results shown) or they are stale.",
+    )
     last_refresh = RefreshRunOutput(source="last_run", allow_null=True)
     last_successful_refresh = RefreshRunOutput(source="last_success", allow_null=True)
 

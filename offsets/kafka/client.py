@@ -5,6 +5,7 @@ plain dataclasses, so the rest of the project never handles a consumer or produc
 """
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -79,6 +80,23 @@ class TopicSpec:
     config: dict[str, str]
 
 
+# AdminClient handles whose requests were given up on (the broker went away mid-request) are
+# kept here until librdkafka has finished those requests. Dropping a handle with a request
+# still outstanding can abort the whole process inside librdkafka (an assertion on the
+# request's reference count, as in confluent-kafka-python#1640), which in the web server
+# would take every user's request down with it. Seen once in this suite: a sink edit
+# reconciled after its broker came back died with "Fatal Python error: Aborted".
+_ABANDONED: list[tuple[AdminClient, list]] = []
+_ABANDONED_LOCK = threading.Lock()
+
+
+def keep_until_done(admin: AdminClient, futures: Iterable) -> None:
+    """Keep ``admin`` alive until ``futures`` resolve (and forget handles that are done)."""
+    with _ABANDONED_LOCK:
+        _ABANDONED[:] = [(a, f) for a, f in _ABANDONED if not all(x.done() for x in f)]
+        _ABANDONED.append((admin, list(futures)))
+
+
 def _admin(settings: dict) -> AdminClient:
     return AdminClient({**settings, **QUIET})
 
@@ -106,6 +124,12 @@ def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float 
     for name, future in futures.items():
         try:
             future.result(timeout=timeout)
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            keep_until_done(admin, futures.values())
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise KafkaUnavailable(f"Could not create topic {name}: {exc.args[0]}") from exc
 
@@ -196,6 +220,12 @@ def alter_group_offsets(
     for future in futures.values():
         try:
             result = future.result(timeout=timeout)
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            keep_until_done(admin, futures.values())
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise KafkaUnavailable(
                 f"Could not set offsets of group {group_id}: {exc.args[0]}"
@@ -220,6 +250,12 @@ def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[s
     try:
         admin = _admin(settings)
         entries = admin.describe_configs([resource])[resource].result(timeout=timeout)
+    except TimeoutError as exc:
+        # A future that never resolves (the broker went away mid-request).
+        keep_until_done(admin, [])
+        raise KafkaUnavailable(
+            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+        ) from exc
     except KafkaException as exc:
         raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
     return {name: entry.value for name, entry in entries.items()}
@@ -352,6 +388,12 @@ def watermarks(
         for tp, future in futures.items():
             try:
                 result[(tp.topic, tp.partition)][index] = future.result(timeout=timeout).offset
+            except TimeoutError as exc:
+                # A future that never resolves (the broker went away mid-request).
+                keep_until_done(admin, futures.values())
+                raise KafkaUnavailable(
+                    f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+                ) from exc
             except KafkaException as exc:
                 raise KafkaUnavailable(
                     f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
@@ -410,6 +452,12 @@ def sink_group_offsets(
     for group, future in futures.items():
         try:
             answer = future.result(timeout=timeout)
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            keep_until_done(admin, futures.values())
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise KafkaUnavailable(
                 f"Could not read offsets of group {group}: {exc.args[0]}"

@@ -61,6 +61,12 @@ def describe_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> G
     futures = admin.describe_consumer_groups([group_id], request_timeout=timeout)
     try:
         description = futures[group_id].result(timeout=timeout)
+    except TimeoutError as exc:
+        # A future that never resolves (the broker went away mid-request).
+        client.keep_until_done(admin, futures.values())
+        raise KafkaUnavailable(
+            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+        ) from exc
     except KafkaException as exc:
         error = exc.args[0]
         if isinstance(error, KafkaError) and error.code() == KafkaError.GROUP_ID_NOT_FOUND:
@@ -90,6 +96,12 @@ def delete_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> Non
     futures = admin.delete_consumer_groups([group_id], request_timeout=timeout)
     try:
         futures[group_id].result(timeout=timeout)
+    except TimeoutError as exc:
+        # A future that never resolves (the broker went away mid-request).
+        client.keep_until_done(admin, futures.values())
+        raise KafkaUnavailable(
+            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+        ) from exc
     except KafkaException as exc:
         error = exc.args[0]
         # Deleting a group that is already gone is what was asked for (Connect treats it the
@@ -209,6 +221,12 @@ def _list_offsets(
     for tp, future in futures.items():
         try:
             result[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
+        except TimeoutError as exc:
+            # A future that never resolves (the broker went away mid-request).
+            client.keep_until_done(admin, futures.values())
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
         except KafkaException as exc:
             raise _unavailable(f"Could not list offsets of {tp.topic}-{tp.partition}", exc) from exc
     return result

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from offsets import faults
 from offsets.formats import edit_rules
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
 from offsets.formats.connectors import (
@@ -100,6 +101,18 @@ class EditForbidden(EditError):
 
 class EditStateConflict(EditError):
     """The edit is not in a state that allows this, or someone else acted first (409)."""
+
+
+class SinkWriteIncomplete(KafkaUnavailable):
+    """A partial sink delete deleted the group, then committing the other partitions failed.
+
+    Not "in doubt": the group is known to be gone, and the other partitions with it. Reading
+    the edit's own partitions back would say "applied"; ``restore`` holds what was lost.
+    """
+
+    def __init__(self, message: str, restore: dict[tuple[str, int], int]) -> None:
+        super().__init__(message)
+        self.restore = restore
 
 
 def can_stage(user) -> bool:
@@ -757,8 +770,9 @@ def submit_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Send a draft for approval (its author, with the editor role)."""
     if not can_stage(user) or edit.created_by_id != user.pk:
         raise EditForbidden("Only the editor who staged the edit can submit it.")
-    _transition(edit, (State.DRAFT,), State.SUBMITTED, submitted_at=timezone.now())
-    return _after(edit, Action.SUBMITTED, user, comment)
+    with transaction.atomic():
+        _transition(edit, (State.DRAFT,), State.SUBMITTED, submitted_at=timezone.now())
+        return _after(edit, Action.SUBMITTED, user, comment)
 
 
 def approve_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
@@ -767,10 +781,11 @@ def approve_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
         raise EditForbidden("Approving needs the approver role (approve_offsetedit).")
     if edit.created_by_id == user.pk:
         raise EditForbidden("Nobody approves their own edit: ask another approver.")
-    _transition(
-        edit, (State.SUBMITTED,), State.APPROVED, approved_by=user, approved_at=timezone.now()
-    )
-    return _after(edit, Action.APPROVED, user, comment)
+    with transaction.atomic():
+        _transition(
+            edit, (State.SUBMITTED,), State.APPROVED, approved_by=user, approved_at=timezone.now()
+        )
+        return _after(edit, Action.APPROVED, user, comment)
 
 
 def reject_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
@@ -779,8 +794,11 @@ def reject_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
         raise EditForbidden("Rejecting needs the approver role (approve_offsetedit).")
     if edit.created_by_id == user.pk:
         raise EditForbidden("Cancel your own edit instead of rejecting it.")
-    _transition(edit, (State.SUBMITTED, State.APPROVED), State.REJECTED, finished_at=timezone.now())
-    return _after(edit, Action.REJECTED, user, comment)
+    with transaction.atomic():
+        _transition(
+            edit, (State.SUBMITTED, State.APPROVED), State.REJECTED, finished_at=timezone.now()
+        )
+        return _after(edit, Action.REJECTED, user, comment)
 
 
 def cancel_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
@@ -788,8 +806,9 @@ def cancel_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     is_author = edit.created_by_id == user.pk and can_stage(user)
     if not (is_author or can_approve(user)):
         raise EditForbidden("Only the edit's author or an approver can cancel it.")
-    _transition(edit, OffsetEdit.OPEN_STATES, State.CANCELLED, finished_at=timezone.now())
-    return _after(edit, Action.CANCELLED, user, comment)
+    with transaction.atomic():
+        _transition(edit, OffsetEdit.OPEN_STATES, State.CANCELLED, finished_at=timezone.now())
+        return _after(edit, Action.CANCELLED, user, comment)
 
 
 def _transition(edit: OffsetEdit, from_states: Sequence[str], to_state: str, **fields) -> None:
@@ -911,9 +930,12 @@ def apply_edit(
     """
     if not can_approve(user):
         raise EditForbidden("Applying needs the approver role (approve_offsetedit).")
-    _claim(edit, user)
-    edit.refresh_from_db()
-    _audit(edit, Action.APPLY_STARTED, user, comment, {"state": edit.state})
+    # The claim and its audit entry are one write: a database that fails between them must
+    # not leave an edit "applying" that the audit log never saw start.
+    with transaction.atomic():
+        _claim(edit, user)
+        edit.refresh_from_db()
+        _audit(edit, Action.APPLY_STARTED, user, comment, {"state": edit.state})
 
     try:
         check = lock_check(edit=edit)
@@ -934,8 +956,18 @@ def apply_edit(
         return _release(edit, user, checks, f"The lock check refused the apply: {failed}")
 
     OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
+
+    def pause_then_before_commit() -> None:
+        faults.pause_point("apply-before-commit")
+        if before_commit is not None:
+            before_commit()
+
     try:
-        written = _write_source(edit, before_commit) if edit.is_source else _write_sink(edit)
+        if edit.is_source:
+            written = _write_source(edit, pause_then_before_commit)
+        else:
+            pause_then_before_commit()
+            written = _write_sink(edit)
     except offsets_writer.WriteNotCommitted as exc:
         return _finish(
             edit,
@@ -956,11 +988,39 @@ def apply_edit(
             error=f"{exc} Nothing was written.",
             extra={"committed": False},
         )
+    except SinkWriteIncomplete as exc:
+        # The second step's answer was lost or refused, but its request may have landed (a
+        # lost response looks the same): read the WHOLE group back. Reading only the edit's
+        # own partitions would call it applied while the others may have lost their offsets.
+        try:
+            now = groups.committed_offsets(
+                edit.cluster.kafka_settings(), edit.group_id, timeout=_read_timeout()
+            )
+        except KafkaUnavailable as read_error:
+            now, why = None, f" The group could not be read back to check: {read_error}"
+        if now == exc.restore:
+            written = {"committed": len(exc.restore), "second_step_error": str(exc)}
+            return _verify(edit, user, checks, written)
+        if now is not None:
+            why = " Read back, the group does not hold them."
+        return _finish(
+            edit,
+            State.FAILED,
+            Action.FAILED,
+            user,
+            checks=checks,
+            error=f"{exc}{why}",
+            extra={
+                "committed": "partial",
+                "restore": {f"{t}-{p}": o for (t, p), o in sorted(exc.restore.items())},
+            },
+        )
     except Exception as exc:
         # The outcome is unknown (a commit that timed out, a sink request that may have
         # reached the coordinator): read the offsets back to find out.
         logger.warning("Apply of edit %s ended in doubt: %s", edit.pk, exc)
         return _settle_in_doubt(edit, user, checks, str(exc))
+    faults.pause_point("apply-after-commit")
     return _verify(edit, user, checks, written)
 
 
@@ -989,11 +1049,12 @@ def _claim(edit: OffsetEdit, user) -> None:
 
 def _release(edit: OffsetEdit, user, checks: list[dict], message: str) -> OffsetEdit:
     """Give the claim back: nothing was written, the edit can be applied again later."""
-    OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
-        state=State.APPROVED, lock_checks=checks, error=message, updated=timezone.now()
-    )
-    edit.refresh_from_db()
-    _audit(edit, Action.APPLY_REFUSED, user, "", {"checks": checks, "error": message})
+    with transaction.atomic():
+        OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+            state=State.APPROVED, lock_checks=checks, error=message, updated=timezone.now()
+        )
+        edit.refresh_from_db()
+        _audit(edit, Action.APPLY_REFUSED, user, "", {"checks": checks, "error": message})
     return edit
 
 
@@ -1016,21 +1077,24 @@ def _finish(
     }
     if checks is not None:
         fields["lock_checks"] = checks
-    moved = OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(**fields)
-    edit.refresh_from_db()
-    if moved != 1:
-        # Another process (reconcile_edits) settled it first; its record stands.
-        logger.info("Edit %s was settled elsewhere (now %s)", edit.pk, edit.state)
-        return edit
-    details = {
-        "state": state,
-        "checks": edit.lock_checks,
-        "changes": [_change_details(change) for change in edit.changes.all()],
-        **(extra or {}),
-    }
-    if error:
-        details["error"] = error
-    _audit(edit, action, user, "", details)
+    # The final state and its audit entry are one write: if the database fails here the edit
+    # stays "applying" (truthfully in doubt) for reconcile_edits, never settled unaudited.
+    with transaction.atomic():
+        moved = OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(**fields)
+        edit.refresh_from_db()
+        if moved != 1:
+            # Another process (reconcile_edits) settled it first; its record stands.
+            logger.info("Edit %s was settled elsewhere (now %s)", edit.pk, edit.state)
+            return edit
+        details = {
+            "state": state,
+            "checks": edit.lock_checks,
+            "changes": [_change_details(change) for change in edit.changes.all()],
+            **(extra or {}),
+        }
+        if error:
+            details["error"] = error
+        _audit(edit, action, user, "", details)
     return edit
 
 
@@ -1080,9 +1144,10 @@ def _write_sink(edit: OffsetEdit) -> dict:
             groups.alter_offsets(kafka, edit.group_id, keep, timeout=timeout)
         except KafkaUnavailable as exc:
             restore = ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(keep.items()))
-            raise KafkaUnavailable(
+            raise SinkWriteIncomplete(
                 f"The group was deleted but committing the other partitions again failed: {exc}. "
-                f"Commit these offsets to restore them: {restore}"
+                f"Commit these offsets to restore them: {restore}",
+                keep,
             ) from exc
     return {"deleted": len(deletes), "committed": len(keep)}
 
@@ -1154,11 +1219,12 @@ def _settle_in_doubt(edit: OffsetEdit, user, checks: list[dict], error: str) -> 
     try:
         return _reconcile(edit, user, error=error)
     except (KafkaUnavailable, ConnectorNotFound) as exc:
-        OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
-            error=error, lock_checks=checks, updated=timezone.now()
-        )
-        edit.refresh_from_db()
-        _audit(edit, Action.IN_DOUBT, user, "", {"error": error, "read_back_error": str(exc)})
+        with transaction.atomic():
+            OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+                error=error, lock_checks=checks, updated=timezone.now()
+            )
+            edit.refresh_from_db()
+            _audit(edit, Action.IN_DOUBT, user, "", {"error": error, "read_back_error": str(exc)})
         return edit
 
 

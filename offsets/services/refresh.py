@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -53,6 +53,11 @@ from offsets.services.connect_state import ConnectorSummary
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+
+# Waits between attempts at the refresh's database writes when the database is locked (SQLite:
+# another writer held the lock past the busy timeout) or the connection dropped (PostgreSQL
+# restarting). Minutes of Spark work are not thrown away for a database busy for a moment.
+DB_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def _ms_to_datetime(ms: int | None) -> datetime | None:
@@ -130,7 +135,13 @@ def run_refresh(
         )
 
     def phase(text: str) -> None:
-        RefreshRun.objects.filter(pk=run.pk).update(phase=text)
+        try:
+            RefreshRun.objects.filter(pk=run.pk).update(phase=text)
+        except OperationalError as exc:
+            # Progress is for people watching; a busy database must not fail the run for it.
+            if connection.in_atomic_block:
+                raise
+            logger.warning("Could not record the refresh's phase (%s): %s", text, exc)
         say(f"[{time.monotonic() - started:6.1f}s] {text}")
 
     run_dir = history_path(cluster) / f"run={run.pk}"
@@ -159,7 +170,10 @@ def run_refresh(
         phase(f"read {sum(sources.records_by_topic.values()):,} records; sampling sink lag")
         sinks = _sample_sinks(cluster, state.connectors, now_ms=now_ms)
         phase("saving results")
-        _save(cluster, run, state.connectors, sources, sinks, full=full, now_ms=now_ms)
+        _with_db_retries(
+            "saving the results",
+            lambda: _save(cluster, run, state.connectors, sources, sinks, full=full, now_ms=now_ms),
+        )
         if full:
             _drop_other_runs(cluster, keep=run_dir)
         run.status = RefreshRun.Status.SUCCEEDED
@@ -176,12 +190,31 @@ def run_refresh(
             logger.exception("Refresh of %s failed", cluster.name)
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
-    run.save()
+    _with_db_retries("recording the run", run.save)
     say(
         f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
         f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"
     )
     return run
+
+
+def _with_db_retries[T](what: str, write: Callable[[], T]) -> T:
+    """Run a database write, again after DB_RETRY_DELAYS while the database is unavailable.
+
+    The write must be one transaction (a failed attempt leaves nothing behind). Inside an outer
+    transaction (tests) nothing is retried: the outer transaction is what failed.
+    """
+    for delay in (*DB_RETRY_DELAYS, None):
+        try:
+            return write()
+        except OperationalError as exc:
+            if delay is None or connection.in_atomic_block:
+                raise
+            logger.warning("Refresh: %s failed (%s); trying again in %.1fs", what, exc, delay)
+            # A connection the error left unusable (PostgreSQL restarted) is replaced.
+            connection.close_if_unusable_or_obsolete()
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -289,6 +322,8 @@ def _compute_sources(
                 .option("max_tasks", str(_read_tasks(plan)))
                 .option("decode", DECODE_SUMMARY)
                 .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
+                # A broker gone mid-read fails the run after this long, not after 30 s.
+                .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
                 .load()
             )
             partials = partials.unionByName(frame)

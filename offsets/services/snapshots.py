@@ -27,6 +27,7 @@ from django.db.models import (
     When,
 )
 from django.utils import timezone
+from django.utils.timesince import timesince
 
 from offsets.formats.jackson import JsonValue
 from offsets.formats.offsets_json import PartitionOffset, to_kip875
@@ -136,6 +137,35 @@ class RefreshState:
         at = self.snapshot_at
         limit = timedelta(seconds=settings.SNAPSHOT_STALE_SECONDS)
         return at is not None and timezone.now() - at > limit
+
+    @property
+    def age_seconds(self) -> int | None:
+        """How old the results on show are, in whole seconds (None: there are none)."""
+        at = self.snapshot_at
+        return None if at is None else max(0, int((timezone.now() - at).total_seconds()))
+
+    @property
+    def warning(self) -> str | None:
+        """Why the results on show may be out of date, in a sentence; None when they are not.
+
+        The API says it in words, beside the fields, as the pages' banner does: a script that
+        only reads the numbers should still be told that they are not current.
+        """
+        at = self.snapshot_at
+        shown = (
+            f"Showing the results of the last successful refresh, {timesince(at)} old "
+            f"({at:%Y-%m-%d %H:%M:%S %Z})."
+            if at is not None
+            else "There are no earlier results to show."
+        )
+        failed = self.failed
+        if failed is not None:
+            ended = failed.finished_at or failed.started_at
+            error = failed.error or "no error recorded"
+            return f"The last refresh failed {timesince(ended)} ago: {error} {shown}"
+        if self.stale:
+            return f"Stale: no refresh has succeeded for {timesince(at)}. {shown}"
+        return None
 
 
 def refresh_state(*, cluster: Cluster) -> RefreshState:

@@ -6,6 +6,7 @@
         .option("ranges", json.dumps({"0": [start, end], ...}))   # optional: planned here
         .option("max_tasks", "8")
         .option("decode", "connect-offsets")   # optional: parse while reading
+        .option("timeout", "30")   # optional: seconds without a record before the read fails
         .load()
 
 With `decode=connect-offsets-summary` (and `bucket_seconds`), each task also folds what it
@@ -70,6 +71,7 @@ class KafkaRanges(InputPartition):
     isolation_level: str
     decode: str | None = None
     bucket_seconds: int = 300
+    timeout: float = 30.0
 
 
 def pack(ranges: dict[int, tuple[int, int]], max_tasks: int) -> list[dict[int, tuple[int, int]]]:
@@ -111,6 +113,8 @@ class KafkaSnapshotReader(DataSourceReader):
         self.settings = json.loads(options["kafka.settings"])
         self.isolation_level = options.get("isolation.level", "read_committed")
         self.max_tasks = int(options.get("max_tasks", "8"))
+        # A broker that goes away mid-read fails the task after this long without a record.
+        self.timeout = float(options.get("timeout", "30"))
         self.decode = options.get("decode")
         if self.decode not in (None, *DECODINGS):
             raise ValueError(
@@ -139,6 +143,7 @@ class KafkaSnapshotReader(DataSourceReader):
                 self.isolation_level,
                 self.decode,
                 self.bucket_seconds,
+                self.timeout,
             )
             for group in pack(ranges, self.max_tasks)
         ]
@@ -157,6 +162,7 @@ class KafkaSnapshotReader(DataSourceReader):
                     partition.topic,
                     partition.ranges,
                     isolation_level=partition.isolation_level,
+                    timeout=partition.timeout,
                 ),
             )
             return
@@ -166,6 +172,7 @@ class KafkaSnapshotReader(DataSourceReader):
             partition.topic,
             partition.ranges,
             isolation_level=partition.isolation_level,
+            timeout=partition.timeout,
         ):
             for message in messages:
                 columns[0].append(message.partition())

@@ -7,7 +7,7 @@ import pytest
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import write_demo
 from offsets.formats import jackson
-from offsets.kafka import client
+from offsets.kafka import client, groups
 from offsets.kafka.embedded import EmbeddedKafka
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.services import edits
@@ -124,3 +124,175 @@ def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
     # The database says what happened; the edit cannot be applied again by accident.
     with pytest.raises(edits.EditStateConflict):
         edits.apply_edit(edit=edit, user=approver)
+
+
+# --- The broker lost during the lock check, and during a sink's apply. -----------------------
+
+S3 = "s3-sink-orders"
+S3_GROUP = "connect-s3-sink-orders"
+
+
+def proxied_demo(broker, name="flaky"):
+    kafka = {"bootstrap.servers": broker.bootstrap_servers}
+    write_demo(kafka, build_demo(SMALL_DEMO))
+    return kafka, Cluster.objects.create(name=name, bootstrap_servers=broker.bootstrap_servers)
+
+
+def approved_sink_edit(cluster, editor, approver, **request):
+    edit = edits.stage_edit(
+        cluster=cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(**(request or {"strategy": "earliest"})),
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    return edits.approve_edit(edit=edit, user=approver)
+
+
+def cut_before(monkeypatch, broker, owner, name, when=lambda *args, **kwargs: True):
+    """Cut the proxy just before ``owner.name`` runs (when ``when`` says so), then run it."""
+    original = getattr(owner, name)
+
+    def cut_then_call(*args, **kwargs):
+        if when(*args, **kwargs):
+            broker.proxy.cut()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, cut_then_call)
+
+
+def actions(edit):
+    return list(
+        AuditEvent.objects.filter(edit=edit).order_by("at", "id").values_list("action", flat=True)
+    )
+
+
+def test_a_broker_lost_during_a_source_lock_check_writes_nothing_and_gives_the_edit_back(
+    broker_behind_proxy, db, editor, approver, settings, monkeypatch
+):
+    settings.KAFKA_READ_TIMEOUT = 2
+    kafka, cluster = proxied_demo(broker_behind_proxy)
+    stop_connector(kafka, EOS)
+    edit = approved_eos_edit(cluster, editor, approver)
+    before = snapshot(kafka)
+    # The check has read the config and status topics; the broker goes as it reads offsets.
+    cut_before(
+        monkeypatch,
+        broker_behind_proxy,
+        edits.LiveReader,
+        "records",
+        when=lambda reader, topic: topic in (EOS_TOPIC, "connect-offsets"),
+    )
+
+    edit = edits.apply_edit(edit=edit, user=approver)
+
+    # Truthful: nothing was written, so the edit is approved again and can be applied later.
+    assert edit.state == OffsetEdit.State.APPROVED
+    assert edit.error.startswith("The lock check could not read the cluster:")
+    assert actions(edit) == ["staged", "submitted", "approved", "apply-started", "apply-refused"]
+    refused = AuditEvent.objects.get(edit=edit, action="apply-refused")
+    assert refused.actor_name == "abe" and refused.details["error"] == edit.error
+    monkeypatch.undo()
+    broker_behind_proxy.proxy.restore()
+    assert snapshot(kafka) == before
+    # And it can be applied once the broker is back.
+    assert edits.apply_edit(edit=edit, user=approver).state == OffsetEdit.State.APPLIED
+
+
+def test_a_broker_lost_during_a_sink_lock_check_leaves_the_group_alone(
+    broker_behind_proxy, db, editor, approver, settings, monkeypatch
+):
+    settings.KAFKA_READ_TIMEOUT = 2
+    kafka, cluster = proxied_demo(broker_behind_proxy)
+    stop_connector(kafka, S3, tasks=2)
+    edit = approved_sink_edit(cluster, editor, approver)
+    before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
+    cut_before(monkeypatch, broker_behind_proxy, groups, "describe_group")
+
+    edit = edits.apply_edit(edit=edit, user=approver)
+
+    assert edit.state == OffsetEdit.State.APPROVED
+    assert edit.error.startswith("The lock check could not read the cluster:")
+    assert actions(edit) == ["staged", "submitted", "approved", "apply-started", "apply-refused"]
+    monkeypatch.undo()
+    broker_behind_proxy.proxy.restore()
+    assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == before
+
+
+def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled(
+    broker_behind_proxy, db, editor, approver, settings, monkeypatch
+):
+    settings.KAFKA_READ_TIMEOUT = 2
+    settings.KAFKA_WRITE_TIMEOUT = 3
+    kafka, cluster = proxied_demo(broker_behind_proxy)
+    stop_connector(kafka, S3, tasks=2)
+    edit = approved_sink_edit(cluster, editor, approver)
+    before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
+    cut_before(monkeypatch, broker_behind_proxy, groups, "alter_offsets")
+
+    edit = edits.apply_edit(edit=edit, user=approver)
+
+    # The request may or may not have reached the coordinator, and the read-back failed too:
+    # the edit says so instead of guessing.
+    assert edit.state == OffsetEdit.State.APPLYING
+    assert edit.error
+    assert actions(edit) == ["staged", "submitted", "approved", "apply-started", "in-doubt"]
+    in_doubt = AuditEvent.objects.get(edit=edit, action="in-doubt")
+    assert in_doubt.details["read_back_error"]
+
+    monkeypatch.undo()
+    broker_behind_proxy.proxy.restore()
+    (settled, error), *_ = edits.reconcile_edits(cluster=cluster)
+    assert error == "" and settled.pk == edit.pk
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.FAILED
+    assert actions(edit)[-1] == "reconciled"
+    assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == before
+
+
+def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_what_to_restore(
+    fresh_demo, editor, approver, monkeypatch
+):
+    """Deleting some partitions' offsets deletes the group, then commits the others again.
+
+    If the second step fails, the other partitions have lost their offsets: the edit must
+    say "failed" and list what to restore, not read back its own partitions and say
+    "applied".
+    """
+    kafka = fresh_demo.settings
+    stop_connector(kafka, S3, tasks=2)
+    edit = approved_sink_edit(
+        fresh_demo.cluster,
+        editor,
+        approver,
+        strategy="delete-offsets",
+        partitions=(("payments", 2),),
+    )
+    before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
+    others = {tp: offset for tp, offset in before.items() if tp != ("payments", 2)}
+    assert others
+    original_delete, original_alter = groups.delete_group, groups.alter_offsets
+    steps = []
+
+    def delete_group(*args, **kwargs):
+        steps.append("delete")
+        return original_delete(*args, **kwargs)
+
+    def alter_offsets(*args, **kwargs):
+        if steps == ["delete"]:
+            raise client.KafkaUnavailable("injected: the coordinator is not available")
+        return original_alter(*args, **kwargs)
+
+    monkeypatch.setattr(groups, "delete_group", delete_group)
+    monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
+
+    edit = edits.apply_edit(edit=edit, user=approver)
+
+    assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == {}  # the truth on the broker
+    assert edit.state == OffsetEdit.State.FAILED
+    assert "Commit these offsets to restore them" in edit.error
+    for (topic, partition), offset in others.items():
+        assert f"{topic}-{partition}={offset}" in edit.error
+    failed = AuditEvent.objects.get(edit=edit, action="failed")
+    assert failed.details["committed"] == "partial"
+    assert failed.details["restore"] == {f"{t}-{p}": o for (t, p), o in sorted(others.items())}

@@ -1,0 +1,37 @@
+"""Test-only pause points: stop a process at a chosen step so a test can kill it there.
+
+Off unless the environment variable ``OFFSETS_FAULT_PAUSE`` names a point; production never
+sets it, and then ``pause_point`` is one dictionary look-up. A test starts the process that
+applies an edit with ``OFFSETS_FAULT_PAUSE=apply-before-commit`` (say) and
+``OFFSETS_FAULT_PAUSE_FILE=/tmp/x``; when the process reaches the point it writes its pid to
+that file and sleeps until it is killed. That is how the tests prove what a crash (SIGKILL,
+an OOM kill, a power cut) at the worst moment of an apply leaves behind.
+
+Points:
+    apply-before-commit  every record is handed to the producer; the transaction (source)
+                         or the group offsets change (sink) is not committed yet
+    apply-after-commit   Kafka acknowledged the write; the database does not know yet
+"""
+
+import logging
+import os
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+PAUSE_ENV = "OFFSETS_FAULT_PAUSE"
+PAUSE_FILE_ENV = "OFFSETS_FAULT_PAUSE_FILE"
+POINTS = ("apply-before-commit", "apply-after-commit")
+
+
+def pause_point(name: str) -> None:
+    """Sleep for ever here if OFFSETS_FAULT_PAUSE names this point (tests only)."""
+    if os.environ.get(PAUSE_ENV) != name:
+        return
+    logger.warning("Fault injection: pausing at %s (pid %s) until killed", name, os.getpid())
+    marker = os.environ.get(PAUSE_FILE_ENV)
+    if marker:
+        Path(marker).write_text(f"{os.getpid()}\n")
+    while True:
+        time.sleep(3600)

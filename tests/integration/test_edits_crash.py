@@ -1,0 +1,218 @@
+"""The process applying an edit is killed (SIGKILL) at the worst moments.
+
+The apply runs in a child process (the same service a page calls) that pauses at a fault
+point (offsets/faults.py: OFFSETS_FAULT_PAUSE) and is then killed outright, as an OOM kill or
+a lost machine would. Then: Kafka holds either the whole edit or none of it (read_committed
+and read_uncommitted), the edit is still "applying", and `reconcile_edits` settles it
+truthfully from what Kafka holds, with the audit log complete.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import call_command
+
+from offsets.formats import jackson
+from offsets.kafka import client, groups
+from offsets.models import AuditEvent, OffsetEdit
+from offsets.services import edits
+from offsets.services.edits import StageRequest
+from tests.db_faults import database_url
+from tests.integration.connect_sim import stop_connector
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+EOS = "orders-cdc-eos"  # a source with its own offsets topic, mirrored to the worker topic
+EOS_TOPICS = ("connect-offsets-orders-cdc-eos", "connect-offsets")
+S3 = "s3-sink-orders"
+S3_GROUP = "connect-s3-sink-orders"
+
+CHILD = """
+import sys
+
+import django
+
+django.setup()
+from django.contrib.auth import get_user_model
+
+from offsets.models import OffsetEdit
+from offsets.services import edits
+
+edit = OffsetEdit.objects.get(pk=int(sys.argv[1]))
+user = get_user_model().objects.get(username=sys.argv[2])
+print(edits.apply_edit(edit=edit, user=user).state, flush=True)
+"""
+
+
+def topic_records(kafka: dict) -> dict:
+    """Every record of the source's offsets topics, under both isolation levels."""
+    fast = {**kafka, "fetch.wait.max.ms": 10}
+    return {
+        (topic, level): [
+            (r.partition, r.offset, r.key, r.value)
+            for r in client.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
+        ]
+        for topic in EOS_TOPICS
+        for level in ("read_committed", "read_uncommitted")
+    }
+
+
+def approved_edit(fresh_demo, editor, approver, kind: str) -> OffsetEdit:
+    if kind == "source":
+        stop_connector(fresh_demo.settings, EOS)
+        connector = EOS
+        request = StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1})
+    else:
+        stop_connector(fresh_demo.settings, S3, tasks=2)
+        connector = S3
+        request = StageRequest(strategy="earliest", partitions=(("orders", 0), ("orders", 1)))
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster, connector=connector, user=editor, request=request
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    return edits.approve_edit(edit=edit, user=approver)
+
+
+def apply_and_kill_at(edit: OffsetEdit, approver, point: str, tmp_path: Path) -> None:
+    """Apply in a child process, wait until it reaches ``point``, SIGKILL it there."""
+    marker = tmp_path / f"paused-{point}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DATABASE_URL": database_url(),
+        "OFFSETS_FAULT_PAUSE": point,
+        "OFFSETS_FAULT_PAUSE_FILE": str(marker),
+        "KAFKA_READ_TIMEOUT": "5",
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(edit.pk), approver.username],
+        cwd=django_settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():
+            if child.poll() is not None:
+                out, err = child.communicate()
+                pytest.fail(f"the apply ended before {point}: {out.decode()} {err.decode()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"the apply never reached {point}")
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.communicate(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+
+
+def reconcile() -> str:
+    out = StringIO()
+    call_command("reconcile_edits", stdout=out)
+    return out.getvalue()
+
+
+def audit_actions(edit: OffsetEdit) -> list[str]:
+    return list(
+        AuditEvent.objects.filter(edit=edit).order_by("at", "id").values_list("action", flat=True)
+    )
+
+
+def committed(fresh_demo) -> dict:
+    return groups.committed_offsets(fresh_demo.settings, S3_GROUP, timeout=5)
+
+
+AUDIT_BEFORE_THE_CRASH = ["staged", "submitted", "approved", "apply-started"]
+
+
+def test_killed_before_the_source_transaction_commits_nothing_is_written_and_it_reconciles_failed(
+    fresh_demo, editor, approver, tmp_path
+):
+    edit = approved_edit(fresh_demo, editor, approver, "source")
+    before = topic_records(fresh_demo.settings)
+
+    apply_and_kill_at(edit, approver, "apply-before-commit", tmp_path)
+
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
+    assert audit_actions(edit) == AUDIT_BEFORE_THE_CRASH
+    out = reconcile()
+    assert f"Edit #{edit.pk} ({EOS}): failed" in out
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.FAILED
+    assert "interrupted before its write committed" in edit.error
+    assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
+    # Not one record of the edit reached the topics, committed or not.
+    assert topic_records(fresh_demo.settings) == before
+
+
+def test_killed_after_the_source_transaction_committed_it_reconciles_applied(
+    fresh_demo, editor, approver, tmp_path
+):
+    edit = approved_edit(fresh_demo, editor, approver, "source")
+    before = topic_records(fresh_demo.settings)
+
+    apply_and_kill_at(edit, approver, "apply-after-commit", tmp_path)
+
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
+    after = topic_records(fresh_demo.settings)
+    key = jackson.dumps_key(EOS, {"server": "orders-db"})
+    for topic in EOS_TOPICS:
+        # The whole transaction, committed: one new record in each topic, under both levels.
+        for level in ("read_committed", "read_uncommitted"):
+            new = set(after[(topic, level)]) - set(before[(topic, level)])
+            assert [(k, v) for _p, _o, k, v in new] == [(key, jackson.dumps({"lsn": 1}))]
+
+    assert f"Edit #{edit.pk} ({EOS}): applied" in reconcile()
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLIED and edit.error == ""
+    assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
+    reconciled = AuditEvent.objects.get(edit=edit, action="reconciled")
+    assert reconciled.actor_name == "system" and reconciled.details["state"] == "applied"
+
+
+def test_killed_before_the_sink_group_changed_nothing_moved_and_it_reconciles_failed(
+    fresh_demo, editor, approver, tmp_path
+):
+    edit = approved_edit(fresh_demo, editor, approver, "sink")
+    before = committed(fresh_demo)
+
+    apply_and_kill_at(edit, approver, "apply-before-commit", tmp_path)
+
+    assert committed(fresh_demo) == before
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
+    assert f"Edit #{edit.pk} ({S3}): failed" in reconcile()
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.FAILED
+    assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
+    assert committed(fresh_demo) == before
+
+
+def test_killed_after_the_sink_group_changed_it_reconciles_applied(
+    fresh_demo, editor, approver, tmp_path
+):
+    edit = approved_edit(fresh_demo, editor, approver, "sink")
+    before = committed(fresh_demo)
+
+    apply_and_kill_at(edit, approver, "apply-after-commit", tmp_path)
+
+    now = committed(fresh_demo)
+    assert now[("orders", 0)] == 0 and now[("orders", 1)] == 0
+    assert {tp: o for tp, o in now.items() if tp[1] > 1 or tp[0] != "orders"} == {
+        tp: o for tp, o in before.items() if tp[1] > 1 or tp[0] != "orders"
+    }
+    assert f"Edit #{edit.pk} ({S3}): applied" in reconcile()
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLIED
+    assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
