@@ -15,6 +15,12 @@ RECENT_RUNS = 50
 
 
 class RefreshRunOutput(serializers.ModelSerializer):
+    malformed_by_reason = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="Malformed records by topic, then by reason (e.g. value-not-json).",
+    )
+    records_by_topic = serializers.DictField(child=serializers.IntegerField())
+
     class Meta:
         model = RefreshRun
         fields = [
@@ -28,6 +34,7 @@ class RefreshRunOutput(serializers.ModelSerializer):
             "records_read",
             "records_by_topic",
             "malformed",
+            "malformed_by_reason",
             "error",
         ]
 
