@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from offsets.api.clusters import KafkaUnavailableError
 from offsets.formats.edit_rules import parse_duration
+from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, OffsetEdit
 from offsets.services import edits, offsets_export
@@ -73,11 +74,9 @@ class FlatMapField(serializers.JSONField):
         value = super().to_internal_value(data)
         if not isinstance(value, dict) or not value:
             raise serializers.ValidationError("Must be a non-empty JSON object.")
-        for name, item in value.items():
-            if isinstance(item, dict | list):
-                raise serializers.ValidationError(
-                    f"{name!r} must be a string, number, boolean or null."
-                )
+        problem = flat_map_problem(value)
+        if problem is not None:
+            raise serializers.ValidationError(f"{problem[0]!r} {problem[1]}.")
         return value
 
 

@@ -32,6 +32,7 @@ from offsets.formats.offset_records import (
 )
 from offsets.formats.offsets_json import (
     OffsetsDocumentError,
+    flat_map_problem,
     load_document,
     parse_kip199,
     parse_kip875,
@@ -333,6 +334,42 @@ def test_an_upload_loads_or_names_the_line_and_column(data: bytes) -> None:
         load_document(data)
     except OffsetsDocumentError as exc:
         assert exc.field == "document" and "line" in exc.message
+
+
+@given(
+    st.dictionaries(
+        st.text(max_size=6),
+        primitives
+        | st.integers()
+        | st.floats()
+        | st.text(alphabet=st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=3)
+        | st.lists(primitives, max_size=2),
+        max_size=4,
+    )
+)
+@quick
+def test_flat_map_problem_names_a_field_or_the_map_writes_as_connect_json(mapping: dict) -> None:
+    problem = flat_map_problem(mapping)
+    if problem is None:
+        assert jackson.loads(jackson.dumps(mapping)) == mapping
+    else:
+        name, message = problem
+        assert name in mapping and message
+
+
+@pytest.mark.parametrize(
+    ("mapping", "fragment"),
+    [
+        ({"p": 2**63}, "Java long"),
+        ({"p": -(2**63) - 1}, "Java long"),
+        ({"p": float("inf")}, "finite"),
+        ({"p": "\ud800"}, "Unicode"),
+        ({"\udfff": 1}, "Unicode"),
+        ({"p": [1]}, "string, number"),
+    ],
+)
+def test_flat_map_problem_refuses_what_a_task_would_read_differently(mapping, fragment) -> None:
+    assert fragment in flat_map_problem(mapping)[1]
 
 
 # --- edit rules: the user-typed parts ---------------------------------------------------------
