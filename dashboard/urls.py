@@ -25,3 +25,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("offsets.api.urls")),
 ]
+
+# Unknown URLs under /api/ answer JSON like the rest of the API.
+handler404 = "dashboard.views.not_found"

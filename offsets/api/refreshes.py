@@ -8,6 +8,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets.api.errors import errors
 from offsets.models import Cluster, RefreshRun
 from offsets.services import background
 
@@ -48,13 +49,15 @@ class RefreshConflictOutput(serializers.Serializer):
     running = RefreshRunOutput()
 
 
-@extend_schema(methods=["GET"], responses=RefreshRunOutput(many=True))
+@extend_schema(methods=["GET"], responses={200: RefreshRunOutput(many=True), **errors(404)})
 @extend_schema(
     methods=["POST"],
     request=RefreshStartInput,
     responses={
         202: RefreshRunOutput,
         409: OpenApiResponse(RefreshConflictOutput, description="A refresh is already running."),
+        500: OpenApiResponse(RefreshRunOutput, description="The refresh could not be started."),
+        **errors(400, 404, 415),
     },
 )
 @api_view(["GET", "POST"])

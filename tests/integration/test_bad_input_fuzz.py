@@ -169,7 +169,7 @@ def test_a_body_that_is_not_json_answers_400_or_415(fresh_demo, api, raw, conten
 def test_review_actions_answer_4xx_naming_the_comment_never_500(
     fresh_demo, api, editor, action, body
 ):
-    edit = make_edit(fresh_demo.cluster, editor, state="pending")
+    edit = make_edit(fresh_demo.cluster, editor, state="submitted")
     before = stored()
     response = api.post(
         f"/api/v1/edits/{edit.pk}/{action}/", json.dumps(body), content_type="application/json"
