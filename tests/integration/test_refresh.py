@@ -27,6 +27,7 @@ from offsets.models import (
 from offsets.models.refresh import key_hash
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
+from tests.conftest import DEMO_END_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -40,7 +41,10 @@ def history_dir(settings, tmp_path):
 
 @pytest.fixture
 def refreshed(demo_cluster, spark, history_dir):
-    run = run_refresh(cluster=demo_cluster, spark=spark)
+    # "Now" is the demo's end, not the wall clock: stalls are "no commit for 5 flush intervals",
+    # and a suite that reaches this test more than 5 minutes after the demo was seeded would
+    # otherwise see every running partition stalled.
+    run = run_refresh(cluster=demo_cluster, spark=spark, now_ms=DEMO_END_MS)
     assert run.status == RefreshRun.Status.SUCCEEDED, run.error
     return demo_cluster
 
