@@ -6,6 +6,7 @@ from django import forms
 
 from offsets.formats import jackson
 from offsets.formats.edit_rules import parse_duration
+from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import OffsetEdit
 from offsets.services.edits import StageRequest
 
@@ -35,9 +36,9 @@ def _flat_object(text: str, what: str) -> dict:
         raise forms.ValidationError(f"Not valid JSON: {exc}") from None
     if not isinstance(value, dict) or not value:
         raise forms.ValidationError(f"The {what} must be a non-empty JSON object.")
-    for name, item in value.items():
-        if isinstance(item, dict | list):
-            raise forms.ValidationError(f"{name!r} must be a string, number, boolean or null.")
+    problem = flat_map_problem(value)
+    if problem is not None:
+        raise forms.ValidationError(f"{problem[0]!r} {problem[1]}.")
     return value
 
 

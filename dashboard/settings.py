@@ -206,6 +206,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Kafka Connect offsets dashboard API",
     "VERSION": "1",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",  # the default
+        "offsets.api.schema_hooks.empty_query_values_mean_absent",
+    ],
 }
 
 # Where the embedded broker keeps its pid, address and log (`manage.py embedded_kafka`).

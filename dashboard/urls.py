@@ -28,3 +28,5 @@ urlpatterns = [
 
 # A database outage met outside a view (the session save) answers 503 too.
 handler500 = "dashboard.middleware.server_error"
+# Unknown URLs under /api/ answer JSON like the rest of the API.
+handler404 = "dashboard.views.not_found"

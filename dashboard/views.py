@@ -13,10 +13,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.defaults import page_not_found
 
 from dashboard import charts
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
@@ -328,3 +329,18 @@ def live_state(request: HttpRequest, cluster_name: str) -> HttpResponse:
         {"cluster": cluster, "state": state, "error": error},
         status=status,
     )
+
+
+# -------------------------------------------------------------------------------------------
+# Errors outside any view.
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404 for a URL no pattern matches: JSON under /api/ (as every API error is), else the page.
+
+    `/api/v1/edits/abc/` never reaches DRF (`<int:pk>` does not match), so without this an API
+    client would get an HTML page where its schema promises `{"detail": ...}`.
+    """
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)

@@ -8,6 +8,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
@@ -64,14 +65,14 @@ class ConnectorStateOutput(serializers.Serializer):
     sink_group = serializers.CharField(allow_null=True)
 
 
-@extend_schema(responses=ClusterOutput(many=True))
+@extend_schema(responses={200: ClusterOutput(many=True), **errors()})
 @api_view(["GET"])
 def cluster_list(request: Request) -> Response:
     """Every cluster with connector counts by state, sink lag, worst status and last refresh."""
     return Response(ClusterOutput(snapshots.cluster_summaries(), many=True).data)
 
 
-@extend_schema(responses=ConnectorStateOutput(many=True))
+@extend_schema(responses={200: ConnectorStateOutput(many=True), **errors(404, 503)})
 @api_view(["GET"])
 def connector_states(request: Request, cluster_name: str) -> Response:
     """The connectors of a cluster as the config and status topics say now."""

@@ -9,6 +9,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.formats.connectors import mask_secrets
 from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag, SourceOffset
@@ -254,7 +255,7 @@ class HistoryOutput(serializers.Serializer):
 @extend_schema(
     operation_id="clusters_connectors_list",
     parameters=[ConnectorListInput],
-    responses=ConnectorListOutput,
+    responses={200: ConnectorListOutput, **errors(400, 404)},
 )
 @api_view(["GET"])
 def connector_list(request: Request, cluster_name: str) -> Response:
@@ -278,14 +279,14 @@ def connector_list(request: Request, cluster_name: str) -> Response:
     )
 
 
-@extend_schema(responses=ConnectorDetailOutput)
+@extend_schema(responses={200: ConnectorDetailOutput, **errors(404)})
 @api_view(["GET"])
 def connector_detail(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One connector: states, tasks, masked config, offsets and lag summary."""
     return Response(ConnectorDetailOutput(_get_connector(cluster_name, connector_name)).data)
 
 
-@extend_schema(parameters=[PartitionsInput], responses=PartitionsOutput)
+@extend_schema(parameters=[PartitionsInput], responses={200: PartitionsOutput, **errors(400, 404)})
 @api_view(["GET"])
 def connector_partitions(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One page of the connector's source partitions or sink topic-partitions."""
@@ -316,7 +317,7 @@ def connector_partitions(request: Request, cluster_name: str, connector_name: st
     )
 
 
-@extend_schema(responses=OffsetsOutput)
+@extend_schema(responses={200: OffsetsOutput, **errors(404)})
 @api_view(["GET"])
 def connector_offsets(request: Request, cluster_name: str, connector_name: str) -> Response:
     """The connector's offsets in the KIP-875 shape (`GET /connectors/{name}/offsets`)."""
@@ -325,7 +326,7 @@ def connector_offsets(request: Request, cluster_name: str, connector_name: str) 
     return Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
 
 
-@extend_schema(responses=LagOutput)
+@extend_schema(responses={200: LagOutput, **errors(404)})
 @api_view(["GET"])
 def connector_lag(request: Request, cluster_name: str, connector_name: str) -> Response:
     """A sink's lag per topic-partition (committed, log start and end, records, time, status).
@@ -347,7 +348,7 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
     )
 
 
-@extend_schema(parameters=[HistoryInput], responses=HistoryOutput)
+@extend_schema(parameters=[HistoryInput], responses={200: HistoryOutput, **errors(400, 404)})
 @api_view(["GET"])
 def connector_history(request: Request, cluster_name: str, connector_name: str) -> Response:
     """Commits per time bucket, rewinds, lag over time and, for `?partition=`, its commits."""

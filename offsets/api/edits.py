@@ -10,15 +10,19 @@ import base64
 from collections.abc import Callable
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view
+from rest_framework.decorators import api_view, parser_classes
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets.api.clusters import KafkaUnavailableError
+from offsets.api.errors import errors
 from offsets.formats.edit_rules import parse_duration
+from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, OffsetEdit
 from offsets.services import edits, offsets_export
@@ -73,11 +77,9 @@ class FlatMapField(serializers.JSONField):
         value = super().to_internal_value(data)
         if not isinstance(value, dict) or not value:
             raise serializers.ValidationError("Must be a non-empty JSON object.")
-        for name, item in value.items():
-            if isinstance(item, dict | list):
-                raise serializers.ValidationError(
-                    f"{name!r} must be a string, number, boolean or null."
-                )
+        problem = flat_map_problem(value)
+        if problem is not None:
+            raise serializers.ValidationError(f"{problem[0]!r} {problem[1]}.")
         return value
 
 
@@ -249,6 +251,38 @@ class EditDetailOutput(EditOutput):
         ]
 
 
+class PreviewChangeOutput(serializers.Serializer):
+    partition = serializers.JSONField(
+        help_text="A source partition map, or a sink's topic and partition"
+    )
+    key = serializers.CharField(required=False, help_text="The exact key bytes as text (sources)")
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    is_new = serializers.BooleanField()
+    is_delete = serializers.BooleanField()
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class PreviewOutput(serializers.Serializer):
+    connector = serializers.CharField()
+    connector_type = serializers.CharField(help_text="source or sink")
+    warnings = serializers.ListField(child=serializers.CharField())
+    unchanged = serializers.ListField(child=serializers.CharField())
+    changes = PreviewChangeOutput(many=True)
+
+
+class ImportPreviewOutput(serializers.Serializer):
+    previews = PreviewOutput(many=True)
+    unchanged = serializers.DictField(
+        child=serializers.CharField(), help_text="Connectors whose offsets already match, and why"
+    )
+
+
+class ImportOutput(serializers.Serializer):
+    edits = EditDetailOutput(many=True)
+    unchanged = serializers.DictField(child=serializers.CharField())
+
+
 def _preview_output(preview: edits.Preview) -> dict:
     return {
         "connector": preview.context.name,
@@ -287,11 +321,16 @@ def _preview_output(preview: edits.Preview) -> dict:
 @extend_schema(
     methods=["GET"],
     parameters=[EditFilter],
-    responses=EditOutput(many=True),
+    responses={200: EditOutput(many=True), **errors(400, 404)},
     summary="List offset edits",
 )
-@extend_schema(methods=["POST"], request=EditInput, responses={201: EditDetailOutput})
+@extend_schema(
+    methods=["POST"],
+    request=EditInput,
+    responses={201: EditDetailOutput, **errors(400, 404, 409, 415, 503)},
+)
 @api_view(["GET", "POST"])
+@parser_classes([JSONParser])  # nested partitions and maps do not fit a form
 def edit_list(request: Request) -> Response:
     """List edits (newest first), or stage one: its diff against the live topics."""
     if request.method == "POST":
@@ -322,7 +361,7 @@ def edit_list(request: Request) -> Response:
     return Response(EditOutput(found[:500], many=True).data)
 
 
-@extend_schema(responses=EditDetailOutput)
+@extend_schema(responses={200: EditDetailOutput, **errors(404)})
 @api_view(["GET"])
 def edit_detail(request: Request, pk: int) -> Response:
     """One edit with its diff (every touched partition before -> after) and audit trail."""
@@ -330,7 +369,11 @@ def edit_detail(request: Request, pk: int) -> Response:
 
 
 def _action_view(service: Callable, summary: str):
-    @extend_schema(request=CommentInput, responses=EditDetailOutput, summary=summary)
+    @extend_schema(
+        request=CommentInput,
+        responses={200: EditDetailOutput, **errors(400, 404, 409, 415, 503)},
+        summary=summary,
+    )
     @api_view(["POST"])
     def view(request: Request, pk: int) -> Response:
         data = CommentInput(data=request.data)
@@ -355,7 +398,13 @@ edit_apply = _action_view(
 
 @extend_schema(
     parameters=[ExportInput],
-    responses={200: inline_serializer("OffsetsDocument", {"offsets": serializers.ListField()})},
+    responses={
+        200: OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="KIP-875 {offsets: [...]} or KIP-199 {connector: [...], ...}",
+        ),
+        **errors(400, 404, 503),
+    },
     summary="Export offsets as KIP-875 (one connector) or KIP-199 (several or all)",
 )
 @api_view(["GET"])
@@ -386,12 +435,14 @@ def export(request: Request) -> Response:
 @extend_schema(
     request=ImportInput,
     responses={
-        201: EditDetailOutput(many=True),
-        200: inline_serializer("ImportPreview", {"previews": serializers.ListField()}),
+        201: ImportOutput,
+        200: ImportPreviewOutput,
+        **errors(400, 404, 415, 503),
     },
     summary="Stage edits from a KIP-875/KIP-199 document (never applies)",
 )
 @api_view(["POST"])
+@parser_classes([JSONParser])  # the document is JSON; a file upload goes to the page
 def import_offsets(request: Request) -> Response:
     data = ImportInput(data=request.data)
     data.is_valid(raise_exception=True)

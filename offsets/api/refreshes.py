@@ -8,6 +8,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets.api.errors import errors
 from offsets.models import Cluster, RefreshRun
 from offsets.services import background
 
@@ -15,6 +16,12 @@ RECENT_RUNS = 50
 
 
 class RefreshRunOutput(serializers.ModelSerializer):
+    malformed_by_reason = serializers.DictField(
+        child=serializers.DictField(child=serializers.IntegerField()),
+        help_text="Malformed records by topic, then by reason (e.g. value-not-json).",
+    )
+    records_by_topic = serializers.DictField(child=serializers.IntegerField())
+
     class Meta:
         model = RefreshRun
         fields = [
@@ -28,6 +35,7 @@ class RefreshRunOutput(serializers.ModelSerializer):
             "records_read",
             "records_by_topic",
             "malformed",
+            "malformed_by_reason",
             "error",
         ]
 
@@ -41,13 +49,15 @@ class RefreshConflictOutput(serializers.Serializer):
     running = RefreshRunOutput()
 
 
-@extend_schema(methods=["GET"], responses=RefreshRunOutput(many=True))
+@extend_schema(methods=["GET"], responses={200: RefreshRunOutput(many=True), **errors(404)})
 @extend_schema(
     methods=["POST"],
     request=RefreshStartInput,
     responses={
         202: RefreshRunOutput,
         409: OpenApiResponse(RefreshConflictOutput, description="A refresh is already running."),
+        500: OpenApiResponse(RefreshRunOutput, description="The refresh could not be started."),
+        **errors(400, 404, 415),
     },
 )
 @api_view(["GET", "POST"])

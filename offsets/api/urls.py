@@ -1,12 +1,32 @@
 from django.urls import include, path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView
 
 from offsets.api import clusters, connectors, refreshes
+from offsets.api.errors import errors
+
+
+@extend_schema_view(
+    get=extend_schema(
+        responses={
+            (200, "application/vnd.oai.openapi"): OpenApiResponse(OpenApiTypes.OBJECT),
+            (200, "application/yaml"): OpenApiResponse(OpenApiTypes.OBJECT),
+            (200, "application/vnd.oai.openapi+json"): OpenApiResponse(OpenApiTypes.OBJECT),
+            (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT),
+            # DRF answers 404 to a ?format= it has no renderer for.
+            **errors(404),
+        }
+    )
+)
+class SchemaView(SpectacularAPIView):
+    """This API's OpenAPI 3 schema (YAML, or JSON with ?format=json)."""
+
 
 CONNECTOR = "clusters/<str:cluster_name>/connectors/<str:connector_name>/"
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("schema/", SchemaView.as_view(), name="api-schema"),
     path("clusters/", clusters.cluster_list, name="api-clusters"),
     path(
         "clusters/<str:cluster_name>/state/", clusters.connector_states, name="api-connector-states"

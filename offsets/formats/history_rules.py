@@ -2,6 +2,7 @@
 
 import functools
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,7 +28,13 @@ PROGRESS_FIELDS = (
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        # An integer wider than a double (JSON allows any number of digits; a bad writer
+        # or garbage may hold one): it cannot be compared as progress.
+        return None
+    return number if math.isfinite(number) else None
 
 
 def offset_progress(offset: Mapping[str, object] | None) -> float | None:

@@ -13,6 +13,7 @@ Sink connector entries are ``{"kafka_topic": "t", "kafka_partition": 0}`` ->
 """
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ _ENTRY_FIELDS = ("partition", "offset")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_\-]+")
 _JAVA_INT_MAX = 2**31 - 1
 _JAVA_LONG_MAX = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -169,13 +171,34 @@ def _parse_entry(entry: object, path: str, connector_type: str | None) -> Partit
     return PartitionOffset(partition=partition, offset=offset)
 
 
-def _check_flat(mapping: dict[str, JsonValue], path: str) -> None:
-    # OffsetUtils.validateFormat: string keys, primitive (or null) values.
+def flat_map_problem(mapping: dict[str, JsonValue]) -> tuple[str, str] | None:
+    """Return (field name, why) for the first value Connect could not take, or None.
+
+    OffsetUtils.validateFormat wants primitive (or null) values. Beyond that, what a task would
+    read back differently from what was typed is refused too: JsonConverter reads every JSON
+    integer as a Java long (a wider one wraps), a double cannot be infinite in JSON (Jackson
+    writes "Infinity" as a string), and a lone surrogate is not Unicode (UTF-8 cannot hold it).
+    """
     for name, item in mapping.items():
+        if _SURROGATE.search(name):
+            return name, "the field name is not valid Unicode (a lone surrogate)"
         if isinstance(item, dict | list):
-            raise OffsetsDocumentError(
-                _join(path, name), "must be a string, number, boolean or null"
-            )
+            return name, "must be a string, number, boolean or null"
+        if isinstance(item, bool) or item is None:
+            continue
+        if isinstance(item, int) and not -_JAVA_LONG_MAX - 1 <= item <= _JAVA_LONG_MAX:
+            return name, "must fit a Java long (-2^63 to 2^63-1): Connect reads integers as int64"
+        if isinstance(item, float) and not math.isfinite(item):
+            return name, "must be a finite number"
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return name, "is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _check_flat(mapping: dict[str, JsonValue], path: str) -> None:
+    problem = flat_map_problem(mapping)
+    if problem is not None:
+        raise OffsetsDocumentError(_join(path, problem[0]), problem[1])
 
 
 def _check_sink(

@@ -34,6 +34,9 @@ class RefreshRun(models.Model):
     records_read = models.BigIntegerField(default=0)
     records_by_topic = models.JSONField(default=dict, blank=True)
     malformed = models.BigIntegerField(default=0)
+    # {topic: {reason: count}}: what `malformed` is made of (reasons are the *MalformedReason
+    # values of offsets/formats); the config and status topics count all their records.
+    malformed_by_reason = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True)
 

@@ -1,6 +1,7 @@
 """Read the live state of every connector from the config and status topics."""
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -56,6 +57,13 @@ class ConnectState:
     malformed_status_records: int
     records_read: int = 0
     errors: list[str] = field(default_factory=list)
+    # Reason (ConfigMalformedReason / StatusMalformedReason value) -> records skipped, so that
+    # a refresh can report what the runtime would ignore rather than drop it silently.
+    config_malformed: dict[str, int] = field(default_factory=dict)
+    status_malformed: dict[str, int] = field(default_factory=dict)
+    # reason -> one offending record, for the operator to find it ("key=... value=...").
+    config_examples: dict[str, str] = field(default_factory=dict)
+    status_examples: dict[str, str] = field(default_factory=dict)
 
 
 def read_connect_state(*, cluster: Cluster) -> ConnectState:
@@ -86,7 +94,8 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
             ConnectorSummary(
                 name=name,
                 type=kind,
-                connector_class=properties.get("connector.class", ""),
+                # `or ""`: the property may be present with a JSON null value.
+                connector_class=properties.get("connector.class") or "",
                 target_state=config.target_state,
                 runtime_state=status.state if status and not config.deleted else None,
                 task_states=(
@@ -113,4 +122,26 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         malformed_config_records=len(configs.malformed),
         malformed_status_records=len(statuses.malformed),
         records_read=len(config_records) + len(status_records),
+        config_malformed=dict(Counter(str(record.reason) for record in configs.malformed)),
+        status_malformed=dict(Counter(str(record.reason) for record in statuses.malformed)),
+        config_examples=_examples(configs.malformed),
+        status_examples=_examples(statuses.malformed),
     )
+
+
+EXAMPLE_CHARS = 200
+
+
+def _examples(malformed) -> dict[str, str]:
+    """The first offending record per reason, truncated (a value may be megabytes)."""
+    examples: dict[str, str] = {}
+    for record in malformed:
+        if str(record.reason) in examples:
+            continue
+        # repr escapes control characters (PostgreSQL text cannot hold NUL).
+        key = "null" if record.key is None else repr(record.key[:EXAMPLE_CHARS])[1:-1]
+        value = (
+            "null" if record.value_bytes is None else repr(record.value_bytes[:EXAMPLE_CHARS])[2:-1]
+        )
+        examples[str(record.reason)] = f"key={key} value={value}"
+    return examples

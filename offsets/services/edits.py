@@ -673,6 +673,14 @@ def _checked_offsets_for_times(
             raise EditInputError("A duration is required.", field="duration")
         at = timezone.now() - request.duration
     at_ms = int(at.timestamp() * 1000)
+    if at_ms < 0:
+        # Record timestamps are milliseconds since 1970; the client refuses a negative one
+        # (-1 and -2 even mean "latest" and "earliest" in ListOffsets).
+        raise EditInputError(
+            f"{at.isoformat(timespec='seconds')} is before 1970-01-01 UTC, where Kafka's record "
+            "timestamps begin; use 'to earliest' instead.",
+            field="at" if request.strategy == "datetime" else "duration",
+        )
     answers = groups.offsets_for_times(kafka, dict.fromkeys(logs, at_ms), timeout=timeout)
     for tp, answer in answers.items():
         watermark = logs[tp]

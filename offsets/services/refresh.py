@@ -172,14 +172,17 @@ def run_refresh(
         phase("saving results")
         _with_db_retries(
             "saving the results",
-            lambda: _save(cluster, run, state.connectors, sources, sinks, full=full, now_ms=now_ms),
+            lambda: _save(cluster, run, state, sources, sinks, full=full, now_ms=now_ms),
         )
         if full:
             _drop_other_runs(cluster, keep=run_dir)
         run.status = RefreshRun.Status.SUCCEEDED
         run.records_read = sum(sources.records_by_topic.values())
         run.records_by_topic = sources.records_by_topic
-        run.malformed = sum(row["count"] for row in sources.malformed)
+        run.malformed_by_reason = malformed_by_reason(cluster, state, sources.malformed)
+        run.malformed = sum(
+            count for reasons in run.malformed_by_reason.values() for count in reasons.values()
+        )
         run.phase = "done"
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -215,6 +218,27 @@ def _with_db_retries[T](what: str, write: Callable[[], T]) -> T:
             connection.close_if_unusable_or_obsolete()
             time.sleep(delay)
     raise AssertionError("unreachable")
+
+
+def malformed_by_reason(
+    cluster: Cluster, state: connect_state.ConnectState, offsets_malformed: list[dict]
+) -> dict[str, dict[str, int]]:
+    """Count this run's malformed records: {topic: {reason: count}}.
+
+    Offsets topics: the records read by this run (an incremental run only sees new ones).
+    Config and status topics: every record, since each refresh reads them whole.
+    """
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in offsets_malformed:
+        reasons = counts[row["topic"]]
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + row["count"]
+    for topic, reasons in (
+        (cluster.configs_topic, state.config_malformed),
+        (cluster.status_topic, state.status_malformed),
+    ):
+        for reason, count in reasons.items():
+            counts[topic][reason] = counts[topic].get(reason, 0) + count
+    return {topic: dict(sorted(reasons.items())) for topic, reasons in sorted(counts.items())}
 
 
 def describe_error(exc: BaseException) -> str:
@@ -537,7 +561,7 @@ def _source_offset(cluster: Cluster, row: dict) -> SourceOffset:
 def _save(
     cluster: Cluster,
     run: RefreshRun,
-    connectors: list[ConnectorSummary],
+    state: connect_state.ConnectState,
     sources: SourceResults,
     sinks: SinkResults,
     *,
@@ -545,6 +569,7 @@ def _save(
     now_ms: int,
 ) -> None:
     """Replace the current results and append the history, all or nothing."""
+    connectors = state.connectors
     if full:
         for model in (CommitBucket, RewindEvent, MalformedCount, ReadPosition):
             model.objects.filter(cluster=cluster).delete()
@@ -608,6 +633,8 @@ def _save(
         },
     )
 
+    _save_connect_topics_malformed(cluster, state)
+
     KeyDrift.objects.filter(cluster=cluster).delete()
     KeyDrift.objects.bulk_create(
         KeyDrift(
@@ -640,6 +667,31 @@ def _save(
                 cluster=cluster, topic=topic, partition=partition, defaults={"next_offset": end}
             )
     _save_snapshots(cluster, connectors, sinks, now_ms=now_ms)
+
+
+def _save_connect_topics_malformed(cluster: Cluster, state: connect_state.ConnectState) -> None:
+    """Replace the malformed counts of the config and status topics.
+
+    Unlike the offsets topics (read incrementally, so counts add up), these two are read whole
+    by every refresh: their counts are the current ones, not increments.
+    """
+    topics = {
+        cluster.configs_topic: (state.config_malformed, state.config_examples),
+        cluster.status_topic: (state.status_malformed, state.status_examples),
+    }
+    MalformedCount.objects.filter(cluster=cluster, topic__in=topics).delete()
+    MalformedCount.objects.bulk_create(
+        MalformedCount(
+            cluster=cluster,
+            topic=topic,
+            connector="",
+            reason=reason,
+            count=count,
+            example=examples.get(reason, ""),
+        )
+        for topic, (counts, examples) in topics.items()
+        for reason, count in counts.items()
+    )
 
 
 def _add_counts(

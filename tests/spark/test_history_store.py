@@ -79,7 +79,8 @@ def test_it_reads_one_partitions_commits_from_every_run_oldest_first(two_runs):
 
 def test_it_finds_the_folder_spark_wrote_for_a_name_it_escapes(two_runs):
     files = history.connector_files(cluster=two_runs, connector=ODD_NAME)
-    assert len(files) == 1
+    # Found at all (a wrong folder name finds none); one file per read task holding its rows.
+    assert files
     points = history.partition_history(cluster=two_runs, connector=ODD_NAME, key_hash=key_hash(3))
     assert len(points) == COMMITS
     # The other connector's rows are not mixed in.
