@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from offsets.kafka.embedded import free_port
+from tests.production_env import loopback_production_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 USER_PASSWORD = "load-test-password"
@@ -81,8 +82,7 @@ class AppServer:
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.load_settings",
-            "DEBUG": "false",
-            "ALLOWED_HOSTS": "127.0.0.1",
+            **loopback_production_env(),
             "LOG_LEVEL": "WARNING",
             **env,
         }

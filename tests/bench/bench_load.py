@@ -17,6 +17,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from tests.production_env import loopback_production_env
+
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -29,7 +31,7 @@ def parse_args() -> argparse.Namespace:
 
 def configure(folder: Path) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
-    os.environ["DEBUG"] = "false"
+    os.environ.update(loopback_production_env())
     os.environ["OFFSETS_HISTORY_PATH"] = str(folder / "history")
     os.environ["RUN_DIR"] = str(folder / "run")
     os.environ["DJANGO_SETTINGS_MODULE"] = "tests.load_settings"
