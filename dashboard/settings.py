@@ -129,6 +129,19 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The pages cache what they compute from refresh results, keyed by the latest finished run
+# (dashboard/page_cache.py). Per-process memory is enough: the key is checked against the
+# database on every request, so processes never serve each other's stale entries; each
+# process computes a page once per refresh run. An entry is a page of rows or a chart:
+# measured 0.2-16 KiB, so 1,000 entries hold at most ~16 MiB per process.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "pages",
+        "OPTIONS": {"MAX_ENTRIES": 1000},
+    }
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},

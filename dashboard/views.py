@@ -7,6 +7,7 @@ Each page is one view and one template; an htmx request gets only the partial it
 import json
 import logging
 import re
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib import messages
@@ -19,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
-from dashboard import charts
+from dashboard import charts, page_cache
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
 from dashboard.rows import connector_rows, sink_partition_rows, source_partition_rows
 from offsets.formats.connectors import mask_secrets
@@ -132,14 +133,11 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     }
     status = 200
     if form.is_valid():
-        rows = snapshots.connectors(cluster=cluster, **form.filters())
-        page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
+        page = _connectors_page(cluster, form, refresh)
         context.update(
             page=page,
             rows=connector_rows(
-                snapshots.with_partition_status(page.object_list, cluster=cluster),
-                reverse("connectors", args=[cluster.name]),
-                context["export_url"],
+                page.object_list, reverse("connectors", args=[cluster.name]), context["export_url"]
             ),
             sort=form.cleaned_data["sort"],
         )
@@ -147,6 +145,23 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
         status = 400
     partial = "#table" if _htmx_target(request) == "connectors-table" else ""
     return render(request, f"dashboard/connectors.html{partial}", context, status=status)
+
+
+def _connectors_page(
+    cluster: Cluster, form: ConnectorFilterForm, refresh: snapshots.RefreshState
+) -> Page:
+    """The page of connectors the filters ask for, cached until the next refresh finishes."""
+
+    def compute() -> tuple[list[ConnectorSnapshot], int, int]:
+        rows = snapshots.connectors(cluster=cluster, **form.filters())
+        page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
+        snapshots.with_partition_status(page.object_list, cluster=cluster)
+        return page.object_list, page.paginator.count, page.number
+
+    params = {**form.filters(), "page": form.cleaned_data["page"]}
+    run = page_cache.generation(cluster, refresh)
+    rows, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
+    return page_cache.page_of(rows, count, number, CONNECTORS_PER_PAGE)
 
 
 # -------------------------------------------------------------------------------------------
@@ -167,10 +182,15 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
             status=400,
         )
     target = _htmx_target(request)
+    # The whole page shows the refresh state: read it first, it names the cached run too.
+    refresh = (
+        None if target in ("progress", "partitions") else snapshots.refresh_state(cluster=cluster)
+    )
+    cached = _ConnectorCache(cluster, snapshot, refresh)
     if target == "progress":
-        context = _progress_context(cluster, snapshot, form.cleaned_data["partition"])
+        context = _progress_context(cached, form.cleaned_data["partition"])
         return render(request, "dashboard/connector.html#progress", context)
-    partitions = _partitions_page(cluster, snapshot, form)
+    partitions = _partitions_page(cached, form)
     if snapshot.type == "sink":
         partition_rows = sink_partition_rows(
             partitions.object_list, externally_managed=snapshot.offsets_managed_externally
@@ -196,40 +216,72 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         return render(request, "dashboard/connector.html#partitions", context)
     snapshot.reasons = snapshots.status_reasons(snapshot)
     context.update(
-        refresh=snapshots.refresh_state(cluster=cluster),
+        refresh=refresh,
         config=sorted(mask_secrets(snapshot.config).items()),
         task_states=sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
-        commit_chart=_commit_chart(cluster, snapshot),
+        commit_chart=cached.get("commit-chart", {}, lambda: _commit_chart(cluster, snapshot)),
     )
     if snapshot.type == "sink":
         if not snapshot.offsets_managed_externally:
-            context.update(_lag_charts(cluster, snapshot))
+            context.update(cached.get("lag-charts", {}, lambda: _lag_charts(cluster, snapshot)))
     else:
         context.update(
-            rewinds=snapshots.rewinds(cluster=cluster, connector=snapshot.name),
-            drifts=snapshots.key_drifts(cluster=cluster, connector=snapshot.name),
+            cached.get(
+                "rewinds-drifts",
+                {},
+                lambda: {
+                    "rewinds": snapshots.rewinds(cluster=cluster, connector=snapshot.name),
+                    "drifts": snapshots.key_drifts(cluster=cluster, connector=snapshot.name),
+                },
+            )
         )
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
-            context.update(_progress_context(cluster, snapshot, form.cleaned_data["partition"]))
+            context.update(_progress_context(cached, form.cleaned_data["partition"]))
         else:
             context["progress_deferred"] = True
     return render(request, "dashboard/connector.html", context)
 
 
-def _partitions_page(
-    cluster: Cluster, snapshot: ConnectorSnapshot, form: PartitionFilterForm
-) -> Page:
-    lookup = snapshots.sink_partitions if snapshot.type == "sink" else snapshots.source_partitions
-    rows = lookup(
-        cluster=cluster,
-        connector=snapshot.name,
-        q=form.cleaned_data["q"],
-        sort=form.cleaned_data["sort"],
-    )
-    return snapshots.paginate(
-        rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=snapshot.type == "source"
-    )
+class _ConnectorCache:
+    """A connector's refresh-derived values, cached until the cluster's next finished run."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        snapshot: ConnectorSnapshot,
+        refresh: snapshots.RefreshState | None,
+    ) -> None:
+        self.cluster = cluster
+        self.snapshot = snapshot
+        self.run = page_cache.generation(cluster, refresh)
+
+    def get[T](self, kind: str, params: dict[str, object], compute: Callable[[], T]) -> T:
+        params = {"connector": self.snapshot.name, "type": self.snapshot.type, **params}
+        return page_cache.get_or_compute(self.cluster, self.run, kind, params, compute)
+
+
+def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> Page:
+    cluster, snapshot = cached.cluster, cached.snapshot
+
+    def compute() -> tuple[list, int, int]:
+        lookup = (
+            snapshots.sink_partitions if snapshot.type == "sink" else snapshots.source_partitions
+        )
+        rows = lookup(
+            cluster=cluster,
+            connector=snapshot.name,
+            q=form.cleaned_data["q"],
+            sort=form.cleaned_data["sort"],
+        )
+        page = snapshots.paginate(
+            rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=snapshot.type == "source"
+        )
+        return page.object_list, page.paginator.count, page.number
+
+    params = {key: form.cleaned_data[key] for key in ("q", "sort", "page")}
+    rows, count, number = cached.get("partitions", params, compute)
+    return page_cache.page_of(rows, count, number, PARTITIONS_PER_PAGE)
 
 
 def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart:
@@ -258,8 +310,19 @@ def _lag_charts(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, char
     }
 
 
-def _progress_context(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> dict:
+def _progress_context(cached: _ConnectorCache, key_hash: str) -> dict:
     """The chosen partition's committed offsets over time, rewinds marked."""
+    cluster, snapshot = cached.cluster, cached.snapshot
+    context = {"cluster": cluster, "connector": snapshot}
+    context.update(
+        cached.get(
+            "progress", {"partition": key_hash}, lambda: _progress(cluster, snapshot, key_hash)
+        )
+    )
+    return context
+
+
+def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> dict:
     if key_hash:
         partition = snapshots.get_source_partition(
             cluster=cluster, connector=snapshot.name, key_hash=key_hash
@@ -268,7 +331,7 @@ def _progress_context(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: s
             raise Http404(f"No partition {key_hash} in {snapshot.name}.")
     else:
         partition = snapshots.default_chart_partition(cluster=cluster, connector=snapshot.name)
-    context = {"cluster": cluster, "connector": snapshot, "chart_partition": partition}
+    context: dict[str, object] = {"chart_partition": partition}
     if partition is None:
         return context
     # The history service reads Parquet; import it here so the pages load without pyarrow work.

@@ -2,6 +2,9 @@
 
 The tables hold more rows than a page shows, so a query per row (an N+1) would add dozens.
 The limits are the counts the pages make today: a new query must be a deliberate change here.
+Each page is asked twice: first computed, then from the cache of the last refresh run's
+results (dashboard/page_cache.py), which leaves only the session, the user, the cluster or
+connector, the refresh state and the permissions to read.
 """
 
 import re
@@ -66,47 +69,51 @@ def test_the_connectors_list_makes_a_fixed_number_of_queries(
     logged_in_client, big, django_assert_max_num_queries, query, headers, expected_rows
 ):
     # Two of them read the user's permissions (may they press Refresh?).
-    with django_assert_max_num_queries(9):
-        response = logged_in_client.get(f"/clusters/prod/connectors/{query}", headers=headers)
-    assert response.status_code == 200
-    if expected_rows:
-        assert rows(response.content.decode(), "data-connector") == expected_rows
+    for limit in (9, 6):  # computed, then cached
+        with django_assert_max_num_queries(limit):
+            response = logged_in_client.get(f"/clusters/prod/connectors/{query}", headers=headers)
+        assert response.status_code == 200
+        if expected_rows:
+            assert rows(response.content.decode(), "data-connector") == expected_rows
 
 
 @pytest.mark.parametrize(
-    ("connector", "query", "headers", "limit"),
+    ("connector", "query", "headers", "limits"),
     [
-        ("jdbc", "", {}, 10),
-        ("jdbc", "?page=3", {**HTMX, "HX-Target": "partitions"}, 6),
-        ("jdbc", "?sort=-last_commit", {**HTMX, "HX-Target": "partitions"}, 6),
-        ("s3", "", {}, 9),
-        ("s3", "?page=2&sort=-status", {**HTMX, "HX-Target": "partitions"}, 6),
+        ("jdbc", "", {}, (10, 4)),
+        # The partials read which run is on show (one query) where the page reads the refresh.
+        ("jdbc", "?page=3", {**HTMX, "HX-Target": "partitions"}, (7, 4)),
+        ("jdbc", "?sort=-last_commit", {**HTMX, "HX-Target": "partitions"}, (7, 4)),
+        ("s3", "", {}, (9, 5)),
+        ("s3", "?page=2&sort=-status", {**HTMX, "HX-Target": "partitions"}, (7, 5)),
     ],
 )
 def test_a_connector_page_and_its_partials_make_a_fixed_number_of_queries(
-    logged_in_client, big, django_assert_max_num_queries, connector, query, headers, limit
+    logged_in_client, big, django_assert_max_num_queries, connector, query, headers, limits
 ):
-    with django_assert_max_num_queries(limit):
-        response = logged_in_client.get(
-            f"/clusters/prod/connectors/{connector}/{query}", headers=headers
-        )
-    assert response.status_code == 200
-    # A full page of partitions was drawn (page 3 of 130 holds the last 30).
-    expected = 30 if "page=3" in query else 50
-    assert rows(response.content.decode(), "data-partition") == expected
+    for limit in limits:  # computed, then cached
+        with django_assert_max_num_queries(limit):
+            response = logged_in_client.get(
+                f"/clusters/prod/connectors/{connector}/{query}", headers=headers
+            )
+        assert response.status_code == 200
+        # A full page of partitions was drawn (page 3 of 130 holds the last 30).
+        expected = 30 if "page=3" in query else 50
+        assert rows(response.content.decode(), "data-partition") == expected
 
 
 def test_the_progress_chart_makes_a_fixed_number_of_queries(
     logged_in_client, big, partition_history, django_assert_max_num_queries
 ):
     partition_history.points.extend(make.history(200, rewind_at=100))
-    with django_assert_max_num_queries(4):
-        response = logged_in_client.get(
-            f"/clusters/prod/connectors/jdbc/?partition={big['rewound']}",
-            headers={**HTMX, "HX-Target": "progress"},
-        )
-    assert response.status_code == 200
-    assert 'data-chart="progress"' in response.content.decode()
+    for limit in (5, 4):  # computed, then cached
+        with django_assert_max_num_queries(limit):
+            response = logged_in_client.get(
+                f"/clusters/prod/connectors/jdbc/?partition={big['rewound']}",
+                headers={**HTMX, "HX-Target": "progress"},
+            )
+        assert response.status_code == 200
+        assert 'data-chart="progress"' in response.content.decode()
 
 
 def test_the_clusters_overview_makes_a_fixed_number_of_queries(
@@ -117,3 +124,18 @@ def test_the_clusters_overview_makes_a_fixed_number_of_queries(
         response = logged_in_client.get("/", headers={**HTMX, "HX-Target": "clusters"})
     assert response.status_code == 200
     assert 'data-cluster="other"' in response.content.decode()
+
+
+@pytest.mark.parametrize("sort", ["partition", "-last_commit"])
+def test_a_page_of_partitions_is_read_in_index_order_on_sqlite(big, sort):
+    from django.db import connection
+
+    from offsets.services import snapshots
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the plan checked is SQLite's; PostgreSQL's index differs (migration 0005)")
+    rows = snapshots.source_partitions(cluster=big["cluster"], connector="jdbc", sort=sort)
+    # What paginate(by_keys=True) reads for a page: keys in order, past an OFFSET.
+    plan = rows.values_list("pk", flat=True)[100:150].explain()
+    assert "USING COVERING INDEX" in plan
+    assert "TEMP B-TREE" not in plan, plan
