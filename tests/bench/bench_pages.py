@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.production_env import loopback_production_env
+
 GOAL_RATIO = 5.0
 GOAL_MS = 150.0
 
@@ -48,7 +50,7 @@ def configure(args: argparse.Namespace) -> None:
         folder = Path(tempfile.mkdtemp(prefix="bench-pages-"))
         os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
     # Production-like: DEBUG would record every query and slow every request.
-    os.environ["DEBUG"] = "false"
+    os.environ.update(loopback_production_env())
     os.environ["OFFSETS_HISTORY_PATH"] = tempfile.mkdtemp(prefix="bench-pages-history-")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")

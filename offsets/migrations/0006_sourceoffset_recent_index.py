@@ -35,6 +35,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("offsets", "0004_sourceoffset_page_index")]
+    dependencies = [("offsets", "0005_refreshrun_malformed_by_reason")]
 
     operations = [migrations.RunPython(create, drop)]
