@@ -1,6 +1,6 @@
 """The API's error bodies, documented once for the OpenAPI schema.
 
-DRF answers errors in two shapes: `{"detail": "..."}` (403, 404, 409, 503, a body that is
+DRF answers errors in two shapes: `{"detail": "..."}` (401, 403, 404, 409, 503, a body that is
 not JSON) and, for input that fails validation, `{"<field>": ["message", ...], ...}` where a
 nested field (a list of partitions) nests the same way. Views list the codes they can answer
 with `errors(400, 404, ...)` next to their success responses.
@@ -15,7 +15,8 @@ DETAIL = inline_serializer("ErrorDetail", {"detail": serializers.CharField()})
 _DESCRIPTIONS = {
     400: "Bad input: messages by field name (non_field_errors for the whole body; detail "
     "when the body is not JSON).",
-    403: "Not logged in (session or token), or the user lacks the role.",
+    401: "Not logged in: no credentials, or a bad token (WWW-Authenticate: Token).",
+    403: "Logged in, but the user lacks the role (or a session POST lacks its CSRF token).",
     404: "Unknown cluster, connector or edit.",
     409: "The edit's state does not allow this.",
     415: "The body's content type is not JSON, a form or multipart.",
@@ -25,10 +26,10 @@ _DESCRIPTIONS = {
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """Documented error responses for `extend_schema(responses=...)`; 403 is always one."""
+    """Documented error responses for `extend_schema(responses=...)`; 401 and 403 always are."""
     return {
         code: OpenApiResponse(
             OpenApiTypes.OBJECT if code == 400 else DETAIL, description=_DESCRIPTIONS[code]
         )
-        for code in sorted({403, *codes})
+        for code in sorted({401, 403, *codes})
     }
