@@ -15,6 +15,7 @@ from offsets.services.edits import StageRequest
 from tests.conftest import DEMO_END_MS
 from tests.integration.broker_proxy import BrokerBehindProxy
 from tests.integration.connect_sim import stop_connector
+from tests.integration.librdkafka_abort import in_child_process
 
 pytestmark = pytest.mark.integration
 
@@ -199,6 +200,7 @@ def test_a_broker_lost_during_a_source_lock_check_writes_nothing_and_gives_the_e
     assert edits.apply_edit(edit=edit, user=approver).state == OffsetEdit.State.APPLIED
 
 
+@in_child_process  # librdkafka#4605 may abort the process: see librdkafka_abort.py
 def test_a_broker_lost_during_a_sink_lock_check_leaves_the_group_alone(
     broker_behind_proxy, db, editor, approver, settings, monkeypatch
 ):
@@ -219,6 +221,7 @@ def test_a_broker_lost_during_a_sink_lock_check_leaves_the_group_alone(
     assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == before
 
 
+@in_child_process  # librdkafka#4605 may abort the process: see librdkafka_abort.py
 def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled(
     broker_behind_proxy, db, editor, approver, settings, monkeypatch
 ):
@@ -250,6 +253,7 @@ def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled
     assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == before
 
 
+@in_child_process  # librdkafka#4605 may abort the process: see librdkafka_abort.py
 def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_what_to_restore(
     fresh_demo, editor, approver, monkeypatch
 ):
