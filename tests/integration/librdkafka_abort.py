@@ -47,7 +47,9 @@ def in_child_process(test):
                     "-p",
                     "no:cacheprovider",
                 ],
-                env={**os.environ, CHILD_ENV: "1"},
+                # pytest-django suffixes the test database's name with TOX_PARALLEL_ENV:
+                # the child must not create (and drop) the parent's PostgreSQL test database.
+                env={**os.environ, CHILD_ENV: "1", "TOX_PARALLEL_ENV": "child"},
                 capture_output=True,
                 text=True,
                 timeout=900,
