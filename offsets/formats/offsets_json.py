@@ -99,6 +99,11 @@ def parse_kip199(
     for name, entries in doc.items():
         if not isinstance(name, str) or not name:
             raise OffsetsDocumentError("document", "connector names must be non-empty strings")
+        if "\x00" in name or _SURROGATE.search(name):
+            # No connector is named so, and PostgreSQL cannot even look such a name up.
+            raise OffsetsDocumentError(
+                "document", "connector names must be valid Unicode without NUL (U+0000)"
+            )
         parsed[name] = _parse_entries(entries, name, types.get(name))
     return parsed
 
@@ -178,10 +183,17 @@ def flat_map_problem(mapping: dict[str, JsonValue]) -> tuple[str, str] | None:
     read back differently from what was typed is refused too: JsonConverter reads every JSON
     integer as a Java long (a wider one wraps), a double cannot be infinite in JSON (Jackson
     writes "Infinity" as a string), and a lone surrogate is not Unicode (UTF-8 cannot hold it).
+    The NUL character is refused as well: Connect could take it, but PostgreSQL's text and
+    JSON columns cannot store it, so the edit and its audit trail could not be kept.
     """
     for name, item in mapping.items():
         if _SURROGATE.search(name):
             return name, "the field name is not valid Unicode (a lone surrogate)"
+        if "\x00" in name:
+            return (
+                name,
+                "the field name contains the NUL character (U+0000), which cannot be stored",
+            )
         if isinstance(item, dict | list):
             return name, "must be a string, number, boolean or null"
         if isinstance(item, bool) or item is None:
@@ -192,6 +204,8 @@ def flat_map_problem(mapping: dict[str, JsonValue]) -> tuple[str, str] | None:
             return name, "must be a finite number"
         if isinstance(item, str) and _SURROGATE.search(item):
             return name, "is not valid Unicode (a lone surrogate)"
+        if isinstance(item, str) and "\x00" in item:
+            return name, "contains the NUL character (U+0000), which cannot be stored"
     return None
 
 

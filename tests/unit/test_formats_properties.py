@@ -366,6 +366,9 @@ def test_flat_map_problem_names_a_field_or_the_map_writes_as_connect_json(mappin
         ({"p": "\ud800"}, "Unicode"),
         ({"\udfff": 1}, "Unicode"),
         ({"p": [1]}, "string, number"),
+        # PostgreSQL's text and JSON columns cannot hold U+0000 (found by the API fuzz test).
+        ({"file": "a\x00b"}, "NUL"),
+        ({"fi\x00le": 1}, "NUL"),
     ],
 )
 def test_flat_map_problem_refuses_what_a_task_would_read_differently(mapping, fragment) -> None:
@@ -418,3 +421,9 @@ def test_a_sink_target_stays_inside_the_log(strategy, a, b, committed, value) ->
         assert str(exc)
     else:
         assert target.offset is None or log.log_start <= target.offset <= log.log_end
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\ud800"])
+def test_a_kip199_document_refuses_a_connector_name_postgresql_cannot_look_up(name) -> None:
+    with pytest.raises(OffsetsDocumentError, match="NUL"):
+        parse_kip199({name: []})
