@@ -37,6 +37,7 @@ ACTIONS = {
     "reject": edits.reject_edit,
     "cancel": edits.cancel_edit,
     "apply": edits.apply_edit,
+    "reconcile": edits.reconcile_edit,
 }
 KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
 
@@ -205,7 +206,7 @@ def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpRespons
 @require_POST
 @login_required
 def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -> HttpResponse:
-    """Submit, approve, reject, cancel or apply; htmx gets the status panel back."""
+    """Submit, approve, reject, cancel, apply or reconcile; htmx gets the status panel back."""
     cluster = _get_cluster_for_user(request, cluster_name)
     edit = _get_edit_for_user(request, cluster, pk)
     service = ACTIONS.get(action)
@@ -222,6 +223,8 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
             message, status = exc.message, 403
         except edits.EditStateConflict as exc:
             message, status = exc.message, 409
+        except edits.ConnectorNotFound as exc:
+            message, status = exc.message, 404
         except KAFKA_ERRORS as exc:
             message, status = f"The cluster could not be reached: {exc}", 503
     if not request.htmx and status == 200:
@@ -247,6 +250,9 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("approve", "Approve", "primary"))
     if edit.state == state.APPROVED and edits.can_approve(user):
         buttons.append(("apply", "Apply now", "danger"))
+    if edits.is_stale(edit) and edits.can_approve(user):
+        # Only once its apply cannot still be running (edits.stale_after).
+        buttons.append(("reconcile", "Reconcile from Kafka", "primary"))
     if (
         edit.state in (state.SUBMITTED, state.APPROVED)
         and edits.can_approve(user)
@@ -264,6 +270,10 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         "buttons": buttons,
         "timeline": edit.audit_events.order_by("at", "id"),
         "action_error": action_error,
+        # An apply that may still be running: say from when it can be reconciled.
+        "reconcile_from": edit.apply_started_at + edits.stale_after()
+        if edit.state == state.APPLYING and edit.apply_started_at and not edits.is_stale(edit)
+        else None,
         "self_approval_blocked": edit.state == state.SUBMITTED
         and is_author
         and edits.can_approve(user),

@@ -10,6 +10,10 @@ an OOM kill, a power cut) at the worst moment of an apply leaves behind.
 Points:
     apply-before-commit  every record is handed to the producer; the transaction (source)
                          or the group offsets change (sink) is not committed yet
+    apply-between-sink-steps
+                         a sink edit deleting some of a group's partitions: the group is
+                         deleted (the offsets to commit back are stored on the edit), the
+                         other partitions are not committed back yet
     apply-after-commit   Kafka acknowledged the write; the database does not know yet
 """
 
@@ -22,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 PAUSE_ENV = "OFFSETS_FAULT_PAUSE"
 PAUSE_FILE_ENV = "OFFSETS_FAULT_PAUSE_FILE"
-POINTS = ("apply-before-commit", "apply-after-commit")
+POINTS = ("apply-before-commit", "apply-between-sink-steps", "apply-after-commit")
 
 
 def pause_point(name: str) -> None:

@@ -18,11 +18,16 @@ from offsets.formats.edit_rules import (
     check_offset_for_time,
     check_single_apply,
     clamp,
+    keep_as_json,
+    keep_from_json,
     offsets_as_of,
     parse_duration,
+    restore_details,
     restore_diff,
+    restore_text,
     runtime_view,
     settle,
+    settle_sink_group,
     sink_target,
     source_diff,
 )
@@ -387,6 +392,75 @@ def test_settling_reads_applied_not_applied_or_mixed():
 
 def test_a_delete_that_committed_settles_as_applied():
     assert settle([("a", b"{}", None, None)]).outcome == "applied"
+
+
+# A partial sink delete: the edit deletes my-topic-1 and sets my-topic-2 (from 7 to 3); the
+# group also holds my-topic-0 and other-0. "keep" is what the group must hold afterwards.
+# Topic names with '-' on purpose: the labels "topic-partition" are ambiguous, the keys not.
+BEFORE = {("my-topic", 0): 10, ("my-topic", 1): 20, ("my-topic", 2): 7, ("other", 0): 5}
+KEEP = {("my-topic", 0): 10, ("my-topic", 2): 3, ("other", 0): 5}
+DELETED = [("my-topic", 1)]
+
+
+def settle_group(group):
+    observed = [
+        ("my-topic-1", 20, None, group.get(("my-topic", 1))),
+        ("my-topic-2", 7, 3, group.get(("my-topic", 2))),
+    ]
+    return settle_sink_group(observed, deleted=DELETED, keep=KEEP, group=group)
+
+
+def test_a_partial_sink_delete_is_applied_only_when_every_kept_partition_is_back():
+    settled = settle_group(dict(KEEP))
+    assert settled.outcome == "applied" and settled.restore == {}
+
+
+def test_a_partial_sink_delete_killed_between_its_steps_is_incomplete_with_all_to_restore():
+    # The group was deleted and nothing was committed back: the edit's own partitions alone
+    # (my-topic-1 gone) would not say "applied" here only because my-topic-2 is missing too.
+    settled = settle_group({})
+    assert settled.outcome == "incomplete"
+    assert settled.restore == KEEP
+    assert "my-topic-0=10, my-topic-2=3, other-0=5" in settled.message
+
+
+def test_the_edits_own_partitions_right_but_the_others_gone_is_incomplete_never_applied():
+    # What the old rule (the edit's partitions only) called "applied".
+    group = {("my-topic", 2): 3}
+    assert settle([("my-topic-1", 20, None, None), ("my-topic-2", 7, 3, 3)]).outcome == "applied"
+    settled = settle_group(group)
+    assert settled.outcome == "incomplete"
+    assert settled.restore == {("my-topic", 0): 10, ("other", 0): 5}
+    assert "2 of the 3 partition(s)" in settled.message and "2 missing, 0 at another" in (
+        settled.message
+    )
+
+
+def test_a_kept_partition_at_another_offset_after_the_delete_is_incomplete():
+    group = {("my-topic", 0): 11, ("my-topic", 2): 3, ("other", 0): 5}
+    settled = settle_group(group)
+    assert settled.outcome == "incomplete"
+    assert settled.restore == {("my-topic", 0): 10}
+    assert "0 missing, 1 at another offset" in settled.message
+
+
+def test_a_group_never_deleted_is_not_applied():
+    # Killed after storing "keep" but before the delete: the group is as it was.
+    settled = settle_group(dict(BEFORE))
+    assert settled.outcome == "not-applied" and settled.restore == {}
+
+
+def test_a_group_not_deleted_but_changed_by_someone_else_is_mixed():
+    group = {**BEFORE, ("my-topic", 2): 9}
+    assert settle_group(group).outcome == "mixed"
+
+
+def test_kept_offsets_round_trip_through_json_with_dashes_in_topic_names():
+    stored = keep_as_json(KEEP)
+    assert stored == [["my-topic", 0, 10], ["my-topic", 2, 3], ["other", 0, 5]]
+    assert keep_from_json(stored) == KEEP
+    assert restore_text(KEEP) == "my-topic-0=10, my-topic-2=3, other-0=5"
+    assert restore_details(KEEP) == {"my-topic-0": 10, "my-topic-2": 3, "other-0": 5}
 
 
 # --- Inputs -----------------------------------------------------------------------------------

@@ -14,4 +14,5 @@ urlpatterns = [
     path("<int:pk>/reject/", edits.edit_reject, name="api-edit-reject"),
     path("<int:pk>/cancel/", edits.edit_cancel, name="api-edit-cancel"),
     path("<int:pk>/apply/", edits.edit_apply, name="api-edit-apply"),
+    path("<int:pk>/reconcile/", edits.edit_reconcile, name="api-edit-reconcile"),
 ]

@@ -394,6 +394,11 @@ edit_cancel = _action_view(edits.cancel_edit, "Cancel (the author or an approver
 edit_apply = _action_view(
     edits.apply_edit, "Run the lock check and apply (an approver); 200 with the final state"
 )
+edit_reconcile = _action_view(
+    edits.reconcile_edit,
+    "Settle an edit stuck in applying from what Kafka holds (an approver); 409 while its "
+    "apply may still be running",
+)
 
 
 @extend_schema(

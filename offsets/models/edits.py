@@ -91,6 +91,13 @@ class OffsetEdit(models.Model):
     mirror_topic = models.CharField(max_length=249, blank=True)
     group_id = models.CharField(max_length=255, blank=True)
     warnings = models.JSONField(default=list, blank=True)
+    # A sink edit that deletes some of a group's partitions deletes the whole group, then
+    # commits back every other partition (and the edit's own new values). Those offsets,
+    # [[topic, partition, offset], ...], are stored and committed here BEFORE the delete, so
+    # a crash between the two steps still leaves the database knowing what the group must
+    # hold: reconciliation compares the whole group with it and lists what to restore.
+    # None: the edit never reached that step (or is not such an edit).
+    sink_keep = models.JSONField(null=True, blank=True)
     # The last lock check: [{"name": ..., "passed": bool, "message": ...}, ...].
     lock_checks = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)

@@ -110,8 +110,12 @@ class SinkWriteIncomplete(KafkaUnavailable):
     the edit's own partitions back would say "applied"; ``restore`` holds what was lost.
     """
 
-    def __init__(self, message: str, restore: dict[tuple[str, int], int]) -> None:
-        super().__init__(message)
+    def __init__(self, cause: str, restore: dict[tuple[str, int], int]) -> None:
+        super().__init__(
+            f"The group was deleted but committing the other partitions again failed: {cause}. "
+            f"Commit these offsets to restore them: {edit_rules.restore_text(restore)}"
+        )
+        self.cause = cause
         self.restore = restore
 
 
@@ -977,51 +981,46 @@ def apply_edit(
             pause_then_before_commit()
             written = _write_sink(edit)
     except offsets_writer.WriteNotCommitted as exc:
-        return _finish(
-            edit,
-            State.FAILED,
-            Action.FAILED,
-            user,
-            checks=checks,
-            error=str(exc),
-            extra={"committed": False},
-        )
+        return _fail(edit, user, checks, str(exc), {"committed": False})
     except TopicNotFound as exc:
-        return _finish(
-            edit,
-            State.FAILED,
-            Action.FAILED,
-            user,
-            checks=checks,
-            error=f"{exc} Nothing was written.",
-            extra={"committed": False},
-        )
+        return _fail(edit, user, checks, f"{exc} Nothing was written.", {"committed": False})
     except SinkWriteIncomplete as exc:
         # The second step's answer was lost or refused, but its request may have landed (a
-        # lost response looks the same): read the WHOLE group back. Reading only the edit's
-        # own partitions would call it applied while the others may have lost their offsets.
+        # lost response looks the same): judge the WHOLE group with the same rule as
+        # reconciliation. The edit's own partitions alone would call it applied while the
+        # others may have lost their offsets.
         try:
             now = groups.committed_offsets(
                 edit.cluster.kafka_settings(), edit.group_id, timeout=_read_timeout()
             )
         except KafkaUnavailable as read_error:
-            now, why = None, f" The group could not be read back to check: {read_error}"
-        if now == exc.restore:
-            written = {"committed": len(exc.restore), "second_step_error": str(exc)}
-            return _verify(edit, user, checks, written)
-        if now is not None:
-            why = " Read back, the group does not hold them."
-        return _finish(
+            restore = exc.restore
+            seen = (
+                f"The group could not be read back: {read_error}. Commit these offsets to "
+                f"restore them: {edit_rules.restore_text(restore)}"
+            )
+        else:
+            settled = _settle_sink_group(edit, exc.restore, now)
+            if settled.outcome == "applied":
+                written = {"committed": len(exc.restore), "second_step_error": exc.cause}
+                return _verify(edit, user, checks, written)
+            if settled.outcome == "incomplete":
+                # Exactly the kept partitions that are not back (the message lists them).
+                restore, seen = settled.restore, f"Read back: {settled.message}"
+            else:
+                # Something else wrote to the group: every kept offset is left to check.
+                restore = exc.restore
+                seen = (
+                    f"Read back: {settled.message} Commit these offsets to restore them: "
+                    f"{edit_rules.restore_text(restore)}"
+                )
+        return _fail(
             edit,
-            State.FAILED,
-            Action.FAILED,
             user,
-            checks=checks,
-            error=f"{exc}{why}",
-            extra={
-                "committed": "partial",
-                "restore": {f"{t}-{p}": o for (t, p), o in sorted(exc.restore.items())},
-            },
+            checks,
+            f"The group was deleted but committing the other partitions again failed: "
+            f"{exc.cause}. {seen}",
+            {"committed": "partial", "restore": edit_rules.restore_details(restore)},
         )
     except Exception as exc:
         # The outcome is unknown (a commit that timed out, a sink request that may have
@@ -1075,6 +1074,7 @@ def _finish(
     checks: list[dict] | None = None,
     error: str = "",
     extra: dict | None = None,
+    comment: str = "",
 ) -> OffsetEdit:
     """Leave "applying" for a final state and record it with every partition's values."""
     fields = {
@@ -1102,8 +1102,13 @@ def _finish(
         }
         if error:
             details["error"] = error
-        _audit(edit, action, user, "", details)
+        _audit(edit, action, user, comment, details)
     return edit
+
+
+def _fail(edit: OffsetEdit, user, checks: list[dict], error: str, extra: dict) -> OffsetEdit:
+    """Finish an apply as failed, audited "failed" with the lock check and the details."""
+    return _finish(edit, State.FAILED, Action.FAILED, user, checks=checks, error=error, extra=extra)
 
 
 def _source_writes(edit: OffsetEdit) -> list[offsets_writer.OffsetWrite]:
@@ -1146,17 +1151,22 @@ def _write_sink(edit: OffsetEdit) -> dict:
     committed = groups.committed_offsets(kafka, edit.group_id, timeout=timeout)
     keep = {tp: offset for tp, offset in committed.items() if tp not in deletes}
     keep.update(sets)
+    # What the group must hold after the two steps goes to the database first, and is
+    # committed there (apply_edit runs outside any transaction: ATOMIC_REQUESTS is off), so a
+    # process killed between the delete and the re-commit leaves the list behind for
+    # reconciliation, which then compares the whole group with it instead of calling the
+    # edit applied because its own deleted partitions are gone.
+    edit.sink_keep = edit_rules.keep_as_json(keep)
+    OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+        sink_keep=edit.sink_keep, updated=timezone.now()
+    )
     groups.delete_group(kafka, edit.group_id, timeout=timeout)
+    faults.pause_point("apply-between-sink-steps")
     if keep:
         try:
             groups.alter_offsets(kafka, edit.group_id, keep, timeout=timeout)
         except KafkaUnavailable as exc:
-            restore = ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(keep.items()))
-            raise SinkWriteIncomplete(
-                f"The group was deleted but committing the other partitions again failed: {exc}. "
-                f"Commit these offsets to restore them: {restore}",
-                keep,
-            ) from exc
+            raise SinkWriteIncomplete(str(exc), keep) from exc
     return {"deleted": len(deletes), "committed": len(keep)}
 
 
@@ -1179,6 +1189,12 @@ def _current_values(edit: OffsetEdit) -> list[tuple[str, object, object, object]
     committed = groups.committed_offsets(
         edit.cluster.kafka_settings(), edit.group_id, timeout=_read_timeout()
     )
+    return _sink_values(changes, committed)
+
+
+def _sink_values(
+    changes: Iterable[OffsetEditChange], committed: dict[tuple[str, int], int]
+) -> list[tuple[str, object, object, object]]:
     return [
         (
             f"{change.topic}-{change.kafka_partition}",
@@ -1190,9 +1206,35 @@ def _current_values(edit: OffsetEdit) -> list[tuple[str, object, object, object]
     ]
 
 
+def _settle_sink_group(
+    edit: OffsetEdit, keep: dict[tuple[str, int], int], group: dict[tuple[str, int], int]
+) -> edit_rules.Settled:
+    changes = list(edit.changes.all())
+    return edit_rules.settle_sink_group(
+        _sink_values(changes, group),
+        deleted=[(c.topic, c.kafka_partition) for c in changes if c.is_delete],
+        keep=keep,
+        group=group,
+    )
+
+
+def _settle_live(edit: OffsetEdit) -> edit_rules.Settled:
+    """Read the edit's offsets now and decide whether its write landed.
+
+    A partial sink delete that reached its two steps (``sink_keep`` stored) is judged on the
+    whole group: its own partitions alone cannot tell whether the others came back.
+    """
+    if edit.is_source or edit.sink_keep is None:
+        return edit_rules.settle(_current_values(edit))
+    group = groups.committed_offsets(
+        edit.cluster.kafka_settings(), edit.group_id, timeout=_read_timeout()
+    )
+    return _settle_sink_group(edit, edit_rules.keep_from_json(edit.sink_keep), group)
+
+
 def _verify(edit: OffsetEdit, user, checks: list[dict], written: dict) -> OffsetEdit:
     try:
-        settled = edit_rules.settle(_current_values(edit))
+        settled = _settle_live(edit)
     except (KafkaUnavailable, ConnectorNotFound) as exc:
         # The commit was acknowledged, so the edit is applied; only the read-back failed.
         return _finish(
@@ -1212,14 +1254,15 @@ def _verify(edit: OffsetEdit, user, checks: list[dict], written: dict) -> Offset
             checks=checks,
             extra={**written, "verified": True, "verification": settled.message},
         )
-    return _finish(
+    extra = {**written, "verified": False}
+    if settled.outcome == "incomplete":
+        extra.update(committed="partial", restore=edit_rules.restore_details(settled.restore))
+    return _fail(
         edit,
-        State.FAILED,
-        Action.FAILED,
         user,
-        checks=checks,
-        error=f"The write was acknowledged but reading it back disagrees: {settled.message}",
-        extra={**written, "verified": False},
+        checks,
+        f"The write was acknowledged but reading it back disagrees: {settled.message}",
+        extra,
     )
 
 
@@ -1240,11 +1283,45 @@ def _settle_in_doubt(edit: OffsetEdit, user, checks: list[dict], error: str) -> 
 # Reconciling edits left in "applying" (a crash, or an outage at the commit).
 
 
-def reconcile_edit(*, edit: OffsetEdit, user=None) -> OffsetEdit:
-    """Settle an edit found in "applying" by reading the topic (or the group) back."""
+# How long past its start an apply can still be alive. A live apply makes at most three
+# write calls (a partial sink delete: read the group, delete it, commit the rest), each
+# bounded by KAFKA_WRITE_TIMEOUT; the margin covers the lock check's and the verification's
+# reads and a slow database. Reconciling a live sink apply would judge the group between its
+# two steps and call the edit failed while it is about to succeed, so the page and the API
+# refuse younger edits, and the refresh loop leaves them alone.
+APPLY_MARGIN = timedelta(minutes=5)
+
+
+def stale_after() -> timedelta:
+    """Return the age after which an edit still "applying" has lost its process."""
+    return timedelta(seconds=3 * _write_timeout()) + APPLY_MARGIN
+
+
+def is_stale(edit: OffsetEdit) -> bool:
+    """Say whether an "applying" edit is old enough to be reconciled from outside."""
+    return (
+        edit.state == State.APPLYING
+        and edit.apply_started_at is not None
+        and timezone.now() - edit.apply_started_at >= stale_after()
+    )
+
+
+def reconcile_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
+    """Settle one edit stuck in "applying" (an approver) by reading the topic or group back.
+
+    Refused (EditStateConflict) unless the edit is applying and older than ``stale_after()``.
+    If the cluster cannot be read, KafkaUnavailable propagates and the edit is unchanged.
+    """
+    if not can_approve(user):
+        raise EditForbidden("Reconciling needs the approver role (approve_offsetedit).")
     if edit.state != State.APPLYING:
         raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not applying.")
-    return _reconcile(edit, user)
+    if not is_stale(edit):
+        raise EditStateConflict(
+            f"Edit #{edit.pk} started applying less than {stale_after().total_seconds():.0f} s "
+            "ago: its apply may still be running. Reconcile it once that much time has passed."
+        )
+    return _reconcile(edit, user, comment=comment)
 
 
 def reconcile_edits(
@@ -1269,7 +1346,7 @@ def reconcile_edits(
     return results
 
 
-def _reconcile(edit: OffsetEdit, user, *, error: str = "") -> OffsetEdit:
+def _reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> OffsetEdit:
     if edit.is_source:
         # Fencing first: a transaction an earlier process left open is aborted (or, if its
         # commit had begun, completed) before the read, so the read shows the final outcome.
@@ -1278,10 +1355,10 @@ def _reconcile(edit: OffsetEdit, user, *, error: str = "") -> OffsetEdit:
             offsets_writer.transactional_id(edit.cluster.name, edit.connector),
             timeout=_write_timeout(),
         )
-    settled = edit_rules.settle(_current_values(edit))
-    details = {"reconciled": settled.message}
+    settled = _settle_live(edit)
+    details: dict = {"reconciled": settled.message}
     if settled.outcome == "applied":
-        return _finish(edit, State.APPLIED, Action.RECONCILED, user, extra=details)
+        return _finish(edit, State.APPLIED, Action.RECONCILED, user, comment=comment, extra=details)
     if settled.outcome == "not-applied":
         reason = error or "The apply was interrupted before its write committed."
         return _finish(
@@ -1289,11 +1366,34 @@ def _reconcile(edit: OffsetEdit, user, *, error: str = "") -> OffsetEdit:
             State.FAILED,
             Action.RECONCILED,
             user,
+            comment=comment,
             error=f"{reason} {settled.message}",
             extra=details,
         )
+    if settled.outcome == "incomplete":
+        # Never "applied": the edit's own partitions are right, the rest of the group is not.
+        reason = error or "The apply was interrupted between deleting the group and committing."
+        return _finish(
+            edit,
+            State.FAILED,
+            Action.RECONCILED,
+            user,
+            comment=comment,
+            error=f"{reason} {settled.message}",
+            extra={
+                **details,
+                "committed": "partial",
+                "restore": edit_rules.restore_details(settled.restore),
+            },
+        )
     return _finish(
-        edit, State.CONFLICT, Action.RECONCILED, user, error=settled.message, extra=details
+        edit,
+        State.CONFLICT,
+        Action.RECONCILED,
+        user,
+        comment=comment,
+        error=settled.message,
+        extra=details,
     )
 
 

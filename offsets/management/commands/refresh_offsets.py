@@ -1,3 +1,4 @@
+import logging
 import signal
 import threading
 import time
@@ -7,14 +8,18 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
+from offsets.services import edits
 from offsets.services.refresh import run_refresh
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
     help = (
         "Read a cluster's Connect topics with Spark and refresh the dashboard's offsets, commit "
         "history and sink lag. Incremental by default; --every keeps one Spark session and "
-        "refreshes on that period until SIGTERM/SIGINT."
+        "refreshes on that period until SIGTERM/SIGINT, and each round also reconciles the "
+        "cluster's edits left applying by a dead process (see reconcile_edits)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -71,6 +76,7 @@ class Command(BaseCommand):
                     if run.status != RefreshRun.Status.SUCCEEDED:
                         raise CommandError(f"Refresh failed: {run.error}")
                     return
+                self.reconcile_stale(found)
                 if self.stop.wait(every):
                     self.stdout.write("Stopped.")
                     return
@@ -118,6 +124,29 @@ class Command(BaseCommand):
             )
         )
         return run
+
+    def reconcile_stale(self, cluster: Cluster) -> None:
+        """Settle the cluster's edits left "applying" by a process that died.
+
+        So a crash is settled even if nobody runs reconcile_edits. Only edits older than
+        edits.stale_after(): a live apply is never judged between its steps.
+        """
+        try:
+            results = edits.reconcile_edits(cluster=cluster, min_age=edits.stale_after())
+        except Exception:
+            # The refresh loop must outlive a bad round of reconciliation (a database hiccup).
+            logger.exception("Reconciling the stale edits of %s failed", cluster.name)
+            self.stdout.write(self.style.ERROR("Reconciling stale edits failed; see the log."))
+            return
+        for edit, error in results:
+            if error:
+                message = f"Edit #{edit.pk} ({edit.connector}) stays applying: {error}"
+                logger.warning("%s", message)
+                self.stdout.write(self.style.WARNING(message))
+            else:
+                message = f"Reconciled edit #{edit.pk} ({edit.connector}): {edit.state}"
+                logger.info("%s", message)
+                self.stdout.write(message)
 
     def on_signal(self, signum: int, frame: object) -> None:
         self.stdout.write(f"Received {signal.Signals(signum).name}: stopping after this round.")
