@@ -1,6 +1,11 @@
 """Offset edits made straight in the database, for tests that need no broker."""
 
+from datetime import timedelta
+
+from django.utils import timezone
+
 from offsets.models import Cluster, OffsetEdit, OffsetEditChange
+from offsets.services import edits
 
 
 def make_cluster(name: str = "c1") -> Cluster:
@@ -30,4 +35,14 @@ def make_edit(cluster: Cluster, user, *, state: str = "draft", connector: str = 
         after={"position": 2},
         after_bytes=b'{"position":2}',
     )
+    return edit
+
+
+def make_stuck(edit: OffsetEdit, *, stale: bool = True) -> OffsetEdit:
+    """Leave ``edit`` "applying" as a dead process would: older than stale_after() or not."""
+    age = edits.stale_after() + timedelta(seconds=5) if stale else timedelta(seconds=5)
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        state=OffsetEdit.State.APPLYING, apply_started_at=timezone.now() - age
+    )
+    edit.refresh_from_db()
     return edit

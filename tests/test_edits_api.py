@@ -5,7 +5,7 @@ import base64
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.edits_factory import make_cluster, make_edit
+from tests.edits_factory import make_cluster, make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
@@ -142,6 +142,36 @@ def test_the_review_actions_follow_the_roles_and_states(client, cluster, editor,
     assert actions == ["submitted", "approved", "rejected"]
 
 
+def test_reconcile_answers_403_without_the_role_and_409_unless_stuck_long_enough(
+    client, cluster, editor, approver
+):
+    edit = make_edit(cluster, editor, state="approved")
+    reconcile = f"/api/v1/edits/{edit.pk}/reconcile/"
+    make_stuck(edit)
+    assert api(client, editor).post(reconcile).status_code == 403
+    as_approver = api(client, approver)
+    make_stuck(edit, stale=False)
+    response = as_approver.post(reconcile)
+    assert response.status_code == 409 and "may still be running" in response.json()["detail"]
+    OffsetEdit.objects.filter(pk=edit.pk).update(state="approved")
+    response = as_approver.post(reconcile)
+    assert response.status_code == 409 and "not applying" in response.json()["detail"]
+    assert as_approver.post("/api/v1/edits/999/reconcile/").status_code == 404
+    assert not AuditEvent.objects.exists()
+
+
+def test_reconcile_answers_503_when_the_broker_is_unreachable_and_changes_nothing(
+    client, cluster, editor, approver, settings
+):
+    settings.KAFKA_WRITE_TIMEOUT = 2  # the fence gives up quickly on the dead port
+    edit = make_stuck(make_edit(cluster, editor))
+    response = api(client, approver).post(f"/api/v1/edits/{edit.pk}/reconcile/")
+    assert response.status_code == 503
+    edit.refresh_from_db()
+    assert edit.state == "applying" and edit.error == ""
+    assert not AuditEvent.objects.exists()
+
+
 def test_self_approval_is_a_403(client, cluster, approver):
     edit = make_edit(cluster, approver, state="submitted")
     response = api(client, approver).post(f"/api/v1/edits/{edit.pk}/approve/")
@@ -202,6 +232,7 @@ def test_the_schema_lists_the_edit_endpoints(logged_in_client):
         "/api/v1/edits/",
         "/api/v1/edits/{id}/",
         "/api/v1/edits/{id}/apply/",
+        "/api/v1/edits/{id}/reconcile/",
         "/api/v1/edits/export/",
         "/api/v1/edits/import/",
     ):

@@ -3,7 +3,7 @@
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.edits_factory import make_cluster, make_edit
+from tests.edits_factory import make_cluster, make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
@@ -134,6 +134,70 @@ def test_applying_an_edit_that_is_not_approved_is_a_conflict_and_touches_no_brok
     response = client.post(url(edit, "apply"), HTTP_HX_REQUEST="true")
     assert response.status_code == 409
     assert "not approved" in response.content.decode()
+
+
+def test_the_reconcile_button_shows_only_to_approvers_once_the_apply_cannot_be_running(
+    client, cluster, editor, approver
+):
+    edit = make_stuck(make_edit(cluster, editor), stale=False)
+    client.force_login(approver)
+    html = client.get(url(edit)).content.decode()
+    assert 'value="reconcile"' not in html
+    assert 'id="reconcile-from"' in html  # says from when it can be reconciled
+    make_stuck(edit)
+    html = client.get(url(edit)).content.decode()
+    assert 'value="reconcile"' in html and "Reconcile from Kafka" in html
+    assert 'id="reconcile-from"' not in html
+    client.force_login(editor)
+    assert 'value="reconcile"' not in client.get(url(edit)).content.decode()
+
+
+def test_reconciling_needs_the_approver_role(client, cluster, editor):
+    edit = make_stuck(make_edit(cluster, editor))
+    client.force_login(editor)
+    response = client.post(url(edit, "reconcile"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 403
+    edit.refresh_from_db()
+    assert edit.state == "applying" and not AuditEvent.objects.exists()
+
+
+@pytest.mark.parametrize("state", ["approved", "applied", "failed"])
+def test_reconciling_an_edit_that_is_not_applying_is_a_conflict(
+    client, cluster, editor, approver, state
+):
+    edit = make_edit(cluster, editor, state=state)
+    client.force_login(approver)
+    response = client.post(url(edit, "reconcile"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 409
+    assert "not applying" in response.content.decode()
+    edit.refresh_from_db()
+    assert edit.state == state
+
+
+def test_reconciling_an_apply_that_may_still_be_running_is_a_conflict_and_touches_no_broker(
+    client, cluster, editor, approver
+):
+    edit = make_stuck(make_edit(cluster, editor), stale=False)
+    client.force_login(approver)
+    response = client.post(url(edit, "reconcile"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 409
+    assert "may still be running" in response.content.decode()
+    edit.refresh_from_db()
+    assert edit.state == "applying" and not AuditEvent.objects.exists()
+
+
+def test_reconciling_with_the_broker_unreachable_is_a_503_and_changes_nothing(
+    client, cluster, editor, approver, settings
+):
+    settings.KAFKA_WRITE_TIMEOUT = 2  # the fence gives up quickly on the dead port
+    edit = make_stuck(make_edit(cluster, editor))
+    client.force_login(approver)
+    response = client.post(url(edit, "reconcile"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 503
+    assert "could not be reached" in response.content.decode()
+    edit.refresh_from_db()
+    assert edit.state == "applying" and edit.error == ""
+    assert not AuditEvent.objects.exists()
 
 
 def test_the_author_or_an_approver_cancels_and_a_cancelled_edit_stays_cancelled(

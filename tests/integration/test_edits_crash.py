@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
+from django.utils import timezone
 
 from offsets.formats import jackson
 from offsets.kafka import client, groups
@@ -216,3 +217,170 @@ def test_killed_after_the_sink_group_changed_it_reconciles_applied(
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED
     assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
+
+
+# --- A partial sink delete killed between its two steps ----------------------------------------
+# Kafka cannot delete one partition's committed offset of a group: the apply reads the group,
+# stores what must come back on the edit, deletes the group, then commits those back. Killed
+# between the delete and the re-commit, the group is empty. The edit's own (deleted)
+# partition is then "at its new value", so only comparing the WHOLE group with what was
+# stored tells that the other partitions' offsets are gone, and which ones to restore.
+
+DELETED = ("payments", 2)
+
+
+def killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path) -> tuple:
+    """Stage, approve and apply a delete of DELETED; kill the apply after the group delete.
+
+    Returns the edit (still "applying") and the other partitions' offsets as read from the
+    group before the apply: what must be restored.
+    """
+    stop_connector(fresh_demo.settings, S3, tasks=2)
+    edit = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector=S3,
+        user=editor,
+        request=StageRequest(strategy="delete-offsets", partitions=(DELETED,)),
+    )
+    edits.submit_edit(edit=edit, user=editor)
+    edit = edits.approve_edit(edit=edit, user=approver)
+    before = committed(fresh_demo)
+    others = {tp: offset for tp, offset in before.items() if tp != DELETED}
+    assert DELETED in before and len(others) >= 3, before
+
+    apply_and_kill_at(edit, approver, "apply-between-sink-steps", tmp_path)
+
+    assert committed(fresh_demo) == {}  # the group is gone and nothing was committed back
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
+    # Stored (and committed to the database) before the delete.
+    assert edit.sink_keep == [[t, p, o] for (t, p), o in sorted(others.items())]
+    assert audit_actions(edit) == AUDIT_BEFORE_THE_CRASH
+    return edit, others
+
+
+def assert_failed_with_restore_list(edit: OffsetEdit, others: dict, actor_name: str) -> None:
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.FAILED
+    listed = ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(others.items()))
+    assert f"Commit these offsets to restore them: {listed}" in edit.error
+    assert f"{DELETED[0]}-{DELETED[1]}=" not in edit.error
+    assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
+    reconciled = AuditEvent.objects.get(edit=edit, action="reconciled")
+    assert reconciled.actor_name == actor_name
+    assert reconciled.details["state"] == "failed"
+    assert reconciled.details["committed"] == "partial"
+    assert reconciled.details["restore"] == {f"{t}-{p}": o for (t, p), o in others.items()}
+    assert reconciled.details["error"] == edit.error
+    # The audit entry also carries the diff: the deleted partition, before -> deleted.
+    (change,) = reconciled.details["changes"]
+    assert change["partition"] == {"kafka_topic": DELETED[0], "kafka_partition": DELETED[1]}
+    assert change["is_delete"] and change["after"] is None
+
+
+def test_killed_between_the_steps_of_a_partial_sink_delete_it_reconciles_failed_with_what_to_restore(
+    fresh_demo, editor, approver, tmp_path
+):
+    edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
+
+    out = reconcile()
+
+    assert f"Edit #{edit.pk} ({S3}): failed" in out
+    assert_failed_with_restore_list(edit, others, "system")
+    assert committed(fresh_demo) == {}  # reconciling reports; it never writes offsets
+
+
+def test_the_api_reconciles_a_stale_partial_sink_delete_as_failed_with_what_to_restore(
+    client, fresh_demo, editor, approver, tmp_path
+):
+    edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
+    client.force_login(approver)
+    url = f"/api/v1/edits/{edit.pk}/reconcile/"
+
+    # Just killed: as far as anyone can tell the apply may still be running.
+    response = client.post(url, {"comment": "web pod restarted"}, content_type="application/json")
+    assert response.status_code == 409
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        apply_started_at=edit.apply_started_at - edits.stale_after()
+    )
+    response = client.post(url, {"comment": "web pod restarted"}, content_type="application/json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["state"] == "failed"
+    assert_failed_with_restore_list(edit, others, approver.username)
+    assert AuditEvent.objects.get(edit=edit, action="reconciled").comment == "web pod restarted"
+
+
+def test_the_page_reconciles_a_stale_partial_sink_delete_as_failed_with_what_to_restore(
+    client, fresh_demo, editor, approver, tmp_path
+):
+    edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        apply_started_at=edit.apply_started_at - edits.stale_after()
+    )
+    client.force_login(approver)
+    page = f"/clusters/{fresh_demo.cluster.name}/edits/{edit.pk}/"
+    assert 'value="reconcile"' in client.get(page).content.decode()
+
+    response = client.post(f"{page}reconcile/", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="edit-state">failed<' in html and "Commit these offsets to restore them" in html
+    assert 'value="reconcile"' not in html
+    assert_failed_with_restore_list(edit, others, approver.username)
+
+
+def test_the_refresh_loop_reconciles_a_stale_partial_sink_delete(
+    fresh_demo, editor, approver, tmp_path
+):
+    edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
+    young = edits.stage_edit(
+        cluster=fresh_demo.cluster,
+        connector="orders-cdc-eos",
+        user=editor,
+        request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
+    )
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        apply_started_at=edit.apply_started_at - edits.stale_after()
+    )
+    # Another connector's edit whose apply might still be running: the loop leaves it alone.
+    OffsetEdit.objects.filter(pk=young.pk).update(
+        state=OffsetEdit.State.APPLYING, apply_started_at=timezone.now()
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DATABASE_URL": database_url(),
+        "OFFSETS_HISTORY_PATH": str(tmp_path / "history"),
+        "RUN_DIR": str(tmp_path / "run"),
+        "PYTHONUNBUFFERED": "1",  # each line as it is written, not when the pipe buffer fills
+    }
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "refresh_offsets", "--cluster", "fresh", "--every", "1"],
+        cwd=django_settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Reconciled edit" in line:
+                break
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    lines.append(out)
+    assert f"Reconciled edit #{edit.pk} ({S3}): failed\n" in lines, "".join(lines)
+    assert_failed_with_restore_list(edit, others, "system")
+    young.refresh_from_db()
+    assert young.state == OffsetEdit.State.APPLYING
+    assert f"#{young.pk}" not in "".join(lines)
