@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.production_env import production_settings_env
+
 ROOT = Path(__file__).resolve().parent.parent
 STRONG_KEY = "k3J9-qv_Zt8wP1xN5rL0mB7yH2cD6fG4sA-eU9oI3tR8vW1qX5zC0nM7bV2lK6jH"
 
@@ -20,10 +22,8 @@ def production_env(tmp_path, **overrides) -> dict:
         if not key.startswith(("DJANGO_", "SECURE_", "SECRET_KEY", "ALLOWED_HOSTS"))
     }
     env.update(
+        production_settings_env(secret_key=STRONG_KEY, allowed_hosts="offsets.example.com"),
         DJANGO_SETTINGS_MODULE="dashboard.settings",
-        DEBUG="false",
-        SECRET_KEY=STRONG_KEY,
-        ALLOWED_HOSTS="offsets.example.com",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         RUN_DIR=str(tmp_path / "run"),
     )
