@@ -1372,7 +1372,10 @@ def _reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") ->
         )
     if settled.outcome == "incomplete":
         # Never "applied": the edit's own partitions are right, the rest of the group is not.
-        reason = error or "The apply was interrupted between deleting the group and committing."
+        reason = error or (
+            "The apply was interrupted between deleting the group and committing the other "
+            "partitions back."
+        )
         return _finish(
             edit,
             State.FAILED,
