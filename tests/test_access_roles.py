@@ -1,8 +1,8 @@
 """Roles on every write, through the pages, the API with a session and the API with a token.
 
 viewer: any login, reads only. editor: stage_offsetedit (stage, import, submit and cancel own
-edits). approver: approve_offsetedit too (approve, reject, cancel, apply; never their own
-edit's approval). Starting a refresh needs offsets.add_refreshrun. A refused write answers
+edits). approver: approve_offsetedit too (approve, reject, cancel, apply, reconcile; never
+their own edit's approval). Starting a refresh needs offsets.add_refreshrun. A refused write answers
 403 and changes nothing: no edit, no state change, no audit event, no refresh run.
 """
 
@@ -98,6 +98,8 @@ ACTION_RULES = [
     ("cancel", "draft", ["editor", "approver"], ["viewer", "other_editor"]),
     ("cancel", "approved", ["editor", "approver"], ["viewer", "other_editor"]),
     ("apply", "approved", [], ["viewer", "editor", "other_editor"]),  # allowed: integration
+    # allowed: integration (test_edits_crash.py, after a real crash)
+    ("reconcile", "applying", [], ["viewer", "editor", "other_editor"]),
 ]
 EXPECTED_STATE = {"submit": "submitted", "approve": "approved", "reject": "rejected"}
 
