@@ -300,3 +300,63 @@ def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_wha
     failed = AuditEvent.objects.get(edit=edit, action="failed")
     assert failed.details["committed"] == "partial"
     assert failed.details["restore"] == {f"{t}-{p}": o for (t, p), o in sorted(others.items())}
+
+
+def partial_delete_whose_second_step_answers_badly(fresh_demo, editor, approver, monkeypatch, land):
+    """A partial sink delete whose re-commit commits ``land(keep)`` and then reports an error.
+
+    Returns the edit after the apply and the other partitions' offsets read before it.
+    """
+    kafka = fresh_demo.settings
+    stop_connector(kafka, S3, tasks=2)
+    edit = approved_sink_edit(
+        fresh_demo.cluster, editor, approver, strategy="delete-offsets", partitions=(DELETED,)
+    )
+    before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
+    others = {tp: offset for tp, offset in before.items() if tp != DELETED}
+    original_alter = groups.alter_offsets
+
+    def alter_offsets(settings, group, offsets, **kwargs):
+        original_alter(settings, group, land(offsets), **kwargs)
+        raise client.KafkaUnavailable("injected: the answer was lost")
+
+    monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
+    return edits.apply_edit(edit=edit, user=approver), others
+
+
+DELETED = ("payments", 2)
+
+
+def test_a_partial_sink_delete_whose_lost_answer_hid_a_full_recommit_is_applied(
+    fresh_demo, editor, approver, monkeypatch
+):
+    edit, others = partial_delete_whose_second_step_answers_badly(
+        fresh_demo, editor, approver, monkeypatch, land=lambda keep: keep
+    )
+
+    assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert groups.committed_offsets(fresh_demo.settings, S3_GROUP, timeout=5) == others
+    applied = AuditEvent.objects.get(edit=edit, action="applied")
+    assert applied.details["second_step_error"]  # what the second step reported
+    assert applied.details["verified"] is True
+
+
+def test_a_partial_sink_delete_whose_recommit_half_landed_fails_naming_only_what_is_missing(
+    fresh_demo, editor, approver, monkeypatch
+):
+    def first_half(keep):
+        return dict(sorted(keep.items())[: len(keep) // 2])
+
+    edit, others = partial_delete_whose_second_step_answers_badly(
+        fresh_demo, editor, approver, monkeypatch, land=first_half
+    )
+
+    back = groups.committed_offsets(fresh_demo.settings, S3_GROUP, timeout=5)
+    assert back == first_half(others) and back  # the truth on the broker
+    missing = {tp: o for tp, o in others.items() if tp not in back}
+    assert edit.state == OffsetEdit.State.FAILED
+    listed = ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(missing.items()))
+    assert f"Commit these offsets to restore them: {listed}" in edit.error
+    failed = AuditEvent.objects.get(edit=edit, action="failed")
+    assert failed.details["committed"] == "partial"
+    assert failed.details["restore"] == {f"{t}-{p}": o for (t, p), o in sorted(missing.items())}

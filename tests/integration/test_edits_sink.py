@@ -219,6 +219,10 @@ def test_deleting_some_partitions_offsets_warns_it_is_not_atomic_and_keeps_the_o
     after = committed(stopped_s3)
     assert ("payments", 2) not in after
     assert after == {tp: o for tp, o in before.items() if tp != ("payments", 2)}
+    # What had to come back was stored on the edit, and verified on the whole group.
+    assert edit.sink_keep == [[t, p, o] for (t, p), o in sorted(after.items())]
+    applied = AuditEvent.objects.get(edit=edit, action="applied")
+    assert f"Every kept partition ({len(after)}) is back" in applied.details["verification"]
 
 
 def test_deleting_every_partitions_offsets_deletes_the_group(stopped_s3, editor, approver):
