@@ -5,8 +5,9 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from offsets.models import OffsetEdit
 from offsets.services import edits
-from tests.edits_factory import make_cluster
+from tests.edits_factory import make_cluster, make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
@@ -15,6 +16,18 @@ def test_reconcile_with_nothing_applying_says_so(db):
     out = io.StringIO()
     call_command("reconcile_edits", stdout=out)
     assert "No edit is left" in out.getvalue()
+
+
+def test_reconcile_by_default_leaves_an_edit_that_may_still_be_applying(django_user_model):
+    # A live apply must not be judged (or its transaction fenced) under its feet: without
+    # --min-age only edits older than the safe age are settled, and the command says so.
+    user = django_user_model.objects.create_user("approver")
+    edit = make_stuck(make_edit(make_cluster(), user), stale=False)
+    out = io.StringIO()
+    call_command("reconcile_edits", stdout=out)
+    assert "1 younger one(s) may still be running" in out.getvalue()
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
 
 
 def test_the_demo_users_command_creates_an_editor_and_an_approver(db):

@@ -60,7 +60,7 @@ def test_an_edit_left_applying_after_its_commit_is_reconciled_as_applied(
     assert edit.state == OffsetEdit.State.APPLYING  # what a restart finds
 
     out = io.StringIO()
-    call_command("reconcile_edits", "--cluster", "fresh", stdout=out)
+    call_command("reconcile_edits", "--cluster", "fresh", "--min-age", "0", stdout=out)
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED
@@ -92,7 +92,7 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
     with pytest.raises(edits.EditStateConflict, match="being applied"):
         edits.apply_edit(edit=other, user=approver)
 
-    call_command("reconcile_edits", stdout=io.StringIO())
+    call_command("reconcile_edits", "--min-age", "0", stdout=io.StringIO())
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.FAILED

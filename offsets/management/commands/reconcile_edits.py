@@ -3,7 +3,7 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.models import Cluster
+from offsets.models import Cluster, OffsetEdit
 from offsets.services import edits
 
 
@@ -18,9 +18,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--min-age",
             type=float,
-            default=0.0,
+            default=None,
             metavar="SECONDS",
-            help="Only edits whose apply started at least this long ago (default 0)",
+            help=(
+                "Only edits whose apply started at least this long ago (default: the age "
+                "after which an apply has surely lost its process, 3 x KAFKA_WRITE_TIMEOUT "
+                "+ 5 min). Use 0 only when you know no apply is running: reconciling a live "
+                "apply fences its transaction and records a premature outcome."
+            ),
         )
         parser.add_argument(
             "--user", help="Record the reconciliation as this user (default: system)"
@@ -37,13 +42,25 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError(f"Unknown user {options['user']!r}.")
-        if options["min_age"] < 0:
+        if options["min_age"] is None:
+            min_age = edits.stale_after()
+        elif options["min_age"] < 0:
             raise CommandError("--min-age must be 0 or more.")
-        results = edits.reconcile_edits(
-            cluster=cluster, min_age=timedelta(seconds=options["min_age"]), user=user
-        )
+        else:
+            min_age = timedelta(seconds=options["min_age"])
+        results = edits.reconcile_edits(cluster=cluster, min_age=min_age, user=user)
         if not results:
-            self.stdout.write("No edit is left in 'applying'.")
+            younger = OffsetEdit.objects.filter(state=OffsetEdit.State.APPLYING)
+            if cluster is not None:
+                younger = younger.filter(cluster=cluster)
+            if younger.exists():
+                self.stdout.write(
+                    f"No edit has been applying for {min_age} or longer; "
+                    f"{younger.count()} younger one(s) may still be running (--min-age 0 "
+                    "settles them now)."
+                )
+            else:
+                self.stdout.write("No edit is left in 'applying'.")
             return
         in_doubt = 0
         for edit, error in results:
