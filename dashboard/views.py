@@ -16,11 +16,14 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
 from dashboard import charts, page_cache
+from dashboard.formatting import AgedHtml
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
 from dashboard.rows import connector_rows, sink_partition_rows, source_partition_rows
 from offsets.formats.connectors import mask_secrets
@@ -43,7 +46,8 @@ def _get_connector_for_user(
     request: HttpRequest, cluster_name: str, name: str
 ) -> ConnectorSnapshot:
     """Return the connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
-    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
+    # The reasons of a sink's status are read with the page's other cached values.
+    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name, partition_status=False)
     if snapshot is None:
         cluster = _get_cluster_for_user(request, cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
@@ -133,14 +137,8 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     }
     status = 200
     if form.is_valid():
-        page = _connectors_page(cluster, form, refresh)
-        context.update(
-            page=page,
-            rows=connector_rows(
-                page.object_list, reverse("connectors", args=[cluster.name]), context["export_url"]
-            ),
-            sort=form.cleaned_data["sort"],
-        )
+        page, rows = _connectors_page(cluster, form, refresh, export_url=context["export_url"])
+        context.update(page=page, rows=rows.render(timezone.now()), sort=form.cleaned_data["sort"])
     else:
         status = 400
     partial = "#table" if _htmx_target(request) == "connectors-table" else ""
@@ -148,20 +146,28 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
 
 
 def _connectors_page(
-    cluster: Cluster, form: ConnectorFilterForm, refresh: snapshots.RefreshState
-) -> Page:
-    """The page of connectors the filters ask for, cached until the next refresh finishes."""
+    cluster: Cluster,
+    form: ConnectorFilterForm,
+    refresh: snapshots.RefreshState,
+    *,
+    export_url: str,
+) -> tuple[Page, AgedHtml]:
+    """The page of connectors the filters ask for and its rows' HTML, cached until the next
+    refresh finishes (the rows, not the model instances: unpickling 50 of those cost more)."""
 
-    def compute() -> tuple[list[ConnectorSnapshot], int, int]:
+    def compute() -> tuple[AgedHtml, int, int]:
         rows = snapshots.connectors(cluster=cluster, **form.filters())
         page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
         snapshots.with_partition_status(page.object_list, cluster=cluster)
-        return page.object_list, page.paginator.count, page.number
+        base_url = reverse("connectors", args=[cluster.name])
+        html = connector_rows(page.object_list, base_url, export_url)
+        return html, page.paginator.count, page.number
 
-    params = {**form.filters(), "page": form.cleaned_data["page"]}
+    # The name too: the rows' links carry it, and a renamed cluster keeps its key.
+    params = {**form.filters(), "page": form.cleaned_data["page"], "cluster": cluster.name}
     run = page_cache.generation(cluster, refresh)
-    rows, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
-    return page_cache.page_of(rows, count, number, CONNECTORS_PER_PAGE)
+    html, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
+    return page_cache.page_of([], count, number, CONNECTORS_PER_PAGE), html
 
 
 # -------------------------------------------------------------------------------------------
@@ -190,23 +196,14 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     if target == "progress":
         context = _progress_context(cached, form.cleaned_data["partition"])
         return render(request, "dashboard/connector.html#progress", context)
-    partitions = _partitions_page(cached, form)
-    if snapshot.type == "sink":
-        partition_rows = sink_partition_rows(
-            partitions.object_list, externally_managed=snapshot.offsets_managed_externally
-        )
-    else:
-        connector_url = reverse("connector", args=[cluster.name, snapshot.name])
-        partition_rows = source_partition_rows(
-            partitions.object_list, connector_url, cluster.offsets_topic
-        )
+    partitions, partition_rows = _partitions_page(cached, form)
     context = {
         "cluster": cluster,
         "connector": snapshot,
         "form": form,
         "sort": form.cleaned_data["sort"],
         "partitions": partitions,
-        "partition_rows": partition_rows,
+        "partition_rows": partition_rows.render(timezone.now()),
         # Tombstoned partitions are listed (their history stays) but not counted as live.
         "tombstoned": max(0, partitions.paginator.count - snapshot.partitions)
         if snapshot.type == "source"
@@ -214,27 +211,12 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
-    snapshot.reasons = snapshots.status_reasons(snapshot)
-    context.update(
-        refresh=refresh,
-        config=sorted(mask_secrets(snapshot.config).items()),
-        task_states=sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
-        commit_chart=cached.get("commit-chart", {}, lambda: _commit_chart(cluster, snapshot)),
-    )
+    context.update(refresh=refresh, **_fragments(cached))
+    # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     if snapshot.type == "sink":
-        if not snapshot.offsets_managed_externally:
-            context.update(cached.get("lag-charts", {}, lambda: _lag_charts(cluster, snapshot)))
-    else:
-        context.update(
-            cached.get(
-                "rewinds-drifts",
-                {},
-                lambda: {
-                    "rewinds": snapshots.rewinds(cluster=cluster, connector=snapshot.name),
-                    "drifts": snapshots.key_drifts(cluster=cluster, connector=snapshot.name),
-                },
-            )
-        )
+        snapshot.worst_partition_status = context["worst_partition_status"]
+    snapshot.reasons = snapshots.status_reasons(snapshot)
+    if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
             context.update(_progress_context(cached, form.cleaned_data["partition"]))
@@ -261,27 +243,82 @@ class _ConnectorCache:
         return page_cache.get_or_compute(self.cluster, self.run, kind, params, compute)
 
 
-def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> Page:
+def _fragments(cached: _ConnectorCache) -> dict[str, object]:
+    """The parts of a connector's page drawn from one refresh run's results, rendered once
+    per run: its charts, rewinds and key drift, tasks and configuration.
+
+    Their HTML is cached rather than the values they show: a chart's ticks and a table's
+    cells cost hundreds of template nodes a request. Nothing in them depends on the time of
+    the request or on the user.
+    """
     cluster, snapshot = cached.cluster, cached.snapshot
 
-    def compute() -> tuple[list, int, int]:
-        lookup = (
-            snapshots.sink_partitions if snapshot.type == "sink" else snapshots.source_partitions
-        )
-        rows = lookup(
-            cluster=cluster,
-            connector=snapshot.name,
-            q=form.cleaned_data["q"],
-            sort=form.cleaned_data["sort"],
-        )
-        page = snapshots.paginate(
-            rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=snapshot.type == "source"
-        )
-        return page.object_list, page.paginator.count, page.number
+    def compute() -> dict[str, object]:
+        context: dict[str, object] = {
+            "connector": snapshot,
+            "config": sorted(mask_secrets(snapshot.config).items()),
+            "task_states": sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
+            "commit_chart": _commit_chart(cluster, snapshot),
+        }
+        if snapshot.type == "sink":
+            if not snapshot.offsets_managed_externally:
+                context.update(_lag_charts(cluster, snapshot))
+        else:
+            context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
+            context["drifts"] = snapshots.key_drifts(cluster=cluster, connector=snapshot.name)
+        worst = None
+        if snapshot.type == "sink":
+            snapshots.with_partition_status([snapshot], cluster=cluster)
+            worst = snapshot.worst_partition_status
+        return {
+            name: render_to_string(f"dashboard/connector.html#{name}", context)
+            for name in ("history_charts", "rewinds_section", "tasks_and_config")
+        } | {"worst_partition_status": worst}
+
+    return cached.get("fragments", {}, compute)
+
+
+def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tuple[Page, AgedHtml]:
+    """The page of partitions asked for and its rows' HTML, cached until the next refresh."""
+    cluster, snapshot = cached.cluster, cached.snapshot
+
+    def compute() -> tuple[AgedHtml, int, int]:
+        if snapshot.type == "sink":
+            rows = snapshots.sink_partitions(
+                cluster=cluster,
+                connector=snapshot.name,
+                q=form.cleaned_data["q"],
+                sort=form.cleaned_data["sort"],
+            )
+            page = snapshots.paginate(rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE)
+            html = sink_partition_rows(
+                page.object_list, externally_managed=snapshot.offsets_managed_externally
+            )
+        else:
+            rows = snapshots.source_partitions(
+                cluster=cluster,
+                connector=snapshot.name,
+                q=form.cleaned_data["q"],
+                sort=form.cleaned_data["sort"],
+            )
+            page = snapshots.paginate(
+                rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=True
+            )
+            connector_url = reverse("connector", args=[cluster.name, snapshot.name])
+            html = source_partition_rows(page.object_list, connector_url, cluster.offsets_topic)
+        return html, page.paginator.count, page.number
 
     params = {key: form.cleaned_data[key] for key in ("q", "sort", "page")}
-    rows, count, number = cached.get("partitions", params, compute)
-    return page_cache.page_of(rows, count, number, PARTITIONS_PER_PAGE)
+    # What the rows show beside the partitions: links under the cluster's name, the worker's
+    # offsets topic (not marked), whether lag is tracked. Cluster settings change without a
+    # refresh, so they name the entry.
+    params.update(
+        cluster=cluster.name,
+        offsets_topic=cluster.offsets_topic,
+        external=snapshot.offsets_managed_externally,
+    )
+    html, count, number = cached.get("partitions", params, compute)
+    return page_cache.page_of([], count, number, PARTITIONS_PER_PAGE), html
 
 
 def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart:

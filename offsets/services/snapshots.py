@@ -369,14 +369,18 @@ def with_partition_status(
     return rows
 
 
-def get_connector(*, cluster_name: str, name: str) -> ConnectorSnapshot | None:
-    """Return a connector's snapshot with its cluster (one query; two for a sink)."""
+def get_connector(
+    *, cluster_name: str, name: str, partition_status: bool = True
+) -> ConnectorSnapshot | None:
+    """Return a connector's snapshot with its cluster (one query; two for a sink unless
+    `partition_status` is False: then call `with_partition_status()` before `status_reasons()`).
+    """
     snapshot = (
         ConnectorSnapshot.objects.select_related("cluster")
         .filter(cluster__name=cluster_name, name=name)
         .first()
     )
-    if snapshot is not None:
+    if snapshot is not None and partition_status:
         with_partition_status([snapshot], cluster=snapshot.cluster)
     return snapshot
 
