@@ -36,6 +36,9 @@ def generation(cluster: Cluster, refresh: RefreshState | None = None) -> int:
     its data under the old generation, which no request reads again, never old data under
     the new one. A failed run counts too: it costs a recomputation, and a --full run that
     failed after saving its results would otherwise go unseen.
+
+    `snapshots.ClusterRuns.last_finished_id` names the same run (the overview reads it for
+    every cluster in one query).
     """
     last = refresh.last_run if refresh is not None else None
     if last is not None and last.finished_at is not None:
@@ -59,6 +62,28 @@ def get_or_compute[T](
 ) -> T:
     """Return the cached value for these parameters, computing and storing it on a miss."""
     return cache.get_or_set(key(cluster, run, kind, params), compute, TIMEOUT_SECONDS)
+
+
+def get_many_or_compute[T](
+    generations: dict[Cluster, int], kind: str, compute: Callable[[list[Cluster]], dict[int, T]]
+) -> dict[int, T]:
+    """`get_or_compute` for several clusters at once, by cluster id: the values not cached
+    are computed together, by one call of `compute(clusters)`, not one per cluster."""
+    keys = {key(cluster, run, kind, {}): cluster for cluster, run in generations.items()}
+    found = cache.get_many(list(keys))
+    values = {keys[name].pk: value for name, value in found.items()}
+    missing = [cluster for name, cluster in keys.items() if name not in found]
+    if missing:
+        computed = compute(missing)
+        cache.set_many(
+            {
+                key(cluster, generations[cluster], kind, {}): computed[cluster.pk]
+                for cluster in missing
+            },
+            TIMEOUT_SECONDS,
+        )
+        values.update(computed)
+    return values
 
 
 def page_of(rows: list, count: int, number: int, per_page: int) -> Page:

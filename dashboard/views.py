@@ -76,7 +76,14 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
-    summaries = snapshots.cluster_summaries()
+    runs = snapshots.cluster_runs()
+    # The connector counts change only when a run finishes: cached per cluster and run.
+    counts = page_cache.get_many_or_compute(
+        {row.cluster: row.last_finished_id or 0 for row in runs},
+        "overview",
+        lambda clusters: snapshots.connector_counts([cluster.pk for cluster in clusters]),
+    )
+    summaries = snapshots.summarize(runs, counts)
     refreshing = any(summary.refresh.running for summary in summaries)
     context = {
         "summaries": summaries,

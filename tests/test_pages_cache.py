@@ -144,6 +144,38 @@ def test_the_progress_chart_shows_a_new_run_on_the_next_request(
     assert "25 points" in get(logged_in_client, SOURCE, HTMX_PROGRESS)
 
 
+def test_the_overview_shows_a_new_run_on_the_next_request(logged_in_client, prod):
+    other = make.cluster("other")
+    make.snapshot(other, "lonely")
+    overview = {"HX-Request": "true", "HX-Target": "clusters"}
+
+    def connectors(html: str, cluster: str) -> str:
+        row = html.split(f'data-cluster="{cluster}"')[1]
+        return field(row, "connectors")
+
+    before = get(logged_in_client, "/", overview)
+    assert connectors(before, "prod") == "62"
+    # "other" has never finished a run: its counts are cached under run 0.
+    assert connectors(before, "other") == "1"
+    make.snapshot(prod, "new-source")
+    make.snapshot(other, "second")
+
+    cached = get(logged_in_client, "/", overview)
+    assert connectors(cached, "prod") == "62"
+    assert connectors(cached, "other") == "1"
+    # A run that starts changes the refresh cell at once, not the cached counts.
+    make.run(prod, RefreshRun.Status.RUNNING, ago=2)
+    running = get(logged_in_client, "/", overview)
+    assert 'data-run="running"' in running.split('data-cluster="prod"')[1]
+    assert connectors(running, "prod") == "62"
+
+    finish_run(prod)
+    make.run(other, RefreshRun.Status.FAILED, ago=1)
+    after = get(logged_in_client, "/", overview)
+    assert connectors(after, "prod") == "63"
+    assert connectors(after, "other") == "2"
+
+
 def test_different_sorts_pages_and_searches_never_share_a_cached_table(logged_in_client, prod):
     by_name = names(get(logged_in_client, LIST, HTMX_TABLE))
     by_lag = names(get(logged_in_client, f"{LIST}?sort=-lag_records", HTMX_TABLE))

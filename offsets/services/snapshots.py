@@ -6,7 +6,7 @@ show 1,000 connectors and 10,000 partitions, so nothing here may query once per 
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -182,6 +182,26 @@ def refresh_state(*, cluster: Cluster) -> RefreshState:
 
 
 @dataclass(frozen=True)
+class ConnectorCounts:
+    """What the overview says of a cluster's connectors: it changes only with a refresh."""
+
+    connectors: int = 0
+    counts_by_state: dict[str, int] = field(default_factory=dict)
+    total_sink_lag: int | None = None
+    worst_lag_status: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterRuns:
+    """A cluster with its refresh state and the latest run that finished (its results, or
+    a failure, are on show: what the pages' cache is keyed by)."""
+
+    cluster: Cluster
+    refresh: RefreshState
+    last_finished_id: int | None
+
+
+@dataclass(frozen=True)
 class ClusterSummary:
     cluster: Cluster
     connectors: int
@@ -196,6 +216,12 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
 
     Three queries whatever the number of clusters and connectors.
     """
+    runs = cluster_runs(clusters)
+    return summarize(runs, connector_counts([row.cluster.pk for row in runs]))
+
+
+def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]:
+    """Every cluster with its latest run, latest success and latest finished run (two queries)."""
     clusters = Cluster.objects.all() if clusters is None else clusters
     latest_run = RefreshRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at", "-pk")
     rows = list(
@@ -204,14 +230,29 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
             last_success_id=Subquery(
                 latest_run.filter(status=RefreshRun.Status.SUCCEEDED).values("pk")[:1]
             ),
+            last_finished_id=Subquery(
+                latest_run.filter(finished_at__isnull=False).values("pk")[:1]
+            ),
         )
     )
     run_ids = {r.last_run_id for r in rows} | {r.last_success_id for r in rows}
     runs = RefreshRun.objects.in_bulk([pk for pk in run_ids if pk is not None])
+    return [
+        ClusterRuns(
+            cluster=row,
+            refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+            last_finished_id=row.last_finished_id,
+        )
+        for row in rows
+    ]
+
+
+def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
+    """Connector counts by state, sink lag and worst status of each cluster (one query)."""
     # One small GROUP BY instead of a conditional aggregate per state: a few groups per
     # cluster, folded here.
     groups = (
-        ConnectorSnapshot.objects.filter(cluster__in=[row.pk for row in rows])
+        ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
         .values_list(
             "cluster_id",
             "type",
@@ -223,7 +264,7 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
         .annotate(count=Count("pk"), lag=Sum("lag_records"))
         .order_by()
     )
-    counts: dict[int, dict[str, int]] = {row.pk: {} for row in rows}
+    counts: dict[int, dict[str, int]] = {pk: {} for pk in cluster_ids}
     totals: dict[int, int] = {}
     sink_lag: dict[int, int | None] = {}
     worst: dict[int, str | None] = {}
@@ -237,19 +278,35 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
         if severity_rank(status) > severity_rank(worst.get(cluster_id)):
             worst[cluster_id] = status
     order = {state: index for index, state in enumerate(STATE_CHOICES)}
-    return [
-        ClusterSummary(
-            cluster=row,
-            connectors=totals.get(row.pk, 0),
+    return {
+        pk: ConnectorCounts(
+            connectors=totals.get(pk, 0),
             counts_by_state=dict(
-                sorted(counts[row.pk].items(), key=lambda item: order.get(item[0], len(order)))
+                sorted(counts[pk].items(), key=lambda item: order.get(item[0], len(order)))
             ),
-            total_sink_lag=sink_lag.get(row.pk),
-            worst_lag_status=worst.get(row.pk),
-            refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+            total_sink_lag=sink_lag.get(pk),
+            worst_lag_status=worst.get(pk),
         )
-        for row in rows
-    ]
+        for pk in cluster_ids
+    }
+
+
+def summarize(runs: list[ClusterRuns], counts: dict[int, ConnectorCounts]) -> list[ClusterSummary]:
+    """The overview's rows from the clusters' runs and their connectors' counts."""
+    summaries = []
+    for row in runs:
+        connectors = counts.get(row.cluster.pk) or ConnectorCounts()
+        summaries.append(
+            ClusterSummary(
+                cluster=row.cluster,
+                connectors=connectors.connectors,
+                counts_by_state=connectors.counts_by_state,
+                total_sink_lag=connectors.total_sink_lag,
+                worst_lag_status=connectors.worst_lag_status,
+                refresh=row.refresh,
+            )
+        )
+    return summaries
 
 
 # -------------------------------------------------------------------------------------------
