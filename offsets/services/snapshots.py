@@ -485,12 +485,13 @@ def default_chart_partition(*, cluster: Cluster, connector: str) -> SourceOffset
 
 
 def get_source_partition(*, cluster: Cluster, connector: str, key_hash: str) -> SourceOffset | None:
-    return (
-        SourceOffset.objects.filter(cluster=cluster, connector=connector, key_hash=key_hash)
-        .defer("key_bytes")
-        .order_by("-effective")
-        .first()
-    )
+    """The partition of that key, the one the runtime uses first (a key may be in two topics)."""
+    # Chosen here, not by ORDER BY: SQLite would then walk an index that gives the order
+    # (every partition of the connector) instead of the key index (migration 0007).
+    rows = SourceOffset.objects.filter(
+        cluster=cluster, connector=connector, key_hash=key_hash
+    ).defer("key_bytes")
+    return min(rows.order_by(), key=lambda row: (not row.effective, row.pk), default=None)
 
 
 def rewinds(*, cluster: Cluster, connector: str, limit: int = 20) -> list[RewindEvent]:
