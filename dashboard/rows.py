@@ -16,6 +16,7 @@ from html import escape
 from urllib.parse import quote
 
 from django.utils.safestring import SafeString
+from django.utils.timezone import localtime
 
 from dashboard.formatting import (
     DASH,
@@ -27,7 +28,7 @@ from dashboard.formatting import (
     num,
     status_html,
 )
-from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
+from offsets.models import ConnectorSnapshot, RewindEvent, SinkPartitionLag, SourceOffset
 from offsets.services.snapshots import status_reasons
 
 TIMES = "\u00d7"
@@ -170,3 +171,20 @@ def sink_partition_rows(
         )
     # No ages in a sink's rows: one part, cached as it is.
     return AgedHtml(html)
+
+
+def rewind_rows(rewinds: list[RewindEvent]) -> SafeString:
+    """The `<tr>`s of a source connector's rewinds (times as the date filter would write them:
+    "Y-m-d H:i:s T" in the current time zone)."""
+    html = []
+    for rewind in rewinds:
+        at = localtime(rewind.at)
+        html.append(
+            f"<tr><td>{at:%Y-%m-%d %H:%M:%S} {escape(at.tzname() or '')}</td>"
+            f'<td><code class="map">{escape(compact_json(rewind.partition))}</code></td>'
+            f'<td class="num">{num(rewind.from_progress)}</td>'
+            f'<td class="num">{num(rewind.to_progress)}</td>'
+            f'<td class="small"><code>{escape(rewind.topic)}</code>'
+            f"[{rewind.kafka_partition}]@{rewind.kafka_offset}</td></tr>\n"
+        )
+    return SafeString("".join(html))

@@ -25,7 +25,12 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
-from dashboard.rows import connector_rows, sink_partition_rows, source_partition_rows
+from dashboard.rows import (
+    connector_rows,
+    rewind_rows,
+    sink_partition_rows,
+    source_partition_rows,
+)
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, ConnectorSnapshot
@@ -272,6 +277,7 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
                 context.update(_lag_charts(cluster, snapshot))
         else:
             context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
+            context["rewind_rows"] = rewind_rows(context["rewinds"])
             context["drifts"] = snapshots.key_drifts(cluster=cluster, connector=snapshot.name)
         worst = None
         if snapshot.type == "sink":

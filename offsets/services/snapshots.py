@@ -416,6 +416,9 @@ def with_partition_status(
         statuses = (
             SinkPartitionLag.objects.filter(cluster=cluster, connector__in=sinks)
             .values_list("connector", "status")
+            # Without the model's ordering, whose columns would join the DISTINCT and make
+            # it return every partition.
+            .order_by()
             .distinct()
         )
         for connector, status in statuses:
