@@ -144,6 +144,39 @@ def test_the_progress_chart_shows_a_new_run_on_the_next_request(
     assert "25 points" in get(logged_in_client, SOURCE, HTMX_PROGRESS)
 
 
+def test_the_cached_rows_write_their_ages_at_the_time_of_each_request(
+    logged_in_client, prod, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    ConnectorSnapshot.objects.filter(cluster=prod, name="jdbc").update(
+        last_commit_at=timezone.now() - timedelta(minutes=5, seconds=30)
+    )
+    SourceOffset.objects.filter(cluster=prod, connector="jdbc").update(
+        last_commit_at=timezone.now() - timedelta(minutes=5, seconds=30)
+    )
+
+    def last_commit(html: str, row: str) -> str:
+        return re.search(rf"{row}.*?>(\S+ \S+) ago<", html, re.S).group(1)
+
+    table = get(logged_in_client, LIST, HTMX_TABLE)
+    partitions = get(logged_in_client, SOURCE, HTMX_PARTITIONS)
+    assert last_commit(table, 'data-connector="jdbc"').startswith("5m ")
+    assert last_commit(partitions, "<tr data-partition").startswith("5m ")
+
+    later = timezone.now() + timedelta(hours=1)
+    monkeypatch.setattr(timezone, "now", lambda: later)
+    # The same cached rows, an hour older.
+    assert last_commit(get(logged_in_client, LIST, HTMX_TABLE), 'data-connector="jdbc"') == (
+        "1h 05m"
+    )
+    assert last_commit(get(logged_in_client, SOURCE, HTMX_PARTITIONS), "<tr data-partition") == (
+        "1h 05m"
+    )
+
+
 def test_the_overview_shows_a_new_run_on_the_next_request(logged_in_client, prod):
     other = make.cluster("other")
     make.snapshot(other, "lonely")
