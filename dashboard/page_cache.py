@@ -7,9 +7,12 @@ under the cluster, the id of the cluster's latest finished run (its "generation"
 request parameter that shapes them; the next finished run changes the key and the next
 request computes anew. Old keys are never read again and age out of the cache.
 
-Cached here: database rows and chart geometry. Not cached: anything that changes without a
-refresh (a running refresh's progress, live Connect state, edits, the user's permissions,
-the CSRF token) and the rows' HTML, which says "3m 05s ago" against the time of the request.
+Cached here, as HTML where it can be (a cached page then skips the template work too):
+table rows as `formatting.AgedHtml`, whose ages ("3m 05s ago") are written against the time
+of each request; a connector page's charts, rewinds and configuration as rendered partials;
+the overview's connector counts. Not cached: anything that changes without a refresh (a
+running refresh's progress, live Connect state, edits, the user's permissions and name, the
+CSRF token).
 """
 
 import hashlib
