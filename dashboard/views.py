@@ -51,11 +51,25 @@ def _get_connector_for_user(
     request: HttpRequest, cluster_name: str, name: str
 ) -> ConnectorSnapshot:
     """Return the connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
-    # The reasons of a sink's status are read with the page's other cached values.
-    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name, partition_status=False)
+    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
     if snapshot is None:
         cluster = _get_cluster_for_user(request, cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    return snapshot
+
+
+def _get_cached_connector_for_user(
+    request: HttpRequest, cluster: Cluster, run: int, name: str
+) -> ConnectorSnapshot:
+    """Return the connector's snapshot from run `run` of `cluster` (cached: only a refresh
+    writes snapshots); 404 if it has none. Its partition status is not read."""
+    snapshot = page_cache.get_or_compute(
+        cluster, run, "connector", {"name": name}, lambda: snapshots.connector_of(cluster, name)
+    )
+    if snapshot is None:
+        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    # The cluster as read now: its settings change without a refresh.
+    snapshot.cluster = cluster
     return snapshot
 
 
@@ -189,8 +203,14 @@ def _connectors_page(
 @require_GET
 @login_required
 def connector_detail(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
-    snapshot = _get_connector_for_user(request, cluster_name, connector_name)
-    cluster = snapshot.cluster
+    cluster = _get_cluster_for_user(request, cluster_name)
+    target = _htmx_target(request)
+    # The whole page shows the refresh state: read it first, it names the cached run too.
+    refresh = (
+        None if target in ("progress", "partitions") else snapshots.refresh_state(cluster=cluster)
+    )
+    run = page_cache.generation(cluster, refresh)
+    snapshot = _get_cached_connector_for_user(request, cluster, run, connector_name)
     form = PartitionFilterForm(request.GET, connector_type=snapshot.type)
     if not form.is_valid():
         return render(
@@ -199,12 +219,7 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
             {"cluster": cluster, "connector": snapshot, "form": form},
             status=400,
         )
-    target = _htmx_target(request)
-    # The whole page shows the refresh state: read it first, it names the cached run too.
-    refresh = (
-        None if target in ("progress", "partitions") else snapshots.refresh_state(cluster=cluster)
-    )
-    cached = _ConnectorCache(cluster, snapshot, refresh)
+    cached = _ConnectorCache(cluster, snapshot, run)
     if target == "progress":
         context = _progress_context(cached, form.cleaned_data["partition"])
         return render(request, "dashboard/connector.html#progress", context)
@@ -240,15 +255,10 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
 class _ConnectorCache:
     """A connector's refresh-derived values, cached until the cluster's next finished run."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        snapshot: ConnectorSnapshot,
-        refresh: snapshots.RefreshState | None,
-    ) -> None:
+    def __init__(self, cluster: Cluster, snapshot: ConnectorSnapshot, run: int) -> None:
         self.cluster = cluster
         self.snapshot = snapshot
-        self.run = page_cache.generation(cluster, refresh)
+        self.run = run
 
     def get[T](self, kind: str, params: dict[str, object], compute: Callable[[], T]) -> T:
         params = {"connector": self.snapshot.name, "type": self.snapshot.type, **params}

@@ -429,20 +429,24 @@ def with_partition_status(
     return rows
 
 
-def get_connector(
-    *, cluster_name: str, name: str, partition_status: bool = True
-) -> ConnectorSnapshot | None:
-    """Return a connector's snapshot with its cluster (one query; two for a sink unless
-    `partition_status` is False: then call `with_partition_status()` before `status_reasons()`).
-    """
+def get_connector(*, cluster_name: str, name: str) -> ConnectorSnapshot | None:
+    """Return a connector's snapshot with its cluster (one query; two for a sink)."""
     snapshot = (
         ConnectorSnapshot.objects.select_related("cluster")
         .filter(cluster__name=cluster_name, name=name)
         .first()
     )
-    if snapshot is not None and partition_status:
+    if snapshot is not None:
         with_partition_status([snapshot], cluster=snapshot.cluster)
     return snapshot
+
+
+def connector_of(cluster: Cluster, name: str) -> ConnectorSnapshot | None:
+    """Return a connector's snapshot in a cluster read already (one query).
+
+    Call `with_partition_status()` on it before `status_reasons()`.
+    """
+    return ConnectorSnapshot.objects.filter(cluster=cluster, name=name).first()
 
 
 # -------------------------------------------------------------------------------------------
