@@ -39,9 +39,6 @@ def generation(cluster: Cluster, refresh: RefreshState | None = None) -> int:
     its data under the old generation, which no request reads again, never old data under
     the new one. A failed run counts too: it costs a recomputation, and a --full run that
     failed after saving its results would otherwise go unseen.
-
-    `snapshots.ClusterRuns.last_finished_id` names the same run (the overview reads it for
-    every cluster in one query).
     """
     last = refresh.last_run if refresh is not None else None
     if last is not None and last.finished_at is not None:

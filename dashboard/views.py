@@ -96,12 +96,18 @@ def home(request: HttpRequest) -> HttpResponse:
 
 def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
     runs = snapshots.cluster_runs()
-    # The connector counts change only when a run finishes: cached per cluster and run.
+    # The connector counts change only when a run finishes: cached per cluster and run. While
+    # a cluster's refresh runs, which run is on show takes a query of its own to tell
+    # (page_cache.generation): its counts are then read afresh, as the page polls anyway.
+    finished = {row.cluster: row.refresh.last_run for row in runs if _finished(row.refresh)}
     counts = page_cache.get_many_or_compute(
-        {row.cluster: row.last_finished_id or 0 for row in runs},
+        {cluster: run.pk for cluster, run in finished.items()},
         "overview",
         lambda clusters: snapshots.connector_counts([cluster.pk for cluster in clusters]),
     )
+    others = [row.cluster.pk for row in runs if row.cluster not in finished]
+    if others:
+        counts.update(snapshots.connector_counts(others))
     summaries = snapshots.summarize(runs, counts)
     refreshing = any(summary.refresh.running for summary in summaries)
     context = {
@@ -112,6 +118,11 @@ def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
     }
     template = "dashboard/home.html#clusters" if request.htmx else "dashboard/home.html"
     return render(request, template, context)
+
+
+def _finished(refresh: snapshots.RefreshState) -> bool:
+    """Whether the cluster's latest run has finished: its id then names the results shown."""
+    return refresh.last_run is not None and refresh.last_run.finished_at is not None
 
 
 @require_POST

@@ -193,12 +193,10 @@ class ConnectorCounts:
 
 @dataclass(frozen=True)
 class ClusterRuns:
-    """A cluster with its refresh state and the latest run that finished (its results, or
-    a failure, are on show: what the pages' cache is keyed by)."""
+    """A cluster with its refresh state."""
 
     cluster: Cluster
     refresh: RefreshState
-    last_finished_id: int | None
 
 
 @dataclass(frozen=True)
@@ -221,7 +219,7 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
 
 
 def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]:
-    """Every cluster with its latest run, latest success and latest finished run (two queries)."""
+    """Every cluster with its latest run and latest success (two queries)."""
     clusters = Cluster.objects.all() if clusters is None else clusters
     latest_run = RefreshRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at", "-pk")
     rows = list(
@@ -229,9 +227,6 @@ def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]
             last_run_id=Subquery(latest_run.values("pk")[:1]),
             last_success_id=Subquery(
                 latest_run.filter(status=RefreshRun.Status.SUCCEEDED).values("pk")[:1]
-            ),
-            last_finished_id=Subquery(
-                latest_run.filter(finished_at__isnull=False).values("pk")[:1]
             ),
         )
     )
@@ -241,7 +236,6 @@ def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]
         ClusterRuns(
             cluster=row,
             refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
-            last_finished_id=row.last_finished_id,
         )
         for row in rows
     ]
