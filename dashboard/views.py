@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 CONNECTORS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 50
+# A partitions search that keeps fewer than this many is counted from its keys (one scan).
+SEARCH_PROBE = 1000
 
 
 def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
@@ -335,8 +337,13 @@ def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tupl
                 q=form.cleaned_data["q"],
                 sort=form.cleaned_data["sort"],
             )
+            # A search keeps a few partitions, usually: counted from the keys it finds.
             page = snapshots.paginate(
-                rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=True
+                rows,
+                form.cleaned_data["page"],
+                PARTITIONS_PER_PAGE,
+                by_keys=True,
+                probe=SEARCH_PROBE if form.cleaned_data["q"] else 0,
             )
             connector_url = reverse("connector", args=[cluster.name, snapshot.name])
             html = source_partition_rows(page.object_list, connector_url, cluster.offsets_topic)
