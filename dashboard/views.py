@@ -251,11 +251,11 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
-    context.update(refresh=refresh, **_fragments(cached))
+    fragments = dict(_fragments(cached))
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
-    if snapshot.type == "sink":
-        snapshot.worst_partition_status = context["worst_partition_status"]
+    snapshot.worst_partition_status = fragments.pop("worst_partition_status")
     snapshot.reasons = snapshots.status_reasons(snapshot)
+    context.update(refresh=refresh, **fragments)
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
