@@ -5,6 +5,7 @@ Django's lazy-aware `format_html` would cost several times more.
 """
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 
@@ -82,3 +83,36 @@ def ago_html(at: datetime | None, now: datetime) -> SafeString:
     if at is None:
         return NEVER
     return SafeString(f'<span title="{at:%Y-%m-%d %H:%M:%S} UTC">{since(at, now)} ago</span>')
+
+
+class AgedHtml:
+    """HTML that stays the same until the next refresh but for its ages ('3m 05s ago').
+
+    Rows and fragments are cached per refresh run (dashboard/page_cache.py) as this: the text
+    with a hole for each time, filled in against the time of each request by `render()`. So
+    a cached page pays one `ago_html` per time shown, not the whole row's formatting again.
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: Iterable[str | datetime]) -> None:
+        # Adjacent text joined once here, so `render()` joins a few long strings.
+        merged: list[str | datetime] = []
+        for part in parts:
+            if isinstance(part, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += part
+            else:
+                merged.append(part if isinstance(part, datetime) else str(part))
+        self.parts = tuple(merged)
+
+    def __getstate__(self) -> tuple[str | datetime, ...]:
+        return self.parts
+
+    def __setstate__(self, parts: tuple[str | datetime, ...]) -> None:
+        self.parts = parts
+
+    def render(self, now: datetime) -> SafeString:
+        """The HTML, each time written as `ago_html(time, now)`."""
+        return SafeString(
+            "".join(part if isinstance(part, str) else ago_html(part, now) for part in self.parts)
+        )

@@ -7,9 +7,12 @@ under the cluster, the id of the cluster's latest finished run (its "generation"
 request parameter that shapes them; the next finished run changes the key and the next
 request computes anew. Old keys are never read again and age out of the cache.
 
-Cached here: database rows and chart geometry. Not cached: anything that changes without a
-refresh (a running refresh's progress, live Connect state, edits, the user's permissions,
-the CSRF token) and the rows' HTML, which says "3m 05s ago" against the time of the request.
+Cached here, as HTML where it can be (a cached page then skips the template work too):
+table rows as `formatting.AgedHtml`, whose ages ("3m 05s ago") are written against the time
+of each request; a connector page's charts, rewinds and configuration as rendered partials;
+the overview's connector counts. Not cached: anything that changes without a refresh (a
+running refresh's progress, live Connect state, edits, the user's permissions and name, the
+CSRF token).
 """
 
 import hashlib
@@ -59,6 +62,28 @@ def get_or_compute[T](
 ) -> T:
     """Return the cached value for these parameters, computing and storing it on a miss."""
     return cache.get_or_set(key(cluster, run, kind, params), compute, TIMEOUT_SECONDS)
+
+
+def get_many_or_compute[T](
+    generations: dict[Cluster, int], kind: str, compute: Callable[[list[Cluster]], dict[int, T]]
+) -> dict[int, T]:
+    """`get_or_compute` for several clusters at once, by cluster id: the values not cached
+    are computed together, by one call of `compute(clusters)`, not one per cluster."""
+    keys = {key(cluster, run, kind, {}): cluster for cluster, run in generations.items()}
+    found = cache.get_many(list(keys))
+    values = {keys[name].pk: value for name, value in found.items()}
+    missing = [cluster for name, cluster in keys.items() if name not in found]
+    if missing:
+        computed = compute(missing)
+        cache.set_many(
+            {
+                key(cluster, generations[cluster], kind, {}): computed[cluster.pk]
+                for cluster in missing
+            },
+            TIMEOUT_SECONDS,
+        )
+        values.update(computed)
+    return values
 
 
 def page_of(rows: list, count: int, number: int, per_page: int) -> Page:

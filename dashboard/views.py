@@ -16,13 +16,21 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
 from dashboard import charts, page_cache
+from dashboard.formatting import AgedHtml
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
-from dashboard.rows import connector_rows, sink_partition_rows, source_partition_rows
+from dashboard.rows import (
+    connector_rows,
+    rewind_rows,
+    sink_partition_rows,
+    source_partition_rows,
+)
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, ConnectorSnapshot
@@ -32,6 +40,8 @@ logger = logging.getLogger(__name__)
 
 CONNECTORS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 50
+# A partitions search that keeps fewer than this many is counted from its keys (one scan).
+SEARCH_PROBE = 1000
 
 
 def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
@@ -47,6 +57,21 @@ def _get_connector_for_user(
     if snapshot is None:
         cluster = _get_cluster_for_user(request, cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    return snapshot
+
+
+def _get_cached_connector_for_user(
+    request: HttpRequest, cluster: Cluster, run: int, name: str
+) -> ConnectorSnapshot:
+    """Return the connector's snapshot from run `run` of `cluster` (cached: only a refresh
+    writes snapshots); 404 if it has none. Its partition status is not read."""
+    snapshot = page_cache.get_or_compute(
+        cluster, run, "connector", {"name": name}, lambda: snapshots.connector_of(cluster, name)
+    )
+    if snapshot is None:
+        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    # The cluster as read now: its settings change without a refresh.
+    snapshot.cluster = cluster
     return snapshot
 
 
@@ -72,7 +97,20 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
-    summaries = snapshots.cluster_summaries()
+    runs = snapshots.cluster_runs()
+    # The connector counts change only when a run finishes: cached per cluster and run. While
+    # a cluster's refresh runs, which run is on show takes a query of its own to tell
+    # (page_cache.generation): its counts are then read afresh, as the page polls anyway.
+    finished = {row.cluster: row.refresh.last_run for row in runs if _finished(row.refresh)}
+    counts = page_cache.get_many_or_compute(
+        {cluster: run.pk for cluster, run in finished.items()},
+        "overview",
+        lambda clusters: snapshots.connector_counts([cluster.pk for cluster in clusters]),
+    )
+    others = [row.cluster.pk for row in runs if row.cluster not in finished]
+    if others:
+        counts.update(snapshots.connector_counts(others))
+    summaries = snapshots.summarize(runs, counts)
     refreshing = any(summary.refresh.running for summary in summaries)
     context = {
         "summaries": summaries,
@@ -82,6 +120,11 @@ def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
     }
     template = "dashboard/home.html#clusters" if request.htmx else "dashboard/home.html"
     return render(request, template, context)
+
+
+def _finished(refresh: snapshots.RefreshState) -> bool:
+    """Whether the cluster's latest run has finished: its id then names the results shown."""
+    return refresh.last_run is not None and refresh.last_run.finished_at is not None
 
 
 @require_POST
@@ -133,14 +176,8 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     }
     status = 200
     if form.is_valid():
-        page = _connectors_page(cluster, form, refresh)
-        context.update(
-            page=page,
-            rows=connector_rows(
-                page.object_list, reverse("connectors", args=[cluster.name]), context["export_url"]
-            ),
-            sort=form.cleaned_data["sort"],
-        )
+        page, rows = _connectors_page(cluster, form, refresh, export_url=context["export_url"])
+        context.update(page=page, rows=rows.render(timezone.now()), sort=form.cleaned_data["sort"])
     else:
         status = 400
     partial = "#table" if _htmx_target(request) == "connectors-table" else ""
@@ -148,20 +185,28 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
 
 
 def _connectors_page(
-    cluster: Cluster, form: ConnectorFilterForm, refresh: snapshots.RefreshState
-) -> Page:
-    """The page of connectors the filters ask for, cached until the next refresh finishes."""
+    cluster: Cluster,
+    form: ConnectorFilterForm,
+    refresh: snapshots.RefreshState,
+    *,
+    export_url: str,
+) -> tuple[Page, AgedHtml]:
+    """The page of connectors the filters ask for and its rows' HTML, cached until the next
+    refresh finishes (the rows, not the model instances: unpickling 50 of those cost more)."""
 
-    def compute() -> tuple[list[ConnectorSnapshot], int, int]:
+    def compute() -> tuple[AgedHtml, int, int]:
         rows = snapshots.connectors(cluster=cluster, **form.filters())
         page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
         snapshots.with_partition_status(page.object_list, cluster=cluster)
-        return page.object_list, page.paginator.count, page.number
+        base_url = reverse("connectors", args=[cluster.name])
+        html = connector_rows(page.object_list, base_url, export_url)
+        return html, page.paginator.count, page.number
 
-    params = {**form.filters(), "page": form.cleaned_data["page"]}
+    # The name too: the rows' links carry it, and a renamed cluster keeps its key.
+    params = {**form.filters(), "page": form.cleaned_data["page"], "cluster": cluster.name}
     run = page_cache.generation(cluster, refresh)
-    rows, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
-    return page_cache.page_of(rows, count, number, CONNECTORS_PER_PAGE)
+    html, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
+    return page_cache.page_of([], count, number, CONNECTORS_PER_PAGE), html
 
 
 # -------------------------------------------------------------------------------------------
@@ -171,8 +216,14 @@ def _connectors_page(
 @require_GET
 @login_required
 def connector_detail(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
-    snapshot = _get_connector_for_user(request, cluster_name, connector_name)
-    cluster = snapshot.cluster
+    cluster = _get_cluster_for_user(request, cluster_name)
+    target = _htmx_target(request)
+    # The whole page shows the refresh state: read it first, it names the cached run too.
+    refresh = (
+        None if target in ("progress", "partitions") else snapshots.refresh_state(cluster=cluster)
+    )
+    run = page_cache.generation(cluster, refresh)
+    snapshot = _get_cached_connector_for_user(request, cluster, run, connector_name)
     form = PartitionFilterForm(request.GET, connector_type=snapshot.type)
     if not form.is_valid():
         return render(
@@ -181,32 +232,18 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
             {"cluster": cluster, "connector": snapshot, "form": form},
             status=400,
         )
-    target = _htmx_target(request)
-    # The whole page shows the refresh state: read it first, it names the cached run too.
-    refresh = (
-        None if target in ("progress", "partitions") else snapshots.refresh_state(cluster=cluster)
-    )
-    cached = _ConnectorCache(cluster, snapshot, refresh)
+    cached = _ConnectorCache(cluster, snapshot, run)
     if target == "progress":
         context = _progress_context(cached, form.cleaned_data["partition"])
         return render(request, "dashboard/connector.html#progress", context)
-    partitions = _partitions_page(cached, form)
-    if snapshot.type == "sink":
-        partition_rows = sink_partition_rows(
-            partitions.object_list, externally_managed=snapshot.offsets_managed_externally
-        )
-    else:
-        connector_url = reverse("connector", args=[cluster.name, snapshot.name])
-        partition_rows = source_partition_rows(
-            partitions.object_list, connector_url, cluster.offsets_topic
-        )
+    partitions, partition_rows = _partitions_page(cached, form)
     context = {
         "cluster": cluster,
         "connector": snapshot,
         "form": form,
         "sort": form.cleaned_data["sort"],
         "partitions": partitions,
-        "partition_rows": partition_rows,
+        "partition_rows": partition_rows.render(timezone.now()),
         # Tombstoned partitions are listed (their history stays) but not counted as live.
         "tombstoned": max(0, partitions.paginator.count - snapshot.partitions)
         if snapshot.type == "source"
@@ -214,27 +251,12 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
+    fragments = dict(_fragments(cached))
+    # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
+    snapshot.worst_partition_status = fragments.pop("worst_partition_status")
     snapshot.reasons = snapshots.status_reasons(snapshot)
-    context.update(
-        refresh=refresh,
-        config=sorted(mask_secrets(snapshot.config).items()),
-        task_states=sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
-        commit_chart=cached.get("commit-chart", {}, lambda: _commit_chart(cluster, snapshot)),
-    )
-    if snapshot.type == "sink":
-        if not snapshot.offsets_managed_externally:
-            context.update(cached.get("lag-charts", {}, lambda: _lag_charts(cluster, snapshot)))
-    else:
-        context.update(
-            cached.get(
-                "rewinds-drifts",
-                {},
-                lambda: {
-                    "rewinds": snapshots.rewinds(cluster=cluster, connector=snapshot.name),
-                    "drifts": snapshots.key_drifts(cluster=cluster, connector=snapshot.name),
-                },
-            )
-        )
+    context.update(refresh=refresh, **fragments)
+    if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
             context.update(_progress_context(cached, form.cleaned_data["partition"]))
@@ -246,42 +268,98 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
 class _ConnectorCache:
     """A connector's refresh-derived values, cached until the cluster's next finished run."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        snapshot: ConnectorSnapshot,
-        refresh: snapshots.RefreshState | None,
-    ) -> None:
+    def __init__(self, cluster: Cluster, snapshot: ConnectorSnapshot, run: int) -> None:
         self.cluster = cluster
         self.snapshot = snapshot
-        self.run = page_cache.generation(cluster, refresh)
+        self.run = run
 
     def get[T](self, kind: str, params: dict[str, object], compute: Callable[[], T]) -> T:
         params = {"connector": self.snapshot.name, "type": self.snapshot.type, **params}
         return page_cache.get_or_compute(self.cluster, self.run, kind, params, compute)
 
 
-def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> Page:
+def _fragments(cached: _ConnectorCache) -> dict[str, object]:
+    """The parts of a connector's page drawn from one refresh run's results, rendered once
+    per run: its charts, rewinds and key drift, tasks and configuration.
+
+    Their HTML is cached rather than the values they show: a chart's ticks and a table's
+    cells cost hundreds of template nodes a request. Nothing in them depends on the time of
+    the request or on the user.
+    """
     cluster, snapshot = cached.cluster, cached.snapshot
 
-    def compute() -> tuple[list, int, int]:
-        lookup = (
-            snapshots.sink_partitions if snapshot.type == "sink" else snapshots.source_partitions
-        )
-        rows = lookup(
-            cluster=cluster,
-            connector=snapshot.name,
-            q=form.cleaned_data["q"],
-            sort=form.cleaned_data["sort"],
-        )
-        page = snapshots.paginate(
-            rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE, by_keys=snapshot.type == "source"
-        )
-        return page.object_list, page.paginator.count, page.number
+    def compute() -> dict[str, object]:
+        context: dict[str, object] = {
+            "connector": snapshot,
+            "config": sorted(mask_secrets(snapshot.config).items()),
+            "task_states": sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
+            "commit_chart": _commit_chart(cluster, snapshot),
+        }
+        if snapshot.type == "sink":
+            if not snapshot.offsets_managed_externally:
+                context.update(_lag_charts(cluster, snapshot))
+        else:
+            context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
+            context["rewind_rows"] = rewind_rows(context["rewinds"])
+            context["drifts"] = snapshots.key_drifts(cluster=cluster, connector=snapshot.name)
+        worst = None
+        if snapshot.type == "sink":
+            snapshots.with_partition_status([snapshot], cluster=cluster)
+            worst = snapshot.worst_partition_status
+        return {
+            name: render_to_string(f"dashboard/connector.html#{name}", context)
+            for name in ("history_charts", "rewinds_section", "tasks_and_config")
+        } | {"worst_partition_status": worst}
+
+    return cached.get("fragments", {}, compute)
+
+
+def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tuple[Page, AgedHtml]:
+    """The page of partitions asked for and its rows' HTML, cached until the next refresh."""
+    cluster, snapshot = cached.cluster, cached.snapshot
+
+    def compute() -> tuple[AgedHtml, int, int]:
+        if snapshot.type == "sink":
+            rows = snapshots.sink_partitions(
+                cluster=cluster,
+                connector=snapshot.name,
+                q=form.cleaned_data["q"],
+                sort=form.cleaned_data["sort"],
+            )
+            page = snapshots.paginate(rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE)
+            html = sink_partition_rows(
+                page.object_list, externally_managed=snapshot.offsets_managed_externally
+            )
+        else:
+            rows = snapshots.source_partitions(
+                cluster=cluster,
+                connector=snapshot.name,
+                q=form.cleaned_data["q"],
+                sort=form.cleaned_data["sort"],
+            )
+            # A search keeps a few partitions, usually: counted from the keys it finds.
+            page = snapshots.paginate(
+                rows,
+                form.cleaned_data["page"],
+                PARTITIONS_PER_PAGE,
+                by_keys=True,
+                probe=SEARCH_PROBE if form.cleaned_data["q"] else 0,
+            )
+            connector_url = reverse("connector", args=[cluster.name, snapshot.name])
+            html = source_partition_rows(page.object_list, connector_url, cluster.offsets_topic)
+        return html, page.paginator.count, page.number
 
     params = {key: form.cleaned_data[key] for key in ("q", "sort", "page")}
-    rows, count, number = cached.get("partitions", params, compute)
-    return page_cache.page_of(rows, count, number, PARTITIONS_PER_PAGE)
+    # What the rows show beside the partitions: links under the cluster's name, the worker's
+    # offsets topic (not marked), whether lag is tracked. Cluster settings change without a
+    # refresh, so they name the entry.
+    params.update(
+        cluster=cluster.name,
+        offsets_topic=cluster.offsets_topic,
+        external=snapshot.offsets_managed_externally,
+    )
+    html, count, number = cached.get("partitions", params, compute)
+    return page_cache.page_of([], count, number, PARTITIONS_PER_PAGE), html
 
 
 def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart:

@@ -106,6 +106,24 @@ def test_partitions_are_searchable_and_paged_by_htmx(logged_in_client, prod):
     assert "page 3 of 3" in page3
 
 
+@pytest.mark.parametrize("probe", [5, 100, 1000])
+def test_a_search_pages_alike_whether_counted_from_its_keys_or_not(
+    logged_in_client, prod, monkeypatch, probe
+):
+    # 100 partitions match: more than a probe of 5 keys (counted by the database), as many as
+    # a probe of 100 and fewer than one of 1,000 (counted from the keys read).
+    monkeypatch.setattr("dashboard.views.SEARCH_PROBE", probe)
+    html = logged_in_client.get(
+        SOURCE + "?q=table_000&page=2&sort=-partition",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="partitions",
+    ).content.decode()
+    assert "100 partitions matching “table_000”, 51\u2013100 shown." in html
+    assert "page 2 of 2" in html
+    shown = re.findall(r"table_(\d{5})&quot;", html)
+    assert shown == [f"{index:05d}" for index in range(49, -1, -1)]
+
+
 def test_partitions_sort_by_rewinds(logged_in_client, prod):
     html = logged_in_client.get(SOURCE + "?sort=-rewinds").content.decode()
     first = re.search(

@@ -144,6 +144,75 @@ def test_the_progress_chart_shows_a_new_run_on_the_next_request(
     assert "25 points" in get(logged_in_client, SOURCE, HTMX_PROGRESS)
 
 
+def test_the_cached_rows_write_their_ages_at_the_time_of_each_request(
+    logged_in_client, prod, monkeypatch
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    ConnectorSnapshot.objects.filter(cluster=prod, name="jdbc").update(
+        last_commit_at=timezone.now() - timedelta(minutes=5, seconds=30)
+    )
+    SourceOffset.objects.filter(cluster=prod, connector="jdbc").update(
+        last_commit_at=timezone.now() - timedelta(minutes=5, seconds=30)
+    )
+
+    def last_commit(html: str, row: str) -> str:
+        return re.search(rf"{row}.*?>(\S+ \S+) ago<", html, re.S).group(1)
+
+    table = get(logged_in_client, LIST, HTMX_TABLE)
+    partitions = get(logged_in_client, SOURCE, HTMX_PARTITIONS)
+    assert last_commit(table, 'data-connector="jdbc"').startswith("5m ")
+    assert last_commit(partitions, "<tr data-partition").startswith("5m ")
+
+    later = timezone.now() + timedelta(hours=1)
+    monkeypatch.setattr(timezone, "now", lambda: later)
+    # The same cached rows, an hour older.
+    assert last_commit(get(logged_in_client, LIST, HTMX_TABLE), 'data-connector="jdbc"') == (
+        "1h 05m"
+    )
+    assert last_commit(get(logged_in_client, SOURCE, HTMX_PARTITIONS), "<tr data-partition") == (
+        "1h 05m"
+    )
+
+
+def test_the_overview_shows_a_new_run_on_the_next_request(logged_in_client, prod):
+    other = make.cluster("other")
+    make.run(other, ago=300)
+    make.snapshot(other, "lonely")
+    overview = {"HX-Request": "true", "HX-Target": "clusters"}
+
+    def connectors(html: str, cluster: str) -> str:
+        row = html.split(f'data-cluster="{cluster}"')[1]
+        return field(row, "connectors")
+
+    before = get(logged_in_client, "/", overview)
+    assert connectors(before, "prod") == "62"
+    assert connectors(before, "other") == "1"
+    make.snapshot(prod, "new-source")
+    make.snapshot(other, "second")
+
+    cached = get(logged_in_client, "/", overview)
+    assert connectors(cached, "prod") == "62"
+    assert connectors(cached, "other") == "1"
+
+    # While a refresh runs the counts are read afresh (the page polls then); the others
+    # stay cached.
+    make.run(prod, RefreshRun.Status.RUNNING, ago=2)
+    running = get(logged_in_client, "/", overview)
+    assert 'data-run="running"' in running.split('data-cluster="prod"')[1]
+    assert connectors(running, "prod") == "63"
+    assert connectors(running, "other") == "1"
+
+    finish_run(prod)
+    make.run(other, RefreshRun.Status.FAILED, ago=1)
+    after = get(logged_in_client, "/", overview)
+    assert connectors(after, "prod") == "63"
+    # A failed run may have saved results before it failed: it counts as a new run.
+    assert connectors(after, "other") == "2"
+
+
 def test_different_sorts_pages_and_searches_never_share_a_cached_table(logged_in_client, prod):
     by_name = names(get(logged_in_client, LIST, HTMX_TABLE))
     by_lag = names(get(logged_in_client, f"{LIST}?sort=-lag_records", HTMX_TABLE))

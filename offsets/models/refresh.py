@@ -149,6 +149,11 @@ class SourceOffset(models.Model):
         ]
         indexes = [
             models.Index(fields=["cluster", "connector", "effective"]),
+            # One partition of a connector by its key (the progress chart, the API's history):
+            # without it the lookup scans every partition of the connector (10,000: ~15 ms).
+            models.Index(
+                fields=["cluster", "connector", "key_hash"], name="offsets_sourceoffset_key"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -6,7 +6,7 @@ show 1,000 connectors and 10,000 partitions, so nothing here may query once per 
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -182,6 +182,24 @@ def refresh_state(*, cluster: Cluster) -> RefreshState:
 
 
 @dataclass(frozen=True)
+class ConnectorCounts:
+    """What the overview says of a cluster's connectors: it changes only with a refresh."""
+
+    connectors: int = 0
+    counts_by_state: dict[str, int] = field(default_factory=dict)
+    total_sink_lag: int | None = None
+    worst_lag_status: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterRuns:
+    """A cluster with its refresh state."""
+
+    cluster: Cluster
+    refresh: RefreshState
+
+
+@dataclass(frozen=True)
 class ClusterSummary:
     cluster: Cluster
     connectors: int
@@ -196,6 +214,12 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
 
     Three queries whatever the number of clusters and connectors.
     """
+    runs = cluster_runs(clusters)
+    return summarize(runs, connector_counts([row.cluster.pk for row in runs]))
+
+
+def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]:
+    """Every cluster with its latest run and latest success (two queries)."""
     clusters = Cluster.objects.all() if clusters is None else clusters
     latest_run = RefreshRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at", "-pk")
     rows = list(
@@ -208,10 +232,21 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
     )
     run_ids = {r.last_run_id for r in rows} | {r.last_success_id for r in rows}
     runs = RefreshRun.objects.in_bulk([pk for pk in run_ids if pk is not None])
+    return [
+        ClusterRuns(
+            cluster=row,
+            refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+        )
+        for row in rows
+    ]
+
+
+def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
+    """Connector counts by state, sink lag and worst status of each cluster (one query)."""
     # One small GROUP BY instead of a conditional aggregate per state: a few groups per
     # cluster, folded here.
     groups = (
-        ConnectorSnapshot.objects.filter(cluster__in=[row.pk for row in rows])
+        ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
         .values_list(
             "cluster_id",
             "type",
@@ -223,7 +258,7 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
         .annotate(count=Count("pk"), lag=Sum("lag_records"))
         .order_by()
     )
-    counts: dict[int, dict[str, int]] = {row.pk: {} for row in rows}
+    counts: dict[int, dict[str, int]] = {pk: {} for pk in cluster_ids}
     totals: dict[int, int] = {}
     sink_lag: dict[int, int | None] = {}
     worst: dict[int, str | None] = {}
@@ -237,19 +272,35 @@ def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[Cluster
         if severity_rank(status) > severity_rank(worst.get(cluster_id)):
             worst[cluster_id] = status
     order = {state: index for index, state in enumerate(STATE_CHOICES)}
-    return [
-        ClusterSummary(
-            cluster=row,
-            connectors=totals.get(row.pk, 0),
+    return {
+        pk: ConnectorCounts(
+            connectors=totals.get(pk, 0),
             counts_by_state=dict(
-                sorted(counts[row.pk].items(), key=lambda item: order.get(item[0], len(order)))
+                sorted(counts[pk].items(), key=lambda item: order.get(item[0], len(order)))
             ),
-            total_sink_lag=sink_lag.get(row.pk),
-            worst_lag_status=worst.get(row.pk),
-            refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+            total_sink_lag=sink_lag.get(pk),
+            worst_lag_status=worst.get(pk),
         )
-        for row in rows
-    ]
+        for pk in cluster_ids
+    }
+
+
+def summarize(runs: list[ClusterRuns], counts: dict[int, ConnectorCounts]) -> list[ClusterSummary]:
+    """The overview's rows from the clusters' runs and their connectors' counts."""
+    summaries = []
+    for row in runs:
+        connectors = counts.get(row.cluster.pk) or ConnectorCounts()
+        summaries.append(
+            ClusterSummary(
+                cluster=row.cluster,
+                connectors=connectors.connectors,
+                counts_by_state=connectors.counts_by_state,
+                total_sink_lag=connectors.total_sink_lag,
+                worst_lag_status=connectors.worst_lag_status,
+                refresh=row.refresh,
+            )
+        )
+    return summaries
 
 
 # -------------------------------------------------------------------------------------------
@@ -359,6 +410,9 @@ def with_partition_status(
         statuses = (
             SinkPartitionLag.objects.filter(cluster=cluster, connector__in=sinks)
             .values_list("connector", "status")
+            # Without the model's ordering, whose columns would join the DISTINCT and make
+            # it return every partition.
+            .order_by()
             .distinct()
         )
         for connector, status in statuses:
@@ -379,6 +433,14 @@ def get_connector(*, cluster_name: str, name: str) -> ConnectorSnapshot | None:
     if snapshot is not None:
         with_partition_status([snapshot], cluster=snapshot.cluster)
     return snapshot
+
+
+def connector_of(cluster: Cluster, name: str) -> ConnectorSnapshot | None:
+    """Return a connector's snapshot in a cluster read already (one query).
+
+    Call `with_partition_status()` on it before `status_reasons()`.
+    """
+    return ConnectorSnapshot.objects.filter(cluster=cluster, name=name).first()
 
 
 # -------------------------------------------------------------------------------------------
@@ -424,12 +486,13 @@ def default_chart_partition(*, cluster: Cluster, connector: str) -> SourceOffset
 
 
 def get_source_partition(*, cluster: Cluster, connector: str, key_hash: str) -> SourceOffset | None:
-    return (
-        SourceOffset.objects.filter(cluster=cluster, connector=connector, key_hash=key_hash)
-        .defer("key_bytes")
-        .order_by("-effective")
-        .first()
-    )
+    """The partition of that key, the one the runtime uses first (a key may be in two topics)."""
+    # Chosen here, not by ORDER BY: SQLite would then walk an index that gives the order
+    # (every partition of the connector) instead of the key index (migration 0007).
+    rows = SourceOffset.objects.filter(
+        cluster=cluster, connector=connector, key_hash=key_hash
+    ).defer("key_bytes")
+    return min(rows.order_by(), key=lambda row: (not row.effective, row.pk), default=None)
 
 
 def rewinds(*, cluster: Cluster, connector: str, limit: int = 20) -> list[RewindEvent]:
@@ -522,19 +585,31 @@ def export_document(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[st
     return to_kip875(export_entries(cluster=cluster, snapshot=snapshot))
 
 
-def paginate(rows: QuerySet, number: int | str, per_page: int, *, by_keys: bool = False) -> Page:
+def paginate(
+    rows: QuerySet, number: int | str, per_page: int, *, by_keys: bool = False, probe: int = 0
+) -> Page:
     """Return page `number` of `rows` (clamped to the pages there are) as a list.
 
     With `by_keys`, the page's primary keys are read first and then only those rows: an
     OFFSET over full rows makes the database read every skipped row (page 100 of 10,000
     partitions read 5,000 JSON rows), while an OFFSET over keys walks an index. It costs one
     more query, worth it for tables of thousands of rows.
+
+    With `probe` too (a search), up to that many keys are read first: when the filter keeps
+    fewer, they are the count and the page, and the filter ran once instead of twice (a
+    COUNT, then the keys: each scans every partition for a search). Else the keys read are
+    dropped and the page is read as without it.
     """
     if not by_keys:
         page = Paginator(rows, per_page).get_page(number)
         page.object_list = list(page.object_list)
         return page
-    page = Paginator(rows.values_list("pk", flat=True), per_page).get_page(number)
+    keys_query = rows.values_list("pk", flat=True)
+    found = list(keys_query[: probe + 1]) if probe else []
+    if probe and len(found) <= probe:
+        page = Paginator(found, per_page).get_page(number)
+    else:
+        page = Paginator(keys_query, per_page).get_page(number)
     keys = list(page.object_list)
     # Rows keep the deferred fields and annotations of `rows`.
     by_key = {row.pk: row for row in rows.filter(pk__in=keys).order_by()} if keys else {}
