@@ -12,7 +12,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('offsets', '0006_sourceoffset_recent_index'),
+        ('offsets', '0007_sink_keep'),
     ]
 
     operations = [
