@@ -147,10 +147,9 @@ def run_refresh(
     run_dir = history_path(cluster) / f"run={run.pk}"
     try:
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-        phase("reading connector configs and status")
-        state = connect_state.read_connect_state(cluster=cluster)
-        phase(f"{len(state.connectors)} connectors; planning the offsets topics snapshot")
-        sources = _plan_sources(cluster, state.connectors, full=full)
+        phase("reading connector configs and status; planning the offsets topics snapshot")
+        state, sources = _read_state_and_plan(cluster, full=full)
+        phase(f"{len(state.connectors)} connectors")
         total = sum(end - start for plan in sources.plans.values() for start, end in plan.values())
         for topic, plan in sources.plans.items():
             phase(
@@ -259,24 +258,43 @@ def _offsets_topics(cluster: Cluster, connectors: list[ConnectorSummary]) -> lis
     return topics
 
 
-def _plan_sources(
-    cluster: Cluster, connectors: list[ConnectorSummary], *, full: bool
-) -> SourceResults:
+def _read_state_and_plan(
+    cluster: Cluster, *, full: bool
+) -> tuple[connect_state.ConnectState, SourceResults]:
+    """Read the connectors' state and plan the offsets topics snapshot, overlapping the two.
+
+    Which offsets topics to read depends on the connectors' configs (their own topics,
+    KIP-618), but waiting for the configs before planning costs a round of broker requests
+    every refresh. So the topics the previous refresh read are planned while the configs are
+    read, and only a topic new since then is planned afterwards. Planning a topic a moment
+    before reading the configs is as good a snapshot as a moment after.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     kafka = cluster.kafka_settings()
-    existing = client.topic_partition_counts(kafka)
-    positions: dict[str, dict[int, int]] = defaultdict(dict)
-    if not full:
-        for row in ReadPosition.objects.filter(cluster=cluster):
-            positions[row.topic][row.partition] = row.next_offset
-    plans = {}
-    for topic in _offsets_topics(cluster, connectors):
-        if topic == cluster.offsets_topic and topic not in existing:
-            raise client.TopicNotFound(
-                f"The offsets topic {topic!r} does not exist on {cluster.bootstrap_servers}"
-            )
-        if topic in existing:
-            plans[topic] = client.plan_read(kafka, topic, positions.get(topic))
-    return SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
+    timeout = settings.KAFKA_READ_TIMEOUT
+    positions: dict[str, dict[int, int]] = {cluster.offsets_topic: {}}
+    # Database reads stay on this thread (a test's transaction is not visible to another).
+    for row in ReadPosition.objects.filter(cluster=cluster):
+        positions.setdefault(row.topic, {})[row.partition] = row.next_offset
+    starts = {topic: None if full else known for topic, known in positions.items()}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        planning = pool.submit(client.plan_reads, kafka, starts, timeout=timeout)
+        state = connect_state.read_connect_state(cluster=cluster)
+        plans = planning.result()
+    if cluster.offsets_topic not in plans:
+        raise client.TopicNotFound(
+            f"The offsets topic {cluster.offsets_topic!r} does not exist on "
+            f"{cluster.bootstrap_servers}"
+        )
+    wanted = _offsets_topics(cluster, state.connectors)
+    new = [topic for topic in wanted if topic not in starts]
+    if new:
+        plans |= client.plan_reads(kafka, dict.fromkeys(new), timeout=timeout)
+    # A topic of the previous refresh that no connector names any more is not read; topics
+    # that do not exist (an own topic not created yet) are left out by plan_reads.
+    plans = {topic: plans[topic] for topic in wanted if topic in plans}
+    return state, SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
 
 
 def _previous_state(spark, cluster: Cluster):
@@ -288,24 +306,54 @@ def _previous_state(spark, cluster: Cluster):
     def ms(moment: datetime | None) -> int | None:
         return None if moment is None else int(moment.timestamp() * 1000)
 
+    # values_list, not model instances: decoding the JSON columns nobody reads here cost more
+    # than the query.
     rows = [
         (
-            row.topic,
-            row.key_hash,
-            bytes(row.key_bytes),
-            row.connector,
-            row.partition_text,
-            row.identity,
-            row.offset_text,
-            row.kafka_partition,
-            row.kafka_offset,
-            ms(row.last_commit_at) or 0,
-            row.progress,
-            row.commits,
-            ms(row.first_commit_at),
-            ms(row.last_commit_at),
+            topic,
+            key_hash,
+            bytes(key),
+            connector,
+            partition_text,
+            identity,
+            offset_text,
+            kafka_partition,
+            kafka_offset,
+            ms(last_commit_at) or 0,
+            progress,
+            commits,
+            ms(first_commit_at),
+            ms(last_commit_at),
         )
-        for row in SourceOffset.objects.filter(cluster=cluster).iterator()
+        for (
+            topic,
+            key_hash,
+            key,
+            connector,
+            partition_text,
+            identity,
+            offset_text,
+            kafka_partition,
+            kafka_offset,
+            progress,
+            commits,
+            first_commit_at,
+            last_commit_at,
+        ) in SourceOffset.objects.filter(cluster=cluster).values_list(
+            "topic",
+            "key_hash",
+            "key_bytes",
+            "connector",
+            "partition_text",
+            "identity",
+            "offset_text",
+            "kafka_partition",
+            "kafka_offset",
+            "progress",
+            "commits",
+            "first_commit_at",
+            "last_commit_at",
+        )
     ]
     if not rows:
         return spark.createDataFrame([], STATE_SCHEMA)
@@ -532,28 +580,94 @@ def _recent_samples(
     return window
 
 
-def _source_offset(cluster: Cluster, row: dict) -> SourceOffset:
+# The SourceOffset fields a refresh computes (key_bytes, partition and offset follow from
+# key_hash, partition_text and offset_text), in the order _source_offset_values gives them.
+SOURCE_OFFSET_FIELDS = (
+    "connector",
+    "identity",
+    "partition_text",
+    "offset_text",
+    "kafka_partition",
+    "kafka_offset",
+    "progress",
+    "first_commit_at",
+    "last_commit_at",
+    "commits",
+    "rewinds",
+    "stalled",
+    "effective",
+)
+# Rows deleted per statement (SQLite limits the parameters of one statement).
+DELETE_BATCH = 500
+
+
+def _source_offset_values(row: dict, rewinds: int) -> tuple:
+    return (
+        row["connector"],
+        row["identity"],
+        row["partition_json"],
+        row["offset_json"],
+        row["kafka_partition"],
+        row["kafka_offset"],
+        row["progress"],
+        _ms_to_datetime(row["first_commit_ms"]),
+        _ms_to_datetime(row["last_commit_ms"]),
+        row["commits"],
+        rewinds,
+        bool(row["stalled"]),
+        bool(row["effective"]),
+    )
+
+
+def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
+    """Make the stored SourceOffset rows equal the Spark result, writing only what differs.
+
+    The result holds every key (the previous state included), so a stored key missing from it
+    is gone (a full refresh of a topic that lost it). An incremental refresh of a big cluster
+    usually touches few keys: rewriting all of them every time cost more than the Spark work.
+    A changed row is deleted and inserted again, which is cheaper than a bulk UPDATE of a dozen
+    columns. Runs inside the refresh's transaction, after this run's RewindEvents are stored.
+    """
+    rewinds = {
+        (topic, key_hash): count
+        for topic, key_hash, count in RewindEvent.objects.filter(cluster=cluster)
+        .values("topic", "key_hash")
+        .annotate(n=Count("id"))
+        .values_list("topic", "key_hash", "n")
+    }
+    stored = {
+        (topic, key_hash): (pk, values)
+        for pk, topic, key_hash, *values in SourceOffset.objects.filter(
+            cluster=cluster
+        ).values_list("pk", "topic", "key_hash", *SOURCE_OFFSET_FIELDS)
+    }
+    replaced, created = [], []
+    for row in latest:
+        slot = (row["topic"], row["key_hash"])
+        values = _source_offset_values(row, rewinds.get(slot, 0))
+        old = stored.pop(slot, None)
+        if old is not None:
+            if tuple(old[1]) == values:
+                continue
+            replaced.append(old[0])
+        created.append(_source_offset(cluster, row, values))
+    gone = replaced + [pk for pk, _ in stored.values()]
+    for start in range(0, len(gone), DELETE_BATCH):
+        SourceOffset.objects.filter(pk__in=gone[start : start + DELETE_BATCH]).delete()
+    SourceOffset.objects.bulk_create(created, batch_size=2000)
+
+
+def _source_offset(cluster: Cluster, row: dict, values: tuple) -> SourceOffset:
     key = bytes(row["key"])
     offset_text = row["offset_json"]
     return SourceOffset(
         cluster=cluster,
-        connector=row["connector"],
         topic=row["topic"],
         key_hash=row["key_hash"],
         key_bytes=key,
-        identity=row["identity"],
         partition=parse_offset_record(key, None).partition,
-        partition_text=row["partition_json"],
         offset=None if offset_text is None else json.loads(offset_text),
-        offset_text=offset_text,
-        kafka_partition=row["kafka_partition"],
-        kafka_offset=row["kafka_offset"],
-        progress=row["progress"],
-        first_commit_at=_ms_to_datetime(row["first_commit_ms"]),
-        last_commit_at=_ms_to_datetime(row["last_commit_ms"]),
-        commits=row["commits"],
-        stalled=bool(row["stalled"]),
-        effective=bool(row["effective"]),
+        **dict(zip(SOURCE_OFFSET_FIELDS, values, strict=True)),
     )
 
 
@@ -574,12 +688,6 @@ def _save(
         for model in (CommitBucket, RewindEvent, MalformedCount, ReadPosition):
             model.objects.filter(cluster=cluster).delete()
 
-    # Source offsets: the Spark result holds every key (previous state included).
-    SourceOffset.objects.filter(cluster=cluster).delete()
-    SourceOffset.objects.bulk_create(
-        (_source_offset(cluster, row) for row in sources.latest), batch_size=2000
-    )
-
     RewindEvent.objects.bulk_create(
         (
             RewindEvent(
@@ -598,15 +706,7 @@ def _save(
         ),
         ignore_conflicts=True,
     )
-    rewinds_per_key = (
-        RewindEvent.objects.filter(cluster=cluster)
-        .values("topic", "key_hash")
-        .annotate(n=Count("id"))
-    )
-    for row in rewinds_per_key:
-        SourceOffset.objects.filter(
-            cluster=cluster, topic=row["topic"], key_hash=row["key_hash"]
-        ).update(rewinds=row["n"])
+    _save_source_offsets(cluster, sources.latest)
 
     _add_counts(
         CommitBucket,
