@@ -10,6 +10,7 @@ lag; then save everything in one database transaction. A failure at any phase re
 failed RefreshRun and leaves the previous results exactly as they were.
 """
 
+import functools
 import json
 import logging
 import re
@@ -17,6 +18,7 @@ import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -269,8 +271,6 @@ def _read_state_and_plan(
     read, and only a topic new since then is planned afterwards. Planning a topic a moment
     before reading the configs is as good a snapshot as a moment after.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     kafka = cluster.kafka_settings()
     timeout = settings.KAFKA_READ_TIMEOUT
     positions: dict[str, dict[int, int]] = {cluster.offsets_topic: {}}
@@ -374,6 +374,8 @@ def _compute_sources(
     run_dir: Path,
     phase: Progress,
 ) -> None:
+    from pyspark.sql import DataFrame
+
     from offsets.spark import transforms as T
     from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
     from offsets.spark.partials import SUMMARY_SCHEMA
@@ -382,53 +384,67 @@ def _compute_sources(
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     kafka_json = json.dumps(cluster.kafka_settings())
     # The read tasks fold what they read (offsets.spark.partials): Spark gets partial results
-    # per key plus one slim row per commit, and merges them below.
-    partials = spark.createDataFrame([], SUMMARY_SCHEMA)
-    for topic, plan in sources.plans.items():
-        if any(end > start for start, end in plan.values()):
-            frame = (
-                spark.read.format(NAME)
-                .option("topic", topic)
-                .option("kafka.settings", kafka_json)
-                .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
-                .option("max_tasks", str(_read_tasks(plan)))
-                .option("decode", DECODE_SUMMARY)
-                .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
-                # A broker gone mid-read fails the run after this long, not after 30 s.
-                .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
-                .load()
-            )
-            partials = partials.unionByName(frame)
-    reading = any(end > start for plan in sources.plans.values() for start, end in plan.values())
-    partials = partials.persist()
+    # per key plus one slim row per commit, and merges them below. Topics with nothing new
+    # get no read at all (not even an empty frame: each of its partitions would cost a task
+    # in every stage below).
+    frames = [
+        spark.read.format(NAME)
+        .option("topic", topic)
+        .option("kafka.settings", kafka_json)
+        .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
+        .option("max_tasks", str(_read_tasks(plan)))
+        .option("decode", DECODE_SUMMARY)
+        .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
+        # A broker gone mid-read fails the run after this long, not after 30 s.
+        .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
+        .load()
+        for topic, plan in sources.plans.items()
+        if any(end > start for start, end in plan.values())
+    ]
+    reading = bool(frames)
+    partials = (
+        functools.reduce(DataFrame.unionByName, frames)
+        if frames
+        else spark.createDataFrame([], SUMMARY_SCHEMA)
+    ).persist()
     try:
-        if reading:
-            phase("reading, folding and writing the commit history (Parquet)")
-            # The first action reads Kafka and fills the cache; the merges below use the cache.
-            write_history(T.commit_history(partials), run_dir)
-        phase("merging the latest offsets, key drift, rewinds, buckets and malformed records")
-        previous = None if full else _previous_state(spark, cluster)
-        own_topics = spark.createDataFrame(
-            [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
-            "connector string, own_topic string",
-        )
-        running = spark.createDataFrame(
-            [(c.name,) for c in connectors if c.consuming], "connector string"
-        )
-        effective = T.effective_offsets(
-            T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
-        )
-        threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-        flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
-        results = {"latest": flagged, "drift": T.key_drift(flagged)}
-        if reading:  # else nothing new: no rewinds, commits or malformed records to add
-            results |= {
-                "records": T.merge_records_read(partials),
-                "rewinds": T.merge_rewinds(partials, previous),
-                "buckets": T.merge_commit_buckets(partials),
-                "malformed": T.merge_malformed_counts(partials),
-            }
-        collected = _collect_together(results)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            if reading:
+                phase(
+                    "reading, folding and writing the commit history (Parquet); "
+                    "merging the latest offsets, key drift, rewinds, buckets and malformed records"
+                )
+                # The history write and the merges below run at the same time, on the same
+                # cached read: Spark computes each cached partition once (a task that needs a
+                # partition another task is computing waits for it), so Kafka is read once,
+                # and the merges' planning and small jobs overlap the read and the write.
+                history = pool.submit(write_history, T.commit_history(partials), run_dir)
+            else:
+                phase("merging the latest offsets, key drift and stalls")
+            previous = None if full else _previous_state(spark, cluster)
+            own_topics = spark.createDataFrame(
+                [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
+                "connector string, own_topic string",
+            )
+            running = spark.createDataFrame(
+                [(c.name,) for c in connectors if c.consuming], "connector string"
+            )
+            effective = T.effective_offsets(
+                T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
+            )
+            threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+            flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
+            results = {"latest": flagged, "drift": T.key_drift(flagged)}
+            if reading:  # else nothing new: no rewinds, commits or malformed records to add
+                results |= {
+                    "records": T.merge_records_read(partials),
+                    "rewinds": T.merge_rewinds(partials, previous),
+                    "buckets": T.merge_commit_buckets(partials),
+                    "malformed": T.merge_malformed_counts(partials),
+                }
+            collected = collect_together(results)
+            if reading:
+                history.result()
     finally:
         partials.unpersist()
     sources.records_by_topic.update(
@@ -438,20 +454,27 @@ def _compute_sources(
         setattr(sources, name, rows)
 
 
-def _collect_together(frames: dict) -> dict[str, list[dict]]:
-    """Collect several small DataFrames as dicts, running their Spark jobs concurrently.
+def collect_together(frames: dict) -> dict[str, list[dict]]:
+    """Collect several small DataFrames as lists of dicts, in one Spark query.
 
-    Each is small, so its time is mostly a Spark job's fixed latency (scheduling, tiny
-    tasks, shuffles of a few rows), which concurrent jobs overlap.
+    Each is small, so its time is mostly fixed costs: planning a query, scheduling its jobs
+    and stages, tasks over a few rows. One query pays them once, and Spark reuses the parts
+    the frames share (the latest offsets behind both `latest` and `drift` are computed once).
+    Each frame travels as a struct column of its own; the other frames' columns are null.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from pyspark.sql import functions as F
 
-    def collect(frame) -> list[dict]:
-        return [row.asDict(recursive=True) for row in frame.collect()]
-
-    with ThreadPoolExecutor(max_workers=len(frames)) as pool:
-        futures = {name: pool.submit(collect, frame) for name, frame in frames.items()}
-        return {name: future.result() for name, future in futures.items()}
+    tagged = [frame.select(F.struct(*frame.columns).alias(name)) for name, frame in frames.items()]
+    combined = functools.reduce(
+        lambda left, right: left.unionByName(right, allowMissingColumns=True), tagged
+    )
+    collected: dict[str, list[dict]] = {name: [] for name in frames}
+    for row in combined.collect():
+        for name, value in row.asDict().items():
+            if value is not None:
+                collected[name].append(value.asDict(recursive=True))
+                break
+    return collected
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:
@@ -717,6 +740,8 @@ def _save(
         },
         key_fields=("connector", "bucket_start"),
         count_field="commits",
+        # New commits are recent: only the buckets from the earliest one on can change.
+        narrow=lambda counts: {"bucket_start__gte": min(start for _, start in counts)},
     )
     _add_counts(
         MalformedCount,
@@ -761,11 +786,16 @@ def _save(
     SinkPartitionLag.objects.bulk_create(sinks.lags)
     LagSample.objects.bulk_create(sinks.samples)
 
-    for topic, plan in sources.plans.items():
-        for partition, (_, end) in plan.items():
-            ReadPosition.objects.update_or_create(
-                cluster=cluster, topic=topic, partition=partition, defaults={"next_offset": end}
-            )
+    ReadPosition.objects.bulk_create(
+        (
+            ReadPosition(cluster=cluster, topic=topic, partition=partition, next_offset=end)
+            for topic, plan in sources.plans.items()
+            for partition, (_, end) in plan.items()
+        ),
+        update_conflicts=True,
+        unique_fields=["cluster", "topic", "partition"],
+        update_fields=["next_offset"],
+    )
     _save_snapshots(cluster, connectors, sinks, now_ms=now_ms)
 
 
@@ -802,16 +832,19 @@ def _add_counts(
     key_fields: tuple[str, ...],
     count_field: str,
     extra: dict | None = None,
+    narrow: Callable[[dict[tuple, int]], dict] | None = None,
 ) -> None:
     """Add counts to existing rows (incremental refresh) or create them, in bulk.
 
-    Runs inside the refresh's transaction; one refresh writes a cluster at a time.
+    `narrow` gives filters that keep every existing row the counts can touch, so that a long
+    history is not loaded to add a few counts. Runs inside the refresh's transaction; one
+    refresh writes a cluster at a time.
     """
     if not counts:
         return
     existing = {
         tuple(getattr(row, name) for name in key_fields): row
-        for row in model.objects.filter(cluster=cluster)
+        for row in model.objects.filter(cluster=cluster, **(narrow(counts) if narrow else {}))
     }
     changed, created = [], []
     for key, count in counts.items():
