@@ -10,6 +10,7 @@ lag; then save everything in one database transaction. A failure at any phase re
 failed RefreshRun and leaves the previous results exactly as they were.
 """
 
+import contextlib
 import functools
 import json
 import logging
@@ -101,6 +102,29 @@ def write_history(commit_rows, run_dir: Path) -> None:
 # milliseconds per output file (one per connector: ~2 s of a 10,000-record refresh of 50
 # connectors) where pyarrow takes about one. The commits of such a run are a few MB at most.
 DRIVER_HISTORY_MAX_RECORDS = 200_000
+
+
+# Spark settings for the merge of a small run: one shuffle partition and no adaptive
+# execution. Adaptive execution runs each of the merge's ~10 shuffles as a job of its own and
+# re-plans the query after each; with a few thousand rows that bookkeeping, not the data, was
+# the time (measured: ~20% of the merge phase of a 10,000-record refresh).
+SMALL_MERGE_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+
+
+@contextlib.contextmanager
+def spark_conf(spark, conf: dict[str, str]):
+    """Set session settings for the queries planned inside the block, then restore them."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def write_history_table(commits, run_dir: Path) -> None:
@@ -334,7 +358,7 @@ def _read_state_and_plan(
 
 
 def _previous_state(spark, cluster: Cluster):
-    """The stored per-key state as a DataFrame (built as an Arrow table: one partition, no
+    """The stored per-key state as a DataFrame, and its number of keys (built as an Arrow table: one partition, no
     pandas conversion; pandas split a few thousand rows over every core)."""
     import pyarrow as pa
 
@@ -393,14 +417,14 @@ def _previous_state(spark, cluster: Cluster):
         )
     ]
     if not rows:
-        return spark.createDataFrame([], STATE_SCHEMA)
+        return spark.createDataFrame([], STATE_SCHEMA), 0
     table = pa.table(
         {
             name: list(column)
             for name, column in zip(STATE_COLUMNS, zip(*rows, strict=True), strict=True)
         }
     )
-    return spark.createDataFrame(table, STATE_SCHEMA)
+    return spark.createDataFrame(table, STATE_SCHEMA), len(rows)
 
 
 def _compute_sources(
@@ -465,7 +489,7 @@ def _compute_sources(
                     history = pool.submit(write_history, commits, run_dir)
             else:
                 phase("merging the latest offsets, key drift and stalls")
-            previous = None if full else _previous_state(spark, cluster)
+            previous, stored_keys = (None, 0) if full else _previous_state(spark, cluster)
             own_topics = spark.createDataFrame(
                 [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
                 "connector string, own_topic string",
@@ -486,7 +510,12 @@ def _compute_sources(
                     "buckets": T.merge_commit_buckets(partials),
                     "malformed": T.merge_malformed_counts(partials),
                 }
-            collected = collect_together(results)
+            small = (
+                total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
+                and stored_keys <= DRIVER_HISTORY_MAX_RECORDS
+            )
+            with spark_conf(spark, SMALL_MERGE_CONF if small else {}):
+                collected = collect_together(results)
             if reading:
                 history.result()
     finally:
