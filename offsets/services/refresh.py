@@ -358,8 +358,11 @@ def _read_state_and_plan(
 
 
 def _previous_state(spark, cluster: Cluster):
-    """The stored per-key state as a DataFrame, and its number of keys (built as an Arrow table: one partition, no
-    pandas conversion; pandas split a few thousand rows over every core)."""
+    """Return the stored per-key state as a DataFrame, and its number of keys.
+
+    Built as an Arrow table: one partition and no pandas conversion (through pandas, a few
+    thousand rows were split over every core, a task each in every stage of the merge).
+    """
     import pyarrow as pa
 
     from offsets.spark.transforms import STATE_COLUMNS, STATE_SCHEMA
