@@ -55,6 +55,10 @@ test-postgres: install ## Run the database tests against PostgreSQL (DATABASE_UR
 bench: bench-refresh bench-pages bench-load ## Run every benchmark (they print figures, they assert nothing)
 
 bench-refresh: install ## The refresh on 1M offsets records vs plain Python (prints figures)
+	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
+	  echo "Installing Debian's kcat for the raw-read figure..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
 	$(PY) tests/bench/bench_refresh.py
 
 bench-pages: install ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions

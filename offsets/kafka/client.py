@@ -11,7 +11,14 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 logger = logging.getLogger(__name__)
@@ -272,52 +279,98 @@ def plan_read(
     """Fix what a snapshot read of `topic` covers: {partition: (start, end)}, end exclusive.
 
     `start_offsets` are where a previous read stopped (missing partitions start at the log
-    start). The end of each partition is confirmed by reading its tail to end-of-partition:
-    a too-low high watermark (Tansu) would otherwise hide records, and with read_committed the
-    end-of-partition is the last stable offset, past which a reader must not go anyway.
+    start). See `plan_reads`.
     """
-    counts = topic_partition_counts(settings, timeout=timeout)
-    if topic not in counts:
+    plans = plan_reads(
+        settings, {topic: start_offsets}, isolation_level=isolation_level, timeout=timeout
+    )
+    if topic not in plans:
         raise TopicNotFound(f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}")
-    start_offsets = start_offsets or {}
-    consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
-    try:
-        lows: dict[int, int] = {}
-        assignment = []
-        for partition in range(counts[topic]):
+    return plans[topic]
+
+
+def plan_reads(
+    settings: dict,
+    start_offsets: dict[str, dict[int, int] | None],
+    *,
+    isolation_level: str = "read_committed",
+    timeout: float = 30.0,
+) -> dict[str, dict[int, tuple[int, int]]]:
+    """Fix what a snapshot read of several topics covers: {topic: {partition: (start, end)}}.
+
+    `start_offsets` maps each topic to where a previous read stopped (missing partitions start
+    at the log start); topics that do not exist are left out of the answer. The log starts and ends of every partition of every topic come from two
+    batched ListOffsets requests (not one request per partition: that cost ~25 round trips per
+    topic). The end of each partition is then confirmed by reading its tail to end-of-partition,
+    all partitions in one consumer: a too-low high watermark (Tansu) would otherwise hide
+    records, and with read_committed the end-of-partition is the last stable offset, past which
+    a reader must not go anyway.
+    """
+    from confluent_kafka.admin import OffsetSpec
+
+    counts = topic_partition_counts(settings, timeout=timeout)
+    topics = [topic for topic in start_offsets if topic in counts]
+    wanted = [TopicPartition(t, p) for t in topics for p in range(counts[t])]
+    if not wanted:
+        return {topic: {} for topic in topics}
+    admin = _admin(settings)
+    level = (
+        IsolationLevel.READ_COMMITTED
+        if isolation_level == "read_committed"
+        else IsolationLevel.READ_UNCOMMITTED
+    )
+    # Both requests go out before either answer is awaited.
+    requests = [
+        admin.list_offsets(
+            {tp: spec for tp in wanted}, isolation_level=level, request_timeout=timeout
+        )
+        for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
+    ]
+    lows: dict[tuple[str, int], int] = {}
+    highs: dict[tuple[str, int], int] = {}
+    for futures, found in zip(requests, (lows, highs), strict=True):
+        for tp, future in futures.items():
             try:
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=timeout
-                )
+                found[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
+            except TimeoutError as exc:
+                # A future that never resolves (the broker went away mid-request).
+                keep_until_done(admin, [f for fs in requests for f in fs.values()])
+                raise KafkaUnavailable(
+                    f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+                ) from exc
             except KafkaException as exc:
                 raise KafkaUnavailable(
-                    f"Could not read the offsets of {topic}: {exc.args[0]}"
+                    f"Could not read the offsets of {tp.topic}: {exc.args[0]}"
                 ) from exc
-            lows[partition] = low
-            assignment.append(TopicPartition(topic, partition, max(low, high - 1)))
-        consumer.assign(assignment)
-        ends: dict[int, int] = {}
+    consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
+    ends: dict[tuple[str, int], int] = {}
+    try:
+        consumer.assign(
+            [TopicPartition(t, p, max(lows[(t, p)], highs[(t, p)] - 1)) for t, p in sorted(lows)]
+        )
         deadline = time.monotonic() + timeout
-        while len(ends) < counts[topic]:
+        while len(ends) < len(lows):
             if time.monotonic() > deadline:
-                missing = sorted(set(range(counts[topic])) - set(ends))
-                raise KafkaUnavailable(f"Could not find the end of {topic} partitions {missing}")
+                missing = sorted(set(lows) - set(ends))
+                raise KafkaUnavailable(f"Could not find the end of partitions {missing}")
             for message in consumer.consume(num_messages=1000, timeout=POLL_SECONDS):
                 error = message.error()
                 if error is None:
                     continue
                 if error.code() == KafkaError._PARTITION_EOF:
-                    ends.setdefault(message.partition(), message.offset())
+                    ends.setdefault((message.topic(), message.partition()), message.offset())
                 else:
-                    raise KafkaUnavailable(f"Reading the end of {topic} failed: {error.str()}")
+                    raise KafkaUnavailable(
+                        f"Reading the end of {message.topic()} failed: {error.str()}"
+                    )
     finally:
         consumer.close()
-    plan = {}
-    for partition, end in ends.items():
+    plans: dict[str, dict[int, tuple[int, int]]] = {topic: {} for topic in topics}
+    for (topic, partition), end in sorted(ends.items()):
         # Offsets below the log start were deleted or compacted away: start at the log start.
-        start = max(start_offsets.get(partition, 0), lows[partition])
-        plan[partition] = (min(start, end), end)
-    return plan
+        start = max((start_offsets[topic] or {}).get(partition, 0), lows[(topic, partition)])
+        plans[topic][partition] = (min(start, end), end)
+    return plans
 
 
 def read_range(

@@ -10,6 +10,8 @@ lag; then save everything in one database transaction. A failure at any phase re
 failed RefreshRun and leaves the previous results exactly as they were.
 """
 
+import contextlib
+import functools
 import json
 import logging
 import re
@@ -17,6 +19,7 @@ import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +97,65 @@ def write_history(commit_rows, run_dir: Path) -> None:
     )
 
 
+# Runs that read at most this many records write their history from the driver
+# (`write_history_table`) instead of with Spark's partitioned writer, which costs tens of
+# milliseconds per output file (one per connector: ~2 s of a 10,000-record refresh of 50
+# connectors) where pyarrow takes about one. The commits of such a run are a few MB at most.
+DRIVER_HISTORY_MAX_RECORDS = 200_000
+
+
+# Spark settings for the merge of a small run: one shuffle partition and no adaptive
+# execution. Adaptive execution runs each of the merge's ~10 shuffles as a job of its own and
+# re-plans the query after each; with a few thousand rows that bookkeeping, not the data, was
+# the time (measured: ~20% of the merge phase of a 10,000-record refresh).
+SMALL_MERGE_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+
+
+@contextlib.contextmanager
+def spark_conf(spark, conf: dict[str, str]):
+    """Set session settings for the queries planned inside the block, then restore them."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def write_history_table(commits, run_dir: Path) -> None:
+    """Write one run's commits (a pyarrow Table of `commit_history` rows) like `write_history`.
+
+    Same layout, columns, sort and row-group size as Spark writes, so readers cannot tell:
+    `connector=<name>/` folders named as Spark names them, the connector column left out of
+    the files, rows sorted by key_hash, timestamp_ms, kafka_offset.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from offsets.services.history import spark_folder_name
+
+    if commits.num_rows == 0:
+        return
+    commits = commits.sort_by(
+        [(name, "ascending") for name in ("connector", "key_hash", "timestamp_ms", "kafka_offset")]
+    )
+    columns = [name for name in commits.column_names if name != "connector"]
+    # Spark's parquet.block.size counts buffered bytes; pyarrow counts rows.
+    rows_per_group = max(1, HISTORY_ROW_GROUP_BYTES * commits.num_rows // max(commits.nbytes, 1))
+    for connector in pc.unique(commits["connector"]).to_pylist():
+        rows = commits.filter(pc.equal(commits["connector"], connector)).select(columns)
+        folder = run_dir / f"connector={spark_folder_name(connector)}"
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(
+            rows, folder / "part-00000-driver.snappy.parquet", row_group_size=rows_per_group
+        )
+
+
 @dataclass
 class SourceResults:
     plans: dict[str, dict[int, tuple[int, int]]]
@@ -147,11 +209,10 @@ def run_refresh(
     run_dir = history_path(cluster) / f"run={run.pk}"
     try:
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-        phase("reading connector configs and status")
-        state = connect_state.read_connect_state(cluster=cluster)
-        phase(f"{len(state.connectors)} connectors; planning the offsets topics snapshot")
-        sources = _plan_sources(cluster, state.connectors, full=full)
-        total = sum(end - start for plan in sources.plans.values() for start, end in plan.values())
+        phase("reading connector configs and status; planning the offsets topics snapshot")
+        state, sources = _read_state_and_plan(cluster, full=full)
+        phase(f"{len(state.connectors)} connectors")
+        total = total_records(sources)
         for topic, plan in sources.plans.items():
             phase(
                 f"{topic}: {sum(e - s for s, e in plan.values()):,} new records in {len(plan)} partitions"
@@ -259,60 +320,114 @@ def _offsets_topics(cluster: Cluster, connectors: list[ConnectorSummary]) -> lis
     return topics
 
 
-def _plan_sources(
-    cluster: Cluster, connectors: list[ConnectorSummary], *, full: bool
-) -> SourceResults:
+def _read_state_and_plan(
+    cluster: Cluster, *, full: bool
+) -> tuple[connect_state.ConnectState, SourceResults]:
+    """Read the connectors' state and plan the offsets topics snapshot, overlapping the two.
+
+    Which offsets topics to read depends on the connectors' configs (their own topics,
+    KIP-618), but waiting for the configs before planning costs a round of broker requests
+    every refresh. So the topics the previous refresh read are planned while the configs are
+    read, and only a topic new since then is planned afterwards. Planning a topic a moment
+    before reading the configs is as good a snapshot as a moment after.
+    """
     kafka = cluster.kafka_settings()
-    existing = client.topic_partition_counts(kafka)
-    positions: dict[str, dict[int, int]] = defaultdict(dict)
-    if not full:
-        for row in ReadPosition.objects.filter(cluster=cluster):
-            positions[row.topic][row.partition] = row.next_offset
-    plans = {}
-    for topic in _offsets_topics(cluster, connectors):
-        if topic == cluster.offsets_topic and topic not in existing:
-            raise client.TopicNotFound(
-                f"The offsets topic {topic!r} does not exist on {cluster.bootstrap_servers}"
-            )
-        if topic in existing:
-            plans[topic] = client.plan_read(kafka, topic, positions.get(topic))
-    return SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
+    timeout = settings.KAFKA_READ_TIMEOUT
+    positions: dict[str, dict[int, int]] = {cluster.offsets_topic: {}}
+    # Database reads stay on this thread (a test's transaction is not visible to another).
+    for row in ReadPosition.objects.filter(cluster=cluster):
+        positions.setdefault(row.topic, {})[row.partition] = row.next_offset
+    starts = {topic: None if full else known for topic, known in positions.items()}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        planning = pool.submit(client.plan_reads, kafka, starts, timeout=timeout)
+        state = connect_state.read_connect_state(cluster=cluster)
+        plans = planning.result()
+    if cluster.offsets_topic not in plans:
+        raise client.TopicNotFound(
+            f"The offsets topic {cluster.offsets_topic!r} does not exist on "
+            f"{cluster.bootstrap_servers}"
+        )
+    wanted = _offsets_topics(cluster, state.connectors)
+    new = [topic for topic in wanted if topic not in starts]
+    if new:
+        plans |= client.plan_reads(kafka, dict.fromkeys(new), timeout=timeout)
+    # A topic of the previous refresh that no connector names any more is not read; topics
+    # that do not exist (an own topic not created yet) are left out by plan_reads.
+    plans = {topic: plans[topic] for topic in wanted if topic in plans}
+    return state, SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
 
 
 def _previous_state(spark, cluster: Cluster):
-    """The stored per-key state as a DataFrame (through pandas, so it travels as Arrow)."""
-    import pandas as pd
+    """Return the stored per-key state as a DataFrame, and its number of keys.
+
+    Built as an Arrow table: one partition and no pandas conversion (through pandas, a few
+    thousand rows were split over every core, a task each in every stage of the merge).
+    """
+    import pyarrow as pa
 
     from offsets.spark.transforms import STATE_COLUMNS, STATE_SCHEMA
 
     def ms(moment: datetime | None) -> int | None:
         return None if moment is None else int(moment.timestamp() * 1000)
 
+    # values_list, not model instances: decoding the JSON columns nobody reads here cost more
+    # than the query.
     rows = [
         (
-            row.topic,
-            row.key_hash,
-            bytes(row.key_bytes),
-            row.connector,
-            row.partition_text,
-            row.identity,
-            row.offset_text,
-            row.kafka_partition,
-            row.kafka_offset,
-            ms(row.last_commit_at) or 0,
-            row.progress,
-            row.commits,
-            ms(row.first_commit_at),
-            ms(row.last_commit_at),
+            topic,
+            key_hash,
+            bytes(key),
+            connector,
+            partition_text,
+            identity,
+            offset_text,
+            kafka_partition,
+            kafka_offset,
+            ms(last_commit_at) or 0,
+            progress,
+            commits,
+            ms(first_commit_at),
+            ms(last_commit_at),
         )
-        for row in SourceOffset.objects.filter(cluster=cluster).iterator()
+        for (
+            topic,
+            key_hash,
+            key,
+            connector,
+            partition_text,
+            identity,
+            offset_text,
+            kafka_partition,
+            kafka_offset,
+            progress,
+            commits,
+            first_commit_at,
+            last_commit_at,
+        ) in SourceOffset.objects.filter(cluster=cluster).values_list(
+            "topic",
+            "key_hash",
+            "key_bytes",
+            "connector",
+            "partition_text",
+            "identity",
+            "offset_text",
+            "kafka_partition",
+            "kafka_offset",
+            "progress",
+            "commits",
+            "first_commit_at",
+            "last_commit_at",
+        )
     ]
     if not rows:
-        return spark.createDataFrame([], STATE_SCHEMA)
-    frame = pd.DataFrame(rows, columns=STATE_COLUMNS).astype(
-        {"first_commit_ms": "Int64", "last_commit_ms": "Int64", "progress": "float64"}
+        return spark.createDataFrame([], STATE_SCHEMA), 0
+    table = pa.table(
+        {
+            name: list(column)
+            for name, column in zip(STATE_COLUMNS, zip(*rows, strict=True), strict=True)
+        }
     )
-    return spark.createDataFrame(frame, STATE_SCHEMA)
+    return spark.createDataFrame(table, STATE_SCHEMA), len(rows)
 
 
 def _compute_sources(
@@ -326,6 +441,8 @@ def _compute_sources(
     run_dir: Path,
     phase: Progress,
 ) -> None:
+    from pyspark.sql import DataFrame
+
     from offsets.spark import transforms as T
     from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
     from offsets.spark.partials import SUMMARY_SCHEMA
@@ -334,53 +451,76 @@ def _compute_sources(
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     kafka_json = json.dumps(cluster.kafka_settings())
     # The read tasks fold what they read (offsets.spark.partials): Spark gets partial results
-    # per key plus one slim row per commit, and merges them below.
-    partials = spark.createDataFrame([], SUMMARY_SCHEMA)
-    for topic, plan in sources.plans.items():
-        if any(end > start for start, end in plan.values()):
-            frame = (
-                spark.read.format(NAME)
-                .option("topic", topic)
-                .option("kafka.settings", kafka_json)
-                .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
-                .option("max_tasks", str(_read_tasks(plan)))
-                .option("decode", DECODE_SUMMARY)
-                .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
-                # A broker gone mid-read fails the run after this long, not after 30 s.
-                .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
-                .load()
-            )
-            partials = partials.unionByName(frame)
-    reading = any(end > start for plan in sources.plans.values() for start, end in plan.values())
-    partials = partials.persist()
+    # per key plus one slim row per commit, and merges them below. Topics with nothing new
+    # get no read at all (not even an empty frame: each of its partitions would cost a task
+    # in every stage below).
+    frames = [
+        spark.read.format(NAME)
+        .option("topic", topic)
+        .option("kafka.settings", kafka_json)
+        .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))
+        .option("max_tasks", str(_read_tasks(plan)))
+        .option("decode", DECODE_SUMMARY)
+        .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
+        # A broker gone mid-read fails the run after this long, not after 30 s.
+        .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
+        .load()
+        for topic, plan in sources.plans.items()
+        if any(end > start for start, end in plan.values())
+    ]
+    reading = bool(frames)
+    partials = (
+        functools.reduce(DataFrame.unionByName, frames)
+        if frames
+        else spark.createDataFrame([], SUMMARY_SCHEMA)
+    ).persist()
     try:
-        if reading:
-            phase("reading, folding and writing the commit history (Parquet)")
-            # The first action reads Kafka and fills the cache; the merges below use the cache.
-            write_history(T.commit_history(partials), run_dir)
-        phase("merging the latest offsets, key drift, rewinds, buckets and malformed records")
-        previous = None if full else _previous_state(spark, cluster)
-        own_topics = spark.createDataFrame(
-            [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
-            "connector string, own_topic string",
-        )
-        running = spark.createDataFrame(
-            [(c.name,) for c in connectors if c.consuming], "connector string"
-        )
-        effective = T.effective_offsets(
-            T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
-        )
-        threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-        flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
-        results = {"latest": flagged, "drift": T.key_drift(flagged)}
-        if reading:  # else nothing new: no rewinds, commits or malformed records to add
-            results |= {
-                "records": T.merge_records_read(partials),
-                "rewinds": T.merge_rewinds(partials, previous),
-                "buckets": T.merge_commit_buckets(partials),
-                "malformed": T.merge_malformed_counts(partials),
-            }
-        collected = _collect_together(results)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            if reading:
+                phase(
+                    "reading, folding and writing the commit history (Parquet); "
+                    "merging the latest offsets, key drift, rewinds, buckets and malformed records"
+                )
+                # The history write and the merges below run at the same time, on the same
+                # cached read: Spark computes each cached partition once (a task that needs a
+                # partition another task is computing waits for it), so Kafka is read once,
+                # and the merges' planning and small jobs overlap the read and the write.
+                commits = T.commit_history(partials)
+                if total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS:
+                    history = pool.submit(lambda: write_history_table(commits.toArrow(), run_dir))
+                else:
+                    history = pool.submit(write_history, commits, run_dir)
+            else:
+                phase("merging the latest offsets, key drift and stalls")
+            previous, stored_keys = (None, 0) if full else _previous_state(spark, cluster)
+            own_topics = spark.createDataFrame(
+                [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
+                "connector string, own_topic string",
+            )
+            running = spark.createDataFrame(
+                [(c.name,) for c in connectors if c.consuming], "connector string"
+            )
+            effective = T.effective_offsets(
+                T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
+            )
+            threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+            flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
+            results = {"latest": flagged, "drift": T.key_drift(flagged)}
+            if reading:  # else nothing new: no rewinds, commits or malformed records to add
+                results |= {
+                    "records": T.merge_records_read(partials),
+                    "rewinds": T.merge_rewinds(partials, previous),
+                    "buckets": T.merge_commit_buckets(partials),
+                    "malformed": T.merge_malformed_counts(partials),
+                }
+            small = (
+                total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
+                and stored_keys <= DRIVER_HISTORY_MAX_RECORDS
+            )
+            with spark_conf(spark, SMALL_MERGE_CONF if small else {}):
+                collected = collect_together(results)
+            if reading:
+                history.result()
     finally:
         partials.unpersist()
     sources.records_by_topic.update(
@@ -390,20 +530,32 @@ def _compute_sources(
         setattr(sources, name, rows)
 
 
-def _collect_together(frames: dict) -> dict[str, list[dict]]:
-    """Collect several small DataFrames as dicts, running their Spark jobs concurrently.
+def collect_together(frames: dict) -> dict[str, list[dict]]:
+    """Collect several small DataFrames as lists of dicts, in one Spark query.
 
-    Each is small, so its time is mostly a Spark job's fixed latency (scheduling, tiny
-    tasks, shuffles of a few rows), which concurrent jobs overlap.
+    Each is small, so its time is mostly fixed costs: planning a query, scheduling its jobs
+    and stages, tasks over a few rows. One query pays them once, and Spark reuses the parts
+    the frames share (the latest offsets behind both `latest` and `drift` are computed once).
+    Each frame travels as a struct column of its own; the other frames' columns are null.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    from pyspark.sql import functions as F
 
-    def collect(frame) -> list[dict]:
-        return [row.asDict(recursive=True) for row in frame.collect()]
+    tagged = [frame.select(F.struct(*frame.columns).alias(name)) for name, frame in frames.items()]
+    combined = functools.reduce(
+        lambda left, right: left.unionByName(right, allowMissingColumns=True), tagged
+    )
+    collected: dict[str, list[dict]] = {name: [] for name in frames}
+    for row in combined.collect():
+        for name, value in row.asDict().items():
+            if value is not None:
+                collected[name].append(value.asDict(recursive=True))
+                break
+    return collected
 
-    with ThreadPoolExecutor(max_workers=len(frames)) as pool:
-        futures = {name: pool.submit(collect, frame) for name, frame in frames.items()}
-        return {name: future.result() for name, future in futures.items()}
+
+def total_records(sources: SourceResults) -> int:
+    """The records the planned snapshot covers (compaction gaps included)."""
+    return sum(end - start for plan in sources.plans.values() for start, end in plan.values())
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:
@@ -532,28 +684,94 @@ def _recent_samples(
     return window
 
 
-def _source_offset(cluster: Cluster, row: dict) -> SourceOffset:
+# The SourceOffset fields a refresh computes (key_bytes, partition and offset follow from
+# key_hash, partition_text and offset_text), in the order _source_offset_values gives them.
+SOURCE_OFFSET_FIELDS = (
+    "connector",
+    "identity",
+    "partition_text",
+    "offset_text",
+    "kafka_partition",
+    "kafka_offset",
+    "progress",
+    "first_commit_at",
+    "last_commit_at",
+    "commits",
+    "rewinds",
+    "stalled",
+    "effective",
+)
+# Rows deleted per statement (SQLite limits the parameters of one statement).
+DELETE_BATCH = 500
+
+
+def _source_offset_values(row: dict, rewinds: int) -> tuple:
+    return (
+        row["connector"],
+        row["identity"],
+        row["partition_json"],
+        row["offset_json"],
+        row["kafka_partition"],
+        row["kafka_offset"],
+        row["progress"],
+        _ms_to_datetime(row["first_commit_ms"]),
+        _ms_to_datetime(row["last_commit_ms"]),
+        row["commits"],
+        rewinds,
+        bool(row["stalled"]),
+        bool(row["effective"]),
+    )
+
+
+def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
+    """Make the stored SourceOffset rows equal the Spark result, writing only what differs.
+
+    The result holds every key (the previous state included), so a stored key missing from it
+    is gone (a full refresh of a topic that lost it). An incremental refresh of a big cluster
+    usually touches few keys: rewriting all of them every time cost more than the Spark work.
+    A changed row is deleted and inserted again, which is cheaper than a bulk UPDATE of a dozen
+    columns. Runs inside the refresh's transaction, after this run's RewindEvents are stored.
+    """
+    rewinds = {
+        (topic, key_hash): count
+        for topic, key_hash, count in RewindEvent.objects.filter(cluster=cluster)
+        .values("topic", "key_hash")
+        .annotate(n=Count("id"))
+        .values_list("topic", "key_hash", "n")
+    }
+    stored = {
+        (topic, key_hash): (pk, values)
+        for pk, topic, key_hash, *values in SourceOffset.objects.filter(
+            cluster=cluster
+        ).values_list("pk", "topic", "key_hash", *SOURCE_OFFSET_FIELDS)
+    }
+    replaced, created = [], []
+    for row in latest:
+        slot = (row["topic"], row["key_hash"])
+        values = _source_offset_values(row, rewinds.get(slot, 0))
+        old = stored.pop(slot, None)
+        if old is not None:
+            if tuple(old[1]) == values:
+                continue
+            replaced.append(old[0])
+        created.append(_source_offset(cluster, row, values))
+    gone = replaced + [pk for pk, _ in stored.values()]
+    for start in range(0, len(gone), DELETE_BATCH):
+        SourceOffset.objects.filter(pk__in=gone[start : start + DELETE_BATCH]).delete()
+    SourceOffset.objects.bulk_create(created, batch_size=2000)
+
+
+def _source_offset(cluster: Cluster, row: dict, values: tuple) -> SourceOffset:
     key = bytes(row["key"])
     offset_text = row["offset_json"]
     return SourceOffset(
         cluster=cluster,
-        connector=row["connector"],
         topic=row["topic"],
         key_hash=row["key_hash"],
         key_bytes=key,
-        identity=row["identity"],
         partition=parse_offset_record(key, None).partition,
-        partition_text=row["partition_json"],
         offset=None if offset_text is None else json.loads(offset_text),
-        offset_text=offset_text,
-        kafka_partition=row["kafka_partition"],
-        kafka_offset=row["kafka_offset"],
-        progress=row["progress"],
-        first_commit_at=_ms_to_datetime(row["first_commit_ms"]),
-        last_commit_at=_ms_to_datetime(row["last_commit_ms"]),
-        commits=row["commits"],
-        stalled=bool(row["stalled"]),
-        effective=bool(row["effective"]),
+        **dict(zip(SOURCE_OFFSET_FIELDS, values, strict=True)),
     )
 
 
@@ -574,12 +792,6 @@ def _save(
         for model in (CommitBucket, RewindEvent, MalformedCount, ReadPosition):
             model.objects.filter(cluster=cluster).delete()
 
-    # Source offsets: the Spark result holds every key (previous state included).
-    SourceOffset.objects.filter(cluster=cluster).delete()
-    SourceOffset.objects.bulk_create(
-        (_source_offset(cluster, row) for row in sources.latest), batch_size=2000
-    )
-
     RewindEvent.objects.bulk_create(
         (
             RewindEvent(
@@ -598,15 +810,7 @@ def _save(
         ),
         ignore_conflicts=True,
     )
-    rewinds_per_key = (
-        RewindEvent.objects.filter(cluster=cluster)
-        .values("topic", "key_hash")
-        .annotate(n=Count("id"))
-    )
-    for row in rewinds_per_key:
-        SourceOffset.objects.filter(
-            cluster=cluster, topic=row["topic"], key_hash=row["key_hash"]
-        ).update(rewinds=row["n"])
+    _save_source_offsets(cluster, sources.latest)
 
     _add_counts(
         CommitBucket,
@@ -617,6 +821,8 @@ def _save(
         },
         key_fields=("connector", "bucket_start"),
         count_field="commits",
+        # New commits are recent: only the buckets from the earliest one on can change.
+        narrow=lambda counts: {"bucket_start__gte": min(start for _, start in counts)},
     )
     _add_counts(
         MalformedCount,
@@ -661,11 +867,16 @@ def _save(
     SinkPartitionLag.objects.bulk_create(sinks.lags)
     LagSample.objects.bulk_create(sinks.samples)
 
-    for topic, plan in sources.plans.items():
-        for partition, (_, end) in plan.items():
-            ReadPosition.objects.update_or_create(
-                cluster=cluster, topic=topic, partition=partition, defaults={"next_offset": end}
-            )
+    ReadPosition.objects.bulk_create(
+        (
+            ReadPosition(cluster=cluster, topic=topic, partition=partition, next_offset=end)
+            for topic, plan in sources.plans.items()
+            for partition, (_, end) in plan.items()
+        ),
+        update_conflicts=True,
+        unique_fields=["cluster", "topic", "partition"],
+        update_fields=["next_offset"],
+    )
     _save_snapshots(cluster, connectors, sinks, now_ms=now_ms)
 
 
@@ -702,16 +913,19 @@ def _add_counts(
     key_fields: tuple[str, ...],
     count_field: str,
     extra: dict | None = None,
+    narrow: Callable[[dict[tuple, int]], dict] | None = None,
 ) -> None:
     """Add counts to existing rows (incremental refresh) or create them, in bulk.
 
-    Runs inside the refresh's transaction; one refresh writes a cluster at a time.
+    `narrow` gives filters that keep every existing row the counts can touch, so that a long
+    history is not loaded to add a few counts. Runs inside the refresh's transaction; one
+    refresh writes a cluster at a time.
     """
     if not counts:
         return
     existing = {
         tuple(getattr(row, name) for name in key_fields): row
-        for row in model.objects.filter(cluster=cluster)
+        for row in model.objects.filter(cluster=cluster, **(narrow(counts) if narrow else {}))
     }
     changed, created = [], []
     for key, count in counts.items():

@@ -1,8 +1,15 @@
 """Pure DataFrame -> DataFrame transforms over Connect's offsets topics.
 
-Input: the `kafka-snapshot` source's rows (topic, partition, offset, timestamp, key, value).
-`parse_offset_records` turns them into parsed rows; every other function takes and returns
-DataFrames so that tests can feed them small hand-made frames.
+Two routes give the same answers:
+- The record-by-record transforms (`parse_offset_records`, `malformed_counts`,
+  `valid_records`, `commits`, `commit_buckets`, `rewinds`, `latest_by_key`) work on one row
+  per record, as the `kafka-snapshot` source yields them raw (or parsed, with
+  `decode=connect-offsets`). The refresh no longer uses them: they are the plain reference
+  model that the folded route is tested against (tests/spark), being easy to check by eye.
+- The refresh reads with `decode=connect-offsets-summary`: each read task folds its records
+  (offsets.spark.partials) and the `merge_*` functions and `commit_history` below combine the
+  folds. `effective_offsets`, `key_drift` and `flag_stalls` serve both routes.
+Every function takes and returns DataFrames so that tests can feed them small hand-made frames.
 
 The incremental refresh feeds the previous results back in (`previous` arguments) so that a
 refresh over new records only gives the same answer as a full one.
@@ -103,6 +110,20 @@ STATE_SCHEMA = StructType(
 )
 
 
+# What a rewind row holds, whichever route found it (`rewinds`, `merge_rewinds`).
+REWIND_COLUMNS = [
+    "connector",
+    "topic",
+    "key_hash",
+    "partition_json",
+    "kafka_partition",
+    "kafka_offset",
+    "timestamp_ms",
+    "from_progress",
+    "to_progress",
+]
+
+
 def parse_columns(
     topic: str, partitions: list, offsets: list, timestamps: list, keys: list, values: list
 ) -> pa.RecordBatch:
@@ -174,13 +195,17 @@ def parse_offset_records(raw: DataFrame) -> DataFrame:
 
     Malformed records keep a reason and an example instead of raising (OffsetUtils logs and
     skips them): counting them is the job of `malformed_counts`.
+
+    Reference model (see the module docstring): the refresh uses the folded route.
     """
     return raw.mapInArrow(_parse_batches, PARSED_SCHEMA)
 
 
 def malformed_counts(parsed: DataFrame) -> DataFrame:
     """Count malformed records by topic, connector (null unless the key was good) and reason,
-    with one example each."""
+    with one example each.
+
+    Reference model (see the module docstring): the refresh uses the folded route."""
     return (
         parsed.where(F.col("malformed_reason").isNotNull())
         .groupBy("topic", "connector", "malformed_reason")
@@ -190,12 +215,16 @@ def malformed_counts(parsed: DataFrame) -> DataFrame:
 
 
 def valid_records(parsed: DataFrame) -> DataFrame:
-    """Keep well-formed records, with the hex SHA-1 of their exact key bytes."""
+    """Keep well-formed records, with the hex SHA-1 of their exact key bytes.
+
+    Reference model (see the module docstring): the refresh uses the folded route."""
     return parsed.where(F.col("malformed_reason").isNull()).withColumn("key_hash", F.sha1("key"))
 
 
 def commits(valid: DataFrame) -> DataFrame:
-    """Every offset commit (non-tombstone write): the history kept beyond compaction."""
+    """Every offset commit (non-tombstone write): the history kept beyond compaction.
+
+    Reference model (see the module docstring): the refresh uses the folded route."""
     return valid.where(~F.col("tombstone")).select(
         "connector",
         "topic",
@@ -209,7 +238,9 @@ def commits(valid: DataFrame) -> DataFrame:
 
 
 def commit_buckets(commit_rows: DataFrame, bucket_seconds: int) -> DataFrame:
-    """Count commits per connector per time bucket of `bucket_seconds`."""
+    """Count commits per connector per time bucket of `bucket_seconds`.
+
+    Reference model (see the module docstring): the refresh uses the folded route."""
     bucket_ms = bucket_seconds * 1000
     return (
         commit_rows.withColumn(
@@ -225,6 +256,8 @@ def rewinds(valid: DataFrame, previous: DataFrame | None = None) -> DataFrame:
 
     `previous` (STATE_SCHEMA) supplies each key's last known record from earlier refreshes, so
     a rewind between two refreshes is found too. A tombstone in between resets the comparison.
+
+    Reference model (see the module docstring): the refresh uses the folded route.
     """
     columns = [
         "topic",
@@ -253,17 +286,8 @@ def rewinds(valid: DataFrame, previous: DataFrame | None = None) -> DataFrame:
             & ~F.coalesce(F.col("previous_tombstone"), F.lit(False))
             & (F.col("progress") < F.col("from_progress"))
         )
-        .select(
-            "connector",
-            "topic",
-            "key_hash",
-            "partition_json",
-            "kafka_partition",
-            "kafka_offset",
-            "timestamp_ms",
-            "from_progress",
-            F.col("progress").alias("to_progress"),
-        )
+        .withColumnRenamed("progress", "to_progress")
+        .select(*REWIND_COLUMNS)
     )
 
 
@@ -273,6 +297,8 @@ def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFr
     One key always lands on one Kafka partition of a topic, so the highest Kafka offset is the
     last write, as `KafkaBasedLog` reads it. A tombstone wins like any write: its row keeps
     `offset_json` null (the partition is gone) and its history totals.
+
+    Reference model (see the module docstring): the refresh uses the folded route.
     """
     rows = valid.select(
         "topic",
@@ -417,18 +443,11 @@ def merge_latest(partials: DataFrame, previous: DataFrame | None = None) -> Data
 def merge_rewinds(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
     """Like `rewinds`: those the tasks found, plus a key's first new commit that goes below
     its last commit of an earlier refresh (`previous`, STATE_SCHEMA)."""
-    columns = [
-        "connector",
-        "topic",
-        "key_hash",
-        "partition_json",
-        "kafka_partition",
-        "kafka_offset",
-        "timestamp_ms",
-        "from_progress",
-        "to_progress",
-    ]
-    found = _kind(partials, P.REWIND).withColumnRenamed("progress", "to_progress").select(*columns)
+    found = (
+        _kind(partials, P.REWIND)
+        .withColumnRenamed("progress", "to_progress")
+        .select(*REWIND_COLUMNS)
+    )
     if previous is None:
         return found
     heads = (
@@ -451,17 +470,14 @@ def merge_rewinds(partials: DataFrame, previous: DataFrame | None = None) -> Dat
     across = (
         heads.join(before, on=["topic", "key_hash"])
         .where(F.col("head_progress") < F.col("from_progress"))
-        .select(
-            "connector",
-            "topic",
-            "key_hash",
-            "partition_json",
-            "kafka_partition",
-            F.col("head_kafka_offset").alias("kafka_offset"),
-            F.col("head_timestamp_ms").alias("timestamp_ms"),
-            "from_progress",
-            F.col("head_progress").alias("to_progress"),
+        .withColumnsRenamed(
+            {
+                "head_kafka_offset": "kafka_offset",
+                "head_timestamp_ms": "timestamp_ms",
+                "head_progress": "to_progress",
+            }
         )
+        .select(*REWIND_COLUMNS)
     )
     return found.unionByName(across)
 

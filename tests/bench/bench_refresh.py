@@ -105,20 +105,45 @@ class PhaseProfile:
     def __call__(self, text: str) -> None:
         self.marks.append((time.monotonic(), text.split("] ", 1)[-1]))
 
-    def _jobs(self) -> int:
-        return len(self.spark.sparkContext.statusTracker().getJobIdsForGroup())
+    def _jobs(self) -> set[int]:
+        return set(self.spark.sparkContext.statusTracker().getJobIdsForGroup())
 
     def run(self, func):
         self.marks = [(time.monotonic(), "start")]
         jobs = self._jobs()
         value = func(self)
-        self.jobs = self._jobs() - jobs
+        self.job_ids = sorted(self._jobs() - jobs)
         return value
+
+    def _job_timings(self) -> list[str]:
+        """When each of the run's Spark jobs started (from the first) and how long it took.
+
+        From Spark's status store through the JVM gateway (PySpark's status tracker has no
+        times); a bench aid only, so any failure just prints nothing.
+        """
+        try:
+            store = self.spark.sparkContext._jsc.sc().statusStore()
+            jobs = [store.job(job_id) for job_id in self.job_ids]
+            times = [
+                (job.submissionTime().get().getTime(), job.completionTime().get().getTime(), job)
+                for job in jobs
+                if not job.submissionTime().isEmpty() and not job.completionTime().isEmpty()
+            ]
+        except Exception:  # a private API, for a bench aid only
+            return []
+        first = min((start for start, _, _ in times), default=0)
+        return [
+            f"job {job.jobId():4d}  +{(start - first) / 1000:6.2f} s  {(end - start) / 1000:6.2f} s  "
+            f"{job.numTasks():3d} tasks  {job.stageIds().size()} stages  {job.name()[:40]}"
+            for start, end, job in times
+        ]
 
     def report(self) -> None:
         for (at, text), (after, _) in zip(self.marks, self.marks[1:], strict=False):
             print(f"      {after - at:7.2f} s  {text[:90]}", flush=True)
-        print(f"      Spark jobs: {self.jobs}", flush=True)
+        print(f"      Spark jobs: {len(self.job_ids)}", flush=True)
+        for line in self._job_timings():
+            print(f"        {line}", flush=True)
 
 
 def plain_python_refresh(

@@ -252,8 +252,18 @@ def comparable(cluster):
             SourceOffset.objects.filter(cluster=cluster).values_list(
                 "topic",
                 "key_hash",
+                "key_bytes",
+                "connector",
+                "identity",
+                "partition",
+                "partition_text",
+                "offset",
                 "offset_text",
+                "kafka_partition",
+                "kafka_offset",
+                "progress",
                 "commits",
+                "rewinds",
                 "effective",
                 "stalled",
                 "first_commit_at",
@@ -272,6 +282,15 @@ def comparable(cluster):
         ),
         sorted(KeyDrift.objects.filter(cluster=cluster).values_list("connector", "identity")),
     )
+
+
+def row_ids(cluster):
+    return {
+        (topic, key): pk
+        for topic, key, pk in SourceOffset.objects.filter(cluster=cluster).values_list(
+            "topic", "key_hash", "pk"
+        )
+    }
 
 
 def test_an_incremental_refresh_after_new_commits_equals_a_full_one(own_cluster, spark):
@@ -297,8 +316,18 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(own_cluster,
             (new_key, jackson.dumps({"position": 10})),
         ],
     )
+    ids_before = row_ids(own_cluster)
     run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms)
     assert run.status == "succeeded" and run.records_read == 3
+    # Only the rows that changed were written again: the other rows are the same rows.
+    ids_after = row_ids(own_cluster)
+    touched = {
+        ("connect-offsets", key) for key in (orders.key_hash, logs.key_hash, key_hash(new_key))
+    }
+    assert {k: v for k, v in ids_after.items() if k not in touched} == {
+        k: v for k, v in ids_before.items() if k not in touched
+    }
+    assert all(ids_after[k] != ids_before.get(k) for k in touched)
     incremental = comparable(own_cluster)
     assert len(incremental[2]) == seeded_rewinds + 1
     assert (

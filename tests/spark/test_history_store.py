@@ -56,14 +56,39 @@ def cluster(settings, tmp_path, monkeypatch):
     return Cluster(name="prod")
 
 
-@pytest.fixture
-def two_runs(spark, cluster):
+def write(commits, run_dir, writer: str) -> None:
+    """Write a run's history as the refresh does: with Spark, or from the driver (small runs)."""
+    if writer == "spark":
+        refresh.write_history(commits, run_dir)
+    else:
+        refresh.write_history_table(commits.toArrow(), run_dir)
+
+
+@pytest.fixture(params=["spark", "driver"])
+def two_runs(request, spark, cluster):
     """An incremental history: two runs, each with the commits it read."""
     root = refresh.history_path(cluster)
     first = commit_rows(spark, "jdbc", 0, rewind_key=7).unionByName(commit_rows(spark, ODD_NAME, 0))
-    refresh.write_history(first, root / "run=1")
-    refresh.write_history(commit_rows(spark, "jdbc", COMMITS), root / "run=2")
+    write(first, root / "run=1", request.param)
+    write(commit_rows(spark, "jdbc", COMMITS), root / "run=2", request.param)
     return cluster
+
+
+def test_the_driver_writes_the_same_files_as_spark(spark, cluster):
+    """Same folders, columns, types and rows in the same order: readers cannot tell them apart."""
+    root = refresh.history_path(cluster)
+    commits = commit_rows(spark, "jdbc", 0, rewind_key=7).unionByName(
+        commit_rows(spark, ODD_NAME, 0)
+    )
+    write(commits.coalesce(1), root / "run=1", "spark")
+    write(commits, root / "run=2", "driver")
+    for connector in ("jdbc", ODD_NAME):
+        spark_file, driver_file = history.connector_files(cluster=cluster, connector=connector)
+        assert spark_file.parent.name == driver_file.parent.name
+        spark_table, driver_table = pq.read_table(spark_file), pq.read_table(driver_file)
+        assert driver_table.schema.remove_metadata() == spark_table.schema.remove_metadata()
+        assert driver_table.to_pylist() == spark_table.to_pylist()
+        assert len(driver_table) == KEYS * COMMITS
 
 
 def test_it_reads_one_partitions_commits_from_every_run_oldest_first(two_runs):
