@@ -16,17 +16,45 @@ edit it was applying stays "applying" until `manage.py reconcile_edits` settles 
 (tests/integration/test_edits_crash.py proves that path). See SECURITY.md, "Known limits".
 """
 
+import contextlib
 import functools
 import inspect
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 CHILD_ENV = "OFFSETS_TEST_IN_CHILD"
 ABORT_RETRIES = 8
+
+
+def orphaned_brokers() -> set[int]:
+    """Pids of Tansu brokers whose parent is gone (re-parented to init), run from here.
+
+    What an aborted child leaves behind: its brokers were started with it as their parent.
+    The parent pytest's own brokers still have it as their parent, so they never match.
+    """
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            command = (proc / "cmdline").read_bytes().split(b"\0")[0]
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if (
+            parent == 1
+            and "tansu" in Path(command.decode(errors="replace")).name
+            and cwd == os.getcwd()
+        ):
+            found.add(int(proc.name))
+    return found
 
 
 def in_child_process(test):
@@ -38,6 +66,7 @@ def in_child_process(test):
             return test(*args, **kwargs)
         outputs = []
         for attempt in range(1, ABORT_RETRIES + 1):
+            brokers_before = orphaned_brokers()
             child = subprocess.run(
                 [
                     sys.executable,
@@ -59,6 +88,10 @@ def in_child_process(test):
             outputs.append(output)
             if child.returncode != -signal.SIGABRT:
                 break
+            # An aborted child never ran its fixtures' teardown: stop the brokers it started.
+            for pid in orphaned_brokers() - brokers_before:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             print(f"librdkafka aborted the child (attempt {attempt}); running it again")
         if child.returncode != 0:
             pytest.fail("\n".join(outputs), pytrace=False)
