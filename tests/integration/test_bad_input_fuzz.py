@@ -16,7 +16,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
@@ -235,6 +235,7 @@ REFRESH_VALUES = (
 
 
 @given(full=junk.filter(lambda v: not _hashable_in(v, REFRESH_VALUES)))
+@example(full=float("inf"))  # found in CI: json.dumps writes Infinity, which is not JSON
 @fuzz
 def test_a_refresh_with_a_bad_full_flag_answers_400_and_starts_nothing(
     fresh_demo, client, operator, full
@@ -247,8 +248,18 @@ def test_a_refresh_with_a_bad_full_flag_answers_400_and_starts_nothing(
         content_type="application/json",
     )
     assert response.status_code == 400, response.content[:500]
-    assert set(response.json()) == {"full"}
+    # Infinity (which json.dumps writes) is not JSON: the body itself is refused, under
+    # "detail"; any JSON value that is not a boolean is refused under the field's name.
+    assert set(response.json()) == ({"full"} if _strict_json(full) else {"detail"})
     assert stored() == before
+
+
+def _strict_json(value: object) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _hashable_in(value: object, values: set) -> bool:
