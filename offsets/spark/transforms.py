@@ -111,6 +111,17 @@ STATE_SCHEMA = StructType(
 
 
 # What a rewind row holds, whichever route found it (`rewinds`, `merge_rewinds`).
+# One commit of the history (`commits`, `commit_history`): what the history store keeps.
+COMMIT_COLUMNS = [
+    "connector",
+    "topic",
+    "key_hash",
+    "kafka_partition",
+    "kafka_offset",
+    "timestamp_ms",
+    "progress",
+    "offset_json",
+]
 REWIND_COLUMNS = [
     "connector",
     "topic",
@@ -225,16 +236,7 @@ def commits(valid: DataFrame) -> DataFrame:
     """Every offset commit (non-tombstone write): the history kept beyond compaction.
 
     Reference model (see the module docstring): the refresh uses the folded route."""
-    return valid.where(~F.col("tombstone")).select(
-        "connector",
-        "topic",
-        "key_hash",
-        "kafka_partition",
-        "kafka_offset",
-        "timestamp_ms",
-        "progress",
-        "offset_json",
-    )
+    return valid.where(~F.col("tombstone")).select(*COMMIT_COLUMNS)
 
 
 def commit_buckets(commit_rows: DataFrame, bucket_seconds: int) -> DataFrame:
@@ -502,13 +504,4 @@ def merge_malformed_counts(partials: DataFrame) -> DataFrame:
 
 def commit_history(partials: DataFrame) -> DataFrame:
     """Like `commits`: every offset commit, the history kept beyond compaction."""
-    return _kind(partials, P.COMMIT).select(
-        "connector",
-        "topic",
-        "key_hash",
-        "kafka_partition",
-        "kafka_offset",
-        "timestamp_ms",
-        "progress",
-        "offset_json",
-    )
+    return _kind(partials, P.COMMIT).select(*COMMIT_COLUMNS)
