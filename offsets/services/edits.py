@@ -1346,6 +1346,16 @@ def reconcile_edits(
     return results
 
 
+# Why a reconciled edit failed, by what reading Kafka back found (unless the apply said why).
+_INTERRUPTED = {
+    "not-applied": "The apply was interrupted before its write committed.",
+    "incomplete": (
+        "The apply was interrupted between deleting the group and committing the other "
+        "partitions back."
+    ),
+}
+
+
 def _reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> OffsetEdit:
     if edit.is_source:
         # Fencing first: a transaction an earlier process left open is aborted (or, if its
@@ -1359,35 +1369,18 @@ def _reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") ->
     details: dict = {"reconciled": settled.message}
     if settled.outcome == "applied":
         return _finish(edit, State.APPLIED, Action.RECONCILED, user, comment=comment, extra=details)
-    if settled.outcome == "not-applied":
-        reason = error or "The apply was interrupted before its write committed."
+    if settled.outcome in _INTERRUPTED:
+        if settled.outcome == "incomplete":
+            # Never "applied": the edit's own partitions are right, the rest of the group is not.
+            details.update(committed="partial", restore=edit_rules.restore_details(settled.restore))
         return _finish(
             edit,
             State.FAILED,
             Action.RECONCILED,
             user,
             comment=comment,
-            error=f"{reason} {settled.message}",
+            error=f"{error or _INTERRUPTED[settled.outcome]} {settled.message}",
             extra=details,
-        )
-    if settled.outcome == "incomplete":
-        # Never "applied": the edit's own partitions are right, the rest of the group is not.
-        reason = error or (
-            "The apply was interrupted between deleting the group and committing the other "
-            "partitions back."
-        )
-        return _finish(
-            edit,
-            State.FAILED,
-            Action.RECONCILED,
-            user,
-            comment=comment,
-            error=f"{reason} {settled.message}",
-            extra={
-                **details,
-                "committed": "partial",
-                "restore": edit_rules.restore_details(settled.restore),
-            },
         )
     return _finish(
         edit,
