@@ -299,9 +299,9 @@ def plan_reads(
     """Fix what a snapshot read of several topics covers: {topic: {partition: (start, end)}}.
 
     `start_offsets` maps each topic to where a previous read stopped (missing partitions start
-    at the log start); topics that do not exist are left out of the answer. The log starts and ends of every partition of every topic come from two
-    batched ListOffsets requests (not one request per partition: that cost ~25 round trips per
-    topic). The end of each partition is then confirmed by reading its tail to end-of-partition,
+    at the log start); topics that do not exist are left out of the answer. The log starts and
+    ends of every partition of every topic come from two batched ListOffsets requests (not one
+    request per partition: that cost ~25 round trips per topic). The end of each partition is then confirmed by reading its tail to end-of-partition,
     all partitions in one consumer: a too-low high watermark (Tansu) would otherwise hide
     records, and with read_committed the end-of-partition is the last stable offset, past which
     a reader must not go anyway.
