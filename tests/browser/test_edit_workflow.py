@@ -127,3 +127,26 @@ def test_a_sink_connector_page_shows_its_group_log_and_strategies(
     assert page.locator("#current-offsets tbody tr").count() == 4  # clicks has 4 partitions
     assert page.locator(".tabs a.current").inner_text() == "To a date-time"
     assert page.locator("input[name=at][type=datetime-local]").count() == 1
+
+
+def test_reconcile_with_the_broker_unreachable_shows_why_and_leaves_the_edit_applying(
+    page, live_server, transactional_db, editor, approver, settings, screenshot
+):
+    # The page's htmx config must reach htmx (it reads only the first htmx-config meta):
+    # without it a 503 answer is not swapped in and the button seems to do nothing.
+    from offsets.models import OffsetEdit
+    from tests.edits_factory import make_cluster, make_edit, make_stuck
+
+    settings.KAFKA_WRITE_TIMEOUT = 2  # the fence of the unreachable cluster gives up sooner
+    settings.KAFKA_READ_TIMEOUT = 2
+    edit = make_stuck(make_edit(make_cluster(), editor))  # its cluster: 127.0.0.1:1
+    page.on("dialog", lambda dialog: dialog.accept())
+    log_in(page, live_server, "abe", "abe-password")
+    page.goto(f"{live_server.url}/clusters/c1/edits/{edit.pk}/")
+    with page.expect_response(lambda r: r.url.endswith("/reconcile/"), timeout=60_000) as answer:
+        page.click("button:text('Reconcile from Kafka')")
+    assert answer.value.status == 503
+    page.wait_for_selector("#edit-status :text('The cluster could not be reached')")
+    screenshot("edit-7-reconcile-broker-unreachable")
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLYING
