@@ -12,10 +12,12 @@ failed RefreshRun and leaves the previous results exactly as they were.
 
 import contextlib
 import functools
+import gc
 import json
 import logging
 import re
 import shutil
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -104,11 +106,24 @@ def write_history(commit_rows, run_dir: Path) -> None:
 DRIVER_HISTORY_MAX_RECORDS = 200_000
 
 
-# Spark settings for the merge of a small run: one shuffle partition and no adaptive
-# execution. Adaptive execution runs each of the merge's ~10 shuffles as a job of its own and
-# re-plans the query after each; with a few thousand rows that bookkeeping, not the data, was
-# the time (measured: ~20% of the merge phase of a 10,000-record refresh).
-SMALL_MERGE_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+# Spark settings for a small run (at most DRIVER_HISTORY_MAX_RECORDS new records and stored
+# keys), set while its queries are built and run. With a few thousand rows Spark's fixed costs,
+# not the data, were the time of an incremental refresh:
+# - no adaptive execution and one shuffle partition: adaptive execution ran each shuffle of the
+#   merge as a job of its own and re-planned the query after each;
+# - no code generation (interpreted expressions; `factoryMode` is internal, the setting Spark's
+#   own tests use to run without it): compiling the Java of a query shape new to the session
+#   took longer than running it (the merge job of the first incremental: ~1.2 s -> ~0.4 s);
+# - no broadcasts (hints and the size threshold off): with every input in one partition each
+#   join runs inside its task, where a broadcast is a Spark job of its own.
+SMALL_MERGE_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.optimizer.disableHints": "true",
+}
 
 
 @contextlib.contextmanager
@@ -228,6 +243,11 @@ def run_refresh(
             run_dir=run_dir,
             phase=phase,
         )
+        # The Spark objects this run built are garbage now; releasing each one is a round trip
+        # to the JVM (py4j), which the Python garbage collector would otherwise make one at a
+        # time in the middle of saving. Collect them on a side thread while saving instead.
+        releasing = threading.Thread(target=gc.collect, name="release-spark-objects")
+        releasing.start()
         phase(f"read {sum(sources.records_by_topic.values()):,} records; sampling sink lag")
         sinks = _sample_sinks(cluster, state.connectors, now_ms=now_ms)
         phase("saving results")
@@ -235,6 +255,7 @@ def run_refresh(
             "saving the results",
             lambda: _save(cluster, run, state, sources, sinks, full=full, now_ms=now_ms),
         )
+        releasing.join()
         if full:
             _drop_other_runs(cluster, keep=run_dir)
         run.status = RefreshRun.Status.SUCCEEDED
@@ -357,8 +378,8 @@ def _read_state_and_plan(
     return state, SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
 
 
-def _previous_state(spark, cluster: Cluster):
-    """Return the stored per-key state as a DataFrame, and its number of keys.
+def _previous_state(spark, cluster: Cluster, *, single: bool):
+    """Return the stored per-key state as a DataFrame (in one partition if `single`).
 
     Built as an Arrow table: one partition and no pandas conversion (through pandas, a few
     thousand rows were split over every core, a task each in every stage of the merge).
@@ -419,15 +440,33 @@ def _previous_state(spark, cluster: Cluster):
             "last_commit_at",
         )
     ]
-    if not rows:
-        return spark.createDataFrame([], STATE_SCHEMA), 0
+    columns = zip(*rows, strict=True) if rows else ([] for _ in STATE_COLUMNS)
     table = pa.table(
-        {
-            name: list(column)
-            for name, column in zip(STATE_COLUMNS, zip(*rows, strict=True), strict=True)
-        }
+        {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
+        schema=_arrow_schema(STATE_SCHEMA),
     )
-    return spark.createDataFrame(table, STATE_SCHEMA), len(rows)
+    frame = spark.createDataFrame(table, STATE_SCHEMA)
+    return frame.coalesce(1) if single else frame
+
+
+def _arrow_schema(schema):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def _local_frame(spark, columns: dict[str, list[str]], *, single: bool):
+    """A small DataFrame of string columns, built from Arrow.
+
+    Not from a list of tuples: PySpark ships those to a Python worker to unpickle, a Python
+    task in every query that reads the frame.
+    """
+    import pyarrow as pa
+
+    frame = spark.createDataFrame(
+        pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
+    )
+    return frame.coalesce(1) if single else frame
 
 
 def _compute_sources(
@@ -469,13 +508,26 @@ def _compute_sources(
         if any(end > start for start, end in plan.values())
     ]
     reading = bool(frames)
+    stored_keys = 0 if full else SourceOffset.objects.filter(cluster=cluster).count()
+    small = (
+        total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
+        and stored_keys <= DRIVER_HISTORY_MAX_RECORDS
+    )
     partials = (
         functools.reduce(DataFrame.unionByName, frames)
         if frames
         else spark.createDataFrame([], SUMMARY_SCHEMA)
-    ).persist()
+    )
+    if small:
+        # One partition that Spark knows is one (SinglePartition): every grouping, window
+        # and join below then runs inside one task, with no shuffle and no extra stage.
+        partials = partials.coalesce(1)
+    partials = partials.persist()
     try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with (
+            spark_conf(spark, SMALL_MERGE_CONF if small else {}),
+            ThreadPoolExecutor(max_workers=1) as pool,
+        ):
             if reading:
                 phase(
                     "reading, folding and writing the commit history (Parquet); "
@@ -492,13 +544,17 @@ def _compute_sources(
                     history = pool.submit(write_history, commits, run_dir)
             else:
                 phase("merging the latest offsets, key drift and stalls")
-            previous, stored_keys = (None, 0) if full else _previous_state(spark, cluster)
-            own_topics = spark.createDataFrame(
-                [(c.name, c.own_offsets_topic) for c in connectors if c.own_offsets_topic],
-                "connector string, own_topic string",
+            previous = None if full else _previous_state(spark, cluster, single=small)
+            own_topics = _local_frame(
+                spark,
+                {
+                    "connector": [c.name for c in connectors if c.own_offsets_topic],
+                    "own_topic": [c.own_offsets_topic for c in connectors if c.own_offsets_topic],
+                },
+                single=small,
             )
-            running = spark.createDataFrame(
-                [(c.name,) for c in connectors if c.consuming], "connector string"
+            running = _local_frame(
+                spark, {"connector": [c.name for c in connectors if c.consuming]}, single=small
             )
             effective = T.effective_offsets(
                 T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
@@ -513,12 +569,7 @@ def _compute_sources(
                     "buckets": T.merge_commit_buckets(partials),
                     "malformed": T.merge_malformed_counts(partials),
                 }
-            small = (
-                total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
-                and stored_keys <= DRIVER_HISTORY_MAX_RECORDS
-            )
-            with spark_conf(spark, SMALL_MERGE_CONF if small else {}):
-                collected = collect_together(results)
+            collected = collect_together(results)
             if reading:
                 history.result()
     finally:
@@ -538,9 +589,8 @@ def collect_together(frames: dict) -> dict[str, list[dict]]:
     the frames share (the latest offsets behind both `latest` and `drift` are computed once).
     Each frame travels as a struct column of its own; the other frames' columns are null.
     """
-    from pyspark.sql import functions as F
-
-    tagged = [frame.select(F.struct(*frame.columns).alias(name)) for name, frame in frames.items()]
+    # selectExpr: one py4j call per frame, where F.struct(*columns) makes one per column.
+    tagged = [frame.selectExpr(f"struct(*) AS `{name}`") for name, frame in frames.items()]
     combined = functools.reduce(
         lambda left, right: left.unionByName(right, allowMissingColumns=True), tagged
     )

@@ -321,34 +321,31 @@ def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFr
     return _merge_states(rows, previous)
 
 
+# The per-key and merge transforms below state their expressions as SQL text (selectExpr,
+# F.expr, where(str)): the DataFrame API spends a py4j round trip per column and function
+# (about two thousand to build the merge), and for the few thousand rows of an incremental
+# refresh that building took longer than Spark's work on the rows. The plans are the same.
+# Not spark.sql over temp views: a query through a view does not see cached DataFrames (the
+# read would run again for every frame).
+_LAST_FIELDS = (
+    "`key`, connector, partition_json, identity, offset_json, kafka_partition, kafka_offset, "
+    "timestamp_ms, progress"
+)
+
+
 def _merge_states(rows: DataFrame, previous: DataFrame | None) -> DataFrame:
     """Reduce STATE_COLUMNS rows (single writes or partial folds) to one per (topic, key)."""
     if previous is not None:
-        rows = rows.unionByName(previous.select(*STATE_COLUMNS))
-    last = F.max_by(
-        F.struct(
-            "key",
-            "connector",
-            "partition_json",
-            "identity",
-            "offset_json",
-            "kafka_partition",
-            "kafka_offset",
-            "timestamp_ms",
-            "progress",
-        ),
-        "kafka_offset",
-    )
+        rows = rows.unionByName(previous)
     return (
         rows.groupBy("topic", "key_hash")
         .agg(
-            last.alias("last"),
-            F.sum("commits").alias("commits"),
-            F.min("first_commit_ms").alias("first_commit_ms"),
-            F.max("last_commit_ms").alias("last_commit_ms"),
+            F.expr(f"max_by(struct({_LAST_FIELDS}), kafka_offset) AS `last`"),
+            F.expr("sum(commits) AS commits"),
+            F.expr("min(first_commit_ms) AS first_commit_ms"),
+            F.expr("max(last_commit_ms) AS last_commit_ms"),
         )
-        .select("topic", "key_hash", "last.*", "commits", "first_commit_ms", "last_commit_ms")
-        .select(*STATE_COLUMNS)
+        .selectExpr("topic", "key_hash", "`last`.*", "commits", "first_commit_ms", "last_commit_ms")
     )
 
 
@@ -359,18 +356,18 @@ def effective_offsets(latest: DataFrame, own_topics: DataFrame, worker_topic: st
     one, its own topic, whose live values take precedence (ConnectorOffsetBackingStore, KIP-618).
     Records in another connector's own topic are invisible to it; tombstoned keys are not live.
     """
-    with_topics = latest.join(F.broadcast(own_topics), on="connector", how="left")
-    rank = (
-        F.when(F.col("topic") == F.col("own_topic"), 0)
-        .when(F.col("topic") == F.lit(worker_topic), 1)
-        .otherwise(None)
+    rank = F.when(
+        F.col("offset_json").isNotNull(),
+        F.when(F.col("topic") == F.col("own_topic"), 0).when(
+            F.col("topic") == F.lit(worker_topic), 1
+        ),
     )
-    candidates = Window.partitionBy("connector", "key_hash").orderBy(F.col("rank").asc_nulls_last())
-    return (
-        with_topics.withColumn("rank", F.when(F.col("offset_json").isNotNull(), rank))
-        .withColumn("position", F.row_number().over(candidates))
-        .withColumn("effective", F.col("rank").isNotNull() & (F.col("position") == 1))
-        .drop("rank", "position", "own_topic")
+    with_topics = latest.join(F.broadcast(own_topics), on="connector", how="left")
+    columns = [f"`{name}`" for name in with_topics.columns if name != "own_topic"]
+    return with_topics.select("*", rank.alias("rank")).selectExpr(
+        *columns,
+        "`rank` IS NOT NULL AND row_number() OVER "
+        "(PARTITION BY connector, key_hash ORDER BY `rank` ASC NULLS LAST) = 1 AS effective",
     )
 
 
@@ -380,23 +377,17 @@ def key_drift(effective: DataFrame) -> DataFrame:
     The runtime looks offsets up by exact key bytes, so only one form is ever read: the other
     is silently ignored and the connector may resume from the wrong place.
     """
-    forms = F.sort_array(
-        F.collect_list(
-            F.struct(
-                F.col("last_commit_ms"),
-                F.col("topic"),
-                F.col("key_hash"),
-                F.col("key").cast("string").alias("key_text"),
-                F.col("offset_json"),
-            )
-        ),
-        asc=False,
-    )
     return (
-        effective.where(F.col("effective"))
+        effective.where("effective")
         .groupBy("connector", "identity")
-        .agg(F.count(F.lit(1)).alias("forms_count"), forms.alias("forms"))
-        .where(F.col("forms_count") > 1)
+        .agg(
+            F.expr("count(1) AS forms_count"),
+            F.expr(
+                "sort_array(collect_list(struct(last_commit_ms, topic, key_hash, "
+                "CAST(`key` AS STRING) AS key_text, offset_json)), false) AS forms"
+            ),
+        )
+        .where("forms_count > 1")
     )
 
 
@@ -405,16 +396,12 @@ def flag_stalls(
 ) -> DataFrame:
     """Mark live partitions of running connectors (`running`: one `connector` column) whose
     last commit is older than `threshold_ms` (N flush intervals) as `stalled`."""
-    running_flag = running.select("connector").distinct().withColumn("running", F.lit(True))
-    return (
-        effective.join(F.broadcast(running_flag), on="connector", how="left")
-        .withColumn(
-            "stalled",
-            F.coalesce(F.col("running"), F.lit(False))
-            & F.col("effective")
-            & (F.lit(now_ms) - F.col("last_commit_ms") > threshold_ms),
-        )
-        .drop("running")
+    running_flag = running.selectExpr("connector", "true AS running").distinct()
+    columns = [f"`{name}`" for name in effective.columns]
+    return effective.join(F.broadcast(running_flag), on="connector", how="left").selectExpr(
+        *columns,
+        f"coalesce(running, false) AND effective "
+        f"AND ({int(now_ms)}L - last_commit_ms > {int(threshold_ms)}L) AS stalled",
     )
 
 
@@ -424,20 +411,24 @@ def flag_stalls(
 
 
 def _kind(partials: DataFrame, kind: str) -> DataFrame:
-    return partials.where(F.col("kind") == kind)
+    """The partials rows of one kind (a constant of offsets.spark.partials)."""
+    assert kind.isidentifier(), kind
+    return partials.where(f"kind = '{kind}'")
 
 
 def merge_records_read(partials: DataFrame) -> DataFrame:
     """Records read per topic (malformed ones included)."""
     return (
-        _kind(partials, P.RECORDS).groupBy("topic").agg(F.sum("count").cast("long").alias("count"))
+        _kind(partials, P.RECORDS)
+        .groupBy("topic")
+        .agg(F.expr("CAST(sum(`count`) AS BIGINT) AS `count`"))
     )
 
 
 def merge_latest(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
     """Like `latest_by_key`, from the tasks' per-key folds plus the previous state."""
-    rows = _kind(partials, P.KEY).select(
-        *(F.col("count").alias("commits") if c == "commits" else c for c in STATE_COLUMNS)
+    rows = _kind(partials, P.KEY).selectExpr(
+        *("`count` AS commits" if name == "commits" else f"`{name}`" for name in STATE_COLUMNS)
     )
     return _merge_states(rows, previous)
 
@@ -445,41 +436,30 @@ def merge_latest(partials: DataFrame, previous: DataFrame | None = None) -> Data
 def merge_rewinds(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
     """Like `rewinds`: those the tasks found, plus a key's first new commit that goes below
     its last commit of an earlier refresh (`previous`, STATE_SCHEMA)."""
-    found = (
-        _kind(partials, P.REWIND)
-        .withColumnRenamed("progress", "to_progress")
-        .select(*REWIND_COLUMNS)
-    )
+    found = _kind(partials, P.REWIND).selectExpr(*REWIND_COLUMNS[:-1], "progress AS to_progress")
     if previous is None:
         return found
     heads = (
         _kind(partials, P.KEY)
-        .where(~F.col("head_tombstone"))
-        .select(
+        .where("NOT head_tombstone")
+        .selectExpr(
             "connector",
             "topic",
             "key_hash",
             "partition_json",
             "kafka_partition",
-            "head_kafka_offset",
-            "head_timestamp_ms",
-            "head_progress",
+            "head_kafka_offset AS kafka_offset",
+            "head_timestamp_ms AS timestamp_ms",
+            "head_progress AS to_progress",
         )
     )
-    before = previous.where(F.col("offset_json").isNotNull()).select(
-        "topic", "key_hash", F.col("progress").alias("from_progress")
+    before = previous.where("offset_json IS NOT NULL").selectExpr(
+        "topic", "key_hash", "progress AS from_progress"
     )
     across = (
         heads.join(before, on=["topic", "key_hash"])
-        .where(F.col("head_progress") < F.col("from_progress"))
-        .withColumnsRenamed(
-            {
-                "head_kafka_offset": "kafka_offset",
-                "head_timestamp_ms": "timestamp_ms",
-                "head_progress": "to_progress",
-            }
-        )
-        .select(*REWIND_COLUMNS)
+        .where("to_progress < from_progress")
+        .selectExpr(*REWIND_COLUMNS)
     )
     return found.unionByName(across)
 
@@ -488,8 +468,9 @@ def merge_commit_buckets(partials: DataFrame) -> DataFrame:
     """Like `commit_buckets` (the tasks bucketed with the same `bucket_seconds`)."""
     return (
         _kind(partials, P.BUCKET)
-        .groupBy("connector", F.col("timestamp_ms").alias("bucket_start_ms"))
-        .agg(F.sum("count").cast("long").alias("commits"))
+        .groupBy("connector", "timestamp_ms")
+        .agg(F.expr("CAST(sum(`count`) AS BIGINT) AS commits"))
+        .withColumnRenamed("timestamp_ms", "bucket_start_ms")
     )
 
 
@@ -498,10 +479,13 @@ def merge_malformed_counts(partials: DataFrame) -> DataFrame:
     return (
         _kind(partials, P.MALFORMED)
         .groupBy("topic", "connector", "reason")
-        .agg(F.sum("count").cast("long").alias("count"), F.first("example").alias("example"))
+        .agg(
+            F.expr("CAST(sum(`count`) AS BIGINT) AS `count`"),
+            F.expr("first(example) AS example"),
+        )
     )
 
 
 def commit_history(partials: DataFrame) -> DataFrame:
     """Like `commits`: every offset commit, the history kept beyond compaction."""
-    return _kind(partials, P.COMMIT).select(*COMMIT_COLUMNS)
+    return _kind(partials, P.COMMIT).selectExpr(*COMMIT_COLUMNS)
