@@ -12,12 +12,10 @@ failed RefreshRun and leaves the previous results exactly as they were.
 
 import contextlib
 import functools
-import gc
 import json
 import logging
 import re
 import shutil
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -243,11 +241,6 @@ def run_refresh(
             run_dir=run_dir,
             phase=phase,
         )
-        # The Spark objects this run built are garbage now; releasing each one is a round trip
-        # to the JVM (py4j), which the Python garbage collector would otherwise make one at a
-        # time in the middle of saving. Collect them on a side thread while saving instead.
-        releasing = threading.Thread(target=gc.collect, name="release-spark-objects")
-        releasing.start()
         phase(f"read {sum(sources.records_by_topic.values()):,} records; sampling sink lag")
         sinks = _sample_sinks(cluster, state.connectors, now_ms=now_ms)
         phase("saving results")
@@ -255,7 +248,6 @@ def run_refresh(
             "saving the results",
             lambda: _save(cluster, run, state, sources, sinks, full=full, now_ms=now_ms),
         )
-        releasing.join()
         if full:
             _drop_other_runs(cluster, keep=run_dir)
         run.status = RefreshRun.Status.SUCCEEDED
@@ -779,8 +771,8 @@ def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
     The result holds every key (the previous state included), so a stored key missing from it
     is gone (a full refresh of a topic that lost it). An incremental refresh of a big cluster
     usually touches few keys: rewriting all of them every time cost more than the Spark work.
-    A changed row is deleted and inserted again, which is cheaper than a bulk UPDATE of a dozen
-    columns. Runs inside the refresh's transaction, after this run's RewindEvents are stored.
+    Changed rows are updated in place (`_update_source_offsets`), new ones inserted. Runs inside
+    the refresh's transaction, after this run's RewindEvents are stored.
     """
     rewinds = {
         (topic, key_hash): count
@@ -795,20 +787,53 @@ def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
             cluster=cluster
         ).values_list("pk", "topic", "key_hash", *SOURCE_OFFSET_FIELDS)
     }
-    replaced, created = [], []
+    changed, created = [], []
     for row in latest:
         slot = (row["topic"], row["key_hash"])
         values = _source_offset_values(row, rewinds.get(slot, 0))
         old = stored.pop(slot, None)
-        if old is not None:
-            if tuple(old[1]) == values:
-                continue
-            replaced.append(old[0])
-        created.append(_source_offset(cluster, row, values))
-    gone = replaced + [pk for pk, _ in stored.values()]
+        if old is None:
+            created.append(_source_offset(cluster, row, values))
+        elif tuple(old[1]) != values:
+            offset_text = row["offset_json"]
+            offset = None if offset_text is None else json.loads(offset_text)
+            changed.append((old[0], (*values, offset)))
+    gone = [pk for pk, _ in stored.values()]
     for start in range(0, len(gone), DELETE_BATCH):
         SourceOffset.objects.filter(pk__in=gone[start : start + DELETE_BATCH]).delete()
+    _update_source_offsets(changed)
     SourceOffset.objects.bulk_create(created, batch_size=2000)
+
+
+def _update_source_offsets(changed: list[tuple[int, tuple]]) -> None:
+    """UPDATE rows by primary key: `changed` is [(pk, SOURCE_OFFSET_FIELDS values + offset)].
+
+    One statement run for every row (executemany), each value prepared by its model field for
+    the database at hand (JSON, datetimes). Django's bulk_update would write a CASE WHEN per
+    column instead; deleting and inserting the rows again (as before) made the save of an
+    incremental refresh that touched 2,000 keys take ~0.45 s on SQLite, this ~0.2 s.
+    """
+    if not changed:
+        return
+    fields = [SourceOffset._meta.get_field(name) for name in (*SOURCE_OFFSET_FIELDS, "offset")]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    statement = (
+        f"UPDATE {quote(SourceOffset._meta.db_table)} SET {assignments} "
+        f"WHERE {quote(SourceOffset._meta.pk.column)} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            statement,
+            [
+                [
+                    field.get_db_prep_save(value, connection)
+                    for field, value in zip(fields, values, strict=True)
+                ]
+                + [pk]
+                for pk, values in changed
+            ],
+        )
 
 
 def _source_offset(cluster: Cluster, row: dict, values: tuple) -> SourceOffset:
