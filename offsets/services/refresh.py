@@ -514,58 +514,65 @@ def _compute_sources(
         # One partition that Spark knows is one (SinglePartition): every grouping, window
         # and join below then runs inside one task, with no shuffle and no extra stage.
         partials = partials.coalesce(1)
-    partials = partials.persist()
-    try:
-        with (
-            spark_conf(spark, SMALL_MERGE_CONF if small else {}),
-            ThreadPoolExecutor(max_workers=1) as pool,
-        ):
-            if reading:
-                phase(
-                    "reading, folding and writing the commit history (Parquet); "
-                    "merging the latest offsets, key drift, rewinds, buckets and malformed records"
-                )
-                # The history write and the merges below run at the same time, on the same
-                # cached read: Spark computes each cached partition once (a task that needs a
-                # partition another task is computing waits for it), so Kafka is read once,
-                # and the merges' planning and small jobs overlap the read and the write.
-                commits = T.commit_history(partials)
-                if total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS:
-                    history = pool.submit(lambda: write_history_table(commits.toArrow(), run_dir))
+    # Set before persist(): the cached read is planned there, and must be planned as small.
+    with spark_conf(spark, SMALL_MERGE_CONF if small else {}):
+        partials = partials.persist()
+        try:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                if reading:
+                    phase(
+                        "reading, folding and writing the commit history (Parquet); "
+                        "merging the latest offsets, key drift, rewinds, buckets and malformed records"
+                    )
+                    # The history write and the merges below run at the same time, on the same
+                    # cached read: Spark computes each cached partition once (a task that needs a
+                    # partition another task is computing waits for it), so Kafka is read once,
+                    # and the merges' planning and small jobs overlap the read and the write.
+                    commits = T.commit_history(partials)
+                    if total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS:
+                        history = pool.submit(
+                            lambda: write_history_table(commits.toArrow(), run_dir)
+                        )
+                    else:
+                        history = pool.submit(write_history, commits, run_dir)
                 else:
-                    history = pool.submit(write_history, commits, run_dir)
-            else:
-                phase("merging the latest offsets, key drift and stalls")
-            previous = None if full else _previous_state(spark, cluster, single=small)
-            own_topics = _local_frame(
-                spark,
-                {
-                    "connector": [c.name for c in connectors if c.own_offsets_topic],
-                    "own_topic": [c.own_offsets_topic for c in connectors if c.own_offsets_topic],
-                },
-                single=small,
-            )
-            running = _local_frame(
-                spark, {"connector": [c.name for c in connectors if c.consuming]}, single=small
-            )
-            effective = T.effective_offsets(
-                T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
-            )
-            threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-            flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
-            results = {"latest": flagged, "drift": T.key_drift(flagged)}
-            if reading:  # else nothing new: no rewinds, commits or malformed records to add
-                results |= {
-                    "records": T.merge_records_read(partials),
-                    "rewinds": T.merge_rewinds(partials, previous),
-                    "buckets": T.merge_commit_buckets(partials),
-                    "malformed": T.merge_malformed_counts(partials),
-                }
-            collected = collect_together(results)
-            if reading:
-                history.result()
-    finally:
-        partials.unpersist()
+                    phase("merging the latest offsets, key drift and stalls")
+                previous = None if full else _previous_state(spark, cluster, single=small)
+                own_topics = _local_frame(
+                    spark,
+                    {
+                        "connector": [c.name for c in connectors if c.own_offsets_topic],
+                        "own_topic": [
+                            c.own_offsets_topic for c in connectors if c.own_offsets_topic
+                        ],
+                    },
+                    single=small,
+                )
+                running = _local_frame(
+                    spark, {"connector": [c.name for c in connectors if c.consuming]}, single=small
+                )
+                effective = T.effective_offsets(
+                    T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
+                )
+                threshold_ms = (
+                    settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+                )
+                flagged = T.flag_stalls(
+                    effective, running, now_ms=now_ms, threshold_ms=threshold_ms
+                )
+                results = {"latest": flagged, "drift": T.key_drift(flagged)}
+                if reading:  # else nothing new: no rewinds, commits or malformed records to add
+                    results |= {
+                        "records": T.merge_records_read(partials),
+                        "rewinds": T.merge_rewinds(partials, previous),
+                        "buckets": T.merge_commit_buckets(partials),
+                        "malformed": T.merge_malformed_counts(partials),
+                    }
+                collected = collect_together(results)
+                if reading:
+                    history.result()
+        finally:
+            partials.unpersist()
     sources.records_by_topic.update(
         {row["topic"]: row["count"] for row in collected.pop("records", [])}
     )
