@@ -91,8 +91,11 @@ _ARROW_TYPES = {
 SUMMARY_ARROW = pa.schema(
     [pa.field(f.name, _ARROW_TYPES[f.dataType], f.nullable) for f in SUMMARY_SCHEMA.fields]
 )
-_COMMIT_COLUMNS = (
+# One commit of the history (`transforms.commits`, `transforms.commit_history`): what the
+# history store keeps.
+COMMIT_COLUMNS = (
     "connector",
+    "topic",
     "key_hash",
     "kafka_partition",
     "kafka_offset",
@@ -100,6 +103,8 @@ _COMMIT_COLUMNS = (
     "progress",
     "offset_json",
 )
+# What the fold keeps per commit: the topic is the task's own, added when the batch is made.
+_COMMIT_COLUMNS = tuple(name for name in COMMIT_COLUMNS if name != "topic")
 COMMITS_PER_BATCH = 50_000
 EXAMPLE_BYTES = 200
 

@@ -110,18 +110,8 @@ STATE_SCHEMA = StructType(
 )
 
 
+COMMIT_COLUMNS = P.COMMIT_COLUMNS
 # What a rewind row holds, whichever route found it (`rewinds`, `merge_rewinds`).
-# One commit of the history (`commits`, `commit_history`): what the history store keeps.
-COMMIT_COLUMNS = [
-    "connector",
-    "topic",
-    "key_hash",
-    "kafka_partition",
-    "kafka_offset",
-    "timestamp_ms",
-    "progress",
-    "offset_json",
-]
 REWIND_COLUMNS = [
     "connector",
     "topic",
