@@ -140,6 +140,16 @@ def spark_conf(spark, conf: dict[str, str]):
                 spark.conf.set(key, value)
 
 
+@contextlib.contextmanager
+def persisted(frame):
+    """Cache a DataFrame for the block (persist), and drop the cache after it (unpersist)."""
+    frame = frame.persist()
+    try:
+        yield frame
+    finally:
+        frame.unpersist()
+
+
 def write_history_table(commits, run_dir: Path) -> None:
     """Write one run's commits (a pyarrow Table of `commit_history` rows) like `write_history`.
 
@@ -377,6 +387,7 @@ def _previous_state(spark, cluster: Cluster, *, single: bool):
     thousand rows were split over every core, a task each in every stage of the merge).
     """
     import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
 
     from offsets.spark.transforms import STATE_COLUMNS, STATE_SCHEMA
 
@@ -435,30 +446,27 @@ def _previous_state(spark, cluster: Cluster, *, single: bool):
     columns = zip(*rows, strict=True) if rows else ([] for _ in STATE_COLUMNS)
     table = pa.table(
         {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
-        schema=_arrow_schema(STATE_SCHEMA),
+        schema=to_arrow_schema(STATE_SCHEMA),
     )
-    frame = spark.createDataFrame(table, STATE_SCHEMA)
+    return _arrow_frame(spark, table, STATE_SCHEMA, single=single)
+
+
+def _arrow_frame(spark, table, schema=None, *, single: bool):
+    """A DataFrame of a pyarrow Table, in one partition that Spark knows is one if `single`.
+
+    From Arrow, not from a list of tuples: PySpark ships those to a Python worker to unpickle,
+    a Python task in every query that reads the frame.
+    """
+    frame = spark.createDataFrame(table, schema)
     return frame.coalesce(1) if single else frame
 
 
-def _arrow_schema(schema):
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(schema)
-
-
-def _local_frame(spark, columns: dict[str, list[str]], *, single: bool):
-    """A small DataFrame of string columns, built from Arrow.
-
-    Not from a list of tuples: PySpark ships those to a Python worker to unpickle, a Python
-    task in every query that reads the frame.
-    """
+def _string_frame(spark, columns: dict[str, list[str]], *, single: bool):
+    """A small DataFrame of string columns (`_arrow_frame`)."""
     import pyarrow as pa
 
-    frame = spark.createDataFrame(
-        pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
-    )
-    return frame.coalesce(1) if single else frame
+    table = pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
+    return _arrow_frame(spark, table, single=single)
 
 
 def _compute_sources(
@@ -500,11 +508,9 @@ def _compute_sources(
         if any(end > start for start, end in plan.values())
     ]
     reading = bool(frames)
+    small_read = total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
     stored_keys = 0 if full else SourceOffset.objects.filter(cluster=cluster).count()
-    small = (
-        total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
-        and stored_keys <= DRIVER_HISTORY_MAX_RECORDS
-    )
+    small = small_read and stored_keys <= DRIVER_HISTORY_MAX_RECORDS
     partials = (
         functools.reduce(DataFrame.unionByName, frames)
         if frames
@@ -514,65 +520,57 @@ def _compute_sources(
         # One partition that Spark knows is one (SinglePartition): every grouping, window
         # and join below then runs inside one task, with no shuffle and no extra stage.
         partials = partials.coalesce(1)
-    # Set before persist(): the cached read is planned there, and must be planned as small.
-    with spark_conf(spark, SMALL_MERGE_CONF if small else {}):
-        partials = partials.persist()
-        try:
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                if reading:
-                    phase(
-                        "reading, folding and writing the commit history (Parquet); "
-                        "merging the latest offsets, key drift, rewinds, buckets and malformed records"
-                    )
-                    # The history write and the merges below run at the same time, on the same
-                    # cached read: Spark computes each cached partition once (a task that needs a
-                    # partition another task is computing waits for it), so Kafka is read once,
-                    # and the merges' planning and small jobs overlap the read and the write.
-                    commits = T.commit_history(partials)
-                    if total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS:
-                        history = pool.submit(
-                            lambda: write_history_table(commits.toArrow(), run_dir)
-                        )
-                    else:
-                        history = pool.submit(write_history, commits, run_dir)
-                else:
-                    phase("merging the latest offsets, key drift and stalls")
-                previous = None if full else _previous_state(spark, cluster, single=small)
-                own_topics = _local_frame(
-                    spark,
-                    {
-                        "connector": [c.name for c in connectors if c.own_offsets_topic],
-                        "own_topic": [
-                            c.own_offsets_topic for c in connectors if c.own_offsets_topic
-                        ],
-                    },
-                    single=small,
-                )
-                running = _local_frame(
-                    spark, {"connector": [c.name for c in connectors if c.consuming]}, single=small
-                )
-                effective = T.effective_offsets(
-                    T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
-                )
-                threshold_ms = (
-                    settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-                )
-                flagged = T.flag_stalls(
-                    effective, running, now_ms=now_ms, threshold_ms=threshold_ms
-                )
-                results = {"latest": flagged, "drift": T.key_drift(flagged)}
-                if reading:  # else nothing new: no rewinds, commits or malformed records to add
-                    results |= {
-                        "records": T.merge_records_read(partials),
-                        "rewinds": T.merge_rewinds(partials, previous),
-                        "buckets": T.merge_commit_buckets(partials),
-                        "malformed": T.merge_malformed_counts(partials),
-                    }
-                collected = collect_together(results)
-                if reading:
-                    history.result()
-        finally:
-            partials.unpersist()
+    # The settings come first: the cached read is planned by persist(), and must be planned
+    # as small. On the way out the pool waits for the history, then the cache is dropped.
+    with (
+        spark_conf(spark, SMALL_MERGE_CONF if small else {}),
+        persisted(partials) as partials,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        if reading:
+            phase(
+                "reading, folding and writing the commit history (Parquet); "
+                "merging the latest offsets, key drift, rewinds, buckets and malformed records"
+            )
+            # The history write and the merges below run at the same time, on the same
+            # cached read: Spark computes each cached partition once (a task that needs a
+            # partition another task is computing waits for it), so Kafka is read once,
+            # and the merges' planning and small jobs overlap the read and the write.
+            commits = T.commit_history(partials)
+            if small_read:
+                history = pool.submit(lambda: write_history_table(commits.toArrow(), run_dir))
+            else:
+                history = pool.submit(write_history, commits, run_dir)
+        else:
+            phase("merging the latest offsets, key drift and stalls")
+        previous = None if full else _previous_state(spark, cluster, single=small)
+        own_topics = _string_frame(
+            spark,
+            {
+                "connector": [c.name for c in connectors if c.own_offsets_topic],
+                "own_topic": [c.own_offsets_topic for c in connectors if c.own_offsets_topic],
+            },
+            single=small,
+        )
+        running = _string_frame(
+            spark, {"connector": [c.name for c in connectors if c.consuming]}, single=small
+        )
+        effective = T.effective_offsets(
+            T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
+        )
+        threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+        flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
+        results = {"latest": flagged, "drift": T.key_drift(flagged)}
+        if reading:  # else nothing new: no rewinds, commits or malformed records to add
+            results |= {
+                "records": T.merge_records_read(partials),
+                "rewinds": T.merge_rewinds(partials, previous),
+                "buckets": T.merge_commit_buckets(partials),
+                "malformed": T.merge_malformed_counts(partials),
+            }
+        collected = collect_together(results)
+        if reading:
+            history.result()
     sources.records_by_topic.update(
         {row["topic"]: row["count"] for row in collected.pop("records", [])}
     )
@@ -802,9 +800,7 @@ def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
         if old is None:
             created.append(_source_offset(cluster, row, values))
         elif tuple(old[1]) != values:
-            offset_text = row["offset_json"]
-            offset = None if offset_text is None else json.loads(offset_text)
-            changed.append((old[0], (*values, offset)))
+            changed.append((old[0], (*values, _parsed_offset(row))))
     gone = [pk for pk, _ in stored.values()]
     for start in range(0, len(gone), DELETE_BATCH):
         SourceOffset.objects.filter(pk__in=gone[start : start + DELETE_BATCH]).delete()
@@ -843,16 +839,20 @@ def _update_source_offsets(changed: list[tuple[int, tuple]]) -> None:
         )
 
 
+def _parsed_offset(row: dict) -> dict | None:
+    """The offset of a result row as JSON data (None: a tombstone)."""
+    return None if row["offset_json"] is None else json.loads(row["offset_json"])
+
+
 def _source_offset(cluster: Cluster, row: dict, values: tuple) -> SourceOffset:
     key = bytes(row["key"])
-    offset_text = row["offset_json"]
     return SourceOffset(
         cluster=cluster,
         topic=row["topic"],
         key_hash=row["key_hash"],
         key_bytes=key,
         partition=parse_offset_record(key, None).partition,
-        offset=None if offset_text is None else json.loads(offset_text),
+        offset=_parsed_offset(row),
         **dict(zip(SOURCE_OFFSET_FIELDS, values, strict=True)),
     )
 
