@@ -300,58 +300,36 @@ def plan_reads(
 
     `start_offsets` maps each topic to where a previous read stopped (missing partitions start
     at the log start); topics that do not exist are left out of the answer. The log starts and
-    ends of every partition of every topic come from two batched ListOffsets requests (not one
-    request per partition: that cost ~25 round trips per topic). The end of each partition is then confirmed by reading its tail to end-of-partition,
-    all partitions in one consumer: a too-low high watermark (Tansu) would otherwise hide
-    records, and with read_committed the end-of-partition is the last stable offset, past which
-    a reader must not go anyway.
+    ends of every partition of every topic come from `watermarks` (two batched ListOffsets
+    requests, not one request per partition: that cost ~25 round trips per topic). The end of
+    each partition is then confirmed by reading its tail to end-of-partition, all partitions in
+    one consumer: a too-low high watermark (Tansu) would otherwise hide records, and with
+    read_committed the end-of-partition is the last stable offset, past which a reader must not
+    go anyway.
     """
-    from confluent_kafka.admin import OffsetSpec
-
     counts = topic_partition_counts(settings, timeout=timeout)
     topics = [topic for topic in start_offsets if topic in counts]
-    wanted = [TopicPartition(t, p) for t in topics for p in range(counts[t])]
-    if not wanted:
-        return {topic: {} for topic in topics}
-    admin = _admin(settings)
-    level = (
-        IsolationLevel.READ_COMMITTED
-        if isolation_level == "read_committed"
-        else IsolationLevel.READ_UNCOMMITTED
+    marks = watermarks(
+        settings,
+        [(t, p) for t in topics for p in range(counts[t])],
+        isolation_level=isolation_level,
+        timeout=timeout,
     )
-    # Both requests go out before either answer is awaited.
-    requests = [
-        admin.list_offsets(
-            {tp: spec for tp in wanted}, isolation_level=level, request_timeout=timeout
-        )
-        for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
-    ]
-    lows: dict[tuple[str, int], int] = {}
-    highs: dict[tuple[str, int], int] = {}
-    for futures, found in zip(requests, (lows, highs), strict=True):
-        for tp, future in futures.items():
-            try:
-                found[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
-            except TimeoutError as exc:
-                # A future that never resolves (the broker went away mid-request).
-                keep_until_done(admin, [f for fs in requests for f in fs.values()])
-                raise KafkaUnavailable(
-                    f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-                ) from exc
-            except KafkaException as exc:
-                raise KafkaUnavailable(
-                    f"Could not read the offsets of {tp.topic}: {exc.args[0]}"
-                ) from exc
+    if not marks:
+        return {topic: {} for topic in topics}
     consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
     ends: dict[tuple[str, int], int] = {}
     try:
         consumer.assign(
-            [TopicPartition(t, p, max(lows[(t, p)], highs[(t, p)] - 1)) for t, p in sorted(lows)]
+            [
+                TopicPartition(t, p, max(low, high - 1))
+                for (t, p), (low, high) in sorted(marks.items())
+            ]
         )
         deadline = time.monotonic() + timeout
-        while len(ends) < len(lows):
+        while len(ends) < len(marks):
             if time.monotonic() > deadline:
-                missing = sorted(set(lows) - set(ends))
+                missing = sorted(set(marks) - set(ends))
                 raise KafkaUnavailable(f"Could not find the end of partitions {missing}")
             for message in consumer.consume(num_messages=1000, timeout=POLL_SECONDS):
                 error = message.error()
@@ -368,7 +346,7 @@ def plan_reads(
     plans: dict[str, dict[int, tuple[int, int]]] = {topic: {} for topic in topics}
     for (topic, partition), end in sorted(ends.items()):
         # Offsets below the log start were deleted or compacted away: start at the log start.
-        start = max((start_offsets[topic] or {}).get(partition, 0), lows[(topic, partition)])
+        start = max((start_offsets[topic] or {}).get(partition, 0), marks[(topic, partition)][0])
         plans[topic][partition] = (min(start, end), end)
     return plans
 
@@ -426,24 +404,43 @@ def read_range(
 
 
 def watermarks(
-    settings: dict, partitions: Iterable[tuple[str, int]], *, timeout: float = 30.0
+    settings: dict,
+    partitions: Iterable[tuple[str, int]],
+    *,
+    isolation_level: str = "read_uncommitted",
+    timeout: float = 30.0,
 ) -> dict[tuple[str, int], tuple[int, int]]:
-    """Return (log start, log end) of many topic-partitions in two batched ListOffsets calls."""
+    """Return (log start, log end) of many topic-partitions in two batched ListOffsets requests.
+
+    Both requests go out before either answer is awaited. With read_committed the end is the
+    last stable offset.
+    """
     from confluent_kafka.admin import OffsetSpec
 
     wanted = [TopicPartition(topic, partition) for topic, partition in partitions]
     if not wanted:
         return {}
     admin = _admin(settings)
-    result: dict[tuple[str, int], list[int]] = {(tp.topic, tp.partition): [0, 0] for tp in wanted}
-    for index, spec in ((0, OffsetSpec.earliest()), (1, OffsetSpec.latest())):
-        futures = admin.list_offsets({tp: spec for tp in wanted}, request_timeout=timeout)
+    level = (
+        IsolationLevel.READ_COMMITTED
+        if isolation_level == "read_committed"
+        else IsolationLevel.READ_UNCOMMITTED
+    )
+    requests = [
+        admin.list_offsets(
+            {tp: spec for tp in wanted}, isolation_level=level, request_timeout=timeout
+        )
+        for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
+    ]
+    lows: dict[tuple[str, int], int] = {}
+    highs: dict[tuple[str, int], int] = {}
+    for futures, found in zip(requests, (lows, highs), strict=True):
         for tp, future in futures.items():
             try:
-                result[(tp.topic, tp.partition)][index] = future.result(timeout=timeout).offset
+                found[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
             except TimeoutError as exc:
                 # A future that never resolves (the broker went away mid-request).
-                keep_until_done(admin, futures.values())
+                keep_until_done(admin, [f for fs in requests for f in fs.values()])
                 raise KafkaUnavailable(
                     f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
                 ) from exc
@@ -451,7 +448,7 @@ def watermarks(
                 raise KafkaUnavailable(
                     f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
                 ) from exc
-    return {tp: (low, high) for tp, (low, high) in result.items()}
+    return {tp: (low, highs[tp]) for tp, low in lows.items()}
 
 
 def timestamps_at(
