@@ -77,7 +77,8 @@ def wait_until_ready(bootstrap_servers: str, *, timeout: float = 30.0) -> None:
     )
 
 
-def _is_tansu_process(pid: int) -> bool:
+def is_tansu_process(pid: int) -> bool:
+    """Whether `pid` is a running tansu binary (a recycled pid is some other program)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -102,7 +103,7 @@ class EmbeddedKafka:
             logger.warning("Ignoring unreadable %s", self.state_path)
             self.state_path.unlink(missing_ok=True)
             return None
-        if not _is_tansu_process(info.pid):
+        if not is_tansu_process(info.pid):
             self.state_path.unlink(missing_ok=True)
             return None
         return info
@@ -169,9 +170,9 @@ class EmbeddedKafka:
         else:
             os.kill(info.pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
-            while _is_tansu_process(info.pid) and time.monotonic() < deadline:
+            while is_tansu_process(info.pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if _is_tansu_process(info.pid):
+            if is_tansu_process(info.pid):
                 os.kill(info.pid, signal.SIGKILL)
         self.state_path.unlink(missing_ok=True)
         return info

@@ -7,9 +7,9 @@ transport's own timeout then arrives, an internal assertion fails
 (`rd_kafka_enq_once_del_source_return: eonce->refcnt > 0`) and the C library calls abort().
 The tests that cut the broker in the middle of such a request meet it in about one run of
 three on this machine, and far more often on a loaded one (a full suite beside other work
-once saw four aborts in a row of the same test; alone, the same test passed 3 of 3). An abort would kill the whole pytest session, so those tests run in a
-child pytest of their own; when the child dies of SIGABRT (and only then) it is run again, up
-to ABORT_RETRIES times. Any other failure fails the test at once, with the child's output.
+once saw four aborts in a row of the same test; alone, the same test passed 3 of 3). An abort
+would kill the whole pytest session, so those tests run in a child pytest of their own; when
+the child dies of SIGABRT (and only then) it is run again, up to ABORT_RETRIES times. Any other failure fails the test at once, with the child's output.
 
 The product meets the same bug when a broker goes away mid-request: the process dies, and an
 edit it was applying stays "applying" until `manage.py reconcile_edits` settles it from Kafka
@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from offsets.kafka.embedded import is_tansu_process
+
 CHILD_ENV = "OFFSETS_TEST_IN_CHILD"
 ABORT_RETRIES = 8
 
@@ -43,16 +45,11 @@ def orphaned_brokers() -> set[int]:
             continue
         try:
             stat = (proc / "stat").read_text()
-            command = (proc / "cmdline").read_bytes().split(b"\0")[0]
             cwd = os.readlink(proc / "cwd")
         except OSError:
             continue
         parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if (
-            parent == 1
-            and "tansu" in Path(command.decode(errors="replace")).name
-            and cwd == os.getcwd()
-        ):
+        if parent == 1 and cwd == os.getcwd() and is_tansu_process(int(proc.name)):
             found.add(int(proc.name))
     return found
 
