@@ -37,7 +37,7 @@ demo: install ## Start the embedded broker, seed a demo Connect cluster, refresh
 	$(PY) manage.py migrate --no-input -v 0
 	$(PY) manage.py embedded_kafka stop
 	$(PY) manage.py embedded_kafka start
-	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --bootstrap-servers "$$($(PY) manage.py embedded_kafka address)"
+	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded
 	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER)
 	$(PY) manage.py refresh_offsets --cluster $(DEMO_CLUSTER)
 	$(PY) manage.py demo_users

@@ -38,6 +38,23 @@ POLL_SECONDS = 0.02
 READER_SETTINGS = {"fetch.wait.max.ms": 20}
 
 
+def reader_config(settings: dict, purpose: str, *, isolation_level: str = "read_committed") -> dict:
+    """Return the settings of a reader consumer (`reader_consumer`)."""
+    return {
+        **QUIET,
+        **READER_SETTINGS,
+        # The cluster's own settings may tune the fetches (the embedded broker's do).
+        **settings,
+        # A group id is required by librdkafka even with assign(); nothing is committed.
+        "group.id": f"offsets-dashboard-{purpose}-{uuid.uuid4()}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "isolation.level": isolation_level,
+        "auto.offset.reset": "earliest",
+    }
+
+
 def reader_consumer(
     settings: dict, purpose: str, *, isolation_level: str = "read_committed"
 ) -> Consumer:
@@ -46,20 +63,7 @@ def reader_consumer(
     An assigned offset that no longer exists (retention, compaction) resumes at the earliest
     offset still there, never at the end.
     """
-    return Consumer(
-        {
-            **settings,
-            **QUIET,
-            **READER_SETTINGS,
-            # A group id is required by librdkafka even with assign(); nothing is committed.
-            "group.id": f"offsets-dashboard-{purpose}-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation_level,
-            "auto.offset.reset": "earliest",
-        }
-    )
+    return Consumer(reader_config(settings, purpose, isolation_level=isolation_level))
 
 
 class KafkaUnavailable(RuntimeError):

@@ -39,7 +39,7 @@ from offsets.formats.history_rules import offset_progress  # noqa: E402
 from offsets.formats.murmur2 import java_partition  # noqa: E402
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
 from offsets.kafka import client  # noqa: E402
-from offsets.kafka.embedded import EmbeddedKafka  # noqa: E402
+from offsets.kafka.embedded import CLIENT_CONFIG, EmbeddedKafka  # noqa: E402
 from offsets.models import Cluster  # noqa: E402
 
 
@@ -220,7 +220,9 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     broker = EmbeddedKafka(WORK / "kafka")
     info = broker.start()
-    settings = {"bootstrap.servers": info.bootstrap_servers}
+    # Every reader here (the baselines too) uses the client settings the embedded broker is
+    # registered with (`add_cluster --embedded`).
+    settings = {**CLIENT_CONFIG, "bootstrap.servers": info.bootstrap_servers}
     try:
         print(
             f"Seeding {args.connectors} bulk connectors, {args.partitions} source partitions, {args.commits} commits each ...",
@@ -238,7 +240,9 @@ def main() -> None:
             f"  {summary.records_by_topic['connect-offsets']:,} records in connect-offsets (25 partitions), {total:,} Connect records in {summary.seconds:.1f}s\n",
             flush=True,
         )
-        cluster = Cluster.objects.create(name="bench", bootstrap_servers=info.bootstrap_servers)
+        cluster = Cluster.objects.create(
+            name="bench", bootstrap_servers=info.bootstrap_servers, client_config=CLIENT_CONFIG
+        )
         results: dict[str, tuple[float, int]] = {}
 
         print("(a) raw read of connect-offsets", flush=True)

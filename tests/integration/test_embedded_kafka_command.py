@@ -65,3 +65,25 @@ def test_a_stale_state_file_is_ignored(settings):
     )
     assert EmbeddedKafka(settings.RUN_DIR).status() is None
     assert not (settings.RUN_DIR / "embedded-kafka.json").exists()
+
+
+@pytest.mark.django_db
+def test_add_cluster_embedded_registers_the_running_broker_with_its_client_settings(settings):
+    from offsets.kafka import embedded
+    from offsets.models import Cluster
+
+    with pytest.raises(CommandError, match="No embedded Kafka is running"):
+        call_command("add_cluster", "demo", "--embedded")
+    assert not Cluster.objects.exists()
+    try:
+        address = run("start").strip().splitlines()[-1]
+        call_command("add_cluster", "demo", "--embedded", "--client-config", "fetch.wait.max.ms=50")
+        cluster = Cluster.objects.get(name="demo")
+        assert cluster.bootstrap_servers == address
+        # The command line's own settings win over the embedded broker's.
+        assert cluster.client_config == {**embedded.CLIENT_CONFIG, "fetch.wait.max.ms": "50"}
+        # A reader with those settings still reads (librdkafka accepts them).
+        client.create_topics(cluster.kafka_settings(), [client.TopicSpec("t", 2, {})])
+        assert list(client.read_topic(cluster.kafka_settings(), "t", timeout=5)) == []
+    finally:
+        run("stop")

@@ -1,6 +1,8 @@
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from offsets.kafka import embedded
 from offsets.models import Cluster
 
 
@@ -16,7 +18,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="Short name used in URLs, e.g. prod-eu")
-        parser.add_argument("--bootstrap-servers", required=True, help="HOST:PORT[,HOST:PORT...]")
+        where = parser.add_mutually_exclusive_group(required=True)
+        where.add_argument("--bootstrap-servers", help="HOST:PORT[,HOST:PORT...]")
+        where.add_argument(
+            "--embedded",
+            action="store_true",
+            help="The embedded broker (embedded_kafka start): its address and the client "
+            "settings it needs",
+        )
         parser.add_argument("--offsets-topic", default="connect-offsets")
         parser.add_argument("--configs-topic", default="connect-configs")
         parser.add_argument("--status-topic", default="connect-status")
@@ -38,12 +47,22 @@ class Command(BaseCommand):
         if cluster and not options["update"]:
             raise CommandError(f"Cluster {name!r} exists already (use --update to change it).")
         cluster = cluster or Cluster(name=name)
-        cluster.bootstrap_servers = options["bootstrap_servers"]
+        client_config = dict(parse_client_setting(s) for s in options["client_config"])
+        if options["embedded"]:
+            info = embedded.EmbeddedKafka(settings.RUN_DIR).status()
+            if info is None:
+                raise CommandError(
+                    "No embedded Kafka is running (start it with: embedded_kafka start)."
+                )
+            cluster.bootstrap_servers = info.bootstrap_servers
+            client_config = {**embedded.CLIENT_CONFIG, **client_config}
+        else:
+            cluster.bootstrap_servers = options["bootstrap_servers"]
         cluster.offsets_topic = options["offsets_topic"]
         cluster.configs_topic = options["configs_topic"]
         cluster.status_topic = options["status_topic"]
         cluster.connect_url = options["connect_url"]
-        cluster.client_config = dict(parse_client_setting(s) for s in options["client_config"])
+        cluster.client_config = client_config
         try:
             cluster.full_clean()
         except ValidationError as exc:

@@ -1,0 +1,29 @@
+from offsets.kafka import client, embedded
+
+
+def test_a_reader_polls_briefly_at_the_end_of_data_by_default():
+    config = client.reader_config({"bootstrap.servers": "k:9092"}, "t")
+    assert config["fetch.wait.max.ms"] == client.READER_SETTINGS["fetch.wait.max.ms"]
+    assert config["bootstrap.servers"] == "k:9092"
+    assert config["isolation.level"] == "read_committed"
+
+
+def test_a_clusters_own_settings_tune_the_fetches():
+    config = client.reader_config({"bootstrap.servers": "k:9092", **embedded.CLIENT_CONFIG}, "t")
+    assert {key: config[key] for key in embedded.CLIENT_CONFIG} == embedded.CLIENT_CONFIG
+
+
+def test_a_clusters_settings_cannot_make_a_reader_commit_or_skip_to_the_end():
+    config = client.reader_config(
+        {
+            "bootstrap.servers": "k:9092",
+            "enable.auto.commit": True,
+            "auto.offset.reset": "latest",
+            "isolation.level": "read_uncommitted",
+        },
+        "planner",
+    )
+    assert config["enable.auto.commit"] is False
+    assert config["auto.offset.reset"] == "earliest"
+    assert config["isolation.level"] == "read_committed"
+    assert config["group.id"].startswith("offsets-dashboard-planner-")
