@@ -73,12 +73,18 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
     """
     kafka = cluster.kafka_settings()
     timeout = settings.KAFKA_READ_TIMEOUT
-    config_records = [
-        (r.key, r.value) for r in client.read_topic(kafka, cluster.configs_topic, timeout=timeout)
-    ]
-    status_records = [
-        (r.key, r.value) for r in client.read_topic(kafka, cluster.status_topic, timeout=timeout)
-    ]
+    # Both topics in one read: their fetches overlap (each is a few small fetches, and each
+    # fetch may wait up to fetch.wait.max.ms at the end of the data).
+    records: dict[str, list[tuple[bytes | None, bytes | None]]] = {
+        cluster.configs_topic: [],
+        cluster.status_topic: [],
+    }
+    for record in client.read_topics(
+        kafka, [cluster.configs_topic, cluster.status_topic], timeout=timeout
+    ):
+        records[record.topic].append((record.key, record.value))
+    config_records = records[cluster.configs_topic]
+    status_records = records[cluster.status_topic]
     configs = fold_config_records(config_records)
     statuses = fold_status_records(status_records)
     summaries = []

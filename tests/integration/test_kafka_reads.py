@@ -1,0 +1,52 @@
+"""The snapshot planner and the multi-topic reader against a real broker."""
+
+import pytest
+
+from offsets.kafka import client, embedded
+
+pytestmark = pytest.mark.integration
+
+
+def _fill(settings: dict, topic: str, partitions: int, records: int) -> None:
+    client.create_topics(settings, [client.TopicSpec(topic, partitions, {})])
+    producer = client.java_producer(settings)
+    for index in range(records):
+        producer.produce(
+            topic, key=b"k%d" % index, value=b"v%d" % index, partition=index % partitions
+        )
+    producer.flush()
+
+
+@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
+def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(fresh_kafka, tuned):
+    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+    _fill(settings, "t", 2, 40)  # 20 records per partition, in multi-record batches
+    full = client.plan_reads(settings, {"t": None})
+    assert full == {"t": {0: (0, 20), 1: (0, 20)}}
+    # Nothing new since a read that ended at 20; one that ended at 5 has 15 to read.
+    assert client.plan_reads(settings, {"t": {0: 20, 1: 5}}) == {"t": {0: (20, 20), 1: (5, 20)}}
+
+
+def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
+    # As after the topic was deleted and created again: the next read must start at its end,
+    # not at the old position (records written below it would never be read).
+    settings = {"bootstrap.servers": fresh_kafka}
+    _fill(settings, "t", 1, 7)
+    assert client.plan_reads(settings, {"t": {0: 1_000}}) == {"t": {0: (7, 7)}}
+
+
+def test_read_topics_reads_every_record_of_several_topics_in_order(fresh_kafka):
+    settings = {"bootstrap.servers": fresh_kafka}
+    _fill(settings, "a", 2, 30)
+    _fill(settings, "b", 1, 5)
+    records = list(client.read_topics(settings, ["a", "b"]))
+    by_partition: dict[tuple[str, int], list[int]] = {}
+    for record in records:
+        by_partition.setdefault((record.topic, record.partition), []).append(record.offset)
+    assert by_partition == {
+        ("a", 0): list(range(15)),
+        ("a", 1): list(range(15)),
+        ("b", 0): list(range(5)),
+    }
+    with pytest.raises(client.TopicNotFound, match="'missing'"):
+        list(client.read_topics(settings, ["a", "missing"]))
