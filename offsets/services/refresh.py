@@ -562,6 +562,11 @@ def _compute_sources(
         persisted(partials) as partials,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
+        if small:
+            # Again over the cache: a scan of a cached frame does not tell Spark that it is one
+            # partition, and each join and grouping over it then planned a shuffle (6 stages
+            # where 1 does).
+            partials = partials.coalesce(1)
         if reading:
             phase(
                 "reading, folding and writing the commit history (Parquet); "
