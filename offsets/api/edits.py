@@ -51,6 +51,22 @@ def _run(action: Callable):
         raise KafkaUnavailableError(str(exc)) from exc
 
 
+def _run_import(action: Callable):
+    """`_run` for an import: an error at a place in the document nests under ``document``.
+
+    As DRF nests a nested serializer's errors: ``{"document": {"orders-sink[0].partition":
+    ["must not be empty"]}}``. At the top level, a connector called ``cluster`` or ``0`` would
+    pose as a request field or a list index.
+    """
+    try:
+        return _run(action)
+    except ValidationError as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, edits.DocumentInputError) or cause.field in (None, "document"):
+            raise
+        raise ValidationError({"document": {cause.field: [cause.message]}}) from cause
+
+
 def _get_cluster(name: str) -> Cluster:
     cluster = Cluster.objects.filter(name=name).first()
     if cluster is None:
@@ -455,7 +471,7 @@ def import_offsets(request: Request) -> Response:
     if not options["dry_run"] and not edits.can_stage(request.user):
         raise PermissionDenied("Importing offsets needs the editor role.")
     cluster = _get_cluster(options["cluster"])
-    result = _run(
+    result = _run_import(
         lambda: edits.import_document(
             cluster=cluster,
             user=request.user,

@@ -14,7 +14,8 @@ DETAIL = inline_serializer("ErrorDetail", {"detail": serializers.CharField()})
 
 _DESCRIPTIONS = {
     400: "Bad input: messages by field name (non_field_errors for the whole body; detail "
-    "when the body is not JSON).",
+    "when the body is not JSON; an imported document's errors by their place in it, under "
+    "document).",
     401: "Not logged in: no credentials, or a bad token (WWW-Authenticate: Token).",
     403: "Logged in, but the user lacks the role (or a session POST lacks its CSRF token).",
     404: "Unknown cluster, connector or edit.",

@@ -87,6 +87,11 @@ class EditInputError(EditError):
     """Bad input: the pages show it by the field, the API answers 400."""
 
 
+class DocumentInputError(EditInputError):
+    """Bad input at a place in an imported document; ``field`` is that place's path
+    (``orders-sink[0].partition``, a connector's name, or ``document`` for all of it)."""
+
+
 class NothingToChange(EditInputError):
     """Every requested offset is already in place: there is no diff to stage."""
 
@@ -1425,14 +1430,14 @@ def import_document(
     try:
         document = load_document(data) if isinstance(data, bytes | str) else data
     except OffsetsDocumentError as exc:
-        raise EditInputError(exc.message, field=exc.field) from None
+        raise DocumentInputError(exc.message, field=exc.field) from None
     reader = LiveReader(cluster)
     if connector:
         context = read_connector(cluster=cluster, connector=connector, reader=reader)
         try:
             entries = {connector: parse_kip875(document, connector_type=context.type)}
         except OffsetsDocumentError as exc:
-            raise EditInputError(exc.message, field=exc.field) from None
+            raise DocumentInputError(exc.message, field=exc.field) from None
         contexts = {connector: context}
     else:
         if isinstance(document, dict) and set(document) == {"offsets"}:
@@ -1443,19 +1448,19 @@ def import_document(
         try:
             names = list(parse_kip199(document))
         except OffsetsDocumentError as exc:
-            raise EditInputError(exc.message, field=exc.field) from None
+            raise DocumentInputError(exc.message, field=exc.field) from None
         contexts = {}
         for name in names:
             try:
                 contexts[name] = read_connector(cluster=cluster, connector=name, reader=reader)
             except ConnectorNotFound as exc:
-                raise EditInputError(exc.message, field=name) from None
+                raise DocumentInputError(exc.message, field=name) from None
         try:
             entries = parse_kip199(
                 document, connector_types={n: c.type for n, c in contexts.items()}
             )
         except OffsetsDocumentError as exc:
-            raise EditInputError(exc.message, field=exc.field) from None
+            raise DocumentInputError(exc.message, field=exc.field) from None
 
     previews: list[Preview] = []
     unchanged: dict[str, str] = {}
@@ -1474,7 +1479,8 @@ def import_document(
         except NothingToChange as exc:
             unchanged[name] = exc.message
         except EditInputError as exc:
-            raise EditInputError(f"{name}: {exc.message}", field=name) from None
+            where = f"{exc.field}: " if exc.field else ""
+            raise DocumentInputError(f"{where}{exc.message}", field=name) from None
     if dry_run:
         return ImportResult(previews=previews, edits=[], unchanged=unchanged)
     with transaction.atomic():

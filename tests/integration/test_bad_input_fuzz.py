@@ -138,6 +138,10 @@ IMPORT_FIELDS = {
 
 
 @given(body=st.fixed_dictionaries({}, optional=IMPORT_FIELDS) | junk)
+# A KIP-199 connector named "0" once came back as the error key "0", like a list index.
+@example(body={"cluster": "fresh", "document": {"0": None}})
+@example(body={"cluster": "fresh", "document": {"cluster": []}})
+@example(body={"cluster": "fresh", "connector": SOURCE, "document": {"offsets": [{}]}})
 @fuzz
 def test_importing_over_the_api_answers_4xx_naming_the_field_never_500(fresh_demo, api, body):
     before = stored()
