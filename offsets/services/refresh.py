@@ -113,7 +113,14 @@ DRIVER_HISTORY_MAX_RECORDS = 200_000
 #   own tests use to run without it): compiling the Java of a query shape new to the session
 #   took longer than running it (the merge job of the first incremental: ~1.2 s -> ~0.4 s);
 # - no broadcasts (hints and the size threshold off): with every input in one partition each
-#   join runs inside its task, where a broadcast is a Spark job of its own.
+#   join runs inside its task, where a broadcast is a Spark job of its own;
+# - one partition whatever the estimated sizes: Spark shuffles the sides of a join (for
+#   parallelism) once their estimated size passes maxSinglePartitionBytes, and estimates
+#   multiply through joins; and the Kafka read, whose size Spark cannot know, counts as
+#   defaultSizeInBytes (Long.MaxValue) until its cache is computed. So a merge planned while
+#   the read still ran (the first incremental of a session, the benchmark's) shuffled both
+#   sides of every join: 5-6 stages and 11-12 tasks (0.9-4 s) instead of one task (0.3-0.5 s).
+#   A small run reads at most DRIVER_HISTORY_MAX_RECORDS records: ~20 MB is their order.
 SMALL_MERGE_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "1",
@@ -121,6 +128,8 @@ SMALL_MERGE_CONF = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.optimizer.disableHints": "true",
+    "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
+    "spark.sql.defaultSizeInBytes": str(20 * 2**20),
 }
 
 
@@ -148,6 +157,26 @@ def persisted(frame):
         yield frame
     finally:
         frame.unpersist()
+
+
+@contextlib.contextmanager
+def cached_read(spark, partials, *, small: bool):
+    """Cache the folded read for the block, and yield the frame the merges start from.
+
+    A small run's read is one partition, and it and its merges are planned under
+    SMALL_MERGE_CONF (set first: persist() plans the cached read).
+    """
+    if not small:
+        with persisted(partials) as cached:
+            yield cached
+        return
+    # One partition that Spark knows is one (SinglePartition): every grouping, window and
+    # join over it then runs inside one task, with no shuffle and no extra stage.
+    with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials.coalesce(1)) as cached:
+        # Again over the cache: a scan of a cached frame does not tell Spark that it is one
+        # partition, and each join and grouping over it then planned a shuffle (6 stages
+        # where 1 does).
+        yield cached.coalesce(1)
 
 
 def write_history_table(commits, run_dir: Path) -> None:
@@ -552,22 +581,13 @@ def _compute_sources(
     if small:
         # One partition that Spark knows is one (SinglePartition): every grouping, window
         # and join below then runs inside one task, with no shuffle and no extra stage.
-        partials = partials.coalesce(1)
         previous = previous.coalesce(1) if previous is not None else None
         own_topics, running = own_topics.coalesce(1), running.coalesce(1)
-    # The settings come first: the cached read is planned by persist(), and must be planned
-    # as small. On the way out the pool waits for the history, then the cache is dropped.
+    # On the way out the pool waits for the history, then the cache is dropped.
     with (
-        spark_conf(spark, SMALL_MERGE_CONF if small else {}),
-        persisted(partials) as partials,
+        cached_read(spark, partials, small=small) as partials,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
-        if small:
-            # Again over the cache: a scan of a cached frame does not tell Spark that it is one
-            # partition, and each join and grouping over it then planned a shuffle (6 stages
-            # where 1 does). The first small run after a full refresh in a session still plans
-            # 4 such shuffles around the joins; why is not known yet (issue 3's notes).
-            partials = partials.coalesce(1)
         if reading:
             phase(
                 "reading, folding and writing the commit history (Parquet); "
@@ -584,19 +604,16 @@ def _compute_sources(
                 history = pool.submit(write_history, commits, run_dir)
         else:
             phase("merging the latest offsets, key drift and stalls")
-        effective = T.effective_offsets(
-            T.merge_latest(partials, previous), own_topics, cluster.offsets_topic
+        results = T.merge_results(
+            partials,
+            previous,
+            own_topics,
+            running,
+            worker_topic=cluster.offsets_topic,
+            now_ms=now_ms,
+            stall_after_ms=settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
+            reading=reading,
         )
-        threshold_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
-        flagged = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
-        results = {"latest": flagged, "drift": T.key_drift(flagged)}
-        if reading:  # else nothing new: no rewinds, commits or malformed records to add
-            results |= {
-                "records": T.merge_records_read(partials),
-                "rewinds": T.merge_rewinds(partials, previous),
-                "buckets": T.merge_commit_buckets(partials),
-                "malformed": T.merge_malformed_counts(partials),
-            }
         collected = collect_together(results)
         if reading:
             history.result()
@@ -615,18 +632,22 @@ def collect_together(frames: dict) -> dict[str, list[dict]]:
     the frames share (the latest offsets behind both `latest` and `drift` are computed once).
     Each frame travels as a struct column of its own; the other frames' columns are null.
     """
-    # selectExpr: one py4j call per frame, where F.struct(*columns) makes one per column.
-    tagged = [frame.selectExpr(f"struct(*) AS `{name}`") for name, frame in frames.items()]
-    combined = functools.reduce(
-        lambda left, right: left.unionByName(right, allowMissingColumns=True), tagged
-    )
     collected: dict[str, list[dict]] = {name: [] for name in frames}
-    for row in combined.collect():
+    for row in combine(frames).collect():
         for name, value in row.asDict().items():
             if value is not None:
                 collected[name].append(value.asDict(recursive=True))
                 break
     return collected
+
+
+def combine(frames: dict):
+    """The one DataFrame `collect_together` collects: a struct column per frame."""
+    # selectExpr: one py4j call per frame, where F.struct(*columns) makes one per column.
+    tagged = [frame.selectExpr(f"struct(*) AS `{name}`") for name, frame in frames.items()]
+    return functools.reduce(
+        lambda left, right: left.unionByName(right, allowMissingColumns=True), tagged
+    )
 
 
 def total_records(sources: SourceResults) -> int:

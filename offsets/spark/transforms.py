@@ -479,3 +479,32 @@ def merge_malformed_counts(partials: DataFrame) -> DataFrame:
 def commit_history(partials: DataFrame) -> DataFrame:
     """Like `commits`: every offset commit, the history kept beyond compaction."""
     return _kind(partials, P.COMMIT).selectExpr(*COMMIT_COLUMNS)
+
+
+def merge_results(
+    partials: DataFrame,
+    previous: DataFrame | None,
+    own_topics: DataFrame,
+    running: DataFrame,
+    *,
+    worker_topic: str,
+    now_ms: int,
+    stall_after_ms: int,
+    reading: bool = True,
+) -> dict[str, DataFrame]:
+    """Everything a refresh keeps from the tasks' folds and the previous state, by name.
+
+    latest (effective offsets with stalls flagged) and drift always; when something was read
+    (`reading`), also records (read per topic), rewinds, buckets and malformed.
+    """
+    effective = effective_offsets(merge_latest(partials, previous), own_topics, worker_topic)
+    flagged = flag_stalls(effective, running, now_ms=now_ms, threshold_ms=stall_after_ms)
+    results = {"latest": flagged, "drift": key_drift(flagged)}
+    if reading:  # else nothing new: no rewinds, commits or malformed records to add
+        results |= {
+            "records": merge_records_read(partials),
+            "rewinds": merge_rewinds(partials, previous),
+            "buckets": merge_commit_buckets(partials),
+            "malformed": merge_malformed_counts(partials),
+        }
+    return results
