@@ -6,6 +6,8 @@ with a warning that says how old they are. The database is locked when the refre
 the refresh waits and tries again instead of throwing the Spark work away.
 """
 
+import threading
+
 import pytest
 
 from offsets.demo import DemoOptions, build_demo
@@ -80,17 +82,21 @@ def assert_warns_with_the_snapshot_age(html: str) -> None:
     assert 'data-field="snapshot-age"' in html
 
 
+SAMPLING_SINK_LAG = "sampling the sinks' lag"
+
+
 @pytest.mark.parametrize(
     "cut_at",
     [
         # Spark is about to read the offsets topics (every record: a full refresh).
         "computing offsets and history with Spark",
-        # Spark is done; the lag of the sinks is read from the broker next.
-        "sampling sink lag",
+        # Spark is done; the lag of the sinks is read from the broker (the test holds the
+        # sampling, which runs beside Spark's work, until then).
+        SAMPLING_SINK_LAG,
     ],
 )
 def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served_with_a_warning(
-    proxied, cut_at, db, spark, settings, client, user
+    proxied, cut_at, db, spark, settings, client, user, monkeypatch
 ):
     from offsets.models import Cluster
 
@@ -108,6 +114,22 @@ def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served
         if cut_at in text:
             proxied.proxy.cut()
 
+    compute_sources, sample_sinks = refresh._compute_sources, refresh._sample_sinks
+    spark_done = threading.Event()
+
+    def compute_then_cut(*args, **kwargs):
+        try:
+            compute_sources(*args, **kwargs)
+            cut_the_broker(SAMPLING_SINK_LAG)
+        finally:
+            spark_done.set()
+
+    def sample_sinks_after_spark(*args, **kwargs):
+        spark_done.wait(timeout=120)
+        return sample_sinks(*args, **kwargs)
+
+    monkeypatch.setattr(refresh, "_compute_sources", compute_then_cut)
+    monkeypatch.setattr(refresh, "_sample_sinks", sample_sinks_after_spark)
     run = run_refresh(cluster=cluster, spark=spark, full=True, progress=cut_the_broker)
 
     assert any(cut_at in text for text in seen)
