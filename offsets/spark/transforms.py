@@ -315,8 +315,10 @@ def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFr
 # F.expr, where(str)): the DataFrame API spends a py4j round trip per column and function
 # (about two thousand to build the merge), and for the few thousand rows of an incremental
 # refresh that building took longer than Spark's work on the rows. The plans are the same.
-# Not spark.sql over temp views: a query through a view does not see cached DataFrames (the
-# read would run again for every frame).
+# Not spark.sql over temp views: an earlier measurement saw a query through a view miss the
+# cached read (it ran again for every frame). A later check (issue 3's notes) did not see
+# that: a view over the persisted read scanned the cache. One SQL text for the whole merge,
+# analysed once, is the lead that follows from it.
 _LAST_FIELDS = (
     "`key`, connector, partition_json, identity, offset_json, kafka_partition, kafka_offset, "
     "timestamp_ms, progress"
