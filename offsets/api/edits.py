@@ -40,6 +40,12 @@ def _run(action: Callable):
     try:
         return action()
     except edits.EditInputError as exc:
+        if isinstance(exc, edits.DocumentInputError) and exc.field not in (None, "document"):
+            # A place in an imported document (`orders-sink[0].partition`, a connector's name)
+            # is not a request field: it nests under "document", as DRF nests a nested
+            # serializer's errors. At the top level a connector called "cluster" or "0" would
+            # pose as a request field or a list index.
+            raise ValidationError({"document": {exc.field: [exc.message]}}) from exc
         raise ValidationError({exc.field or "non_field_errors": [exc.message]}) from exc
     except edits.ConnectorNotFound as exc:
         raise NotFound(exc.message) from exc
@@ -49,22 +55,6 @@ def _run(action: Callable):
         raise Conflict(exc.message) from exc
     except (KafkaUnavailable, TopicNotFound) as exc:
         raise KafkaUnavailableError(str(exc)) from exc
-
-
-def _run_import(action: Callable):
-    """`_run` for an import: an error at a place in the document nests under ``document``.
-
-    As DRF nests a nested serializer's errors: ``{"document": {"orders-sink[0].partition":
-    ["must not be empty"]}}``. At the top level, a connector called ``cluster`` or ``0`` would
-    pose as a request field or a list index.
-    """
-    try:
-        return _run(action)
-    except ValidationError as exc:
-        cause = exc.__cause__
-        if not isinstance(cause, edits.DocumentInputError) or cause.field in (None, "document"):
-            raise
-        raise ValidationError({"document": {cause.field: [cause.message]}}) from cause
 
 
 def _get_cluster(name: str) -> Cluster:
@@ -471,7 +461,7 @@ def import_offsets(request: Request) -> Response:
     if not options["dry_run"] and not edits.can_stage(request.user):
         raise PermissionDenied("Importing offsets needs the editor role.")
     cluster = _get_cluster(options["cluster"])
-    result = _run_import(
+    result = _run(
         lambda: edits.import_document(
             cluster=cluster,
             user=request.user,
