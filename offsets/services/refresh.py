@@ -623,7 +623,7 @@ def _compute_sources(
             stall_after_ms=settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
             reading=reading,
         )
-        collected = collect_together(results)
+        collected = T.split_results(results.collect())
         if reading:
             history.result()
     sources.records_by_topic.update(
@@ -631,32 +631,6 @@ def _compute_sources(
     )
     for name, rows in collected.items():
         setattr(sources, name, rows)
-
-
-def collect_together(frames: dict) -> dict[str, list[dict]]:
-    """Collect several small DataFrames as lists of dicts, in one Spark query.
-
-    Each is small, so its time is mostly fixed costs: planning a query, scheduling its jobs
-    and stages, tasks over a few rows. One query pays them once, and Spark reuses the parts
-    the frames share (the latest offsets behind both `latest` and `drift` are computed once).
-    Each frame travels as a struct column of its own; the other frames' columns are null.
-    """
-    collected: dict[str, list[dict]] = {name: [] for name in frames}
-    for row in combine(frames).collect():
-        for name, value in row.asDict().items():
-            if value is not None:
-                collected[name].append(value.asDict(recursive=True))
-                break
-    return collected
-
-
-def combine(frames: dict):
-    """The one DataFrame `collect_together` collects: a struct column per frame."""
-    # selectExpr: one py4j call per frame, where F.struct(*columns) makes one per column.
-    tagged = [frame.selectExpr(f"struct(*) AS `{name}`") for name, frame in frames.items()]
-    return functools.reduce(
-        lambda left, right: left.unionByName(right, allowMissingColumns=True), tagged
-    )
 
 
 def total_records(sources: SourceResults) -> int:

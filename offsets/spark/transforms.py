@@ -16,6 +16,7 @@ refresh over new records only gives the same answer as a full one.
 """
 
 import json
+import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -308,36 +309,101 @@ def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFr
         F.when(F.col("tombstone"), None).otherwise(F.col("timestamp_ms")).alias("first_commit_ms"),
         F.when(F.col("tombstone"), None).otherwise(F.col("timestamp_ms")).alias("last_commit_ms"),
     )
-    return _merge_states(rows, previous)
+    return _query(
+        {"state_rows": rows, "previous": previous},
+        {"latest": _merge_states_sql("state_rows", previous="previous" if previous else None)},
+        "SELECT * FROM latest",
+    )
 
 
-# The per-key and merge transforms below state their expressions as SQL text (selectExpr,
-# F.expr, where(str)): the DataFrame API spends a py4j round trip per column and function
-# (about two thousand to build the merge), and for the few thousand rows of an incremental
-# refresh that building took longer than Spark's work on the rows. The plans are the same.
-# Not spark.sql over temp views: an earlier measurement saw a query through a view miss the
-# cached read (it ran again for every frame). A later check (issue 3's notes) did not see
-# that: a view over the persisted read scanned the cache. One SQL text for the whole merge,
-# analysed once, is the lead that follows from it.
+# The per-key and merge transforms below are SQL text, run by `_query`: the refresh's whole
+# merge is then one query, analysed once. Built with the DataFrame API (a py4j call and an
+# analysis per operation, ~40 operations) the merge of an incremental refresh took its driver
+# 0.8-0.9 s to build in a warm session, longer than Spark's work on its few thousand rows; as
+# one text, 0.45-0.6 s (measured in the same session, issue 3's notes). Each function below
+# states one step as a SELECT over named relations; the DataFrame functions run one step
+# (the tests check each against the record-level model), `merge_results` chains them all.
+# Column names are quoted where they are also SQL words (key, count, last, rank).
 _LAST_FIELDS = (
     "`key`, connector, partition_json, identity, offset_json, kafka_partition, kafka_offset, "
     "timestamp_ms, progress"
 )
 
 
-def _merge_states(rows: DataFrame, previous: DataFrame | None) -> DataFrame:
-    """Reduce STATE_COLUMNS rows (single writes or partial folds) to one per (topic, key)."""
-    if previous is not None:
-        rows = rows.unionByName(previous)
+def _query(
+    frames: dict[str, DataFrame | None], steps: dict[str, str], result: str, **args
+) -> DataFrame:
+    """Run SQL over DataFrames: `frames` are the relations the text names (None: left out),
+    `steps` named SELECTs over them and over earlier steps (a WITH clause), `result` the final
+    SELECT, and `args` the values of its :name parameters.
+
+    Not spark.sql's own `{frame}` arguments: PySpark names them as temporary views and drops
+    the views through the catalog, and dropping a view uncaches any cached plan equal to the
+    view's. A persisted frame given as itself (the refresh's cached read) then lost its cache,
+    and the query read Kafka again. The views here are dropped from the session's catalog
+    directly, which leaves the cache alone.
+    """
+    given = {name: frame for name, frame in frames.items() if frame is not None}
+    spark = next(iter(given.values())).sparkSession
+    views = {name: f"offsets_{name}_{uuid.uuid4().hex}" for name in given}
+    for name, frame in given.items():
+        frame.createOrReplaceTempView(views[name])
+    relations = [f"{name} AS (SELECT * FROM {view})" for name, view in views.items()]
+    relations += [f"{name} AS ({select})" for name, select in steps.items()]
+    try:
+        return spark.sql(f"WITH {', '.join(relations)} {result}", args=args or None)
+    finally:
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for view in views.values():
+            catalog.dropTempView(view)
+
+
+def _merge_states_sql(state_rows: str, *, previous: str | None = None) -> str:
+    """STATE_COLUMNS rows (single writes or partial folds), plus `previous` ones, reduced to
+    one per (topic, key)."""
+    columns = ", ".join(f"`{name}`" for name in STATE_COLUMNS)
+    rows = f"SELECT {columns} FROM {state_rows}"
+    if previous:
+        rows += f" UNION ALL SELECT {columns} FROM {previous}"
     return (
-        rows.groupBy("topic", "key_hash")
-        .agg(
-            F.expr(f"max_by(struct({_LAST_FIELDS}), kafka_offset) AS `last`"),
-            F.expr("sum(commits) AS commits"),
-            F.expr("min(first_commit_ms) AS first_commit_ms"),
-            F.expr("max(last_commit_ms) AS last_commit_ms"),
-        )
-        .selectExpr("topic", "key_hash", "`last`.*", "commits", "first_commit_ms", "last_commit_ms")
+        "SELECT topic, key_hash, `last`.*, commits, first_commit_ms, last_commit_ms FROM ("
+        f"SELECT topic, key_hash, max_by(struct({_LAST_FIELDS}), kafka_offset) AS `last`, "
+        "sum(commits) AS commits, min(first_commit_ms) AS first_commit_ms, "
+        f"max(last_commit_ms) AS last_commit_ms FROM ({rows}) GROUP BY topic, key_hash)"
+    )
+
+
+def _effective_sql(latest: str, own_topics: str) -> str:
+    """`effective_offsets` (parameter :worker_topic)."""
+    ranked = (
+        "SELECT l.*, CASE WHEN l.offset_json IS NOT NULL THEN CASE "
+        "WHEN l.topic = o.own_topic THEN 0 WHEN l.topic = :worker_topic THEN 1 END END AS `rank` "
+        f"FROM {latest} l LEFT JOIN {own_topics} o ON l.connector = o.connector"
+    )
+    return (
+        "SELECT * EXCEPT (`rank`), `rank` IS NOT NULL AND row_number() OVER "
+        "(PARTITION BY connector, key_hash ORDER BY `rank` ASC NULLS LAST) = 1 AS effective "
+        f"FROM ({ranked})"
+    )
+
+
+def _drift_sql(effective: str) -> str:
+    """`key_drift`."""
+    return (
+        "SELECT connector, identity, count(1) AS forms_count, "
+        "sort_array(collect_list(struct(last_commit_ms, topic, key_hash, "
+        "CAST(`key` AS STRING) AS key_text, offset_json)), false) AS forms "
+        f"FROM {effective} WHERE effective GROUP BY connector, identity HAVING forms_count > 1"
+    )
+
+
+def _stalls_sql(effective: str, running: str) -> str:
+    """`flag_stalls` (parameters :now_ms and :threshold_ms)."""
+    return (
+        "SELECT e.*, r.connector IS NOT NULL AND e.effective "
+        "AND :now_ms - e.last_commit_ms > :threshold_ms AS stalled "
+        f"FROM {effective} e LEFT JOIN (SELECT DISTINCT connector FROM {running}) r "
+        "ON e.connector = r.connector"
     )
 
 
@@ -348,18 +414,11 @@ def effective_offsets(latest: DataFrame, own_topics: DataFrame, worker_topic: st
     one, its own topic, whose live values take precedence (ConnectorOffsetBackingStore, KIP-618).
     Records in another connector's own topic are invisible to it; tombstoned keys are not live.
     """
-    rank = F.when(
-        F.col("offset_json").isNotNull(),
-        F.when(F.col("topic") == F.col("own_topic"), 0).when(
-            F.col("topic") == F.lit(worker_topic), 1
-        ),
-    )
-    with_topics = latest.join(F.broadcast(own_topics), on="connector", how="left")
-    columns = [f"`{name}`" for name in with_topics.columns if name != "own_topic"]
-    return with_topics.select("*", rank.alias("rank")).selectExpr(
-        *columns,
-        "`rank` IS NOT NULL AND row_number() OVER "
-        "(PARTITION BY connector, key_hash ORDER BY `rank` ASC NULLS LAST) = 1 AS effective",
+    return _query(
+        {"latest": latest, "own_topics": own_topics},
+        {},
+        _effective_sql("latest", "own_topics"),
+        worker_topic=worker_topic,
     )
 
 
@@ -369,18 +428,7 @@ def key_drift(effective: DataFrame) -> DataFrame:
     The runtime looks offsets up by exact key bytes, so only one form is ever read: the other
     is silently ignored and the connector may resume from the wrong place.
     """
-    return (
-        effective.where("effective")
-        .groupBy("connector", "identity")
-        .agg(
-            F.expr("count(1) AS forms_count"),
-            F.expr(
-                "sort_array(collect_list(struct(last_commit_ms, topic, key_hash, "
-                "CAST(`key` AS STRING) AS key_text, offset_json)), false) AS forms"
-            ),
-        )
-        .where("forms_count > 1")
-    )
+    return _query({"effective": effective}, {}, _drift_sql("effective"))
 
 
 def flag_stalls(
@@ -388,12 +436,12 @@ def flag_stalls(
 ) -> DataFrame:
     """Mark live partitions of running connectors (`running`: one `connector` column) whose
     last commit is older than `threshold_ms` (N flush intervals) as `stalled`."""
-    running_flag = running.selectExpr("connector", "true AS running").distinct()
-    columns = [f"`{name}`" for name in effective.columns]
-    return effective.join(F.broadcast(running_flag), on="connector", how="left").selectExpr(
-        *columns,
-        f"coalesce(running, false) AND effective "
-        f"AND ({int(now_ms)}L - last_commit_ms > {int(threshold_ms)}L) AS stalled",
+    return _query(
+        {"effective": effective, "running": running},
+        {},
+        _stalls_sql("effective", "running"),
+        now_ms=int(now_ms),
+        threshold_ms=int(threshold_ms),
     )
 
 
@@ -402,85 +450,93 @@ def flag_stalls(
 # counterpart above over the same records.
 
 
-def _kind(partials: DataFrame, kind: str) -> DataFrame:
+def _kind(partials: str, kind: str) -> str:
     """The partials rows of one kind (a constant of offsets.spark.partials)."""
     assert kind.isidentifier(), kind
-    return partials.where(f"kind = '{kind}'")
+    return f"(SELECT * FROM {partials} WHERE kind = '{kind}')"
+
+
+def _records_read_sql(partials: str) -> str:
+    return (
+        "SELECT topic, CAST(sum(`count`) AS BIGINT) AS `count` "
+        f"FROM {_kind(partials, P.RECORDS)} GROUP BY topic"
+    )
+
+
+def _key_rows_sql(partials: str) -> str:
+    columns = ("`count` AS commits" if name == "commits" else f"`{name}`" for name in STATE_COLUMNS)
+    return f"SELECT {', '.join(columns)} FROM {_kind(partials, P.KEY)}"
+
+
+def _rewinds_sql(partials: str, previous: str | None) -> str:
+    found = ", ".join(REWIND_COLUMNS[:-1])
+    text = f"SELECT {found}, progress AS to_progress FROM {_kind(partials, P.REWIND)}"
+    if previous:
+        # A key's first new commit that goes below its last commit of an earlier refresh.
+        text += (
+            " UNION ALL SELECT h.connector, h.topic, h.key_hash, h.partition_json, "
+            "h.kafka_partition, h.head_kafka_offset AS kafka_offset, "
+            "h.head_timestamp_ms AS timestamp_ms, b.progress AS from_progress, "
+            f"h.head_progress AS to_progress FROM {_kind(partials, P.KEY)} h "
+            f"JOIN {previous} b ON h.topic = b.topic AND h.key_hash = b.key_hash "
+            "WHERE NOT h.head_tombstone AND b.offset_json IS NOT NULL "
+            "AND h.head_progress < b.progress"
+        )
+    return text
+
+
+def _commit_buckets_sql(partials: str) -> str:
+    return (
+        "SELECT connector, timestamp_ms AS bucket_start_ms, CAST(sum(`count`) AS BIGINT) AS "
+        f"commits FROM {_kind(partials, P.BUCKET)} GROUP BY connector, timestamp_ms"
+    )
+
+
+def _malformed_counts_sql(partials: str) -> str:
+    return (
+        "SELECT topic, connector, reason, CAST(sum(`count`) AS BIGINT) AS `count`, "
+        f"first(example) AS example FROM {_kind(partials, P.MALFORMED)} "
+        "GROUP BY topic, connector, reason"
+    )
 
 
 def merge_records_read(partials: DataFrame) -> DataFrame:
     """Records read per topic (malformed ones included)."""
-    return (
-        _kind(partials, P.RECORDS)
-        .groupBy("topic")
-        .agg(F.expr("CAST(sum(`count`) AS BIGINT) AS `count`"))
-    )
+    return _query({"partials": partials}, {}, _records_read_sql("partials"))
 
 
 def merge_latest(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
     """Like `latest_by_key`, from the tasks' per-key folds plus the previous state."""
-    rows = _kind(partials, P.KEY).selectExpr(
-        *("`count` AS commits" if name == "commits" else f"`{name}`" for name in STATE_COLUMNS)
+    return _query(
+        {"partials": partials, "previous": previous},
+        {"key_rows": _key_rows_sql("partials")},
+        _merge_states_sql("key_rows", previous="previous" if previous else None),
     )
-    return _merge_states(rows, previous)
 
 
 def merge_rewinds(partials: DataFrame, previous: DataFrame | None = None) -> DataFrame:
     """Like `rewinds`: those the tasks found, plus a key's first new commit that goes below
     its last commit of an earlier refresh (`previous`, STATE_SCHEMA)."""
-    found = _kind(partials, P.REWIND).selectExpr(*REWIND_COLUMNS[:-1], "progress AS to_progress")
-    if previous is None:
-        return found
-    heads = (
-        _kind(partials, P.KEY)
-        .where("NOT head_tombstone")
-        .selectExpr(
-            "connector",
-            "topic",
-            "key_hash",
-            "partition_json",
-            "kafka_partition",
-            "head_kafka_offset AS kafka_offset",
-            "head_timestamp_ms AS timestamp_ms",
-            "head_progress AS to_progress",
-        )
+    return _query(
+        {"partials": partials, "previous": previous},
+        {},
+        _rewinds_sql("partials", "previous" if previous else None),
     )
-    before = previous.where("offset_json IS NOT NULL").selectExpr(
-        "topic", "key_hash", "progress AS from_progress"
-    )
-    across = (
-        heads.join(before, on=["topic", "key_hash"])
-        .where("to_progress < from_progress")
-        .selectExpr(*REWIND_COLUMNS)
-    )
-    return found.unionByName(across)
 
 
 def merge_commit_buckets(partials: DataFrame) -> DataFrame:
     """Like `commit_buckets` (the tasks bucketed with the same `bucket_seconds`)."""
-    return (
-        _kind(partials, P.BUCKET)
-        .groupBy("connector", "timestamp_ms")
-        .agg(F.expr("CAST(sum(`count`) AS BIGINT) AS commits"))
-        .withColumnRenamed("timestamp_ms", "bucket_start_ms")
-    )
+    return _query({"partials": partials}, {}, _commit_buckets_sql("partials"))
 
 
 def merge_malformed_counts(partials: DataFrame) -> DataFrame:
     """Like `malformed_counts`."""
-    return (
-        _kind(partials, P.MALFORMED)
-        .groupBy("topic", "connector", "reason")
-        .agg(
-            F.expr("CAST(sum(`count`) AS BIGINT) AS `count`"),
-            F.expr("first(example) AS example"),
-        )
-    )
+    return _query({"partials": partials}, {}, _malformed_counts_sql("partials"))
 
 
 def commit_history(partials: DataFrame) -> DataFrame:
     """Like `commits`: every offset commit, the history kept beyond compaction."""
-    return _kind(partials, P.COMMIT).selectExpr(*COMMIT_COLUMNS)
+    return partials.where(f"kind = '{P.COMMIT}'").selectExpr(*COMMIT_COLUMNS)
 
 
 def merge_results(
@@ -493,20 +549,58 @@ def merge_results(
     now_ms: int,
     stall_after_ms: int,
     reading: bool = True,
-) -> dict[str, DataFrame]:
-    """Everything a refresh keeps from the tasks' folds and the previous state, by name.
+) -> DataFrame:
+    """Everything a refresh keeps from the tasks' folds and the previous state, in one query.
 
+    One struct column per result, and each row holds one of them (the others are null):
     latest (effective offsets with stalls flagged) and drift always; when something was read
-    (`reading`), also records (read per topic), rewinds, buckets and malformed.
+    (`reading`), also records (read per topic), rewinds, buckets and malformed. One query,
+    because each is small and its time mostly fixed costs (building, planning, scheduling):
+    one query pays them once. `split_results` turns the collected rows into lists by name.
     """
-    effective = effective_offsets(merge_latest(partials, previous), own_topics, worker_topic)
-    flagged = flag_stalls(effective, running, now_ms=now_ms, threshold_ms=stall_after_ms)
-    results = {"latest": flagged, "drift": key_drift(flagged)}
+    prior = "previous" if previous is not None else None
+    steps = {
+        "key_rows": _key_rows_sql("partials"),
+        "merged": _merge_states_sql("key_rows", previous=prior),
+        "effective": _effective_sql("merged", "own_topics"),
+        "latest": _stalls_sql("effective", "running"),
+        "drift": _drift_sql("latest"),
+    }
     if reading:  # else nothing new: no rewinds, commits or malformed records to add
-        results |= {
-            "records": merge_records_read(partials),
-            "rewinds": merge_rewinds(partials, previous),
-            "buckets": merge_commit_buckets(partials),
-            "malformed": merge_malformed_counts(partials),
+        steps |= {
+            "records": _records_read_sql("partials"),
+            "rewinds": _rewinds_sql("partials", prior),
+            "buckets": _commit_buckets_sql("partials"),
+            "malformed": _malformed_counts_sql("partials"),
         }
-    return results
+    names = [name for name in RESULTS if name in steps]
+    result = " UNION ALL ".join(
+        "SELECT "
+        + ", ".join(f"struct(*) AS {n}" if n == name else f"NULL AS {n}" for n in names)
+        + f" FROM {name}"
+        for name in names
+    )
+    return _query(
+        {"partials": partials, "previous": previous, "own_topics": own_topics, "running": running},
+        steps,
+        result,
+        worker_topic=worker_topic,
+        now_ms=int(now_ms),
+        threshold_ms=int(stall_after_ms),
+    )
+
+
+# The results of `merge_results`, in the order of its columns.
+RESULTS = ("latest", "drift", "records", "rewinds", "buckets", "malformed")
+
+
+def split_results(rows: list) -> dict[str, list[dict]]:
+    """The collected rows of `merge_results` as lists of dicts by result name (a result with
+    no rows is an empty list; those not computed are left out)."""
+    split: dict[str, list[dict]] = {}
+    for row in rows:
+        for name, value in row.asDict().items():
+            results = split.setdefault(name, [])
+            if value is not None:
+                results.append(value.asDict(recursive=True))
+    return split

@@ -254,3 +254,68 @@ def test_merged_folds_over_new_records_and_the_previous_state_equal_a_full_read(
     assert sorted(found, key=repr) == rows(T.rewinds(everything), *columns)
     # Some rewinds are only visible against the previous state (their key's first new write).
     assert len(across) > len(rows(T.rewinds(after), *columns))
+
+
+def dicts(rows_):
+    return sorted((row if isinstance(row, dict) else row.asDict(True) for row in rows_), key=repr)
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_the_refreshs_one_merge_query_holds_what_each_merge_gives(spark, incremental):
+    """`merge_results` chains the same SQL steps as the functions tested above, in one query."""
+    records = random_records(1, 1500)
+    cut = 900 if incremental else 0
+    parse = lambda rs: T.valid_records(  # noqa: E731
+        T.parse_offset_records(spark.createDataFrame(rs, kafka_source.SCHEMA))
+    )
+    previous = T.latest_by_key(parse(records[:cut])) if incremental else None
+    partials = partials_frame(spark, records[cut:])
+    own_topics = spark.createDataFrame([("eos", OWN)], "connector string, own_topic string")
+    running = spark.createDataFrame([("a",), ("eos",), ("eos",)], "connector string")
+    now_ms, threshold_ms = 2_600_000, 120_000
+
+    results = T.split_results(
+        T.merge_results(
+            partials,
+            previous,
+            own_topics,
+            running,
+            worker_topic=WORKER,
+            now_ms=now_ms,
+            stall_after_ms=threshold_ms,
+        ).collect()
+    )
+
+    effective = T.effective_offsets(T.merge_latest(partials, previous), own_topics, WORKER)
+    latest = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
+    expected = {
+        "latest": latest.collect(),
+        "drift": T.key_drift(latest).collect(),
+        "records": T.merge_records_read(partials).collect(),
+        "rewinds": T.merge_rewinds(partials, previous).collect(),
+        "buckets": T.merge_commit_buckets(partials).collect(),
+        "malformed": T.merge_malformed_counts(partials).collect(),
+    }
+    assert results.keys() == expected.keys()
+    for name, rows_ in expected.items():
+        assert rows_, name  # the random records reach every result
+        assert dicts(results[name]) == dicts(rows_), name
+    stalled = [row for row in results["latest"] if row["stalled"]]
+    assert stalled and {row["connector"] for row in stalled} <= {"a", "eos"}
+
+    # Nothing read: only the latest offsets and the drift, from the previous state alone.
+    nothing = T.split_results(
+        T.merge_results(
+            partials.where("false"),
+            previous,
+            own_topics,
+            running,
+            worker_topic=WORKER,
+            now_ms=now_ms,
+            stall_after_ms=threshold_ms,
+            reading=False,
+        ).collect()
+    )
+    assert set(nothing) <= {"latest", "drift"}
+    if incremental:
+        assert len(nothing["latest"]) == previous.count()

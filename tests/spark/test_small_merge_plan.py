@@ -9,6 +9,7 @@ as when the merge of a refresh is planned while its read still runs.
 import json
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offsets.services import refresh
@@ -63,11 +64,37 @@ def test_a_small_runs_merge_is_planned_without_a_shuffle_before_its_read_is_cach
             now_ms=10**12,
             stall_after_ms=60_000,
         )
-        plan = refresh.combine(results)._jdf.queryExecution().executedPlan().toString()
-    assert set(results) == {"latest", "drift", "records", "rewinds", "buckets", "malformed"}
+        plan = results._jdf.queryExecution().executedPlan().toString()
+    assert results.columns == ["latest", "drift", "records", "rewinds", "buckets", "malformed"]
     assert "Exchange" not in plan, plan
+    assert "InMemoryTableScan" in plan, plan  # the merge reads the cache, not Kafka again
     # The settings are the small run's only inside the block.
     assert (
         spark.conf.get("spark.sql.defaultSizeInBytes")
         != refresh.SMALL_MERGE_CONF["spark.sql.defaultSizeInBytes"]
     )
+
+
+def test_the_merge_leaves_a_persisted_inputs_cache_and_no_views_behind(spark):
+    """A large run gives the merge its persisted read as itself (no coalesce). Dropping a
+    temporary view through spark.catalog uncaches any cached plan equal to the view's, which
+    would make the merge read Kafka a second time."""
+    own = refresh._string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]})
+    running = refresh._string_frame(spark, {"connector": ["c"]})
+    views_before = {table.name for table in spark.catalog.listTables()}
+    with refresh.persisted(unread_kafka_frame(spark)) as partials:
+        results = T.merge_results(
+            partials,
+            previous_state(spark),
+            own,
+            running,
+            worker_topic="connect-offsets",
+            now_ms=10**12,
+            stall_after_ms=60_000,
+        )
+        latest = T.merge_latest(partials)
+        assert partials.storageLevel != StorageLevel.NONE  # still cached
+        for frame in (results, latest):
+            plan = frame._jdf.queryExecution().executedPlan().toString()
+            assert "InMemoryTableScan" in plan, plan
+    assert {table.name for table in spark.catalog.listTables()} == views_before
