@@ -1,7 +1,7 @@
 """Read the per-commit history the refresh keeps in Parquet (one folder per refresh run).
 
-Layout (offsets.services.refresh.write_history): `run=<id>/connector=<name>/part-*.parquet`,
-rows sorted by key_hash in row groups of about 1 MiB. One partition's history is read from
+Layout (offsets.spark.history_files): `run=<id>/connector=<name>/part-*.parquet`, rows
+sorted by key_hash in row groups of about 1 MiB. One partition's history is read from
 its connector's folders only, and from the row groups whose key_hash statistics can hold it:
 a few thousand rows per chart instead of every commit of the cluster.
 """
@@ -17,12 +17,9 @@ import pyarrow.parquet as pq
 
 from offsets.models import Cluster
 from offsets.services.refresh import history_path
+from offsets.spark.history_files import spark_folder_name
 
 _COLUMNS = ["key_hash", "kafka_offset", "timestamp_ms", "progress", "offset_json"]
-
-# The characters Spark escapes as %XX in a partition folder name (escapePathName in Spark's
-# ExternalCatalogUtils): control characters and "#%'*/:=?\{[]^ and DEL.
-_SPARK_ESCAPED = frozenset(chr(c) for c in range(1, 0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
 @dataclass(frozen=True)
@@ -32,11 +29,6 @@ class CommitPoint:
     offset: dict | None
     kafka_offset: int
     rewind: bool
-
-
-def spark_folder_name(value: str) -> str:
-    """The name Spark gives a partition folder's value, e.g. `a/b` -> `a%2Fb`."""
-    return "".join(f"%{ord(c):02X}" if c in _SPARK_ESCAPED else c for c in value)
 
 
 def connector_files(*, cluster: Cluster, connector: str) -> list[Path]:

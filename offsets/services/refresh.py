@@ -72,41 +72,14 @@ def history_path(cluster: Cluster) -> Path:
     return Path(settings.OFFSETS_HISTORY_PATH) / cluster.name / "commits"
 
 
-# Parquet row groups of the history, in bytes before compression. The progress chart reads
-# only the groups whose key_hash range holds its partition: with the rows sorted by key, a
-# 1 MiB group holds ~9,000 commits of a few hundred partitions, so one chart reads one group
-# (about 2 ms) instead of the connector's whole history (480,000 commits: ~300 ms).
-HISTORY_ROW_GROUP_BYTES = 1024 * 1024
+# A run that reads at most this many records, with at most this many keys stored from earlier
+# runs, is small: its merge runs in one partition under SMALL_MERGE_CONF.
+SMALL_RUN_MAX_RECORDS = 200_000
 
 
-def write_history(commit_rows, run_dir: Path) -> None:
-    """Write one run's commits as Parquet: a folder per connector, rows sorted by key.
-
-    The sort extends the one Spark's partitioned writer does anyway (by connector), and
-    gives each row group a narrow key_hash range that readers skip by its statistics.
-    """
-    # No shuffle: each read task writes its own sorted file per connector (a few files per
-    # connector and run, at most the number of read tasks); reshuffling 1M commit rows only to
-    # have one file each cost more than the reader saves.
-    (
-        commit_rows.sortWithinPartitions("connector", "key_hash", "timestamp_ms", "kafka_offset")
-        .write.mode("overwrite")
-        .option("parquet.block.size", HISTORY_ROW_GROUP_BYTES)
-        .partitionBy("connector")
-        .parquet(str(run_dir))
-    )
-
-
-# Runs that read at most this many records write their history from the driver
-# (`write_history_table`) instead of with Spark's partitioned writer, which costs tens of
-# milliseconds per output file (one per connector: ~2 s of a 10,000-record refresh of 50
-# connectors) where pyarrow takes about one. The commits of such a run are a few MB at most.
-DRIVER_HISTORY_MAX_RECORDS = 200_000
-
-
-# Spark settings for a small run (at most DRIVER_HISTORY_MAX_RECORDS new records and stored
-# keys), set while its queries are built and run. With a few thousand rows Spark's fixed costs,
-# not the data, were the time of an incremental refresh:
+# Spark settings for a small run (at most SMALL_RUN_MAX_RECORDS new records and stored keys),
+# set while its queries are built and run. With a few thousand rows Spark's fixed costs, not
+# the data, were the time of an incremental refresh:
 # - no adaptive execution and one shuffle partition: adaptive execution ran each shuffle of the
 #   merge as a job of its own and re-planned the query after each;
 # - no code generation (interpreted expressions; `factoryMode` is internal, the setting Spark's
@@ -120,7 +93,7 @@ DRIVER_HISTORY_MAX_RECORDS = 200_000
 #   defaultSizeInBytes (Long.MaxValue) until its cache is computed. So a merge planned while
 #   the read still ran (the first incremental of a session, the benchmark's) shuffled both
 #   sides of every join: 5-6 stages and 11-12 tasks (0.9-4 s) instead of one task (0.3-0.5 s).
-#   A small run reads at most DRIVER_HISTORY_MAX_RECORDS records: ~20 MB is their order.
+#   A small run reads at most SMALL_RUN_MAX_RECORDS records: ~20 MB is their order.
 SMALL_MERGE_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "1",
@@ -177,35 +150,6 @@ def cached_read(spark, partials, *, small: bool):
         # partition, and each join and grouping over it then planned a shuffle (6 stages
         # where 1 does).
         yield cached.coalesce(1)
-
-
-def write_history_table(commits, run_dir: Path) -> None:
-    """Write one run's commits (a pyarrow Table of `commit_history` rows) like `write_history`.
-
-    Same layout, columns, sort and row-group size as Spark writes, so readers cannot tell:
-    `connector=<name>/` folders named as Spark names them, the connector column left out of
-    the files, rows sorted by key_hash, timestamp_ms, kafka_offset.
-    """
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    from offsets.services.history import spark_folder_name
-
-    if commits.num_rows == 0:
-        return
-    commits = commits.sort_by(
-        [(name, "ascending") for name in ("connector", "key_hash", "timestamp_ms", "kafka_offset")]
-    )
-    columns = [name for name in commits.column_names if name != "connector"]
-    # Spark's parquet.block.size counts buffered bytes; pyarrow counts rows.
-    rows_per_group = max(1, HISTORY_ROW_GROUP_BYTES * commits.num_rows // max(commits.nbytes, 1))
-    for connector in pc.unique(commits["connector"]).to_pylist():
-        rows = commits.filter(pc.equal(commits["connector"], connector)).select(columns)
-        folder = run_dir / f"connector={spark_folder_name(connector)}"
-        folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(
-            rows, folder / "part-00000-driver.snappy.parquet", row_group_size=rows_per_group
-        )
 
 
 @dataclass
@@ -560,10 +504,14 @@ def _compute_sources(
 
     spark = inputs.spark
     kafka_json = json.dumps(cluster.kafka_settings())
-    # The read tasks fold what they read (offsets.spark.partials): Spark gets partial results
-    # per key plus one slim row per commit, and merges them below. Topics with nothing new
-    # get no read at all (not even an empty frame: each of its partitions would cost a task
-    # in every stage below).
+    # The read tasks fold what they read (offsets.spark.partials) and write every commit to
+    # the run's history files themselves (offsets.spark.history_files): Spark gets only the
+    # partial results per key, and merges them below. Before, the commits (one row each, 1M
+    # in the benchmark's full refresh) went through Spark's cache and its Parquet writer: the
+    # benchmark's warm full refresh took 20.1 s instead of 12.8 s, and 1.67 GiB instead of
+    # 1.24 GiB at its peak. Topics with nothing new get no read at all
+    # (not even an empty frame: each of its partitions would cost a task in every stage
+    # below).
     frames = [
         spark.read.format(NAME)
         .option("topic", topic)
@@ -574,13 +522,16 @@ def _compute_sources(
         .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
         # A broker gone mid-read fails the run after this long, not after 30 s.
         .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
+        .option("history_dir", str(run_dir))
         .load()
         for topic, plan in sources.plans.items()
         if any(end > start for start, end in plan.values())
     ]
     reading = bool(frames)
-    small_read = total_records(sources) <= DRIVER_HISTORY_MAX_RECORDS
-    small = small_read and inputs.stored_keys <= DRIVER_HISTORY_MAX_RECORDS
+    small = (
+        total_records(sources) <= SMALL_RUN_MAX_RECORDS
+        and inputs.stored_keys <= SMALL_RUN_MAX_RECORDS
+    )
     partials = (
         functools.reduce(DataFrame.unionByName, frames)
         if frames
@@ -592,7 +543,7 @@ def _compute_sources(
         # and join below then runs inside one task, with no shuffle and no extra stage.
         previous = previous.coalesce(1) if previous is not None else None
         own_topics, running = own_topics.coalesce(1), running.coalesce(1)
-    # On the way out the pool waits for the history, then the cache is dropped.
+    # On the way out the pool waits for the read, then the cache is dropped.
     with (
         cached_read(spark, partials, small=small) as partials,
         ThreadPoolExecutor(max_workers=1) as pool,
@@ -602,15 +553,11 @@ def _compute_sources(
                 "reading, folding and writing the commit history (Parquet); "
                 "merging the latest offsets, key drift, rewinds, buckets and malformed records"
             )
-            # The history write and the merges below run at the same time, on the same
-            # cached read: Spark computes each cached partition once (a task that needs a
-            # partition another task is computing waits for it), so Kafka is read once,
-            # and the merges' planning and small jobs overlap the read and the write.
-            commits = T.commit_history(partials)
-            if small_read:
-                history = pool.submit(lambda: write_history_table(commits.toArrow(), run_dir))
-            else:
-                history = pool.submit(write_history, commits, run_dir)
+            # The read (a job that fills the cache, writing the history on the way) starts
+            # now, and the merge below is built while it runs: Spark computes each cached
+            # partition once (a task that needs a partition another task is computing waits
+            # for it), so Kafka is read once, and the merge's building overlaps the read.
+            read = pool.submit(partials.count)
         else:
             phase("merging the latest offsets, key drift and stalls")
         results = T.merge_results(
@@ -625,7 +572,7 @@ def _compute_sources(
         )
         collected = T.split_results(results.collect())
         if reading:
-            history.result()
+            read.result()
     sources.records_by_topic.update(
         {row["topic"]: row["count"] for row in collected.pop("records", [])}
     )

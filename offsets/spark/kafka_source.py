@@ -11,7 +11,9 @@
 
 With `decode=connect-offsets-summary` (and `bucket_seconds`), each task also folds what it
 read into partial results (offsets.spark.partials) and Spark gets those plus one slim row per
-commit instead of every parsed record.
+commit instead of every parsed record. With `history_dir` as well, the tasks write the commit
+rows there as the per-commit history (offsets.spark.history_files) and Spark gets only the
+folds.
 
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
 Python task has a fixed cost). The ranges are fixed when the read is planned, so every action
@@ -22,6 +24,7 @@ Spark's own Kafka source is a JVM jar this project cannot ship, hence this reade
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -72,6 +75,7 @@ class KafkaRanges(InputPartition):
     decode: str | None = None
     bucket_seconds: int = 300
     timeout: float = 30.0
+    history_dir: str | None = None
 
 
 def pack(ranges: dict[int, tuple[int, int]], max_tasks: int) -> list[dict[int, tuple[int, int]]]:
@@ -121,6 +125,9 @@ class KafkaSnapshotReader(DataSourceReader):
                 f"Unknown decode option {self.decode!r} (known: {', '.join(DECODINGS)})"
             )
         self.bucket_seconds = int(options.get("bucket_seconds", "300"))
+        self.history_dir = options.get("history_dir")
+        if self.history_dir and self.decode != DECODE_SUMMARY:
+            raise ValueError(f"The history_dir option needs decode={DECODE_SUMMARY}")
         ranges = options.get("ranges")
         self.ranges = (
             {int(p): (int(start), int(end)) for p, (start, end) in json.loads(ranges).items()}
@@ -144,6 +151,7 @@ class KafkaSnapshotReader(DataSourceReader):
                 self.decode,
                 self.bucket_seconds,
                 self.timeout,
+                self.history_dir,
             )
             for group in pack(ranges, self.max_tasks)
         ]
@@ -152,9 +160,10 @@ class KafkaSnapshotReader(DataSourceReader):
         if not isinstance(partition, KafkaRanges):
             return  # nothing to read: Spark's stand-in for an empty partition list
         if partition.decode == DECODE_SUMMARY:
+            from offsets.spark import history_files
             from offsets.spark.partials import fold_messages
 
-            yield from fold_messages(
+            folded = fold_messages(
                 partition.topic,
                 partition.bucket_seconds,
                 client.read_range(
@@ -165,6 +174,13 @@ class KafkaSnapshotReader(DataSourceReader):
                     timeout=partition.timeout,
                 ),
             )
+            if partition.history_dir:
+                folded = history_files.write_commit_batches(
+                    folded,
+                    Path(partition.history_dir),
+                    history_files.file_stem(partition.topic, partition.ranges),
+                )
+            yield from folded
             return
         columns: tuple[list, ...] = ([], [], [], [], [])
         for messages in client.read_range(

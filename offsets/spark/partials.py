@@ -8,8 +8,9 @@ rows instead of a million parsed records. Spark then merges the partials across 
 topics and earlier refreshes (`transforms.merge_*`): own topic versus worker topic, key
 drift, totals.
 
-Every commit still travels as one slim `commit` row, because the per-commit history is
-kept (Parquet) beyond compaction.
+Every commit also comes out as one slim `commit` row, because the per-commit history is kept
+(Parquet) beyond compaction. The refresh's read tasks write those to the history files
+themselves (offsets.spark.history_files), and Spark never sees them.
 
 The rules are those of `transforms.parse_offset_records` + `valid_records`, `latest_by_key`,
 `rewinds`, `commit_buckets` and `malformed_counts` over single records; the Spark tests check

@@ -4,6 +4,7 @@ import json
 import time
 from unittest import mock
 
+import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -132,6 +133,23 @@ def test_commit_buckets_add_up_to_every_commit(refreshed, seeded_demo):
         sum(CommitBucket.objects.filter(cluster=refreshed).values_list("commits", flat=True))
         == commits
     )
+
+
+def test_the_history_files_hold_every_commit_once(refreshed, seeded_demo):
+    """The read tasks write the history: every commit read, none twice, none from elsewhere."""
+    expected = {
+        (topic, r.partition, r.offset)
+        for topic in ("connect-offsets", EOS_TOPIC)
+        for r in client.read_topic(seeded_demo.settings, topic)
+        if r.value is not None
+    }
+    written = [
+        (row["topic"], row["kafka_partition"], row["kafka_offset"])
+        for path in refresh.history_path(refreshed).glob("run=*/connector=*/*.parquet")
+        for row in pq.read_table(path).to_pylist()
+    ]
+    assert len(written) == len(set(written))
+    assert set(written) == expected
 
 
 def test_the_history_of_one_partition_shows_its_commits_and_the_rewind(refreshed):

@@ -1,14 +1,18 @@
-"""The per-commit history: written by the refresh with Spark, read back for one partition."""
+"""The per-commit history: written by the read tasks (or, in older runs, by Spark's own
+writer), read back for one partition."""
 
 import hashlib
 import json
 from datetime import UTC, datetime
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from offsets.models import Cluster
 from offsets.services import history, refresh
+from offsets.spark import history_files
+from offsets.spark import partials as P
 
 # Every character Spark escapes in a folder name, and some it keeps (space, non-ASCII).
 ODD_NAME = "odd \"#%'*/:=?\\{[]^\x01\x7f name é"
@@ -52,19 +56,26 @@ def commit_rows(spark, connector: str, first_commit: int, *, rewind_key: int | N
 def cluster(settings, tmp_path, monkeypatch):
     settings.OFFSETS_HISTORY_PATH = str(tmp_path)
     # Small row groups so these few thousand rows make many of them, as millions would.
-    monkeypatch.setattr(refresh, "HISTORY_ROW_GROUP_BYTES", 16 * 1024)
+    monkeypatch.setattr(history_files, "ROW_GROUP_BYTES", 16 * 1024)
     return Cluster(name="prod")
 
 
 def write(commits, run_dir, writer: str) -> None:
-    """Write a run's history as the refresh does: with Spark, or from the driver (small runs)."""
+    """Write a run's history as a read task does, or as Spark's writer did (older runs)."""
     if writer == "spark":
-        refresh.write_history(commits, run_dir)
+        (
+            commits.sortWithinPartitions(*history_files.SORT_KEYS)
+            .write.option("parquet.block.size", history_files.ROW_GROUP_BYTES)
+            .partitionBy("connector")
+            .parquet(str(run_dir))
+        )
     else:
-        refresh.write_history_table(commits.toArrow(), run_dir)
+        # As the fold hands them over: commit rows among the summary kinds.
+        batches = commits.selectExpr("'commit' AS kind", "*").toArrow().to_batches()
+        assert list(history_files.write_commit_batches(batches, run_dir, "part-task")) == []
 
 
-@pytest.fixture(params=["spark", "driver"])
+@pytest.fixture(params=["spark", "task"])
 def two_runs(request, spark, cluster):
     """An incremental history: two runs, each with the commits it read."""
     root = refresh.history_path(cluster)
@@ -74,21 +85,22 @@ def two_runs(request, spark, cluster):
     return cluster
 
 
-def test_the_driver_writes_the_same_files_as_spark(spark, cluster):
-    """Same folders, columns, types and rows in the same order: readers cannot tell them apart."""
+def test_a_read_task_writes_the_same_files_as_sparks_writer(spark, cluster):
+    """Same folders, columns, types and rows in the same order as Spark's partitioned writer,
+    which wrote the history of older runs: readers cannot tell them apart."""
     root = refresh.history_path(cluster)
     commits = commit_rows(spark, "jdbc", 0, rewind_key=7).unionByName(
         commit_rows(spark, ODD_NAME, 0)
     )
     write(commits.coalesce(1), root / "run=1", "spark")
-    write(commits, root / "run=2", "driver")
+    write(commits, root / "run=2", "task")
     for connector in ("jdbc", ODD_NAME):
-        spark_file, driver_file = history.connector_files(cluster=cluster, connector=connector)
-        assert spark_file.parent.name == driver_file.parent.name
-        spark_table, driver_table = pq.read_table(spark_file), pq.read_table(driver_file)
-        assert driver_table.schema.remove_metadata() == spark_table.schema.remove_metadata()
-        assert driver_table.to_pylist() == spark_table.to_pylist()
-        assert len(driver_table) == KEYS * COMMITS
+        spark_file, task_file = history.connector_files(cluster=cluster, connector=connector)
+        assert spark_file.parent.name == task_file.parent.name
+        spark_table, task_table = pq.read_table(spark_file), pq.read_table(task_file)
+        assert task_table.schema.remove_metadata() == spark_table.schema.remove_metadata()
+        assert task_table.to_pylist() == spark_table.to_pylist()
+        assert len(task_table) == KEYS * COMMITS
 
 
 def test_it_reads_one_partitions_commits_from_every_run_oldest_first(two_runs):
@@ -158,3 +170,34 @@ def test_a_partitions_history_reads_only_the_row_groups_that_can_hold_it(two_run
 
 def test_no_history_yet_is_an_empty_list(cluster):
     assert history.partition_history(cluster=cluster, connector="jdbc", key_hash=key_hash(1)) == []
+
+
+def test_a_read_task_passes_the_folds_on_and_writes_its_commits_in_bounded_sorted_files(
+    spark, cluster, monkeypatch
+):
+    monkeypatch.setattr(history_files, "COMMITS_PER_FILE", 2_000)
+    commits = commit_rows(spark, "jdbc", 0).selectExpr("'commit' AS kind", "*").toArrow()
+    folds = pa.table(
+        {"kind": [P.KEY, P.RECORDS], "topic": ["connect-offsets"] * 2, "count": [1, 7]}
+    )
+    batches = [*commits.to_batches(max_chunksize=1_500), *folds.to_batches()]
+    run_dir = refresh.history_path(cluster) / "run=1"
+
+    passed = list(history_files.write_commit_batches(batches, run_dir, "part-task"))
+
+    assert pa.Table.from_batches(passed).to_pylist() == folds.to_pylist()
+    files = history.connector_files(cluster=cluster, connector="jdbc")
+    # 7,200 commits in batches of 1,500, written once 2,000 are held: 3,000 + 3,000 + 1,200.
+    assert [f.name for f in files] == [f"part-task-00{n}.parquet" for n in range(3)]
+    tables = [pq.read_table(f) for f in files]
+    assert sum(len(t) for t in tables) == KEYS * COMMITS
+    for table in tables:
+        keys = [(r["key_hash"], r["timestamp_ms"]) for r in table.to_pylist()]
+        assert keys == sorted(keys)
+
+
+def test_a_read_tasks_file_names_depend_on_its_topic_and_partitions_only():
+    stem = history_files.file_stem("connect-offsets", [3, 1])
+    assert stem == history_files.file_stem("connect-offsets", [1, 3])
+    assert stem != history_files.file_stem("connect-offsets", [1])
+    assert stem != history_files.file_stem("connect-offsets-own", [1, 3])
