@@ -72,14 +72,16 @@ def history_path(cluster: Cluster) -> Path:
     return Path(settings.OFFSETS_HISTORY_PATH) / cluster.name / "commits"
 
 
-# A run that reads at most this many records, with at most this many keys stored from earlier
-# runs, is small: its merge runs in one partition under SMALL_MERGE_CONF.
-SMALL_RUN_MAX_RECORDS = 200_000
+# A merge is small when the keys it merges are at most this many: it then runs in one
+# partition under SMALL_MERGE_CONF. The keys are those the last run stored (a full refresh
+# too: the read tasks fold the records into about one row per key, so the keys, not the
+# records read, are the merge's size); with none stored, the records to read count instead.
+SMALL_MERGE_MAX_KEYS = 200_000
 
 
-# Spark settings for a small run (at most SMALL_RUN_MAX_RECORDS new records and stored keys),
-# set while its queries are built and run. With a few thousand rows Spark's fixed costs, not
-# the data, were the time of an incremental refresh:
+# Spark settings for a small merge (SMALL_MERGE_MAX_KEYS), set while its read and merge are
+# planned and run. With a few thousand rows Spark's fixed costs, not the data, were the time
+# of an incremental refresh (and of a full refresh's merge, after its read):
 # - no adaptive execution and one shuffle partition: adaptive execution ran each shuffle of the
 #   merge as a job of its own and re-planned the query after each;
 # - no code generation (interpreted expressions; `factoryMode` is internal, the setting Spark's
@@ -93,7 +95,7 @@ SMALL_RUN_MAX_RECORDS = 200_000
 #   defaultSizeInBytes (Long.MaxValue) until its cache is computed. So a merge planned while
 #   the read still ran (the first incremental of a session, the benchmark's) shuffled both
 #   sides of every join: 5-6 stages and 11-12 tasks (0.9-4 s) instead of one task (0.3-0.5 s).
-#   A small run reads at most SMALL_RUN_MAX_RECORDS records: ~20 MB is their order.
+#   A small merge's folded read has at most about SMALL_MERGE_MAX_KEYS rows: ~20 MB.
 SMALL_MERGE_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "1",
@@ -132,24 +134,44 @@ def persisted(frame):
         frame.unpersist()
 
 
-@contextlib.contextmanager
-def cached_read(spark, partials, *, small: bool):
-    """Cache the folded read for the block, and yield the frame the merges start from.
+@dataclass
+class MergeFrames:
+    """What `merge_results` merges, ready for it (`merge_frames`)."""
 
-    A small run's read is one partition, and it and its merges are planned under
-    SMALL_MERGE_CONF (set first: persist() plans the cached read).
+    read: object  # the folded read, cached: `fill` it to read Kafka, a task per read part
+    partials: object  # the same for the merge (one partition for a small merge)
+    previous: object | None
+    own_topics: object
+    running: object
+
+
+@contextlib.contextmanager
+def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
+    """Cache the folded read for the block, and yield it with the merge's other inputs.
+
+    A small merge (SMALL_MERGE_MAX_KEYS) has every input in one partition that Spark knows is
+    one (SinglePartition): every grouping, window and join then runs inside one task, with no
+    shuffle and no extra stage. It and the read are planned under SMALL_MERGE_CONF (set
+    first: persist() plans the cached read). The read itself keeps its tasks (one per 100,000
+    records): a full refresh reads in parallel, and only its folds, a row or so per key,
+    meet in one partition.
     """
     if not small:
         with persisted(partials) as cached:
-            yield cached
+            yield MergeFrames(cached, cached, inputs.previous, inputs.own_topics, inputs.running)
         return
-    # One partition that Spark knows is one (SinglePartition): every grouping, window and
-    # join over it then runs inside one task, with no shuffle and no extra stage.
-    with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials.coalesce(1)) as cached:
-        # Again over the cache: a scan of a cached frame does not tell Spark that it is one
-        # partition, and each join and grouping over it then planned a shuffle (6 stages
+    previous = inputs.previous
+    with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials) as cached:
+        # coalesce over the cache: a scan of a cached frame does not tell Spark how it is
+        # partitioned, and each join and grouping over it then planned a shuffle (6 stages
         # where 1 does).
-        yield cached.coalesce(1)
+        yield MergeFrames(
+            cached,
+            cached.coalesce(1),
+            previous.coalesce(1) if previous is not None else None,
+            inputs.own_topics.coalesce(1),
+            inputs.running.coalesce(1),
+        )
 
 
 @dataclass
@@ -373,7 +395,7 @@ class MergeInputs:
 
     spark: object
     previous: object | None  # STATE_SCHEMA; None for a full refresh
-    stored_keys: int
+    stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
     own_topics: object  # connector, own_topic
     running: object  # connector
 
@@ -390,7 +412,10 @@ def _merge_inputs(
     from offsets.spark.session import get_spark
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
-    previous, stored_keys = (None, 0) if full else _previous_state(spark, cluster)
+    if full:
+        previous, stored_keys = None, SourceOffset.objects.filter(cluster=cluster).count()
+    else:
+        previous, stored_keys = _previous_state(spark, cluster)
     own = [c for c in connectors if c.own_offsets_topic]
     return MergeInputs(
         spark=spark,
@@ -528,24 +553,15 @@ def _compute_sources(
         if any(end > start for start, end in plan.values())
     ]
     reading = bool(frames)
-    small = (
-        total_records(sources) <= SMALL_RUN_MAX_RECORDS
-        and inputs.stored_keys <= SMALL_RUN_MAX_RECORDS
-    )
+    small = (inputs.stored_keys or total_records(sources)) <= SMALL_MERGE_MAX_KEYS
     partials = (
         functools.reduce(DataFrame.unionByName, frames)
         if frames
         else spark.createDataFrame([], SUMMARY_SCHEMA)
     )
-    previous, own_topics, running = inputs.previous, inputs.own_topics, inputs.running
-    if small:
-        # One partition that Spark knows is one (SinglePartition): every grouping, window
-        # and join below then runs inside one task, with no shuffle and no extra stage.
-        previous = previous.coalesce(1) if previous is not None else None
-        own_topics, running = own_topics.coalesce(1), running.coalesce(1)
     # On the way out the pool waits for the read, then the cache is dropped.
     with (
-        cached_read(spark, partials, small=small) as partials,
+        merge_frames(spark, partials, inputs, small=small) as merging,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
         if reading:
@@ -557,14 +573,14 @@ def _compute_sources(
             # now, and the merge below is built while it runs: Spark computes each cached
             # partition once (a task that needs a partition another task is computing waits
             # for it), so Kafka is read once, and the merge's building overlaps the read.
-            read = pool.submit(partials.count)
+            read = pool.submit(fill, merging.read)
         else:
             phase("merging the latest offsets, key drift and stalls")
         results = T.merge_results(
-            partials,
-            previous,
-            own_topics,
-            running,
+            merging.partials,
+            merging.previous,
+            merging.own_topics,
+            merging.running,
             worker_topic=cluster.offsets_topic,
             now_ms=now_ms,
             stall_after_ms=settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
@@ -578,6 +594,15 @@ def _compute_sources(
     )
     for name, rows in collected.items():
         setattr(sources, name, rows)
+
+
+def fill(cached) -> None:
+    """Compute a cached DataFrame's every partition (one task each), discarding the rows.
+
+    Spark's no-op writer, not count(): a count adds a stage that gathers the partial counts
+    (a shuffle, and with it a second stage of its own: ~0.5 s of an incremental refresh).
+    """
+    cached.write.format("noop").mode("overwrite").save()
 
 
 def total_records(sources: SourceResults) -> int:

@@ -1,4 +1,4 @@
-"""How Spark plans a small refresh's merge: in the one partition of its read, no shuffle.
+"""How Spark plans a small merge: in one partition, with no shuffle, however many read tasks.
 
 A shuffle there costs a stage and a task per exchange (measured: 5-6 stages and 11-12 tasks,
 0.9-4 s, against one task of 0.3-0.5 s). The plan is looked at without running it: the read is
@@ -9,6 +9,7 @@ as when the merge of a refresh is planned while its read still runs.
 import json
 
 import pyarrow as pa
+import pytest
 from pyspark import StorageLevel
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -17,14 +18,14 @@ from offsets.spark import kafka_source
 from offsets.spark import transforms as T
 
 
-def unread_kafka_frame(spark):
+def unread_kafka_frame(spark, tasks=1):
     # Port 9 (discard): nothing listens, and nothing must try, since nothing is run.
     return (
         spark.read.format(kafka_source.NAME)
         .option("topic", "connect-offsets")
         .option("kafka.settings", json.dumps({"bootstrap.servers": "127.0.0.1:9"}))
         .option("ranges", json.dumps({str(p): [0, 400] for p in range(25)}))
-        .option("max_tasks", "1")
+        .option("max_tasks", str(tasks))
         .option("decode", kafka_source.DECODE_SUMMARY)
         .load()
     )
@@ -48,23 +49,36 @@ def previous_state(spark):
         "last_commit_ms": 1,
     }
     table = pa.Table.from_pylist([row], schema=to_arrow_schema(T.STATE_SCHEMA))
-    return spark.createDataFrame(table, T.STATE_SCHEMA).coalesce(1)
+    return spark.createDataFrame(table, T.STATE_SCHEMA)
 
 
-def test_a_small_runs_merge_is_planned_without_a_shuffle_before_its_read_is_cached(spark):
-    own = refresh._string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]})
-    running = refresh._string_frame(spark, {"connector": ["c"]})
-    with refresh.cached_read(spark, unread_kafka_frame(spark), small=True) as partials:
+def merge_inputs(spark):
+    return refresh.MergeInputs(
+        spark=spark,
+        previous=previous_state(spark),
+        stored_keys=1,
+        own_topics=refresh._string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]}),
+        running=refresh._string_frame(spark, {"connector": ["c"]}),
+    )
+
+
+@pytest.mark.parametrize("read_tasks", [1, 4])
+def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(spark, read_tasks):
+    """Whether the read has one task (an incremental refresh) or several (a full one)."""
+    read = unread_kafka_frame(spark, tasks=read_tasks)
+    with refresh.merge_frames(spark, read, merge_inputs(spark), small=True) as merging:
         results = T.merge_results(
-            partials,
-            previous_state(spark),
-            own.coalesce(1),
-            running.coalesce(1),
+            merging.partials,
+            merging.previous,
+            merging.own_topics,
+            merging.running,
             worker_topic="connect-offsets",
             now_ms=10**12,
             stall_after_ms=60_000,
         )
         plan = results._jdf.queryExecution().executedPlan().toString()
+        # The read keeps its tasks: the folds meet in one partition only after the cache.
+        assert merging.read.rdd.getNumPartitions() == read_tasks
     assert results.columns == ["latest", "drift", "records", "rewinds", "buckets", "malformed"]
     assert "Exchange" not in plan, plan
     assert "InMemoryTableScan" in plan, plan  # the merge reads the cache, not Kafka again
