@@ -343,9 +343,9 @@ def main() -> None:
 
         first_label = f"incremental ({new:,} new records)"
         add_records_and_refresh(first_label, 10**9)
-        # The first incremental of a session also pays for Java compiling (JIT) the code paths
-        # of a small run's merge, which the full refreshes did not use; with --every, every
-        # later one finds them compiled. Both are reported.
+        # The first incremental of a session is slower: the JVM is still compiling (JIT) code
+        # that the full refreshes ran little or not at all (the merge with the previous
+        # state); with --every, later ones find it compiled. Both are reported.
         print("(e) the next incremental, 1% more new records (the same session)", flush=True)
         second_label = f"next incremental ({new:,} new records)"
         add_records_and_refresh(second_label, 2 * 10**9)
