@@ -274,17 +274,20 @@ def test_the_refreshs_one_merge_query_holds_what_each_merge_gives(spark, increme
     running = spark.createDataFrame([("a",), ("eos",), ("eos",)], "connector string")
     now_ms, threshold_ms = 2_600_000, 120_000
 
-    results = T.split_results(
-        T.merge_results(
-            partials,
+    def merged(read, **reading) -> dict[str, list[dict]]:
+        frame = T.merge_results(
+            read,
             previous,
             own_topics,
             running,
             worker_topic=WORKER,
             now_ms=now_ms,
             stall_after_ms=threshold_ms,
-        ).collect()
-    )
+            **reading,
+        )
+        return T.split_results(frame.collect())
+
+    results = merged(partials)
 
     effective = T.effective_offsets(T.merge_latest(partials, previous), own_topics, WORKER)
     latest = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
@@ -304,18 +307,7 @@ def test_the_refreshs_one_merge_query_holds_what_each_merge_gives(spark, increme
     assert stalled and {row["connector"] for row in stalled} <= {"a", "eos"}
 
     # Nothing read: only the latest offsets and the drift, from the previous state alone.
-    nothing = T.split_results(
-        T.merge_results(
-            partials.where("false"),
-            previous,
-            own_topics,
-            running,
-            worker_topic=WORKER,
-            now_ms=now_ms,
-            stall_after_ms=threshold_ms,
-            reading=False,
-        ).collect()
-    )
+    nothing = merged(partials.where("false"), reading=False)
     assert set(nothing) <= {"latest", "drift"}
     if incremental:
         assert len(nothing["latest"]) == previous.count()
