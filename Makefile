@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load lint format clean
+.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -52,7 +52,7 @@ test: install system-deps ## Run the whole test suite (unit, integration on the 
 test-postgres: install ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
 
-bench: bench-refresh bench-pages bench-load ## Run every benchmark (they print figures, they assert nothing)
+bench: bench-refresh bench-pages bench-load bench-loop ## Run every benchmark (they print figures, they assert nothing)
 
 bench-refresh: install ## The refresh on 1M offsets records vs plain Python (prints figures)
 	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
@@ -66,6 +66,9 @@ bench-pages: install ## Time the pages and htmx partials on 1,000 connectors / 1
 
 bench-load: install ## 50 users on the app server (waitress), idle and during a full refresh: p50/p95/max per URL
 	$(PY) -m tests.bench.bench_load
+
+bench-loop: install ## What a long --every loop leaves behind: lag samples and history folders, before/after
+	$(PY) -m tests.bench.bench_long_loop
 
 lint: install ## Check style with ruff
 	$(BIN)/ruff check .

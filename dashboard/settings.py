@@ -241,6 +241,9 @@ COMMIT_BUCKET_SECONDS = envint("COMMIT_BUCKET_SECONDS", "300")
 STALL_AFTER_FLUSH_INTERVALS = envint("STALL_AFTER_FLUSH_INTERVALS", "5")
 # Burrow evaluates a sink partition over its last N lag samples (one per refresh).
 LAG_WINDOW_SAMPLES = envint("LAG_WINDOW_SAMPLES", "10")
+# Lag samples older than this many days are dropped by the refresh (0: keep them all); the
+# samples Burrow's window needs stay whatever their age.
+LAG_SAMPLE_RETENTION_DAYS = envint("LAG_SAMPLE_RETENTION_DAYS", "7")
 # Spark tasks per Kafka read: several Kafka partitions share a task when there are more
 # partitions than this (each Python task costs ~85 ms of fixed overhead).
 SPARK_MAX_READ_TASKS = envint("SPARK_MAX_READ_TASKS", "8")

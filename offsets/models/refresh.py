@@ -296,7 +296,11 @@ class LagSample(models.Model):
 
     class Meta:
         ordering = ["sampled_at"]
-        indexes = [models.Index(fields=["cluster", "connector", "sampled_at"])]
+        indexes = [
+            models.Index(fields=["cluster", "connector", "sampled_at"]),
+            # The refresh's lag window (the last samplings of the cluster) and the retention.
+            models.Index(fields=["cluster", "sampled_at"], name="offsets_lagsample_time"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.connector} {self.topic}[{self.partition}] at {self.sampled_at:%H:%M:%S}"

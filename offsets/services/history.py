@@ -1,9 +1,10 @@
 """Read the per-commit history the refresh keeps in Parquet (one folder per refresh run).
 
-Layout (offsets.spark.history_files): `run=<id>/connector=<name>/part-*.parquet`, rows
-sorted by key_hash in row groups of about 1 MiB. One partition's history is read from
-its connector's folders only, and from the row groups whose key_hash statistics can hold it:
-a few thousand rows per chart instead of every commit of the cluster.
+Layout (offsets.spark.history_files): `run=<id>/connector=<name>/part-*.parquet` (or
+`run=<first>-<last>/...`, runs merged by the refresh), rows sorted by key_hash in row groups of
+about 1 MiB. One partition's history is read from its connector's folders only, and from the
+row groups whose key_hash statistics can hold it: a few thousand rows per chart instead of
+every commit of the cluster.
 """
 
 import json
@@ -17,9 +18,17 @@ import pyarrow.parquet as pq
 
 from offsets.models import Cluster
 from offsets.services.refresh import history_path
-from offsets.spark.history_files import spark_folder_name
+from offsets.spark.history_files import run_folders, spark_folder_name
 
-_COLUMNS = ["key_hash", "kafka_offset", "timestamp_ms", "progress", "offset_json"]
+_COLUMNS = [
+    "key_hash",
+    "topic",
+    "kafka_partition",
+    "kafka_offset",
+    "timestamp_ms",
+    "progress",
+    "offset_json",
+]
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,7 @@ def connector_files(*, cluster: Cluster, connector: str) -> list[Path]:
         return []
     folder = f"connector={spark_folder_name(connector)}"
     # Spark's own files (_SUCCESS, .crc checksums) do not end in .parquet.
-    return [path for run in root.glob("run=*") for path in sorted((run / folder).glob("*.parquet"))]
+    return [path for run in run_folders(root) for path in sorted((run / folder).glob("*.parquet"))]
 
 
 def _may_hold(statistics: pq.Statistics | None, key_hash: str) -> bool:
@@ -69,6 +78,18 @@ def _read_key(path: Path, key_hash: str) -> pa.Table | None:
     return table.filter(pc.equal(table["key_hash"], key_hash))
 
 
+def _key_rows(cluster: Cluster, connector: str, key_hash: str) -> list[dict]:
+    """The key's commit rows in every run folder, each Kafka record once: a reader that meets
+    a merged folder and the runs it merged (for the moment between the two) sees both."""
+    rows: dict[tuple, dict] = {}
+    for path in connector_files(cluster=cluster, connector=connector):
+        table = _read_key(path, key_hash)
+        if table is not None:
+            for row in table.to_pylist():
+                rows[(row["topic"], row["kafka_partition"], row["kafka_offset"])] = row
+    return list(rows.values())
+
+
 def partition_history(
     *, cluster: Cluster, connector: str, key_hash: str, since: datetime | None = None
 ) -> list[CommitPoint]:
@@ -76,11 +97,12 @@ def partition_history(
 
     `rewind` marks a commit whose progress is lower than the commit before it.
     """
-    rows = []
-    for path in connector_files(cluster=cluster, connector=connector):
-        table = _read_key(path, key_hash)
-        if table is not None:
-            rows.extend(table.to_pylist())
+    try:
+        rows = _key_rows(cluster, connector, key_hash)
+    except FileNotFoundError:
+        # A refresh merged or dropped run folders after they were listed (the merged folder
+        # is in place before any is deleted): list them again.
+        rows = _key_rows(cluster, connector, key_hash)
     if since is not None:
         since_ms = int(since.timestamp() * 1000)
         rows = [row for row in rows if row["timestamp_ms"] >= since_ms]

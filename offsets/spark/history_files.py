@@ -14,6 +14,7 @@ Python workers.
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -50,15 +51,21 @@ def write_commits(commits: pa.Table, run_dir: Path, name: str) -> None:
     """Write commit rows (`partials.COMMIT_COLUMNS`) as `<run_dir>/connector=<c>/<name>.parquet`."""
     if commits.num_rows == 0:
         return
-    commits = commits.sort_by([(key, "ascending") for key in SORT_KEYS])
     columns = [column for column in commits.column_names if column != "connector"]
-    # Spark's parquet.block.size counted buffered bytes; pyarrow counts rows.
-    rows_per_group = max(1, ROW_GROUP_BYTES * commits.num_rows // max(commits.nbytes, 1))
     for connector in pc.unique(commits["connector"]).to_pylist():
         rows = commits.filter(pc.equal(commits["connector"], connector)).select(columns)
         folder = run_dir / f"connector={spark_folder_name(connector)}"
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(rows, folder / f"{name}.parquet", row_group_size=rows_per_group)
+        _write_sorted(rows, folder / f"{name}.parquet")
+
+
+def _write_sorted(rows: pa.Table, path: Path) -> None:
+    """Write one connector's commit rows sorted by SORT_KEYS, in row groups of about
+    ROW_GROUP_BYTES."""
+    rows = rows.sort_by([(key, "ascending") for key in SORT_KEYS if key in rows.column_names])
+    # Spark's parquet.block.size counted buffered bytes; pyarrow counts rows.
+    rows_per_group = max(1, ROW_GROUP_BYTES * rows.num_rows // max(rows.nbytes, 1))
+    pq.write_table(rows, path, row_group_size=rows_per_group)
 
 
 def write_commit_batches(
@@ -91,3 +98,114 @@ def write_commit_batches(
         if rest.num_rows:
             yield rest
     flush()
+
+
+# Compaction. Each refresh adds a run folder, so a `--every 60` loop would add 1,440 a day, and
+# a progress chart opens one file per run folder of its connector. When a cluster has more than
+# MAX_RUN_FOLDERS, `compact_runs` merges the newest ones into one folder: size-tiered, as in a
+# log-structured store, so small runs are merged often and big ones rarely (each commit is
+# rewritten about log(runs) times), and the folders stay few.
+MAX_RUN_FOLDERS = 16
+# What readers ignore while a merged folder is written (it is renamed into place when whole).
+STAGING_PREFIX = ".compacting-"
+
+
+def run_span(folder: Path) -> tuple[int, int]:
+    """The first and last refresh run a folder holds: `run=12` -> (12, 12), `run=3-12` -> (3, 12)."""
+    first, _, last = folder.name.removeprefix("run=").partition("-")
+    return int(first), int(last or first)
+
+
+def run_folders(root: Path) -> list[Path]:
+    """The run folders under a cluster's history root, oldest first."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        (path for path in root.glob("run=*") if path.is_dir()),
+        key=lambda path: (run_span(path)[1], run_span(path)[0]),
+    )
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.glob("connector=*/*.parquet"))
+
+
+def runs_to_compact(sizes: list[int], max_folders: int) -> int:
+    """How many of the newest folders (`sizes` in bytes, oldest first) to merge into one: none
+    while there are at most `max_folders`; else the newest ones back to the first older folder
+    at least as big as all of them together, once at most half of `max_folders` would be left.
+    """
+    if len(sizes) <= max_folders:
+        return 0
+    chosen, total = 1, sizes[-1]
+    for size in reversed(sizes[:-1]):
+        left = len(sizes) - chosen + 1
+        if chosen >= 2 and size >= total and left <= max_folders // 2:
+            break
+        chosen += 1
+        total += size
+    return chosen
+
+
+def unique_commits(rows: pa.Table) -> pa.Table:
+    """The rows sorted by SORT_KEYS, each record (topic, Kafka partition, offset) once.
+
+    A record appears twice only if a compaction stopped between putting its merged folder in
+    place and deleting the folders it merged; the next one then mends it.
+    """
+    rows = rows.sort_by(
+        [(key, "ascending") for key in (*SORT_KEYS[1:], "topic", "kafka_partition")]
+    )
+    if rows.num_rows < 2:
+        return rows
+    changed = None
+    for name in ("kafka_offset", "kafka_partition", "topic"):
+        column = rows[name].combine_chunks()
+        differs = pc.not_equal(column.slice(1), column.slice(0, rows.num_rows - 1))
+        changed = differs if changed is None else pc.or_(changed, differs)
+    return rows.filter(pa.concat_arrays([pa.array([True]), changed]))
+
+
+def compact_runs(root: Path, max_folders: int) -> Path | None:
+    """Merge the newest run folders under `root` into one when there are too many
+    (`runs_to_compact`); return the merged folder, or None when nothing was merged.
+
+    Readers never miss a commit: the merged folder is written under a name they skip, renamed
+    into place (atomic), and only then are the folders it merged deleted; a reader that meets
+    both in between drops the duplicates, one that finds a file gone lists the folders again
+    (offsets.services.history). Run by the one refresh of a cluster at a time.
+    """
+    for leftover in root.glob(f"{STAGING_PREFIX}*"):
+        shutil.rmtree(leftover, ignore_errors=True)  # a compaction that was cut off
+    folders = run_folders(root)
+    count = runs_to_compact([_folder_bytes(folder) for folder in folders], max_folders)
+    if count < 2:
+        return None
+    merging = folders[-count:]
+    first = min(run_span(folder)[0] for folder in merging)
+    last = max(run_span(folder)[1] for folder in merging)
+    target = root / f"run={first}-{last}"
+    if target.exists() and target not in merging:
+        return None  # not a state compaction leaves; merging now could lose that folder
+    staging = root / f"{STAGING_PREFIX}{first}-{last}"
+    connectors = sorted({path.name for folder in merging for path in folder.glob("connector=*")})
+    for name in connectors:
+        tables = [
+            pq.read_table(path)
+            for folder in merging
+            for path in sorted((folder / name).glob("*.parquet"))
+        ]
+        if not tables:
+            continue
+        rows = unique_commits(pa.concat_tables(tables, promote_options="permissive"))
+        (staging / name).mkdir(parents=True, exist_ok=True)
+        _write_sorted(rows, staging / name / "part-merged-000.parquet")
+    # Runs without a commit still leave their (empty) merged folder.
+    staging.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # merged before by a compaction cut off before it deleted the runs
+        shutil.rmtree(target)
+    staging.rename(target)
+    for folder in merging:
+        if folder != target:
+            shutil.rmtree(folder, ignore_errors=True)
+    return target

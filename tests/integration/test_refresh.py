@@ -2,11 +2,13 @@
 
 import json
 import time
+from datetime import timedelta
 from unittest import mock
 
 import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import write_demo
@@ -30,6 +32,7 @@ from offsets.models.refresh import key_hash
 from offsets.services import refresh
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
+from offsets.spark import history_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -135,21 +138,25 @@ def test_commit_buckets_add_up_to_every_commit(refreshed, seeded_demo):
     )
 
 
-def test_the_history_files_hold_every_commit_once(refreshed, seeded_demo):
-    """The read tasks write the history: every commit read, none twice, none from elsewhere."""
+def assert_history_holds_every_commit_once(cluster):
     expected = {
         (topic, r.partition, r.offset)
         for topic in ("connect-offsets", EOS_TOPIC)
-        for r in client.read_topic(seeded_demo.settings, topic)
+        for r in client.read_topic(cluster.kafka_settings(), topic)
         if r.value is not None
     }
     written = [
         (row["topic"], row["kafka_partition"], row["kafka_offset"])
-        for path in refresh.history_path(refreshed).glob("run=*/connector=*/*.parquet")
+        for path in refresh.history_path(cluster).glob("run=*/connector=*/*.parquet")
         for row in pq.read_table(path).to_pylist()
     ]
     assert len(written) == len(set(written))
     assert set(written) == expected
+
+
+def test_the_history_files_hold_every_commit_once(refreshed):
+    """The read tasks write the history: every commit read, none twice, none from elsewhere."""
+    assert_history_holds_every_commit_once(refreshed)
 
 
 def test_the_history_of_one_partition_shows_its_commits_and_the_rewind(refreshed):
@@ -195,13 +202,34 @@ def test_sink_lag_matches_the_seeded_groups_and_statuses(refreshed, seeded_demo)
 
 
 def test_a_second_refresh_adds_lag_samples_and_unmoving_offsets_stall(refreshed, spark):
+    # Samples of 12 samplings 40..29 days ago (of a topic the sink no longer reads): past the
+    # retention (7 days), but the newest 8 are in the window (the last 10 samplings) with the
+    # two refreshes', so they stay.
+    old = timezone.now() - timedelta(days=40)
+    LagSample.objects.bulk_create(
+        LagSample(
+            cluster=refreshed,
+            connector="es-sink-clicks",
+            topic="clicks-retired",
+            partition=0,
+            sampled_at=old + timedelta(days=day),
+            committed=day,
+            log_end=100,
+            lag_records=100 - day,
+        )
+        for day in range(12)
+    )
     run = run_refresh(cluster=refreshed, spark=spark)
     assert run.status == RefreshRun.Status.SUCCEEDED and run.records_read == 0
     lagging = SinkPartitionLag.objects.filter(
         cluster=refreshed, connector="es-sink-clicks", lag_records__gt=0
     )
     assert lagging.exists() and {row.status for row in lagging} == {"STALL"}
-    assert LagSample.objects.filter(cluster=refreshed, connector="es-sink-clicks").count() == 2 * 4
+    samples = LagSample.objects.filter(cluster=refreshed, connector="es-sink-clicks")
+    assert samples.filter(sampled_at__gt=old + timedelta(days=20)).count() == 2 * 4
+    assert sorted(
+        samples.filter(sampled_at__lt=old + timedelta(days=20)).values_list("committed", flat=True)
+    ) == list(range(4, 12))
 
 
 def test_a_refresh_without_new_records_changes_nothing(refreshed, spark):
@@ -339,6 +367,8 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
         ],
     )
     ids_before = row_ids(own_cluster)
+    # At most one run folder: this refresh's history is merged with the first one's.
+    monkeypatch.setattr(history_files, "MAX_RUN_FOLDERS", 1)
     updated = []
     update = refresh._update_source_offsets
     monkeypatch.setattr(
@@ -356,6 +386,14 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     assert ids_after == ids_before | {("connect-offsets", key_hash(new_key)): mock.ANY}
     incremental = comparable(own_cluster)
     assert len(incremental[2]) == seeded_rewinds + 1
+    first, second = RefreshRun.objects.filter(cluster=own_cluster).order_by("pk")
+    folders = history_files.run_folders(refresh.history_path(own_cluster))
+    assert [f.name for f in folders] == [f"run={first.pk}-{second.pk}"]
+    assert_history_holds_every_commit_once(own_cluster)
+    points = partition_history(
+        cluster=own_cluster, connector=orders.connector, key_hash=orders.key_hash
+    )
+    assert len(points) == orders.commits + 1 and points[-1].rewind
     assert (
         run_refresh(cluster=own_cluster, spark=spark, full=True, now_ms=now_ms).status
         == "succeeded"

@@ -1,0 +1,84 @@
+"""The lag samples a refresh reads (Burrow's window) and the ones it drops (retention)."""
+
+from datetime import timedelta
+
+import pytest
+
+from offsets.formats.history_rules import LagPoint
+from offsets.models import LagSample
+from offsets.services import refresh
+from tests import factories as make
+
+pytestmark = pytest.mark.django_db
+
+
+def sample(cluster, connector, partition, at, committed):
+    return LagSample.objects.create(
+        cluster=cluster,
+        connector=connector,
+        topic="t",
+        partition=partition,
+        sampled_at=at,
+        committed=committed,
+        log_end=1000,
+        lag_records=1000 - committed if committed is not None else 1000,
+    )
+
+
+def test_the_window_is_each_partitions_samples_at_the_clusters_last_samplings(settings):
+    settings.LAG_WINDOW_SAMPLES = 4  # the window is the last 3 samples plus the new one
+    cluster, other = make.cluster("prod"), make.cluster("other")
+    start = make.now() - timedelta(hours=1)
+    for index in range(20):
+        at = start + timedelta(minutes=index)
+        sample(cluster, "a", 0, at, 100 + index)
+        # No committed offset at the last-but-one sampling: left out, not replaced by an
+        # older sample.
+        sample(cluster, "a", 1, at, None if index == 18 else 200 + index)
+        if index < 10:  # a sink deleted since: its samples are older than the window
+            sample(cluster, "gone", 0, at, 300 + index)
+    sample(other, "a", 0, start + timedelta(hours=2), 999)  # another cluster's sampling
+
+    window = refresh._recent_samples(cluster, ["a", "gone"])
+
+    assert window == {
+        ("a", "t", 0): [LagPoint(117, 883), LagPoint(118, 882), LagPoint(119, 881)],
+        ("a", "t", 1): [LagPoint(217, 783), LagPoint(219, 781)],
+    }
+    assert refresh._recent_samples(cluster, []) == {}
+    settings.LAG_WINDOW_SAMPLES = 1
+    assert refresh._recent_samples(cluster, ["a"]) == {}
+
+
+def test_samples_past_the_retention_are_dropped_but_the_window_stays(settings):
+    settings.LAG_SAMPLE_RETENTION_DAYS = 7
+    settings.LAG_WINDOW_SAMPLES = 2
+    cluster, other = make.cluster("prod"), make.cluster("other")
+    now = make.now()
+    days = [40, 30, 20, 10, 8, 6, 1]
+    for age in days:
+        sample(cluster, "a", 0, now - timedelta(days=age), age)
+        sample(other, "a", 0, now - timedelta(days=age), age)
+
+    def ages(of):
+        return sorted((s.committed for s in LagSample.objects.filter(cluster=of)), reverse=True)
+
+    refresh._drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
+    assert ages(cluster) == [6, 1]  # older than 7 days: gone
+    assert ages(other) == days
+
+    # 60 days later (refreshes further apart than the retention), the window's two samplings
+    # stay, 61 and 66 days old.
+    later = now + timedelta(days=60)
+    refresh._drop_expired_lag_samples(other, now_ms=int(later.timestamp() * 1000))
+    assert ages(other) == [6, 1]
+
+
+def test_a_retention_of_zero_keeps_every_sample(settings):
+    settings.LAG_SAMPLE_RETENTION_DAYS = 0
+    cluster = make.cluster("prod")
+    now = make.now()
+    for age in (400, 40, 4):
+        sample(cluster, "a", 0, now - timedelta(days=age), age)
+    refresh._drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
+    assert LagSample.objects.filter(cluster=cluster).count() == 3
