@@ -175,6 +175,8 @@ class CommitBucket(models.Model):
                 fields=["cluster", "connector", "bucket_start"], name="one_bucket_per_connector"
             )
         ]
+        # A refresh adds its counts to the cluster's buckets from its earliest commit on.
+        indexes = [models.Index(fields=["cluster", "bucket_start"], name="offsets_bucket_time")]
 
     def __str__(self) -> str:
         return f"{self.connector} {self.bucket_start:%Y-%m-%d %H:%M}: {self.commits}"
