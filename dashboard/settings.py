@@ -233,8 +233,9 @@ SPARK_MASTER = os.getenv("SPARK_MASTER", "local[*]")
 # Extra Spark settings as "key=value,key=value", e.g. "spark.executor.memory=2g".
 SPARK_CONF = dict(item.split("=", 1) for item in envlist("SPARK_CONF", "") if "=" in item)
 
-# Where the refresh keeps the full per-commit history (Parquet). On a Spark cluster, a path
-# every executor and the web server can read (s3a://, hdfs://, or a shared mount).
+# Where the refresh keeps the full per-commit history (Parquet): a local directory. On a Spark
+# cluster, one mounted at the same path on every executor, the refresh's driver and the web
+# server (NFS or another shared file system): the read tasks write it with plain file I/O.
 OFFSETS_HISTORY_PATH = os.getenv("OFFSETS_HISTORY_PATH", str(BASE_DIR / "var" / "history"))
 # Width of the commit-rate buckets, and the rules' thresholds.
 COMMIT_BUCKET_SECONDS = envint("COMMIT_BUCKET_SECONDS", "300")
