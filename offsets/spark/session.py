@@ -15,6 +15,18 @@ logger = logging.getLogger(__name__)
 
 PROJECT_PACKAGE = Path(__file__).resolve().parent.parent  # offsets/
 
+# The driver's JVM compiles with C1 only (no C2). The JVM's share of a refresh is planning
+# queries and merging folds, a little of a large code base each time, so C2 kept compiling:
+# 1-2 s of CPU per incremental refresh even after several (on 2 cores, beside the read and
+# the broker), 9-13 s in a session's first full refresh. Measured with the benchmark's data
+# (issue 3's notes), alternating the two settings: the first full refresh of a session
+# (the Refresh button's, `make demo`'s) 16.6-17.7 s instead of 20.5-26.9 s and 26 CPU
+# seconds instead of 36-46; warm full refreshes and incrementals the same in wall time
+# (10.0-10.3 s and 2.1-2.5 s), with about a quarter less CPU for an incremental. In local
+# mode the tasks run in this JVM too; their Python work is unaffected. SPARK_CONF's
+# spark.driver.extraJavaOptions replaces it.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
 
 def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it on first use."""
@@ -35,6 +47,7 @@ def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> S
         # Small results; the default 200 shuffle partitions would each cost a task.
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "1g")
+        .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
     )
     if local:
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
