@@ -147,6 +147,23 @@ def test_a_compaction_cut_off_before_deleting_the_runs_shows_no_commit_twice(clu
     assert chart(cluster) == before
 
 
+def test_folders_that_are_not_runs_are_left_alone(cluster, root):
+    for run in range(1, 4):
+        write_run(root, run, "jdbc")
+    before = chart(cluster)
+    write_run(root, 99, "jdbc")
+    for name in ("run=old", "run=3-", "run=7.bak"):
+        shutil.copytree(root / "run=99", root / name)
+    shutil.rmtree(root / "run=99")
+    (root / "run=8").write_text("not a folder")
+
+    assert [f.name for f in history_files.run_folders(root)] == ["run=1", "run=2", "run=3"]
+    assert chart(cluster) == before
+    assert history_files.compact_runs(root, 2).name == "run=1-3"
+    assert (root / "run=old").is_dir() and (root / "run=8").is_file()
+    assert chart(cluster) == before
+
+
 def test_a_merge_left_half_written_is_ignored_then_removed(cluster, root):
     for run in range(1, 4):
         write_run(root, run, "jdbc")

@@ -14,6 +14,7 @@ Python workers.
 
 import hashlib
 import json
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -110,18 +111,25 @@ MAX_RUN_FOLDERS = 16
 STAGING_PREFIX = ".compacting-"
 
 
+_RUN_FOLDER = re.compile(r"run=(\d+)(?:-(\d+))?")
+
+
 def run_span(folder: Path) -> tuple[int, int]:
     """The first and last refresh run a folder holds: `run=12` -> (12, 12), `run=3-12` -> (3, 12)."""
-    first, _, last = folder.name.removeprefix("run=").partition("-")
-    return int(first), int(last or first)
+    match = _RUN_FOLDER.fullmatch(folder.name)
+    if match is None:
+        raise ValueError(f"Not a run folder: {folder}")
+    first = int(match.group(1))
+    return first, int(match.group(2) or first)
 
 
 def run_folders(root: Path) -> list[Path]:
-    """The run folders under a cluster's history root, oldest first."""
+    """The run folders under a cluster's history root, oldest first (anything else there,
+    such as a folder someone copied in, is left out)."""
     if not root.is_dir():
         return []
     return sorted(
-        (path for path in root.glob("run=*") if path.is_dir()),
+        (path for path in root.glob("run=*") if path.is_dir() and _RUN_FOLDER.fullmatch(path.name)),
         key=lambda path: (run_span(path)[1], run_span(path)[0]),
     )
 
