@@ -23,9 +23,12 @@ PROJECT_PACKAGE = Path(__file__).resolve().parent.parent  # offsets/
 # (the Refresh button's, `make demo`'s) 16.6-17.7 s instead of 20.5-26.9 s and 26 CPU
 # seconds instead of 36-46; warm full refreshes and incrementals the same in wall time
 # (10.0-10.3 s and 2.1-2.5 s), with about a quarter less CPU for an incremental. In local
-# mode the tasks run in this JVM too; their Python work is unaffected. SPARK_CONF's
-# spark.driver.extraJavaOptions replaces it.
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# mode the tasks run in this JVM too; their Python work is unaffected. C1 alone would also
+# shrink the code cache to 48 MB (the JVM's default without C2), which the test suite's one
+# session filled ("Out of space in CodeCache for adapters", every later query failed): it
+# keeps the 240 MB it has by default with both compilers. SPARK_CONF's
+# spark.driver.extraJavaOptions replaces both.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
