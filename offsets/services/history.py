@@ -42,12 +42,13 @@ class CommitPoint:
 
 def connector_files(*, cluster: Cluster, connector: str) -> list[Path]:
     """The Parquet files of one connector's history, across every run kept."""
-    root = history_path(cluster)
-    if not root.is_dir():
-        return []
     folder = f"connector={spark_folder_name(connector)}"
     # Spark's own files (_SUCCESS, .crc checksums) do not end in .parquet.
-    return [path for run in run_folders(root) for path in sorted((run / folder).glob("*.parquet"))]
+    return [
+        path
+        for run in run_folders(history_path(cluster))
+        for path in sorted((run / folder).glob("*.parquet"))
+    ]
 
 
 def _may_hold(statistics: pq.Statistics | None, key_hash: str) -> bool:

@@ -951,17 +951,12 @@ def _save(
     )
     _save_source_offsets(cluster, sources.latest)
 
-    _add_counts(
-        CommitBucket,
+    add_commit_buckets(
         cluster,
         {
             (row["connector"], _ms_to_datetime(row["bucket_start_ms"])): row["commits"]
             for row in sources.buckets
         },
-        key_fields=("connector", "bucket_start"),
-        count_field="commits",
-        # New commits are recent: only the buckets from the earliest one on can change.
-        narrow=lambda counts: {"bucket_start__gte": min(start for _, start in counts)},
     )
     _add_counts(
         MalformedCount,
@@ -1042,6 +1037,19 @@ def _save_connect_topics_malformed(cluster: Cluster, state: connect_state.Connec
         )
         for topic, (counts, examples) in topics.items()
         for reason, count in counts.items()
+    )
+
+
+def add_commit_buckets(cluster: Cluster, counts: dict[tuple[str, datetime], int]) -> None:
+    """Add commits to the cluster's buckets: {(connector, bucket start): commits}."""
+    _add_counts(
+        CommitBucket,
+        cluster,
+        counts,
+        key_fields=("connector", "bucket_start"),
+        count_field="commits",
+        # New commits are recent: only the buckets from the earliest one on can change.
+        narrow=lambda counts: {"bucket_start__gte": min(start for _, start in counts)},
     )
 
 

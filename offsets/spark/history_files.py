@@ -57,13 +57,13 @@ def write_commits(commits: pa.Table, run_dir: Path, name: str) -> None:
         rows = commits.filter(pc.equal(commits["connector"], connector)).select(columns)
         folder = run_dir / f"connector={spark_folder_name(connector)}"
         folder.mkdir(parents=True, exist_ok=True)
-        _write_sorted(rows, folder / f"{name}.parquet")
+        rows = rows.sort_by([(key, "ascending") for key in SORT_KEYS[1:]])
+        _write_in_row_groups(rows, folder / f"{name}.parquet")
 
 
-def _write_sorted(rows: pa.Table, path: Path) -> None:
-    """Write one connector's commit rows sorted by SORT_KEYS, in row groups of about
+def _write_in_row_groups(rows: pa.Table, path: Path) -> None:
+    """Write one connector's commit rows, sorted by SORT_KEYS already, in row groups of about
     ROW_GROUP_BYTES."""
-    rows = rows.sort_by([(key, "ascending") for key in SORT_KEYS if key in rows.column_names])
     # Spark's parquet.block.size counted buffered bytes; pyarrow counts rows.
     rows_per_group = max(1, ROW_GROUP_BYTES * rows.num_rows // max(rows.nbytes, 1))
     pq.write_table(rows, path, row_group_size=rows_per_group)
@@ -207,7 +207,7 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
             continue
         rows = unique_commits(pa.concat_tables(tables, promote_options="permissive"))
         (staging / name).mkdir(parents=True, exist_ok=True)
-        _write_sorted(rows, staging / name / "part-merged-000.parquet")
+        _write_in_row_groups(rows, staging / name / "part-merged-000.parquet")  # unique_commits sorted them
     # Runs without a commit still leave their (empty) merged folder.
     staging.mkdir(parents=True, exist_ok=True)
     if target.exists():  # merged before by a compaction cut off before it deleted the runs

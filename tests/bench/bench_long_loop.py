@@ -234,14 +234,7 @@ def add_bucket_counts(cluster: Cluster) -> None:
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=5)
     counts = {(f"source-{connector}", start): 5 for connector in range(50)}
     with transaction.atomic():
-        refresh._add_counts(
-            CommitBucket,
-            cluster,
-            counts,
-            key_fields=("connector", "bucket_start"),
-            count_field="commits",
-            narrow=lambda counts: {"bucket_start__gte": min(at for _, at in counts)},
-        )
+        refresh.add_commit_buckets(cluster, counts)
         transaction.set_rollback(True)
 
 
