@@ -207,7 +207,8 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
             continue
         rows = unique_commits(pa.concat_tables(tables, promote_options="permissive"))
         (staging / name).mkdir(parents=True, exist_ok=True)
-        _write_in_row_groups(rows, staging / name / "part-merged-000.parquet")  # unique_commits sorted them
+        # unique_commits sorted them.
+        _write_in_row_groups(rows, staging / name / "part-merged-000.parquet")
     # Runs without a commit still leave their (empty) merged folder.
     staging.mkdir(parents=True, exist_ok=True)
     if target.exists():  # merged before by a compaction cut off before it deleted the runs
