@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from offsets.demo import DemoCluster, Record
 from offsets.formats.murmur2 import java_partition
-from offsets.kafka import client
+from offsets.kafka import client, handles
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ class SeedSummary:
     seconds: float
 
 
+@handles.released_after
 def write_demo(
     settings: dict, demo: DemoCluster, *, progress: Callable[[str], None] = lambda _: None
 ) -> SeedSummary:
@@ -136,7 +137,7 @@ def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, 
     One record per batch keeps the high watermark exact on brokers that report the base offset
     of the last batch + 1 (Tansu); real Kafka does not care.
     """
-    producer = Producer(
+    producer = handles.producer(
         {**settings, **client.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0}
     )
     written = 0

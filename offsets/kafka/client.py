@@ -5,7 +5,6 @@ plain dataclasses, so the rest of the project never handles a consumer or produc
 """
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -19,7 +18,9 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from offsets.kafka import handles
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 JAVA_RUNTIME_PRODUCER_SETTINGS = {"acks": "all", "max.in.flight.requests.per.connection": 1}
 
 # librdkafka logs connection failures to stderr by itself; we report them as exceptions.
-QUIET = {"log_level": 0}
+QUIET = handles.QUIET
 
 # consume(n, timeout) waits until n messages arrived OR the timeout passed, so a long timeout
 # is paid in full at every end of data: poll briefly and keep our own deadline instead.
@@ -63,7 +64,7 @@ def reader_consumer(
     An assigned offset that no longer exists (retention, compaction) resumes at the earliest
     offset still there, never at the end.
     """
-    return Consumer(reader_config(settings, purpose, isolation_level=isolation_level))
+    return handles.consumer(reader_config(settings, purpose, isolation_level=isolation_level))
 
 
 class KafkaUnavailable(RuntimeError):
@@ -91,31 +92,25 @@ class TopicSpec:
     config: dict[str, str]
 
 
-# AdminClient handles whose requests were given up on (the broker went away mid-request) are
-# kept here until librdkafka has finished those requests. Dropping a handle with a request
-# still outstanding can abort the whole process inside librdkafka (an assertion on the
-# request's reference count, as in confluent-kafka-python#1640), which in the web server
-# would take every user's request down with it. Seen once in this suite: a sink edit
-# reconciled after its broker came back died with "Fatal Python error: Aborted".
-_ABANDONED: list[tuple[AdminClient, list]] = []
-_ABANDONED_LOCK = threading.Lock()
+def admin_client(settings: dict) -> AdminClient:
+    try:
+        return handles.admin_client(settings)
+    except KafkaException as exc:  # settings librdkafka refuses, e.g. a Java JAAS config
+        raise KafkaUnavailable(
+            f"Could not create a Kafka client for {settings.get('bootstrap.servers')}: "
+            f"{exc.args[0]}"
+        ) from exc
 
 
-def keep_until_done(admin: AdminClient, futures: Iterable) -> None:
-    """Keep ``admin`` alive until ``futures`` resolve (and forget handles that are done)."""
-    with _ABANDONED_LOCK:
-        _ABANDONED[:] = [(a, f) for a, f in _ABANDONED if not all(x.done() for x in f)]
-        _ABANDONED.append((admin, list(futures)))
-
-
-def _admin(settings: dict) -> AdminClient:
-    return AdminClient({**settings, **QUIET})
-
-
+@handles.released_after
 def topic_partition_counts(settings: dict, *, timeout: float = 10.0) -> dict[str, int]:
     """Return every topic's partition count, or raise KafkaUnavailable."""
+    return _partition_counts(admin_client(settings), settings, timeout)
+
+
+def _partition_counts(admin: AdminClient, settings: dict, timeout: float) -> dict[str, int]:
     try:
-        metadata = _admin(settings).list_topics(timeout=timeout)
+        metadata = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer: {exc.args[0]}"
@@ -123,6 +118,7 @@ def topic_partition_counts(settings: dict, *, timeout: float = 10.0) -> dict[str
     return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 
 
+@handles.released_after
 def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float = 30.0) -> None:
     """Create the topics, raising on the first failure (including 'already exists')."""
     new_topics = [
@@ -130,14 +126,14 @@ def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float 
     ]
     if not new_topics:
         return
-    admin = _admin(settings)  # keep the handle alive until the futures resolve
+    admin = admin_client(settings)  # keep the handle alive until the futures resolve
     futures = admin.create_topics(new_topics, operation_timeout=timeout)
     for name, future in futures.items():
         try:
             future.result(timeout=timeout)
         except TimeoutError as exc:
             # A future that never resolves (the broker went away mid-request).
-            keep_until_done(admin, futures.values())
+            handles.keep_until_done(admin, futures.values())
             raise KafkaUnavailable(
                 f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
             ) from exc
@@ -222,7 +218,7 @@ def java_producer(settings: dict, *, transactional_id: str | None = None) -> Pro
     if transactional_id:
         config["transactional.id"] = transactional_id
         config["enable.idempotence"] = True
-    return Producer(config)
+    return handles.producer(config)
 
 
 def raise_on_delivery_error(error: KafkaError | None, message: object) -> None:
@@ -231,6 +227,7 @@ def raise_on_delivery_error(error: KafkaError | None, message: object) -> None:
         raise KafkaException(error)
 
 
+@handles.released_after
 def alter_group_offsets(
     settings: dict, group_id: str, offsets: dict[tuple[str, int], int], *, timeout: float = 30.0
 ) -> None:
@@ -244,14 +241,14 @@ def alter_group_offsets(
             for (topic, partition), offset in sorted(offsets.items())
         ],
     )
-    admin = _admin(settings)
+    admin = admin_client(settings)
     futures = admin.alter_consumer_group_offsets([request], request_timeout=timeout)
     for future in futures.values():
         try:
             result = future.result(timeout=timeout)
         except TimeoutError as exc:
             # A future that never resolves (the broker went away mid-request).
-            keep_until_done(admin, futures.values())
+            handles.keep_until_done(admin, futures.values())
             raise KafkaUnavailable(
                 f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
             ) from exc
@@ -264,6 +261,7 @@ def alter_group_offsets(
             raise KafkaUnavailable(f"Could not set offsets of group {group_id}: {failed[0].error}")
 
 
+@handles.released_after
 def group_offsets(
     settings: dict, group_id: str, *, timeout: float = 30.0
 ) -> dict[tuple[str, int], int]:
@@ -271,17 +269,18 @@ def group_offsets(
     return sink_group_offsets(settings, [group_id], timeout=timeout)[group_id]
 
 
+@handles.released_after
 def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[str, str]:
     """Return a topic's configuration values."""
     from confluent_kafka.admin import ConfigResource
 
     resource = ConfigResource("topic", topic)
     try:
-        admin = _admin(settings)
+        admin = admin_client(settings)
         entries = admin.describe_configs([resource])[resource].result(timeout=timeout)
     except TimeoutError as exc:
         # A future that never resolves (the broker went away mid-request).
-        keep_until_done(admin, [])
+        handles.keep_until_done(admin, [])
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
         ) from exc
@@ -337,7 +336,7 @@ def plan_reads(
     topics = [topic for topic in start_offsets if topic in counts]
     every = [(t, p) for t in topics for p in range(counts[t])]
     known = {(t, p): start for t in topics for p, start in (start_offsets[t] or {}).items()}
-    lows, highs = _list_offsets(
+    lows, highs = _log_bounds(
         settings,
         [tp for tp in every if tp not in known],
         every,
@@ -450,27 +449,44 @@ def watermarks(
     last stable offset.
     """
     partitions = list(partitions)
-    lows, highs = _list_offsets(
+    lows, highs = _log_bounds(
         settings, partitions, partitions, isolation_level=isolation_level, timeout=timeout
     )
     return {tp: (low, highs[tp]) for tp, low in lows.items()}
 
 
-def _list_offsets(
+@handles.released_after
+def list_offsets(
     settings: dict,
-    starts_of: list[tuple[str, int]],
-    ends_of: list[tuple[str, int]],
+    batches: list[dict[tuple[str, int], OffsetSpec]],
     *,
-    isolation_level: str,
-    timeout: float,
-) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
-    """Return the log starts of `starts_of` and the log ends of `ends_of`: one batched
-    ListOffsets request each, both sent before either answer is awaited."""
-    from confluent_kafka.admin import OffsetSpec
+    isolation_level: str = "read_uncommitted",
+    timeout: float = 30.0,
+) -> list[dict[tuple[str, int], int]]:
+    """Answer each batch of {topic-partition: OffsetSpec} with one ListOffsets request.
 
-    if not starts_of and not ends_of:
-        return {}, {}
-    admin = _admin(settings)
+    Every request goes out before any answer is awaited. A partition that does not exist
+    raises KafkaUnavailable before anything is asked.
+    """
+    wanted = {tp for batch in batches for tp in batch}
+    if not wanted:
+        return [{} for _ in batches]
+    admin = admin_client(settings)
+    # librdkafka looks up each partition's leader before it sends ListOffsets. A new handle's
+    # metadata cache is empty, so it waits for a metadata update, and that wait races with the
+    # update on librdkafka's own thread: the process segfaults (pthread_mutex_lock on a NULL
+    # mutex in rd_kafka_topic_partition_list_query_leaders_async_worker). Seen here: a loop of
+    # new-handle ListOffsets calls crashed within 30 s, on one thread as on three; with the
+    # metadata asked for first, three threads made 7,900 calls without one. Asking first also
+    # tells a missing partition apart from a slow broker.
+    counts = _partition_counts(admin, settings, timeout)
+    missing = sorted(tp for tp in wanted if tp[1] >= counts.get(tp[0], 0))
+    if missing:
+        topic, partition = missing[0]
+        raise KafkaUnavailable(
+            f"Could not list offsets of {topic}[{partition}]: "
+            + ("no such partition" if topic in counts else "no such topic")
+        )
     level = (
         IsolationLevel.READ_COMMITTED
         if isolation_level == "read_committed"
@@ -478,23 +494,23 @@ def _list_offsets(
     )
     requests = [
         admin.list_offsets(
-            {TopicPartition(*tp): spec for tp in wanted},
+            {TopicPartition(*tp): spec for tp, spec in batch.items()},
             isolation_level=level,
             request_timeout=timeout,
         )
-        if wanted
+        if batch
         else {}
-        for spec, wanted in ((OffsetSpec.earliest(), starts_of), (OffsetSpec.latest(), ends_of))
+        for batch in batches
     ]
-    lows: dict[tuple[str, int], int] = {}
-    highs: dict[tuple[str, int], int] = {}
-    for futures, found in zip(requests, (lows, highs), strict=True):
+    answers: list[dict[tuple[str, int], int]] = []
+    for futures in requests:
+        found: dict[tuple[str, int], int] = {}
         for tp, future in futures.items():
             try:
                 found[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
             except TimeoutError as exc:
                 # A future that never resolves (the broker went away mid-request).
-                keep_until_done(admin, [f for fs in requests for f in fs.values()])
+                handles.keep_until_done(admin, [f for fs in requests for f in fs.values()])
                 raise KafkaUnavailable(
                     f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
                 ) from exc
@@ -502,6 +518,28 @@ def _list_offsets(
                 raise KafkaUnavailable(
                     f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
                 ) from exc
+        answers.append(found)
+    return answers
+
+
+def _log_bounds(
+    settings: dict,
+    starts_of: list[tuple[str, int]],
+    ends_of: list[tuple[str, int]],
+    *,
+    isolation_level: str,
+    timeout: float,
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """Return the log starts of `starts_of` and the log ends of `ends_of`."""
+    lows, highs = list_offsets(
+        settings,
+        [
+            {tp: OffsetSpec.earliest() for tp in starts_of},
+            {tp: OffsetSpec.latest() for tp in ends_of},
+        ],
+        isolation_level=isolation_level,
+        timeout=timeout,
+    )
     return lows, highs
 
 
@@ -534,6 +572,7 @@ def timestamps_at(
     return found
 
 
+@handles.released_after
 def sink_group_offsets(
     settings: dict, group_ids: Iterable[str], *, timeout: float = 30.0
 ) -> dict[str, dict[tuple[str, int], int]]:
@@ -543,7 +582,7 @@ def sink_group_offsets(
     groups = sorted(set(group_ids))
     if not groups:
         return {}
-    admin = _admin(settings)
+    admin = admin_client(settings)
     # The API takes one group per request; send them all before waiting on any.
     futures = {}
     for group in groups:
@@ -558,7 +597,7 @@ def sink_group_offsets(
             answer = future.result(timeout=timeout)
         except TimeoutError as exc:
             # A future that never resolves (the broker went away mid-request).
-            keep_until_done(admin, futures.values())
+            handles.keep_until_done(admin, futures.values())
             raise KafkaUnavailable(
                 f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
             ) from exc

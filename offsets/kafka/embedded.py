@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient
+from offsets.kafka import handles
 
 logger = logging.getLogger(__name__)
 
@@ -68,10 +68,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@handles.released_after
 def wait_until_ready(bootstrap_servers: str, *, timeout: float = 30.0) -> None:
     """Block until the broker answers a metadata request, or raise after `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
+    admin = handles.admin_client({"bootstrap.servers": bootstrap_servers})
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         try:
@@ -168,6 +169,8 @@ class EmbeddedKafka:
         info = self.status()
         if info is None:
             return None
+        # Tansu's shutdown waits for connected clients to leave: let go of the idle ones.
+        handles.release_unused()
         child = _children.pop(info.pid, None)
         if child is not None:
             # Our own child (tests): wait on it so it does not linger as a zombie.

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
-from offsets.kafka import client
+from offsets.kafka import client, handles
 from offsets.kafka.client import KafkaUnavailable, RawRecord
 
 logger = logging.getLogger(__name__)
@@ -46,24 +46,21 @@ class RecordsAround:
     at: RawRecord | None
 
 
-def _admin(settings: dict) -> AdminClient:
-    return AdminClient({**settings, **client.QUIET})
-
-
 def _unavailable(what: str, exc: Exception) -> KafkaUnavailable:
     detail = exc.args[0] if exc.args else exc
     return KafkaUnavailable(f"{what}: {detail}")
 
 
+@handles.released_after
 def describe_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> GroupState:
     """Return the group's state and member count (a group that never existed reads as DEAD)."""
-    admin = _admin(settings)
+    admin = client.admin_client(settings)
     futures = admin.describe_consumer_groups([group_id], request_timeout=timeout)
     try:
         description = futures[group_id].result(timeout=timeout)
     except TimeoutError as exc:
         # A future that never resolves (the broker went away mid-request).
-        client.keep_until_done(admin, futures.values())
+        handles.keep_until_done(admin, futures.values())
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
         ) from exc
@@ -90,15 +87,16 @@ def alter_offsets(
     client.alter_group_offsets(settings, group_id, offsets, timeout=timeout)
 
 
+@handles.released_after
 def delete_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> None:
     """Delete the group and all its committed offsets (what Connect's offsets reset does)."""
-    admin = _admin(settings)
+    admin = client.admin_client(settings)
     futures = admin.delete_consumer_groups([group_id], request_timeout=timeout)
     try:
         futures[group_id].result(timeout=timeout)
     except TimeoutError as exc:
         # A future that never resolves (the broker went away mid-request).
-        client.keep_until_done(admin, futures.values())
+        handles.keep_until_done(admin, futures.values())
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
         ) from exc
@@ -127,8 +125,11 @@ def watermarks(
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    low = _list_offsets(settings, {tp: OffsetSpec.earliest() for tp in wanted}, timeout)
-    high = _list_offsets(settings, {tp: OffsetSpec.latest() for tp in wanted}, timeout)
+    low, high = client.list_offsets(
+        settings,
+        [{tp: OffsetSpec.earliest() for tp in wanted}, {tp: OffsetSpec.latest() for tp in wanted}],
+        timeout=timeout,
+    )
     if confirm_end:
         high = _confirm_ends(settings, high, timeout)
     return {tp: Watermarks(tp[0], tp[1], low[tp], max(high[tp], low[tp])) for tp in wanted}
@@ -144,8 +145,10 @@ def offsets_for_times(
     """
     if not times_ms:
         return {}
-    answers = _list_offsets(
-        settings, {tp: OffsetSpec.for_timestamp(ms) for tp, ms in times_ms.items()}, timeout
+    (answers,) = client.list_offsets(
+        settings,
+        [{tp: OffsetSpec.for_timestamp(ms) for tp, ms in times_ms.items()}],
+        timeout=timeout,
     )
     return {tp: (offset if offset >= 0 else None) for tp, offset in answers.items()}
 
@@ -201,35 +204,6 @@ def records_around(
     finally:
         consumer.close()
     return RecordsAround(before=before, at=at)
-
-
-def _list_offsets(
-    settings: dict, request: dict[TopicPartitionKey, object], timeout: float
-) -> dict[TopicPartitionKey, int]:
-    admin = _admin(settings)
-    try:
-        futures = admin.list_offsets(
-            {
-                TopicPartition(topic, partition): spec
-                for (topic, partition), spec in request.items()
-            },
-            request_timeout=timeout,
-        )
-    except KafkaException as exc:
-        raise _unavailable("Could not list offsets", exc) from exc
-    result: dict[TopicPartitionKey, int] = {}
-    for tp, future in futures.items():
-        try:
-            result[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
-        except TimeoutError as exc:
-            # A future that never resolves (the broker went away mid-request).
-            client.keep_until_done(admin, futures.values())
-            raise KafkaUnavailable(
-                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-            ) from exc
-        except KafkaException as exc:
-            raise _unavailable(f"Could not list offsets of {tp.topic}-{tp.partition}", exc) from exc
-    return result
 
 
 def _confirm_ends(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from offsets.formats.murmur2 import java_partition
-from offsets.kafka import client
+from offsets.kafka import client, handles
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ def transactional_id(cluster_name: str, connector: str) -> str:
     return f"{TRANSACTIONAL_ID_PREFIX}.{cluster_name}.{_UNSAFE_ID_CHARS.sub('_', connector)}"
 
 
+@handles.released_after
 def write_transaction(
     settings: dict,
     writes: Sequence[OffsetWrite],
@@ -105,7 +106,7 @@ def write_transaction(
     for topic in sorted({write.topic for write in writes}):
         if topic not in counts:
             raise TopicNotFound(f"Topic {topic!r} does not exist; nothing was written.")
-    producer = Producer(
+    producer = handles.producer(
         {
             **settings,
             **client.QUIET,
@@ -151,13 +152,14 @@ def write_transaction(
     return WriteResult(transactional_id=transactional_id, records=records)
 
 
+@handles.released_after
 def fence(settings: dict, transactional_id: str, *, timeout: float = 30.0) -> None:
     """Fence any earlier producer with this id and let the broker settle its transaction.
 
     After this returns, a transaction that producer left open has been aborted (or, if its
     commit had started, completed), so a read_committed read gives the final outcome.
     """
-    producer = Producer(
+    producer = handles.producer(
         {
             **settings,
             **client.QUIET,
