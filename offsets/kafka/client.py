@@ -261,7 +261,6 @@ def alter_group_offsets(
             raise KafkaUnavailable(f"Could not set offsets of group {group_id}: {failed[0].error}")
 
 
-@handles.released_after
 def group_offsets(
     settings: dict, group_id: str, *, timeout: float = 30.0
 ) -> dict[tuple[str, int], int]:
