@@ -204,3 +204,47 @@ def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched):
     claimed.refresh_from_db()
     assert claimed.status == RefreshRun.Status.FAILED
     assert claimed.error == "Spark could not start: Java gateway process exited"
+
+
+# -------------------------------------------------------------------------------------------
+# Without --run-id the command claims its own runs: never two refreshes of a cluster at once.
+
+
+@pytest.mark.django_db
+def test_the_command_claims_its_run_and_refuses_while_another_runs(fake_spark):
+    from django.core.management import CommandError, call_command
+
+    cluster = make.cluster("prod")
+    running = make.run(cluster, RefreshRun.Status.RUNNING, ago=5)
+    with pytest.raises(CommandError, match=r"A refresh of prod is already running .* Not started"):
+        call_command("refresh_offsets", cluster="prod", stdout=io.StringIO())
+    assert not fake_spark  # refused before Spark started
+    assert list(RefreshRun.objects.all()) == [running]
+
+    RefreshRun.objects.filter(pk=running.pk).update(status=RefreshRun.Status.SUCCEEDED)
+    call_command("refresh_offsets", cluster="prod", full=True, stdout=io.StringIO())
+    claimed = fake_spark[0]["run"]
+    assert claimed is not None and claimed != running and claimed.full
+    assert RefreshRun.objects.get(pk=claimed.pk).status == RefreshRun.Status.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_a_loop_skips_its_round_while_another_refresh_runs(fake_spark, monkeypatch):
+    import signal
+
+    from django.core.management import call_command
+
+    from offsets.management.commands import refresh_offsets
+
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # keep pytest's own handlers
+    # One round, then stop as SIGTERM would.
+    monkeypatch.setattr(
+        refresh_offsets.Command, "reconcile_stale", lambda self, cluster: self.stop.set()
+    )
+    cluster = make.cluster("prod")
+    make.run(cluster, RefreshRun.Status.RUNNING, ago=5, phase="merging")
+    out = io.StringIO()
+    call_command("refresh_offsets", cluster="prod", every=60, stdout=out)
+    assert "A refresh of prod is already running" in out.getvalue()
+    assert "merging). Skipped this round." in out.getvalue()
+    assert fake_spark == ["stop"]  # Spark started and stopped, no refresh ran

@@ -101,6 +101,16 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def lock(self) -> None:
+        """Hold this cluster's row lock (PostgreSQL) or the database write lock (SQLite) until
+        the current transaction ends.
+
+        Serialises what must not interleave per cluster: claiming a refresh, and a refresh's
+        check that no other refresh saved since it planned, together with its save.
+        """
+        if not Cluster.objects.filter(pk=self.pk).update(updated=models.F("updated")):
+            raise Cluster.DoesNotExist(f"Cluster {self.name!r} was deleted")
+
     def kafka_settings(self) -> dict[str, object]:
         """Return the librdkafka settings to reach this cluster (secrets included)."""
         return {**self.client_config, "bootstrap.servers": self.bootstrap_servers}

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
@@ -49,7 +48,7 @@ def start_refresh(*, cluster: Cluster, full: bool = False) -> RefreshRun | None:
     The claim is a RUNNING RefreshRun created only when no other run of the cluster is
     RUNNING; the process launched (`refresh_offsets --run-id`) fills in that same run.
     """
-    run = _claim(cluster=cluster, full=full)
+    run = claim_refresh(cluster=cluster, full=full)
     if run is None:
         return None
     try:
@@ -65,15 +64,12 @@ def start_refresh(*, cluster: Cluster, full: bool = False) -> RefreshRun | None:
     return run
 
 
-def _claim(*, cluster: Cluster, full: bool) -> RefreshRun | None:
+def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
     now = timezone.now()
     with transaction.atomic():
-        # Serialise claims of one cluster: this UPDATE holds the cluster's row lock
-        # (PostgreSQL) or the database write lock (SQLite) until commit, so a second claim
-        # waits here and then sees the run created below instead of creating its own.
-        locked = Cluster.objects.filter(pk=cluster.pk).update(updated=F("updated"))
-        if locked != 1:
-            raise Cluster.DoesNotExist(f"Cluster {cluster.name!r} was deleted")
+        # Serialise claims of one cluster: a second claim waits here until this one commits,
+        # and then sees the run created below instead of creating its own.
+        cluster.lock()
         # A run that has said nothing for this long lost its process (killed, machine
         # rebooted); it must not block refreshes forever.
         abandoned_before = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)

@@ -175,10 +175,16 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
         )
 
 
+class RefreshOvertaken(Exception):
+    """Another refresh of the cluster saved its results after this one planned its read."""
+
+
 @dataclass
 class SourceResults:
     plans: dict[str, dict[int, tuple[int, int]]]
     records_by_topic: dict[str, int]
+    # The cluster's read positions when this refresh planned: {(topic, partition): next offset}
+    read_from: dict[tuple[str, int], int] = field(default_factory=dict)
     latest: list = field(default_factory=list)
     drift: list = field(default_factory=list)
     rewinds: list = field(default_factory=list)
@@ -282,7 +288,9 @@ def run_refresh(
         run.status = RefreshRun.Status.FAILED
         run.error = describe_error(exc)
         run.phase = f"failed: {run.error}"
-        if not isinstance(exc, client.KafkaUnavailable | client.TopicNotFound):
+        if isinstance(exc, RefreshOvertaken):
+            logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
+        elif not isinstance(exc, client.KafkaUnavailable | client.TopicNotFound):
             logger.exception("Refresh of %s failed", cluster.name)
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
@@ -368,8 +376,9 @@ def _read_state_and_plan[T](
     timeout = settings.KAFKA_READ_TIMEOUT
     positions: dict[str, dict[int, int]] = {cluster.offsets_topic: {}}
     # Database reads stay on this thread (a test's transaction is not visible to another).
-    for row in ReadPosition.objects.filter(cluster=cluster):
-        positions.setdefault(row.topic, {})[row.partition] = row.next_offset
+    read_from = _read_positions(cluster)
+    for (topic, partition), next_offset in read_from.items():
+        positions.setdefault(topic, {})[partition] = next_offset
     starts = {topic: None if full else known for topic, known in positions.items()}
     with ThreadPoolExecutor(max_workers=1) as pool:
         planning = pool.submit(client.plan_reads, kafka, starts, timeout=timeout)
@@ -388,8 +397,19 @@ def _read_state_and_plan[T](
     # A topic of the previous refresh that no connector names any more is not read; topics
     # that do not exist (an own topic not created yet) are left out by plan_reads.
     plans = {topic: plans[topic] for topic in wanted if topic in plans}
-    sources = SourceResults(plans=plans, records_by_topic={topic: 0 for topic in plans})
+    sources = SourceResults(
+        plans=plans, records_by_topic={topic: 0 for topic in plans}, read_from=read_from
+    )
     return state, sources, prepared
+
+
+def _read_positions(cluster: Cluster) -> dict[tuple[str, int], int]:
+    return {
+        (topic, partition): next_offset
+        for topic, partition, next_offset in ReadPosition.objects.filter(
+            cluster=cluster
+        ).values_list("topic", "partition", "next_offset")
+    }
 
 
 @dataclass
@@ -926,6 +946,17 @@ def _save(
     now_ms: int,
 ) -> None:
     """Replace the current results and append the history, all or nothing."""
+    # One save of a cluster at a time, each checking what the one before it saved.
+    cluster.lock()
+    if not full and _read_positions(cluster) != sources.read_from:
+        # Another refresh (a loop beside a button press, a run deemed abandoned that was not)
+        # read the same new records and saved first: adding this one's counts too would
+        # count those commits twice. A full refresh replaces everything, so it may go on.
+        raise RefreshOvertaken(
+            f"Another refresh of {cluster.name} saved its results while this one ran, so this "
+            "one's were dropped rather than count the same commits twice; the next refresh "
+            "reads on from where that one stopped."
+        )
     connectors = state.connectors
     if full:
         for model in (CommitBucket, RewindEvent, MalformedCount, ReadPosition):

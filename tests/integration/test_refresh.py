@@ -401,6 +401,40 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     assert comparable(own_cluster) == incremental
 
 
+def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):
+    """Two refreshes that read the same new commits must not both add them to the counts."""
+    now_ms = int(time.time() * 1000)
+    assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
+    logs = SourceOffset.objects.get(cluster=own_cluster, connector="file-source-app-logs")
+    produce(
+        own_cluster,
+        "connect-offsets",
+        [(bytes(logs.key_bytes), jackson.dumps({"position": n})) for n in (7, 8, 9)],
+    )
+    overtaking, saved = [], []
+
+    def progress(text):
+        # The first refresh has planned its read of the three new commits; a second one
+        # (a loop's round beside a button press) reads and saves them first.
+        if "computing offsets and history with Spark" in text and not overtaking:
+            overtaking.append(run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms))
+            saved.append(comparable(own_cluster))
+
+    run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms, progress=progress)
+    assert overtaking[0].status == "succeeded" and overtaking[0].records_read == 3
+    assert run.status == "failed"
+    assert run.error.startswith("Another refresh of own saved its results while this one ran")
+    # Nothing of the overtaken run was saved: every count holds the three commits once.
+    assert comparable(own_cluster) == saved[0]
+    logs_after = SourceOffset.objects.get(pk=logs.pk)
+    assert logs_after.commits == logs.commits + 3 and logs_after.offset == {"position": 9}
+    assert sum(
+        CommitBucket.objects.filter(cluster=own_cluster).values_list("commits", flat=True)
+    ) == (sum(SourceOffset.objects.filter(cluster=own_cluster).values_list("commits", flat=True)))
+    # Its history folder went with it: each commit is in the history once.
+    assert_history_holds_every_commit_once(own_cluster)
+
+
 def test_malformed_records_are_counted_by_reason_and_good_ones_kept(own_cluster, spark):
     good = jackson.dumps_key("file-source-app-logs", {"filename": "/var/log/app/other.log"})
     produce(

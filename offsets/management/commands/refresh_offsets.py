@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
-from offsets.services import edits
+from offsets.services import background, edits
 from offsets.services.refresh import run_refresh
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,20 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown cluster {cluster!r}: add it with add_cluster first.")
         if every is not None and every <= 0:
             raise CommandError("--every must be a positive number of seconds.")
-        claimed = self.claimed_run(found, run_id, every) if run_id is not None else None
+        if run_id is not None:
+            claimed = self.claimed_run(found, run_id, every)
+        elif every is None:
+            # Each refresh claims its run as the dashboard's button does: two refreshes of one
+            # cluster at once (a loop beside a button press, two cron jobs) would each add the
+            # same new commits to the counts. The refresh's save refuses the second one to
+            # save; the claim keeps it from starting. Claimed before Spark starts (seconds),
+            # so that a refresh that may not run says so at once.
+            claimed = background.claim_refresh(cluster=found, full=full)
+            if claimed is None:
+                raise CommandError(f"{self.already_running(found)} Not started.")
+            RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting Spark")
+        else:
+            claimed = None
         from offsets.spark.session import get_spark
 
         self.stop = threading.Event()
@@ -69,9 +82,15 @@ class Command(BaseCommand):
             raise
         try:
             while True:
-                run = self.refresh_once(found, full=full, spark=spark, run=claimed)
+                run = claimed or background.claim_refresh(cluster=found, full=full)
                 claimed = None
-                full = False  # only the first round of a loop rebuilds
+                if run is None:
+                    self.stdout.write(
+                        self.style.WARNING(f"{self.already_running(found)} Skipped this round.")
+                    )
+                else:
+                    run = self.refresh_once(found, full=full, spark=spark, run=run)
+                    full = False  # only the first round of a loop rebuilds
                 if every is None:
                     if run.status != RefreshRun.Status.SUCCEEDED:
                         raise CommandError(f"Refresh failed: {run.error}")
@@ -82,6 +101,12 @@ class Command(BaseCommand):
                     return
         finally:
             spark.stop()
+
+    def already_running(self, cluster: Cluster) -> str:
+        running = background.running_refresh(cluster=cluster)
+        if running is None:  # it ended between the claim and this question
+            return f"A refresh of {cluster.name} was running a moment ago."
+        return background.AlreadyRunning(running).message
 
     def claimed_run(self, cluster: Cluster, run_id: int, every: float | None) -> RefreshRun:
         if every is not None:
