@@ -256,6 +256,9 @@ PAGE_POLL_SECONDS = envint("PAGE_POLL_SECONDS", "15")
 PAGE_POLL_SECONDS_WHILE_REFRESHING = envint("PAGE_POLL_SECONDS_WHILE_REFRESHING", "2")
 # A refresh still RUNNING after this long lost its process; it no longer blocks a new one.
 REFRESH_ABANDONED_SECONDS = envint("REFRESH_ABANDONED_SECONDS", "3600")
+# Refresh runs that ended more than this many days ago are deleted by the next refresh of their
+# cluster (0: keep them all); the cluster's last successful run stays whatever its age.
+REFRESH_RUN_RETENTION_DAYS = envint("REFRESH_RUN_RETENTION_DAYS", "30")
 
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.

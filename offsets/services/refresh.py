@@ -295,11 +295,40 @@ def run_refresh(
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
     _with_db_retries("recording the run", run.save)
+    try:
+        drop_expired_runs(cluster, now=run.finished_at)
+    except OperationalError as exc:
+        # Housekeeping: the next refresh tries again.
+        logger.warning("Could not delete the old refresh runs of %s: %s", cluster.name, exc)
     say(
         f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
         f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"
     )
     return run
+
+
+def drop_expired_runs(cluster: Cluster, *, now: datetime) -> int:
+    """Delete the cluster's runs that ended over REFRESH_RUN_RETENTION_DAYS ago; return how many.
+
+    A `--every 60` loop records 1,440 runs a day. The last successful run stays whatever its
+    age (the pages say how old the results on show are), and so does every run still going.
+    """
+    days = settings.REFRESH_RUN_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    last_success = (
+        RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.SUCCEEDED)
+        .order_by("-started_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    deleted, _ = (
+        RefreshRun.objects.filter(cluster=cluster, finished_at__lt=now - timedelta(days=days))
+        .exclude(status=RefreshRun.Status.RUNNING)
+        .exclude(pk=last_success)
+        .delete()
+    )
+    return deleted
 
 
 def _with_db_retries[T](what: str, write: Callable[[], T]) -> T:

@@ -471,11 +471,18 @@ def test_malformed_records_are_counted_by_reason_and_good_ones_kept(own_cluster,
 
 
 def test_refresh_offsets_command_prints_progress_and_a_summary(
-    own_cluster, spark, capsys, monkeypatch
+    own_cluster, spark, capsys, monkeypatch, settings
 ):
     monkeypatch.setattr("offsets.spark.session.get_spark", lambda *args, **kwargs: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
+    expired = RefreshRun.objects.create(
+        cluster=own_cluster,
+        status=RefreshRun.Status.FAILED,
+        started_at=timezone.now() - timedelta(days=settings.REFRESH_RUN_RETENTION_DAYS + 1),
+        finished_at=timezone.now() - timedelta(days=settings.REFRESH_RUN_RETENTION_DAYS + 1),
+    )
     call_command("refresh_offsets", "--cluster", "own")
+    assert not RefreshRun.objects.filter(pk=expired.pk).exists()  # the refresh's housekeeping
     out = capsys.readouterr().out
     assert "connect-offsets:" in out and "new records" in out
     assert "computing offsets and history with Spark" in out
