@@ -16,6 +16,7 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
@@ -286,6 +287,42 @@ def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[s
     except KafkaException as exc:
         raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
     return {name: entry.value for name, entry in entries.items()}
+
+
+# What a broker without topic IDs (before Kafka 2.8) answers for one.
+NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+@handles.released_after
+def topic_ids(settings: dict, topics: list[str], *, timeout: float = 30.0) -> dict[str, str]:
+    """Return the topic IDs (KIP-516) of those of `topics` that exist: {topic: ID}.
+
+    A topic deleted and created again under the same name gets a new ID: that is how a refresh
+    tells that the records it read before are gone, even once the new topic has as many.
+    Topics that do not exist, and every topic of a broker without topic IDs, are left out;
+    a broker that cannot answer raises KafkaUnavailable.
+    """
+    if not topics:
+        return {}
+    admin = admin_client(settings)
+    futures = admin.describe_topics(TopicCollection(topics), request_timeout=timeout)
+    ids: dict[str, str] = {}
+    for topic, future in futures.items():
+        try:
+            description = future.result(timeout=timeout)
+        except TimeoutError as exc:
+            handles.keep_until_done(admin, list(futures.values()))
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+            ) from exc
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
+        topic_id = str(description.topic_id or "")
+        if topic_id and topic_id != NO_TOPIC_ID:
+            ids[topic] = topic_id
+    return ids
 
 
 def plan_read(

@@ -55,6 +55,9 @@ class ReadPosition(models.Model):
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
     next_offset = models.BigIntegerField()
+    # The topic's ID (KIP-516) when it was read; "" if the broker has none. A different ID now
+    # means the topic was deleted and created again: what was read from it is gone.
+    topic_id = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         constraints = [

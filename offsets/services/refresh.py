@@ -185,6 +185,9 @@ class SourceResults:
     records_by_topic: dict[str, int]
     # The cluster's read positions when this refresh planned: {(topic, partition): next offset}
     read_from: dict[tuple[str, int], int] = field(default_factory=dict)
+    topic_ids: dict[str, str] = field(default_factory=dict)  # of the topics planned, if known
+    # Topics deleted and created again since the last refresh: {topic: how it shows}
+    recreated: dict[str, str] = field(default_factory=dict)
     latest: list = field(default_factory=list)
     drift: list = field(default_factory=list)
     rewinds: list = field(default_factory=list)
@@ -240,6 +243,18 @@ def run_refresh(
             full=full,
             prepare=lambda state: _merge_inputs(spark, cluster, state.connectors, full=full),
         )
+        if sources.recreated:
+            # What was read from the old topic is gone: the stored results are rebuilt.
+            for topic, how in sources.recreated.items():
+                phase(f"{topic} was deleted and created again since the last refresh ({how})")
+            phase("rebuilding from the beginning of the topics (a full refresh)")
+            full = run.full = True
+            RefreshRun.objects.filter(pk=run.pk).update(full=True)
+            state, sources, inputs = _read_state_and_plan(
+                cluster,
+                full=True,
+                prepare=lambda state: _merge_inputs(spark, cluster, state.connectors, full=True),
+            )
         phase(f"{len(state.connectors)} connectors")
         total = total_records(sources)
         for topic, plan in sources.plans.items():
@@ -408,12 +423,20 @@ def _read_state_and_plan[T](
     read_from = _read_positions(cluster)
     for (topic, partition), next_offset in read_from.items():
         positions.setdefault(topic, {})[partition] = next_offset
+    stored_ids = dict(
+        ReadPosition.objects.filter(cluster=cluster)
+        .exclude(topic_id="")
+        .values_list("topic", "topic_id")
+        .distinct()
+    )
     starts = {topic: None if full else known for topic, known in positions.items()}
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         planning = pool.submit(client.plan_reads, kafka, starts, timeout=timeout)
+        identifying = pool.submit(client.topic_ids, kafka, list(starts), timeout=timeout)
         state = connect_state.read_connect_state(cluster=cluster)
         prepared = prepare(state)
         plans = planning.result()
+        ids = identifying.result()
     if cluster.offsets_topic not in plans:
         raise client.TopicNotFound(
             f"The offsets topic {cluster.offsets_topic!r} does not exist on "
@@ -423,13 +446,51 @@ def _read_state_and_plan[T](
     new = [topic for topic in wanted if topic not in starts]
     if new:
         plans |= client.plan_reads(kafka, dict.fromkeys(new), timeout=timeout)
+        ids |= client.topic_ids(kafka, new, timeout=timeout)
     # A topic of the previous refresh that no connector names any more is not read; topics
     # that do not exist (an own topic not created yet) are left out by plan_reads.
     plans = {topic: plans[topic] for topic in wanted if topic in plans}
     sources = SourceResults(
-        plans=plans, records_by_topic={topic: 0 for topic in plans}, read_from=read_from
+        plans=plans,
+        records_by_topic={topic: 0 for topic in plans},
+        read_from=read_from,
+        topic_ids={topic: ids[topic] for topic in plans if topic in ids},
+        recreated={} if full else recreated_topics(read_from, stored_ids, plans, ids),
     )
     return state, sources, prepared
+
+
+def recreated_topics(
+    read_from: dict[tuple[str, int], int],
+    stored_ids: dict[str, str],
+    plans: dict[str, dict[int, tuple[int, int]]],
+    ids: dict[str, str],
+) -> dict[str, str]:
+    """Which topics read before were deleted and created again since: {topic: how it shows}.
+
+    The records read from such a topic are gone, so an incremental refresh would keep their
+    results and read on from a position that means nothing in the new topic (the demo's
+    broker, memory only, is new at every `make demo`: the second one read no records at
+    all). A different topic ID tells (KIP-516); without IDs, a partition that now ends before
+    where the last refresh stopped, or a partition that is gone, does too (a topic's end
+    never moves back, and its partitions are never fewer).
+    """
+    recreated: dict[str, str] = {}
+    for topic, plan in plans.items():
+        before = {p: offset for (t, p), offset in read_from.items() if t == topic}
+        if not before:
+            continue
+        if stored_ids.get(topic) and ids.get(topic) and stored_ids[topic] != ids[topic]:
+            recreated[topic] = f"its topic ID changed from {stored_ids[topic]} to {ids[topic]}"
+        elif gone := sorted(set(before) - set(plan)):
+            recreated[topic] = f"it has {len(plan)} partitions, and partition {gone[0]} was read"
+        elif behind := sorted(p for p, offset in before.items() if plan[p][1] < offset):
+            p = behind[0]
+            recreated[topic] = (
+                f"partition {p} ends at offset {plan[p][1]:,}, before offset {before[p]:,} "
+                "where the last refresh stopped"
+            )
+    return recreated
 
 
 def _read_positions(cluster: Cluster) -> dict[tuple[str, int], int]:
@@ -1064,13 +1125,19 @@ def _save(
 
     ReadPosition.objects.bulk_create(
         (
-            ReadPosition(cluster=cluster, topic=topic, partition=partition, next_offset=end)
+            ReadPosition(
+                cluster=cluster,
+                topic=topic,
+                partition=partition,
+                next_offset=end,
+                topic_id=sources.topic_ids.get(topic, ""),
+            )
             for topic, plan in sources.plans.items()
             for partition, (_, end) in plan.items()
         ),
         update_conflicts=True,
         unique_fields=["cluster", "topic", "partition"],
-        update_fields=["next_offset"],
+        update_fields=["next_offset", "topic_id"],
     )
     _save_snapshots(cluster, connectors, sinks, now_ms=now_ms)
 

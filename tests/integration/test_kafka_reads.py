@@ -28,11 +28,30 @@ def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(f
 
 
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
-    # As after the topic was deleted and created again: the next read must start at its end,
-    # not at the old position (records written below it would never be read).
+    # As after the topic was deleted and created again: the next read must not start at the
+    # old position (records written below it would never be read). The refresh sees the end
+    # before its position and rebuilds from the beginning (refresh.recreated_topics).
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 1, 7)
     assert client.plan_reads(settings, {"t": {0: 1_000}}) == {"t": {0: (7, 7)}}
+
+
+def test_a_topic_deleted_and_created_again_has_a_new_topic_id(fresh_kafka):
+    settings = {"bootstrap.servers": fresh_kafka}
+    _fill(settings, "t", 2, 4)
+    first = client.topic_ids(settings, ["t", "missing"])
+    assert list(first) == ["t"] and len(first["t"]) == 22  # base64 of 16 bytes; missing: left out
+    assert client.topic_ids(settings, ["t"]) == first
+    client.admin_client(settings).delete_topics(["t"])["t"].result(10)
+    assert client.topic_ids(settings, ["t"]) == {}
+    _fill(settings, "t", 2, 4)
+    second = client.topic_ids(settings, ["t"])
+    assert second.keys() == {"t"} and second["t"] != first["t"]
+
+
+def test_topic_ids_of_a_broker_that_is_down_raise_kafka_unavailable():
+    with pytest.raises(client.KafkaUnavailable, match="did not answer within 2s"):
+        client.topic_ids({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2)
 
 
 def test_read_topics_reads_every_record_of_several_topics_in_order(fresh_kafka):

@@ -23,6 +23,7 @@ from offsets.models import (
     KeyDrift,
     LagSample,
     MalformedCount,
+    ReadPosition,
     RefreshRun,
     RewindEvent,
     SinkPartitionLag,
@@ -433,6 +434,54 @@ def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):
     ) == (sum(SourceOffset.objects.filter(cluster=own_cluster).values_list("commits", flat=True)))
     # Its history folder went with it: each commit is in the history once.
     assert_history_holds_every_commit_once(own_cluster)
+
+
+@pytest.mark.parametrize("broker_has_topic_ids", [True, False])
+def test_an_offsets_topic_deleted_and_created_again_is_rebuilt_from_the_beginning(
+    own_cluster, spark, broker_has_topic_ids
+):
+    now_ms = int(time.time() * 1000)
+    assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
+    kept = SourceOffset.objects.get(cluster=own_cluster, connector="file-source-app-logs")
+    old_ids = set(
+        ReadPosition.objects.filter(cluster=own_cluster).values_list("topic_id", flat=True)
+    )
+    assert len(old_ids) == 2 and "" not in old_ids  # Tansu has topic IDs
+    if not broker_has_topic_ids:  # as if read from a broker without them (Kafka < 2.8)
+        ReadPosition.objects.filter(cluster=own_cluster).update(topic_id="")
+    # The Connect cluster is rebuilt: its worker offsets topic deleted and created again, and
+    # one connector commits once.
+    admin = client.admin_client(own_cluster.kafka_settings())
+    admin.delete_topics(["connect-offsets"])["connect-offsets"].result(10)
+    client.create_topics(
+        own_cluster.kafka_settings(),
+        [client.TopicSpec("connect-offsets", 25, {"cleanup.policy": "compact"})],
+    )
+    produce(
+        own_cluster, "connect-offsets", [(bytes(kept.key_bytes), jackson.dumps({"position": 5}))]
+    )
+
+    said = []
+    run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms, progress=said.append)
+    assert run.status == "succeeded" and run.full, run.error
+    how = "its topic ID changed" if broker_has_topic_ids else "before offset"
+    assert any("connect-offsets was deleted and created again" in s and how in s for s in said)
+    assert run.records_by_topic["connect-offsets"] == 1
+    # Only what the new topic holds (and the own topic, read again) is left.
+    worker = SourceOffset.objects.filter(cluster=own_cluster, topic="connect-offsets")
+    assert [(row.key_hash, row.offset, row.commits) for row in worker] == [
+        (kept.key_hash, {"position": 5}, 1)
+    ]
+    assert set(
+        ReadPosition.objects.filter(topic="connect-offsets").values_list("topic_id", flat=True)
+    ).isdisjoint(old_ids)
+    assert_history_holds_every_commit_once(own_cluster)
+    rebuilt = comparable(own_cluster)
+    assert (
+        run_refresh(cluster=own_cluster, spark=spark, full=True, now_ms=now_ms).status
+        == "succeeded"
+    )
+    assert comparable(own_cluster) == rebuilt
 
 
 def test_malformed_records_are_counted_by_reason_and_good_ones_kept(own_cluster, spark):
