@@ -1,9 +1,11 @@
 """After seeding, the raw topics look exactly as the Java Connect runtime leaves them."""
 
+import io
 import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from offsets.demo import DemoOptions, build_demo
 from offsets.formats import jackson
@@ -190,12 +192,28 @@ def test_the_same_seed_gives_the_same_records_and_another_seed_does_not():
 
 
 def test_seed_demo_command_seeds_an_empty_cluster_and_refuses_to_seed_it_twice(db, fresh_kafka):
-    from offsets.models import Cluster
+    from offsets.models import Cluster, LagSample
 
-    Cluster.objects.create(name="fresh", bootstrap_servers=fresh_kafka)
-    call_command("seed_demo", "--cluster", "fresh", "--hours", "1", "--source-partitions", "3")
+    cluster = Cluster.objects.create(name="fresh", bootstrap_servers=fresh_kafka)
+    # A sample of an earlier demo's broker (make demo starts a new one every time).
+    LagSample.objects.create(
+        cluster=cluster,
+        connector="s3-sink-orders",
+        topic="orders",
+        partition=0,
+        sampled_at=timezone.now(),
+        committed=10,
+        log_end=20,
+        lag_records=10,
+    )
+    out = io.StringIO()
+    call_command(
+        "seed_demo", "--cluster", "fresh", "--hours", "1", "--source-partitions", "3", stdout=out
+    )
     counts = client.topic_partition_counts({"bootstrap.servers": fresh_kafka})
     assert counts["connect-offsets"] == 25
+    assert "dropped 1 lag samples of an earlier demo" in out.getvalue()
+    assert not LagSample.objects.exists()
     with pytest.raises(CommandError, match="exist already"):
         call_command("seed_demo", "--cluster", "fresh", "--hours", "1")
 

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import DemoClusterError, write_demo
 from offsets.kafka.client import KafkaUnavailable
-from offsets.models import Cluster
+from offsets.models import Cluster, LagSample
 
 
 class Command(BaseCommand):
@@ -82,6 +82,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         for topic, count in sorted(summary.records_by_topic.items()):
             self.stdout.write(f"  {topic}: {count:,} records")
+        # The cluster's Kafka held none of the demo's topics (write_demo refuses otherwise), so
+        # lag samples kept from an earlier demo are of topics and groups that are gone (every
+        # `make demo` starts a new, memory-only broker): Burrow's window would judge the new
+        # groups against them. The offsets results rebuild themselves: the refresh sees the
+        # offsets topics were created again (refresh.recreated_topics).
+        dropped, _ = LagSample.objects.filter(cluster=cluster).delete()
+        if dropped:
+            self.stdout.write(f"  dropped {dropped:,} lag samples of an earlier demo")
         self.stdout.write(
             self.style.SUCCESS(
                 f"Seeded {len(demo.connectors)} connectors in {summary.seconds:.1f}s: "
