@@ -38,6 +38,8 @@ ACTIONS = {
     "cancel": edits.cancel_edit,
     "apply": edits.apply_edit,
     "reconcile": edits.reconcile_edit,
+    # Stages a new edit (its page is shown next), committing back what this one lost.
+    "stage-restore": edits.stage_restore,
 }
 KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
 
@@ -218,15 +220,24 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
         message, status = "The comment is too long.", 400
     else:
         try:
-            edit = service(edit=edit, user=request.user, comment=form.cleaned_data["comment"])
+            result = service(edit=edit, user=request.user, comment=form.cleaned_data["comment"])
         except edits.EditForbidden as exc:
             message, status = exc.message, 403
         except edits.EditStateConflict as exc:
             message, status = exc.message, 409
         except edits.ConnectorNotFound as exc:
             message, status = exc.message, 404
+        except edits.EditInputError as exc:  # stage-restore: nothing left to commit back
+            message, status = exc.message, 400
         except KAFKA_ERRORS as exc:
             message, status = f"The cluster could not be reached: {exc}", 503
+        else:
+            if result.pk != edit.pk:  # a new edit was staged: go to it
+                url = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": result.pk})
+                if request.htmx:
+                    return HttpResponse(status=204, headers={"HX-Redirect": url})
+                return redirect(url)
+            edit = result
     if not request.htmx and status == 200:
         return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
     edit.refresh_from_db()
@@ -261,6 +272,8 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("reject", "Reject", "secondary"))
     if edit.is_open and ((is_author and edits.can_stage(user)) or edits.can_approve(user)):
         buttons.append(("cancel", "Cancel", "secondary"))
+    if edits.can_stage_restore(edit) and edits.can_stage(user):
+        buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
     changes = list(edit.changes.all())
     return {
         "cluster": edit.cluster,

@@ -172,6 +172,24 @@ def test_reconcile_answers_503_when_the_broker_is_unreachable_and_changes_nothin
     assert not AuditEvent.objects.exists()
 
 
+def test_stage_restore_answers_403_without_the_role_and_409_for_any_edit_but_a_lossy_delete(
+    client, cluster, editor, user
+):
+    failed = make_edit(cluster, editor, state="failed")  # a source edit: nothing to commit back
+    url = f"/api/v1/edits/{failed.pk}/stage-restore/"
+    assert api(client, user).post(url).status_code == 403  # a viewer
+    response = api(client, editor).post(url)
+    assert response.status_code == 409
+    assert "not a failed sink edit with offsets to commit back" in response.json()["detail"]
+    sink = make_edit(cluster, editor, state="applied")
+    OffsetEdit.objects.filter(pk=sink.pk).update(
+        connector_type="sink", sink_keep=[["orders", 0, 5]]
+    )
+    assert api(client, editor).post(f"/api/v1/edits/{sink.pk}/stage-restore/").status_code == 409
+    assert api(client, editor).post("/api/v1/edits/999/stage-restore/").status_code == 404
+    assert OffsetEdit.objects.count() == 2 and not AuditEvent.objects.exists()
+
+
 def test_self_approval_is_a_403(client, cluster, approver):
     edit = make_edit(cluster, approver, state="submitted")
     response = api(client, approver).post(f"/api/v1/edits/{edit.pk}/approve/")
@@ -234,6 +252,7 @@ def test_the_schema_lists_the_edit_endpoints(logged_in_client):
         "/api/v1/edits/{id}/",
         "/api/v1/edits/{id}/apply/",
         "/api/v1/edits/{id}/reconcile/",
+        "/api/v1/edits/{id}/stage-restore/",
         "/api/v1/edits/export/",
         "/api/v1/edits/import/",
     ):

@@ -15,4 +15,5 @@ urlpatterns = [
     path("<int:pk>/cancel/", edits.edit_cancel, name="api-edit-cancel"),
     path("<int:pk>/apply/", edits.edit_apply, name="api-edit-apply"),
     path("<int:pk>/reconcile/", edits.edit_reconcile, name="api-edit-reconcile"),
+    path("<int:pk>/stage-restore/", edits.edit_stage_restore, name="api-edit-stage-restore"),
 ]

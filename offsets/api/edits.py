@@ -408,6 +408,25 @@ edit_reconcile = _action_view(
 
 
 @extend_schema(
+    request=CommentInput,
+    responses={201: EditDetailOutput, **errors(400, 403, 404, 409, 415, 503)},
+    summary="Stage a new edit committing back what a failed partial sink delete lost (an "
+    "editor); 201 with the new draft, 400 when nothing is left to commit back",
+)
+@api_view(["POST"])
+def edit_stage_restore(request: Request, pk: int) -> Response:
+    data = CommentInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    edit = _get_edit(pk)
+    restore = _run(
+        lambda: edits.stage_restore(
+            edit=edit, user=request.user, comment=data.validated_data["comment"]
+        )
+    )
+    return Response(EditDetailOutput(restore).data, status=201)
+
+
+@extend_schema(
     parameters=[ExportInput],
     responses={
         200: OpenApiResponse(

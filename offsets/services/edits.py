@@ -1329,6 +1329,44 @@ def reconcile_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     return _reconcile(edit, user, comment=comment)
 
 
+def can_stage_restore(edit: OffsetEdit) -> bool:
+    """Whether `stage_restore` applies: a failed sink edit that stored what its group must hold."""
+    return edit.state == State.FAILED and not edit.is_source and bool(edit.sink_keep)
+
+
+def stage_restore(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
+    """Stage, as a new draft edit, committing back what a failed partial sink delete lost.
+
+    Such an edit deleted the whole group, then failed (or was killed) before committing the
+    other partitions back; `sink_keep` holds what the group must hold, stored before the
+    delete. The new edit imports exactly that: its diff against the group as it is now shows
+    only what is missing or different (NothingToChange if nothing is), and it goes through
+    approval and the lock check like any other edit. Returns the new edit.
+    """
+    if not can_stage(user):
+        raise EditForbidden("Staging offset edits needs the editor role (stage_offsetedit).")
+    if not can_stage_restore(edit):
+        raise EditStateConflict(
+            f"Edit #{edit.pk} is not a failed sink edit with offsets to commit back."
+        )
+    entries = tuple(
+        PartitionOffset(
+            partition={"kafka_topic": topic, "kafka_partition": partition},
+            offset={"kafka_offset": offset},
+        )
+        for topic, partition, offset in edit.sink_keep
+    )
+    return stage_edit(
+        cluster=edit.cluster,
+        connector=edit.connector,
+        user=user,
+        request=StageRequest(strategy="import", entries=entries),
+        comment=comment
+        or f"Commits back what edit #{edit.pk} lost: the group's offsets it stored before "
+        "deleting the group.",
+    )
+
+
 def reconcile_edits(
     *, cluster: Cluster | None = None, min_age: timedelta = timedelta(0), user=None
 ) -> list[tuple[OffsetEdit, str]]:

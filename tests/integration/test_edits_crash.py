@@ -291,6 +291,41 @@ def test_killed_between_the_steps_of_a_partial_sink_delete_it_reconciles_failed_
     assert committed(fresh_demo) == {}  # reconciling reports; it never writes offsets
 
 
+def test_the_page_stages_an_edit_that_commits_back_what_the_failed_delete_lost(
+    client, fresh_demo, editor, approver, tmp_path
+):
+    edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
+    reconcile()
+    assert_failed_with_restore_list(edit, others, "system")
+    client.force_login(editor)
+    page = f"/clusters/{fresh_demo.cluster.name}/edits/{edit.pk}/"
+    assert 'value="stage-restore"' in client.get(page).content.decode()
+
+    response = client.post(f"{page}stage-restore/", HTTP_HX_REQUEST="true")
+
+    # A new draft, staged by the editor, for the same group: its diff is what was lost.
+    restore = OffsetEdit.objects.exclude(pk=edit.pk).get()
+    assert response.status_code == 204
+    assert response["HX-Redirect"] == f"/clusters/{fresh_demo.cluster.name}/edits/{restore.pk}/"
+    assert (restore.state, restore.strategy, restore.connector) == ("draft", "import", S3)
+    assert restore.created_by == editor and f"edit #{edit.pk}" in restore.comment
+    assert {
+        (c.topic, c.kafka_partition): c.after["kafka_offset"] for c in restore.changes.all()
+    } == (others)
+    assert committed(fresh_demo) == {}  # staging writes nothing
+
+    # Four eyes and the lock check, as any edit: then the group holds what the delete meant.
+    edits.submit_edit(edit=restore, user=editor)
+    edits.approve_edit(edit=restore, user=approver)
+    assert edits.apply_edit(edit=restore, user=approver).state == OffsetEdit.State.APPLIED
+    assert committed(fresh_demo) == others  # every other partition back, DELETED still gone
+
+    # Nothing is left to commit back, and the page says so.
+    response = client.post(f"{page}stage-restore/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 400 and "Nothing to change" in response.content.decode()
+    assert OffsetEdit.objects.count() == 2
+
+
 def test_the_api_reconciles_a_stale_partial_sink_delete_as_failed_with_what_to_restore(
     client, fresh_demo, editor, approver, tmp_path
 ):
