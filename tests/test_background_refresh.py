@@ -237,14 +237,26 @@ def test_a_loop_skips_its_round_while_another_refresh_runs(fake_spark, monkeypat
     from offsets.management.commands import refresh_offsets
 
     monkeypatch.setattr(signal, "signal", lambda *args: None)  # keep pytest's own handlers
-    # One round, then stop as SIGTERM would.
-    monkeypatch.setattr(
-        refresh_offsets.Command, "reconcile_stale", lambda self, cluster: self.stop.set()
-    )
     cluster = make.cluster("prod")
-    make.run(cluster, RefreshRun.Status.RUNNING, ago=5, phase="merging")
+    first = make.run(cluster, RefreshRun.Status.RUNNING, ago=5, phase="merging")
+    rounds = []
+
+    def next_round(command, cluster):
+        # Rounds 1-2 meet the first run, 3 a second one; round 4 stops as SIGTERM would.
+        rounds.append(cluster)
+        if len(rounds) == 2:
+            RefreshRun.objects.filter(pk=first.pk).update(status=RefreshRun.Status.SUCCEEDED)
+            make.run(cluster, RefreshRun.Status.RUNNING, ago=1, phase="saving results")
+        if len(rounds) == 3:
+            command.stop.set()
+
+    monkeypatch.setattr(refresh_offsets.Command, "reconcile_stale", next_round)
     out = io.StringIO()
-    call_command("refresh_offsets", cluster="prod", every=60, stdout=out)
-    assert "A refresh of prod is already running" in out.getvalue()
-    assert "merging). Skipped this round." in out.getvalue()
+    call_command("refresh_offsets", cluster="prod", every=0.01, stdout=out)
+    lines = out.getvalue().splitlines()
+    # Said once per other refresh, not once per round.
+    assert len(rounds) == 3 and len(lines) == 3 and lines[-1] == "Stopped."
+    assert lines[0].startswith("A refresh of prod is already running")
+    assert lines[0].endswith("merging). Skipping rounds while it runs.")
+    assert lines[1].endswith("saving results). Skipping rounds while it runs.")
     assert fake_spark == ["stop"]  # Spark started and stopped, no refresh ran

@@ -63,7 +63,8 @@ class Command(BaseCommand):
             # so that a refresh that may not run says so at once.
             claimed = background.claim_refresh(cluster=found, full=full)
             if claimed is None:
-                raise CommandError(f"{self.already_running(found)} Not started.")
+                running = background.running_refresh(cluster=found)
+                raise CommandError(f"{self.already_running(found, running)} Not started.")
             RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting Spark")
         else:
             claimed = None
@@ -80,14 +81,22 @@ class Command(BaseCommand):
             if claimed is not None:
                 self.fail_claimed(claimed, f"Spark could not start: {exc}")
             raise
+        skipped_for = None  # the other refresh this loop last said it skips rounds for
         try:
             while True:
                 run = claimed or background.claim_refresh(cluster=found, full=full)
                 claimed = None
                 if run is None:
-                    self.stdout.write(
-                        self.style.WARNING(f"{self.already_running(found)} Skipped this round.")
-                    )
+                    # Said once per other refresh, not every round it lasts.
+                    running = background.running_refresh(cluster=found)
+                    if running is None or running.pk != skipped_for:
+                        skipped_for = running.pk if running else None
+                        self.stdout.write(
+                            self.style.WARNING(
+                                f"{self.already_running(found, running)} "
+                                "Skipping rounds while it runs."
+                            )
+                        )
                 else:
                     run = self.refresh_once(found, full=full, spark=spark, run=run)
                     full = False  # only the first round of a loop rebuilds
@@ -102,8 +111,7 @@ class Command(BaseCommand):
         finally:
             spark.stop()
 
-    def already_running(self, cluster: Cluster) -> str:
-        running = background.running_refresh(cluster=cluster)
+    def already_running(self, cluster: Cluster, running: RefreshRun | None) -> str:
         if running is None:  # it ended between the claim and this question
             return f"A refresh of {cluster.name} was running a moment ago."
         return background.AlreadyRunning(running).message
