@@ -1,6 +1,7 @@
 """Starting a refresh in the background: one claim per cluster, a detached process."""
 
 import io
+import os
 import sys
 import threading
 import time
@@ -134,6 +135,61 @@ def test_the_already_running_message_names_the_phase():
     assert "writing results" in background.AlreadyRunning(run).message
 
 
+def ended_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.mark.django_db
+def test_a_run_whose_process_is_gone_on_this_host_no_longer_blocks(launched):
+    import socket
+
+    cluster = make.cluster("prod")
+    pid = ended_pid()
+    killed = make.run(cluster, RefreshRun.Status.RUNNING, ago=5, host=socket.gethostname(), pid=pid)
+    run = background.start_refresh(cluster=cluster)
+    assert run is not None and (run.host, run.pid) == (socket.gethostname(), os.getpid())
+    killed.refresh_from_db()
+    assert killed.status == RefreshRun.Status.FAILED
+    assert killed.error == f"Abandoned: its process ({pid} on {socket.gethostname()}) is gone."
+
+
+@pytest.mark.django_db
+def test_a_run_whose_process_lives_or_runs_elsewhere_still_blocks(launched):
+    import socket
+
+    cluster = make.cluster("prod")
+    alive = make.run(
+        cluster, RefreshRun.Status.RUNNING, ago=5, host=socket.gethostname(), pid=os.getpid()
+    )
+    assert background.start_refresh(cluster=cluster) is None
+    # Another host's process cannot be asked: its run blocks until it is deemed abandoned.
+    RefreshRun.objects.filter(pk=alive.pk).update(host="worker-2", pid=ended_pid())
+    assert background.start_refresh(cluster=cluster) is None
+    assert not launched and RefreshRun.objects.get().status == RefreshRun.Status.RUNNING
+
+
+@pytest.mark.django_db
+def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp_path):
+    from offsets.services import refresh
+
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path)
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(refresh, "_read_state_and_plan", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        refresh.run_refresh(cluster=make.cluster("prod"))
+    run = RefreshRun.objects.get()
+    assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+    assert run.finished_at is not None
+
+
 # -------------------------------------------------------------------------------------------
 # The command fills in the claimed run (refresh_offsets --run-id).
 
@@ -170,8 +226,10 @@ def test_the_command_fills_in_the_claimed_run(fake_spark, launched):
 
     cluster = make.cluster("prod")
     claimed = background.start_refresh(cluster=cluster)
+    RefreshRun.objects.filter(pk=claimed.pk).update(pid=1)  # claimed by the web server
     call_command("refresh_offsets", cluster="prod", run_id=claimed.pk, stdout=io.StringIO())
     assert fake_spark[0]["run"] == claimed
+    assert RefreshRun.objects.get().pid == os.getpid()  # the command's process runs it now
     assert RefreshRun.objects.get().status == RefreshRun.Status.SUCCEEDED
 
 

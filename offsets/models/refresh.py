@@ -39,6 +39,10 @@ class RefreshRun(models.Model):
     malformed_by_reason = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True)
+    # The process running it, so that a run whose process is gone (killed, Ctrl-C) stops
+    # blocking new refreshes at once on that host, not after REFRESH_ABANDONED_SECONDS.
+    host = models.CharField(max_length=255, blank=True)
+    pid = models.IntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -1,11 +1,14 @@
 """Start a refresh in the background: one detached `manage.py refresh_offsets` per cluster."""
 
 import logging
+import os
+import socket
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -83,15 +86,47 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
                 f"{settings.REFRESH_ABANDONED_SECONDS} s (the refresh process ended or was killed)."
             ),
         )
-        if RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING).exists():
-            return None
+        for running in RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING):
+            if not process_gone(running):
+                return None
+            RefreshRun.objects.filter(pk=running.pk).update(
+                status=RefreshRun.Status.FAILED,
+                finished_at=now,
+                error=f"Abandoned: its process ({running.pid} on {running.host}) is gone.",
+            )
         return RefreshRun.objects.create(
             cluster=cluster,
             started_at=now,
             status=RefreshRun.Status.RUNNING,
             full=full,
             phase="starting",
+            **this_process(),
         )
+
+
+def this_process() -> dict:
+    """The fields that name the process running a refresh (RefreshRun.host, .pid)."""
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def process_gone(run: RefreshRun) -> bool:
+    """Whether the run's process is known to be gone: on this host, no such live process.
+
+    Another host's process cannot be asked: its run blocks until REFRESH_ABANDONED_SECONDS.
+    A pid reused by another process looks alive, which only means waiting as before.
+    """
+    if not run.pid or run.host != socket.gethostname():
+        return False
+    try:
+        os.kill(run.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    try:  # a zombie (ended, not reaped yet) is gone too
+        return Path(f"/proc/{run.pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def refresh_command(*, cluster: Cluster, run: RefreshRun, full: bool) -> list[str]:
@@ -122,6 +157,8 @@ def _launch(*, cluster: Cluster, run: RefreshRun, full: bool) -> None:
             # Its own session: a web server restart or Ctrl-C does not kill a running refresh.
             start_new_session=True,
         )
+    # The child runs it (it says so again once started): the claiming web worker may end first.
+    RefreshRun.objects.filter(pk=run.pk).update(pid=process.pid)
     logger.info(
         "Started refresh %s of %s (pid %s, log %s)", run.pk, cluster.name, process.pid, log_path
     )

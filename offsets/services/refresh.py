@@ -50,7 +50,7 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.services import connect_state
+from offsets.services import background, connect_state
 from offsets.services.connect_state import ConnectorSummary
 from offsets.spark import history_files
 
@@ -221,7 +221,11 @@ def run_refresh(
     started = time.monotonic()
     if run is None:
         run = RefreshRun.objects.create(
-            cluster=cluster, started_at=timezone.now(), full=full, phase="starting"
+            cluster=cluster,
+            started_at=timezone.now(),
+            full=full,
+            phase="starting",
+            **background.this_process(),
         )
 
     def phase(text: str) -> None:
@@ -298,6 +302,17 @@ def run_refresh(
             count for reasons in run.malformed_by_reason.values() for count in reasons.values()
         )
         run.phase = "done"
+    except KeyboardInterrupt:
+        # Ctrl-C: recorded, so that the run does not block the next refresh as "running".
+        shutil.rmtree(run_dir, ignore_errors=True)
+        RefreshRun.objects.filter(pk=run.pk).update(
+            status=RefreshRun.Status.FAILED,
+            finished_at=timezone.now(),
+            seconds=time.monotonic() - started,
+            error="Interrupted (Ctrl-C).",
+            phase="failed: interrupted",
+        )
+        raise
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
         run.status = RefreshRun.Status.FAILED

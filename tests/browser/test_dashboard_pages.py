@@ -323,6 +323,7 @@ def test_refresh_runs_in_the_background_and_the_overview_follows_it(
     assert RefreshRun.objects.count() == before + 1
     run = RefreshRun.objects.latest("started_at")
     assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    assert run.pid == started[0].pid  # the refresh process, which the run names as its own
     assert not row.locator("button:text('Refresh')").is_disabled()
 
 

@@ -124,7 +124,10 @@ class Command(BaseCommand):
         ).first()
         if run is None:
             raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
-        RefreshRun.objects.filter(pk=run.pk).update(phase="starting Spark")
+        # This process runs it from now on (the process that claimed it only launched it).
+        RefreshRun.objects.filter(pk=run.pk).update(
+            phase="starting Spark", **background.this_process()
+        )
         return run
 
     def fail_claimed(self, run: RefreshRun, error: str) -> None:
