@@ -264,6 +264,23 @@ def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched):
     assert claimed.error == "Spark could not start: Java gateway process exited"
 
 
+@pytest.mark.django_db
+def test_ctrl_c_while_spark_starts_fails_the_claimed_run(monkeypatch):
+    from django.core.management import CommandError, call_command
+
+    from offsets.spark import session
+
+    def ctrl_c(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session, "get_spark", ctrl_c)
+    make.cluster("prod")
+    with pytest.raises(CommandError, match="Interrupted"):
+        call_command("refresh_offsets", cluster="prod")
+    run = RefreshRun.objects.get()  # claimed by the command itself
+    assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+
+
 # -------------------------------------------------------------------------------------------
 # Without --run-id the command claims its own runs: never two refreshes of a cluster at once.
 

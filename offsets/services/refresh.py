@@ -310,7 +310,7 @@ def run_refresh(
             finished_at=timezone.now(),
             seconds=time.monotonic() - started,
             error="Interrupted (Ctrl-C).",
-            phase="failed: interrupted",
+            phase="failed: Interrupted (Ctrl-C).",
         )
         raise
     except Exception as exc:

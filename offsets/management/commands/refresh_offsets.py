@@ -76,10 +76,16 @@ class Command(BaseCommand):
             signal.signal(signal.SIGINT, self.on_signal)
         try:
             spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
-        except Exception as exc:
+        except (Exception, KeyboardInterrupt) as exc:
             # The claimed run would otherwise say "running" until it is deemed abandoned.
             if claimed is not None:
-                self.fail_claimed(claimed, f"Spark could not start: {exc}")
+                interrupted = isinstance(exc, KeyboardInterrupt)
+                self.fail_claimed(
+                    claimed,
+                    "Interrupted (Ctrl-C)." if interrupted else f"Spark could not start: {exc}",
+                )
+            if isinstance(exc, KeyboardInterrupt):
+                raise CommandError("Interrupted.") from None
             raise
         skipped_for = None  # the other refresh this loop last said it skips rounds for
         try:
@@ -108,6 +114,8 @@ class Command(BaseCommand):
                 if self.stop.wait(every):
                     self.stdout.write("Stopped.")
                     return
+        except KeyboardInterrupt:  # the run is recorded as interrupted (run_refresh)
+            raise CommandError("Interrupted.") from None
         finally:
             spark.stop()
 
