@@ -374,10 +374,12 @@ def edit_detail(request: Request, pk: int) -> Response:
     return Response(EditDetailOutput(_get_edit(pk)).data)
 
 
-def _action_view(service: Callable, summary: str):
+def _action_view(service: Callable, summary: str, *, status: int = 200):
+    """A POST {comment} view calling `service`; it answers with the edit the service returns."""
+
     @extend_schema(
         request=CommentInput,
-        responses={200: EditDetailOutput, **errors(400, 404, 409, 415, 503)},
+        responses={status: EditDetailOutput, **errors(400, 403, 404, 409, 415, 503)},
         summary=summary,
     )
     @api_view(["POST"])
@@ -388,7 +390,7 @@ def _action_view(service: Callable, summary: str):
         edit = _run(
             lambda: service(edit=edit, user=request.user, comment=data.validated_data["comment"])
         )
-        return Response(EditDetailOutput(edit).data)
+        return Response(EditDetailOutput(edit).data, status=status)
 
     return view
 
@@ -407,23 +409,12 @@ edit_reconcile = _action_view(
 )
 
 
-@extend_schema(
-    request=CommentInput,
-    responses={201: EditDetailOutput, **errors(400, 403, 404, 409, 415, 503)},
-    summary="Stage a new edit committing back what a failed partial sink delete lost (an "
-    "editor); 201 with the new draft, 400 when nothing is left to commit back",
+edit_stage_restore = _action_view(
+    edits.stage_restore,
+    "Stage a new edit committing back what a failed partial sink delete lost (an editor); 201 "
+    "with the new draft, 400 when nothing is left to commit back",
+    status=201,
 )
-@api_view(["POST"])
-def edit_stage_restore(request: Request, pk: int) -> Response:
-    data = CommentInput(data=request.data)
-    data.is_valid(raise_exception=True)
-    edit = _get_edit(pk)
-    restore = _run(
-        lambda: edits.stage_restore(
-            edit=edit, user=request.user, comment=data.validated_data["comment"]
-        )
-    )
-    return Response(EditDetailOutput(restore).data, status=201)
 
 
 @extend_schema(

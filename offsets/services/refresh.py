@@ -62,6 +62,8 @@ Progress = Callable[[str], None]
 # another writer held the lock past the busy timeout) or the connection dropped (PostgreSQL
 # restarting). Minutes of Spark work are not thrown away for a database busy for a moment.
 DB_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+# What a run stopped by Ctrl-C says (run_refresh, and refresh_offsets while Spark starts).
+INTERRUPTED = "Interrupted (Ctrl-C)."
 
 
 def _ms_to_datetime(ms: int | None) -> datetime | None:
@@ -309,8 +311,8 @@ def run_refresh(
             status=RefreshRun.Status.FAILED,
             finished_at=timezone.now(),
             seconds=time.monotonic() - started,
-            error="Interrupted (Ctrl-C).",
-            phase="failed: Interrupted (Ctrl-C).",
+            error=INTERRUPTED,
+            phase=f"failed: {INTERRUPTED}",
         )
         raise
     except Exception as exc:
@@ -435,15 +437,9 @@ def _read_state_and_plan[T](
     timeout = settings.KAFKA_READ_TIMEOUT
     positions: dict[str, dict[int, int]] = {cluster.offsets_topic: {}}
     # Database reads stay on this thread (a test's transaction is not visible to another).
-    read_from = _read_positions(cluster)
+    read_from, stored_ids = _read_positions(cluster)
     for (topic, partition), next_offset in read_from.items():
         positions.setdefault(topic, {})[partition] = next_offset
-    stored_ids = dict(
-        ReadPosition.objects.filter(cluster=cluster)
-        .exclude(topic_id="")
-        .values_list("topic", "topic_id")
-        .distinct()
-    )
     starts = {topic: None if full else known for topic, known in positions.items()}
     with ThreadPoolExecutor(max_workers=2) as pool:
         planning = pool.submit(client.plan_reads, kafka, starts, timeout=timeout)
@@ -508,13 +504,18 @@ def recreated_topics(
     return recreated
 
 
-def _read_positions(cluster: Cluster) -> dict[tuple[str, int], int]:
-    return {
-        (topic, partition): next_offset
-        for topic, partition, next_offset in ReadPosition.objects.filter(
-            cluster=cluster
-        ).values_list("topic", "partition", "next_offset")
-    }
+def _read_positions(cluster: Cluster) -> tuple[dict[tuple[str, int], int], dict[str, str]]:
+    """The cluster's read positions {(topic, partition): next offset} and the topic IDs
+    they were read under {topic: ID} (topics read without an ID left out)."""
+    positions: dict[tuple[str, int], int] = {}
+    ids: dict[str, str] = {}
+    for topic, partition, next_offset, topic_id in ReadPosition.objects.filter(
+        cluster=cluster
+    ).values_list("topic", "partition", "next_offset", "topic_id"):
+        positions[(topic, partition)] = next_offset
+        if topic_id:
+            ids[topic] = topic_id
+    return positions, ids
 
 
 @dataclass
@@ -1053,7 +1054,7 @@ def _save(
     """Replace the current results and append the history, all or nothing."""
     # One save of a cluster at a time, each checking what the one before it saved.
     cluster.lock()
-    if not full and _read_positions(cluster) != sources.read_from:
+    if not full and _read_positions(cluster)[0] != sources.read_from:
         # Another refresh (a loop beside a button press, a run deemed abandoned that was not)
         # read the same new records and saved first: adding this one's counts too would
         # count those commits twice. A full refresh replaces everything, so it may go on.

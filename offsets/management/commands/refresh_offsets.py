@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
 from offsets.services import background, edits
-from offsets.services.refresh import run_refresh
+from offsets.services.refresh import INTERRUPTED, run_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -76,16 +76,14 @@ class Command(BaseCommand):
             signal.signal(signal.SIGINT, self.on_signal)
         try:
             spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
-        except (Exception, KeyboardInterrupt) as exc:
-            # The claimed run would otherwise say "running" until it is deemed abandoned.
+        # The claimed run would otherwise say "running" until it is deemed abandoned.
+        except KeyboardInterrupt:
             if claimed is not None:
-                interrupted = isinstance(exc, KeyboardInterrupt)
-                self.fail_claimed(
-                    claimed,
-                    "Interrupted (Ctrl-C)." if interrupted else f"Spark could not start: {exc}",
-                )
-            if isinstance(exc, KeyboardInterrupt):
-                raise CommandError("Interrupted.") from None
+                self.fail_claimed(claimed, INTERRUPTED)
+            raise CommandError("Interrupted.") from None
+        except Exception as exc:
+            if claimed is not None:
+                self.fail_claimed(claimed, f"Spark could not start: {exc}")
             raise
         skipped_for = None  # the other refresh this loop last said it skips rounds for
         try:
