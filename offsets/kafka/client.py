@@ -103,6 +103,22 @@ def admin_client(settings: dict) -> AdminClient:
         ) from exc
 
 
+def answer(future, *, admin: AdminClient, outstanding: Iterable, settings: dict, timeout: float):
+    """Wait for an admin request's future; a broker that does not answer raises KafkaUnavailable.
+
+    A future that never resolves means the broker went away mid-request. `admin` is then kept
+    until every request in `outstanding` resolves (`handles.keep_until_done`): destroying it
+    with requests in flight can abort the process inside librdkafka.
+    """
+    try:
+        return future.result(timeout=timeout)
+    except TimeoutError as exc:
+        handles.keep_until_done(admin, list(outstanding))
+        raise KafkaUnavailable(
+            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+        ) from exc
+
+
 @handles.released_after
 def topic_partition_counts(settings: dict, *, timeout: float = 10.0) -> dict[str, int]:
     """Return every topic's partition count, or raise KafkaUnavailable."""
@@ -131,13 +147,13 @@ def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float 
     futures = admin.create_topics(new_topics, operation_timeout=timeout)
     for name, future in futures.items():
         try:
-            future.result(timeout=timeout)
-        except TimeoutError as exc:
-            # A future that never resolves (the broker went away mid-request).
-            handles.keep_until_done(admin, futures.values())
-            raise KafkaUnavailable(
-                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-            ) from exc
+            answer(
+                future,
+                admin=admin,
+                outstanding=futures.values(),
+                settings=settings,
+                timeout=timeout,
+            )
         except KafkaException as exc:
             raise KafkaUnavailable(f"Could not create topic {name}: {exc.args[0]}") from exc
 
@@ -246,13 +262,13 @@ def alter_group_offsets(
     futures = admin.alter_consumer_group_offsets([request], request_timeout=timeout)
     for future in futures.values():
         try:
-            result = future.result(timeout=timeout)
-        except TimeoutError as exc:
-            # A future that never resolves (the broker went away mid-request).
-            handles.keep_until_done(admin, futures.values())
-            raise KafkaUnavailable(
-                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-            ) from exc
+            result = answer(
+                future,
+                admin=admin,
+                outstanding=futures.values(),
+                settings=settings,
+                timeout=timeout,
+            )
         except KafkaException as exc:
             raise KafkaUnavailable(
                 f"Could not set offsets of group {group_id}: {exc.args[0]}"
@@ -275,15 +291,12 @@ def topic_config(settings: dict, topic: str, *, timeout: float = 30.0) -> dict[s
     from confluent_kafka.admin import ConfigResource
 
     resource = ConfigResource("topic", topic)
+    admin = admin_client(settings)
     try:
-        admin = admin_client(settings)
-        entries = admin.describe_configs([resource])[resource].result(timeout=timeout)
-    except TimeoutError as exc:
-        # A future that never resolves (the broker went away mid-request).
-        handles.keep_until_done(admin, [])
-        raise KafkaUnavailable(
-            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-        ) from exc
+        future = admin.describe_configs([resource])[resource]
+        entries = answer(
+            future, admin=admin, outstanding=[future], settings=settings, timeout=timeout
+        )
     except KafkaException as exc:
         raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
     return {name: entry.value for name, entry in entries.items()}
@@ -309,12 +322,13 @@ def topic_ids(settings: dict, topics: list[str], *, timeout: float = 30.0) -> di
     ids: dict[str, str] = {}
     for topic, future in futures.items():
         try:
-            description = future.result(timeout=timeout)
-        except TimeoutError as exc:
-            handles.keep_until_done(admin, list(futures.values()))
-            raise KafkaUnavailable(
-                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-            ) from exc
+            description = answer(
+                future,
+                admin=admin,
+                outstanding=futures.values(),
+                settings=settings,
+                timeout=timeout,
+            )
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 continue
@@ -543,13 +557,13 @@ def list_offsets(
         found: dict[tuple[str, int], int] = {}
         for tp, future in futures.items():
             try:
-                found[(tp.topic, tp.partition)] = future.result(timeout=timeout).offset
-            except TimeoutError as exc:
-                # A future that never resolves (the broker went away mid-request).
-                handles.keep_until_done(admin, [f for fs in requests for f in fs.values()])
-                raise KafkaUnavailable(
-                    f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-                ) from exc
+                found[(tp.topic, tp.partition)] = answer(
+                    future,
+                    admin=admin,
+                    outstanding=[f for fs in requests for f in fs.values()],
+                    settings=settings,
+                    timeout=timeout,
+                ).offset
             except KafkaException as exc:
                 raise KafkaUnavailable(
                     f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
@@ -630,18 +644,18 @@ def sink_group_offsets(
     result = {}
     for group, future in futures.items():
         try:
-            answer = future.result(timeout=timeout)
-        except TimeoutError as exc:
-            # A future that never resolves (the broker went away mid-request).
-            handles.keep_until_done(admin, futures.values())
-            raise KafkaUnavailable(
-                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-            ) from exc
+            offsets = answer(
+                future,
+                admin=admin,
+                outstanding=futures.values(),
+                settings=settings,
+                timeout=timeout,
+            )
         except KafkaException as exc:
             raise KafkaUnavailable(
                 f"Could not read offsets of group {group}: {exc.args[0]}"
             ) from exc
         result[group] = {
-            (tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.offset >= 0
+            (tp.topic, tp.partition): tp.offset for tp in offsets.topic_partitions if tp.offset >= 0
         }
     return result

@@ -57,13 +57,13 @@ def describe_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> G
     admin = client.admin_client(settings)
     futures = admin.describe_consumer_groups([group_id], request_timeout=timeout)
     try:
-        description = futures[group_id].result(timeout=timeout)
-    except TimeoutError as exc:
-        # A future that never resolves (the broker went away mid-request).
-        handles.keep_until_done(admin, futures.values())
-        raise KafkaUnavailable(
-            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-        ) from exc
+        description = client.answer(
+            futures[group_id],
+            admin=admin,
+            outstanding=futures.values(),
+            settings=settings,
+            timeout=timeout,
+        )
     except KafkaException as exc:
         error = exc.args[0]
         if isinstance(error, KafkaError) and error.code() == KafkaError.GROUP_ID_NOT_FOUND:
@@ -93,13 +93,13 @@ def delete_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> Non
     admin = client.admin_client(settings)
     futures = admin.delete_consumer_groups([group_id], request_timeout=timeout)
     try:
-        futures[group_id].result(timeout=timeout)
-    except TimeoutError as exc:
-        # A future that never resolves (the broker went away mid-request).
-        handles.keep_until_done(admin, futures.values())
-        raise KafkaUnavailable(
-            f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-        ) from exc
+        client.answer(
+            futures[group_id],
+            admin=admin,
+            outstanding=futures.values(),
+            settings=settings,
+            timeout=timeout,
+        )
     except KafkaException as exc:
         error = exc.args[0]
         # Deleting a group that is already gone is what was asked for (Connect treats it the

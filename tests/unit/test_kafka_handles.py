@@ -99,3 +99,30 @@ def test_a_function_marked_released_after_destroys_the_handles_it_made_when_it_r
     assert ask_the_cluster() == "answer"
     assert made[0]() is None
     assert handles.held_count() == 0
+
+
+def test_an_admin_request_given_up_on_raises_kafka_unavailable_and_keeps_its_handle():
+    from offsets.kafka import client
+
+    admin = handles.admin_client(NOWHERE)
+    gone = weakref.ref(admin)
+    stuck, other = Future(), Future()  # never resolved by themselves: a broker gone mid-request
+    with pytest.raises(client.KafkaUnavailable, match=r"127\.0\.0\.1:1 did not answer within 0s"):
+        client.answer(stuck, admin=admin, outstanding=[stuck, other], settings=NOWHERE, timeout=0)
+    del admin
+    stuck.set_result(None)
+    assert handles.release_unused() == 0  # `other` is still in flight
+    other.set_result(None)
+    assert handles.release_unused() == 1
+    assert gone() is None
+
+
+def test_an_admin_request_that_is_answered_returns_its_result():
+    from offsets.kafka import client
+
+    done: Future = Future()
+    done.set_result("answer")
+    admin = handles.admin_client(NOWHERE)
+    assert client.answer(done, admin=admin, outstanding=[done], settings=NOWHERE, timeout=1) == (
+        "answer"
+    )
