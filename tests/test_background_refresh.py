@@ -58,7 +58,75 @@ def test_a_run_that_outlived_its_process_no_longer_blocks(launched, settings):
     assert run is not None and run != stuck
     stuck.refresh_from_db()
     assert stuck.status == RefreshRun.Status.FAILED
-    assert stuck.error.startswith("Abandoned: no result after 600 s")
+    assert stuck.error.startswith("Abandoned: no sign of life from its process for 600 s")
+
+
+@pytest.mark.django_db
+def test_a_long_refresh_that_keeps_beating_is_not_taken_for_a_dead_one(launched, settings):
+    # Started two hours ago on another host (its process cannot be asked), last beat 10 s ago:
+    # judged by its start, as before heartbeats, a second refresh would start beside it.
+    settings.REFRESH_ABANDONED_SECONDS = 600
+    cluster = make.cluster("prod")
+    long_run = make.run(
+        cluster,
+        RefreshRun.Status.RUNNING,
+        ago=7200,
+        host="worker-2",
+        pid=4242,
+        heartbeat_at=timezone.now() - timedelta(seconds=10),
+    )
+    assert background.start_refresh(cluster=cluster) is None
+    assert not launched
+    long_run.refresh_from_db()
+    assert long_run.status == RefreshRun.Status.RUNNING
+
+    # Its heartbeats stop (the host is gone): after REFRESH_ABANDONED_SECONDS it no longer blocks.
+    RefreshRun.objects.filter(pk=long_run.pk).update(
+        heartbeat_at=timezone.now() - timedelta(seconds=601)
+    )
+    assert background.start_refresh(cluster=cluster) is not None
+    long_run.refresh_from_db()
+    assert long_run.status == RefreshRun.Status.FAILED
+    assert long_run.error == (
+        "Abandoned: no sign of life from its process for 600 s (it ended or was killed, or its "
+        "host is gone)."
+    )
+
+
+def wait_for(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_records_signs_of_life_while_its_block_runs(settings):
+    settings.REFRESH_HEARTBEAT_SECONDS = 0.05
+    cluster = make.cluster("prod")
+    run = make.run(cluster, RefreshRun.Status.RUNNING, ago=5)
+    done = make.run(cluster, ago=60)
+
+    def beat_of(row: RefreshRun):
+        return RefreshRun.objects.get(pk=row.pk).heartbeat_at
+
+    with background.heartbeat(run), background.heartbeat(done):
+        wait_for(lambda: beat_of(run) is not None)
+        first = beat_of(run)
+        wait_for(lambda: beat_of(run) > first)
+    last = beat_of(run)
+    time.sleep(0.3)
+    assert beat_of(run) == last  # no beat after the block
+    assert beat_of(done) is None  # a run that is no longer RUNNING is left alone
+
+
+@pytest.mark.django_db
+def test_heartbeats_can_be_switched_off(settings):
+    settings.REFRESH_HEARTBEAT_SECONDS = 0
+    run = make.run(make.cluster("prod"), RefreshRun.Status.RUNNING, ago=5)
+    before = threading.active_count()
+    with background.heartbeat(run):
+        assert threading.active_count() == before
 
 
 @pytest.mark.django_db
@@ -230,6 +298,7 @@ def test_the_command_fills_in_the_claimed_run(fake_spark, launched):
     call_command("refresh_offsets", cluster="prod", run_id=claimed.pk, stdout=io.StringIO())
     assert fake_spark[0]["run"] == claimed
     assert RefreshRun.objects.get().pid == os.getpid()  # the command's process runs it now
+    assert RefreshRun.objects.get().heartbeat_at is not None  # its first sign of life
     assert RefreshRun.objects.get().status == RefreshRun.Status.SUCCEEDED
 
 
@@ -335,3 +404,41 @@ def test_a_loop_skips_its_round_while_another_refresh_runs(fake_spark, monkeypat
     assert lines[0].endswith("merging). Skipping rounds while it runs.")
     assert lines[1].endswith("saving results). Skipping rounds while it runs.")
     assert fake_spark == ["stop"]  # Spark started and stopped, no refresh ran
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_command_beats_while_spark_starts_and_while_it_refreshes(monkeypatch, settings):
+    from django.core.management import call_command
+
+    from offsets.management.commands import refresh_offsets
+    from offsets.spark import session
+
+    settings.REFRESH_HEARTBEAT_SECONDS = 0.05
+    cluster = make.cluster("prod")
+    beats = {}
+
+    def beaten_after(since):
+        run = RefreshRun.objects.get()
+        return run.heartbeat_at is not None and run.heartbeat_at > since
+
+    class Spark:
+        def stop(self):
+            pass
+
+    def slow_spark(*args):
+        since = timezone.now()
+        wait_for(lambda: beaten_after(since))
+        beats["spark"] = True
+        return Spark()
+
+    def slow_refresh(**kwargs):
+        since = timezone.now()
+        wait_for(lambda: beaten_after(since))
+        beats["refresh"] = True
+        RefreshRun.objects.filter(pk=kwargs["run"].pk).update(status=RefreshRun.Status.SUCCEEDED)
+        return RefreshRun.objects.get(pk=kwargs["run"].pk)
+
+    monkeypatch.setattr(session, "get_spark", slow_spark)
+    monkeypatch.setattr(refresh_offsets, "run_refresh", slow_refresh)
+    call_command("refresh_offsets", cluster=cluster.name, stdout=io.StringIO())
+    assert beats == {"spark": True, "refresh": True}

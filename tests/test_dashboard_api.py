@@ -1,6 +1,10 @@
 """The REST API behind the pages: everything a page shows, as JSON."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from rest_framework.authtoken.models import Token
 
 from offsets.models import RefreshRun, SourceOffset
@@ -194,6 +198,14 @@ def test_refreshes_are_listed_newest_first(logged_in_client, prod):
     make.run(prod, RefreshRun.Status.FAILED, ago=5, error="down")
     runs = logged_in_client.get(f"{BASE}/refreshes/").json()
     assert [r["status"] for r in runs] == ["failed", "succeeded"]
+
+
+def test_a_running_refresh_shows_its_last_sign_of_life(logged_in_client, prod):
+    beat = timezone.now() - timedelta(seconds=7)
+    make.run(prod, RefreshRun.Status.RUNNING, ago=60, heartbeat_at=beat)
+    running = logged_in_client.get(f"{BASE}/refreshes/").json()[0]
+    assert running["status"] == "running"
+    assert parse_datetime(running["heartbeat_at"]) == beat
 
 
 def test_starting_a_refresh_needs_the_permission(logged_in_client, prod, launched):

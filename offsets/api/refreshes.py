@@ -21,6 +21,11 @@ class RefreshRunOutput(serializers.ModelSerializer):
         help_text="Malformed records by topic, then by reason (e.g. value-not-json).",
     )
     records_by_topic = serializers.DictField(child=serializers.IntegerField())
+    heartbeat_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="A running refresh's last sign of life (every REFRESH_HEARTBEAT_SECONDS).",
+    )
 
     class Meta:
         model = RefreshRun
@@ -31,6 +36,7 @@ class RefreshRunOutput(serializers.ModelSerializer):
             "phase",
             "started_at",
             "finished_at",
+            "heartbeat_at",
             "seconds",
             "records_read",
             "records_by_topic",

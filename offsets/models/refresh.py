@@ -43,6 +43,10 @@ class RefreshRun(models.Model):
     # blocking new refreshes at once on that host, not after REFRESH_ABANDONED_SECONDS.
     host = models.CharField(max_length=255, blank=True)
     pid = models.IntegerField(null=True, blank=True)
+    # The running process's last sign of life (every REFRESH_HEARTBEAT_SECONDS): a run that
+    # gave none for REFRESH_ABANDONED_SECONDS lost its process, wherever it ran, while a long
+    # refresh that keeps beating is never taken for a dead one.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -1,5 +1,6 @@
 """Start a refresh in the background: one detached `manage.py refresh_offsets` per cluster."""
 
+import contextlib
 import logging
 import os
 import socket
@@ -11,7 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connections, transaction
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
@@ -73,17 +75,19 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
         # Serialise claims of one cluster: a second claim waits here until this one commits,
         # and then sees the run created below instead of creating its own.
         cluster.lock()
-        # A run that has said nothing for this long lost its process (killed, machine
-        # rebooted); it must not block refreshes forever.
+        # A run whose process gave no sign of life for this long lost it (killed, its machine
+        # gone): it must not block refreshes forever. Its last sign is its last heartbeat, or
+        # its start before the first one.
         abandoned_before = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
-        RefreshRun.objects.filter(
-            cluster=cluster, status=RefreshRun.Status.RUNNING, started_at__lt=abandoned_before
-        ).update(
+        RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING).alias(
+            last_sign=Coalesce("heartbeat_at", "started_at")
+        ).filter(last_sign__lt=abandoned_before).update(
             status=RefreshRun.Status.FAILED,
             finished_at=now,
             error=(
-                "Abandoned: no result after "
-                f"{settings.REFRESH_ABANDONED_SECONDS} s (the refresh process ended or was killed)."
+                f"Abandoned: no sign of life from its process for "
+                f"{settings.REFRESH_ABANDONED_SECONDS} s (it ended or was killed, or its host is "
+                "gone)."
             ),
         )
         for running in RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING):
@@ -104,6 +108,45 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
         )
 
 
+@contextlib.contextmanager
+def heartbeat(run: RefreshRun):
+    """Record a sign of life on the running `run` every REFRESH_HEARTBEAT_SECONDS while the
+    block runs, from a thread of its own (a refresh's main thread may wait minutes on Spark).
+
+    Without it, `claim_refresh` could only judge a run by its start: a refresh longer than
+    REFRESH_ABANDONED_SECONDS would be taken for a dead one and a second one started beside it,
+    and a run killed on another host blocked its cluster for that long. A beat that fails (a
+    busy or unreachable database) is logged and tried again at the next one.
+    """
+    interval = settings.REFRESH_HEARTBEAT_SECONDS
+    if interval <= 0:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(interval):
+                try:
+                    RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    )
+                except DatabaseError as exc:
+                    logger.warning("Could not record the heartbeat of refresh %s: %s", run.pk, exc)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-refresh-{run.pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        # Not forever: a beat stuck on a database lock must not hold up the refresh's end (a
+        # late beat leaves a run that is no longer RUNNING alone).
+        thread.join(timeout=10)
+
+
 def this_process() -> dict:
     """The fields that name the process running a refresh (RefreshRun.host, .pid)."""
     return {"host": socket.gethostname(), "pid": os.getpid()}
@@ -112,7 +155,8 @@ def this_process() -> dict:
 def process_gone(run: RefreshRun) -> bool:
     """Whether the run's process is known to be gone: on this host, no such live process.
 
-    Another host's process cannot be asked: its run blocks until REFRESH_ABANDONED_SECONDS.
+    Another host's process cannot be asked: its run blocks until its heartbeats stop for
+    REFRESH_ABANDONED_SECONDS.
     A pid reused by another process looks alive, which only means waiting as before.
     """
     if not run.pid or run.host != socket.gethostname():

@@ -1,3 +1,4 @@
+import contextlib
 import logging
 import signal
 import threading
@@ -75,7 +76,9 @@ class Command(BaseCommand):
             signal.signal(signal.SIGTERM, self.on_signal)
             signal.signal(signal.SIGINT, self.on_signal)
         try:
-            spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+            # Spark may take a minute to start: the claimed run shows signs of life meanwhile.
+            with background.heartbeat(claimed) if claimed else contextlib.nullcontext():
+                spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
         # The claimed run would otherwise say "running" until it is deemed abandoned.
         except KeyboardInterrupt:
             if claimed is not None:
@@ -102,7 +105,8 @@ class Command(BaseCommand):
                             )
                         )
                 else:
-                    run = self.refresh_once(found, full=full, spark=spark, run=run)
+                    with background.heartbeat(run):
+                        run = self.refresh_once(found, full=full, spark=spark, run=run)
                     full = False  # only the first round of a loop rebuilds
                 if every is None:
                     if run.status != RefreshRun.Status.SUCCEEDED:
@@ -132,7 +136,7 @@ class Command(BaseCommand):
             raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
         # This process runs it from now on (the process that claimed it only launched it).
         RefreshRun.objects.filter(pk=run.pk).update(
-            phase="starting Spark", **background.this_process()
+            phase="starting Spark", heartbeat_at=timezone.now(), **background.this_process()
         )
         return run
 
