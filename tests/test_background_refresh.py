@@ -201,6 +201,11 @@ def test_the_already_running_message_names_the_phase():
         phase="writing results",
     )
     assert "writing results" in background.AlreadyRunning(run).message
+    assert "sign of life" not in background.AlreadyRunning(run).message  # none yet
+    run.heartbeat_at = timezone.now() - timedelta(seconds=12.2)
+    assert background.AlreadyRunning(run).message.endswith(
+        "writing results, last sign of life 12 s ago)."
+    )
 
 
 def ended_pid() -> int:
@@ -256,6 +261,27 @@ def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp
     run = RefreshRun.objects.get()
     assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
     assert run.finished_at is not None
+
+
+@pytest.mark.django_db
+def test_a_refresh_records_its_outcome_without_undoing_what_others_wrote_meanwhile(
+    monkeypatch, settings, tmp_path
+):
+    from offsets.services import refresh
+
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path)
+    beat = timezone.now()
+
+    def beaten_then_broken(cluster, **kwargs):
+        # The heartbeat thread and the command write these while the refresh runs.
+        RefreshRun.objects.update(heartbeat_at=beat, host="worker-2", pid=4242)
+        raise RuntimeError("broker gone")
+
+    monkeypatch.setattr(refresh, "_read_state_and_plan", beaten_then_broken)
+    run = refresh.run_refresh(cluster=make.cluster("prod"))
+    stored = RefreshRun.objects.get(pk=run.pk)
+    assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, "broker gone")
+    assert (stored.heartbeat_at, stored.host, stored.pid) == (beat, "worker-2", 4242)
 
 
 # -------------------------------------------------------------------------------------------

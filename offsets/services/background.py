@@ -32,9 +32,15 @@ class AlreadyRunning:
     @property
     def message(self) -> str:
         started = timezone.localtime(self.run.started_at)
+        # The last heartbeat tells whoever waits whether it is still working.
+        beat = (
+            f", last sign of life {(timezone.now() - self.run.heartbeat_at).total_seconds():.0f} s ago"
+            if self.run.heartbeat_at
+            else ""
+        )
         return (
             f"A refresh of {self.run.cluster.name} is already running "
-            f"(started {started:%Y-%m-%d %H:%M:%S %Z}, {self.run.phase or 'starting'})."
+            f"(started {started:%Y-%m-%d %H:%M:%S %Z}, {self.run.phase or 'starting'}{beat})."
         )
 
 

@@ -177,6 +177,21 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
         )
 
 
+# The fields of a RefreshRun that `run_refresh` fills in when the run ends.
+RUN_OUTCOME_FIELDS = [
+    "status",
+    "full",
+    "phase",
+    "records_read",
+    "records_by_topic",
+    "malformed",
+    "malformed_by_reason",
+    "error",
+    "finished_at",
+    "seconds",
+]
+
+
 class RefreshOvertaken(Exception):
     """Another refresh of the cluster saved its results after this one planned its read."""
 
@@ -326,7 +341,9 @@ def run_refresh(
             logger.exception("Refresh of %s failed", cluster.name)
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
-    _with_db_retries("recording the run", run.save)
+    # Only what this function decides: the run's heartbeat, host and pid are written by others
+    # meanwhile (background.heartbeat, the command taking a claimed run over).
+    _with_db_retries("recording the run", lambda: run.save(update_fields=RUN_OUTCOME_FIELDS))
     try:
         drop_expired_runs(cluster, now=run.finished_at)
     except OperationalError as exc:
