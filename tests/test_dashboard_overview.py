@@ -1,7 +1,10 @@
 """The clusters overview and starting a refresh from it."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.messages import get_messages
+from django.utils import timezone
 
 from offsets.models import RefreshRun
 from offsets.services import background
@@ -78,6 +81,25 @@ def test_it_shows_a_running_refresh_with_its_progress_and_polls_every_two_second
     assert "4,200 records read" in html
     assert "<code>connect-offsets</code> 4,000" in html
     assert 'hx-trigger="every 2s"' in html
+
+
+def test_a_running_refresh_that_missed_its_heartbeats_is_flagged(logged_in_client, settings):
+    settings.REFRESH_HEARTBEAT_SECONDS = 30
+    settings.REFRESH_ABANDONED_SECONDS = 300
+    cluster = make.cluster("prod")
+    run = make.run(
+        cluster,
+        RefreshRun.Status.RUNNING,
+        ago=600,
+        heartbeat_at=timezone.now() - timedelta(seconds=20),
+    )
+    assert 'data-field="silent"' not in logged_in_client.get("/").content.decode()
+    RefreshRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(seconds=95))
+    html = logged_in_client.get("/").content.decode()
+    assert "No sign of life for 1m 35s: its process may be gone." in html
+    assert "after 5m 00s without one" in html
+    settings.REFRESH_HEARTBEAT_SECONDS = 0  # no heartbeats: silence says nothing
+    assert 'data-field="silent"' not in logged_in_client.get("/").content.decode()
 
 
 def test_it_shows_a_failed_refresh_with_its_error(logged_in_client):

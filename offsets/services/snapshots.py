@@ -139,6 +139,23 @@ class RefreshState:
         return at is not None and timezone.now() - at > limit
 
     @property
+    def silent_since(self) -> datetime | None:
+        """The running refresh's last sign of life (its last heartbeat, or its start), when it
+        has missed two heartbeats: its process may be gone. None otherwise (or when heartbeats
+        are off)."""
+        run = self.running
+        interval = settings.REFRESH_HEARTBEAT_SECONDS
+        if run is None or interval <= 0:
+            return None
+        last = run.heartbeat_at or run.started_at
+        return last if timezone.now() - last > timedelta(seconds=2 * interval) else None
+
+    @property
+    def abandoned_after(self) -> int:
+        """Seconds without a sign of life after which a running refresh stops blocking."""
+        return settings.REFRESH_ABANDONED_SECONDS
+
+    @property
     def age_seconds(self) -> int | None:
         """How old the results on show are, in whole seconds (None: there are none)."""
         at = self.snapshot_at
