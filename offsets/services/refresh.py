@@ -76,7 +76,8 @@ def history_path(cluster: Cluster) -> Path:
 
 
 # A merge is small when the keys it merges are at most this many: it then runs in one
-# partition under SMALL_MERGE_CONF. The keys are those the last run stored (a full refresh
+# partition under SMALL_MERGE_CONF, as one Python task (offsets.spark.one_task_merge) rather
+# than as the SQL query of `transforms.merge_results`, whose planning alone took longer. The keys are those the last run stored (a full refresh
 # too: the read tasks fold the records into about one row per key, so the keys, not the
 # records read, are the merge's size); with none stored, the records to read count instead.
 SMALL_MERGE_MAX_KEYS = 200_000
@@ -544,6 +545,9 @@ class MergeInputs:
     stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
     own_topics: object  # connector, own_topic
     running: object  # connector
+    # The same two as plain values, for a small merge (offsets.spark.one_task_merge).
+    own_topic_of: dict[str, str] = field(default_factory=dict)
+    running_connectors: frozenset[str] = frozenset()
 
 
 def _merge_inputs(
@@ -572,6 +576,8 @@ def _merge_inputs(
             {"connector": [c.name for c in own], "own_topic": [c.own_offsets_topic for c in own]},
         ),
         running=_string_frame(spark, {"connector": [c.name for c in connectors if c.consuming]}),
+        own_topic_of={c.name: c.own_offsets_topic for c in own},
+        running_connectors=frozenset(c.name for c in connectors if c.consuming),
     )
 
 
@@ -671,6 +677,7 @@ def _compute_sources(
 
     from offsets.spark import transforms as T
     from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
+    from offsets.spark.one_task_merge import merge_in_one_task
     from offsets.spark.partials import SUMMARY_SCHEMA
 
     spark = inputs.spark
@@ -722,16 +729,25 @@ def _compute_sources(
             read = pool.submit(fill, merging.read)
         else:
             phase("merging the latest offsets, key drift and stalls")
-        results = T.merge_results(
-            merging.partials,
-            merging.previous,
-            merging.own_topics,
-            merging.running,
-            worker_topic=cluster.offsets_topic,
-            now_ms=now_ms,
-            stall_after_ms=settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
-            reading=reading,
-        )
+        options = {
+            "worker_topic": cluster.offsets_topic,
+            "now_ms": now_ms,
+            "stall_after_ms": settings.STALL_AFTER_FLUSH_INTERVALS
+            * cluster.offset_flush_interval_ms,
+            "reading": reading,
+        }
+        if small:  # one task, in Python: Spark's planning of the SQL was most of its time
+            results = merge_in_one_task(
+                merging.partials,
+                merging.previous,
+                inputs.own_topic_of,
+                inputs.running_connectors,
+                **options,
+            )
+        else:
+            results = T.merge_results(
+                merging.partials, merging.previous, merging.own_topics, merging.running, **options
+            )
         collected = T.split_results(results.collect())
         if reading:
             read.result()

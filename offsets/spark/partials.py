@@ -5,8 +5,8 @@ in order, so the Spark task that reads a Kafka partition already sees each key's
 sequence of writes. It can therefore fold them on the spot (the last write, commit totals,
 rewinds, commits per time bucket, malformed counts) and send Spark a few thousand partial
 rows instead of a million parsed records. Spark then merges the partials across tasks,
-topics and earlier refreshes (`transforms.merge_*`): own topic versus worker topic, key
-drift, totals.
+topics and earlier refreshes (`transforms.merge_*`, or `one_task_merge` when small): own
+topic versus worker topic, key drift, totals.
 
 Every commit also comes out as one slim `commit` row, because the per-commit history is kept
 (Parquet) beyond compaction. The refresh's read tasks write those to the history files

@@ -8,7 +8,9 @@ Two routes give the same answers:
   model that the folded route is tested against (tests/spark), being easy to check by eye.
 - The refresh reads with `decode=connect-offsets-summary`: each read task folds its records
   (offsets.spark.partials) and the `merge_*` functions and `commit_history` below combine the
-  folds. `effective_offsets`, `key_drift` and `flag_stalls` serve both routes.
+  folds. `effective_offsets`, `key_drift` and `flag_stalls` serve both routes. A small merge
+  (refresh.SMALL_MERGE_MAX_KEYS), an incremental refresh's above all, runs the same rules in
+  one task instead (offsets.spark.one_task_merge), tested against `merge_results`.
 Every function takes and returns DataFrames so that tests can feed them small hand-made frames.
 
 The incremental refresh feeds the previous results back in (`previous` arguments) so that a
