@@ -76,11 +76,17 @@ def history_path(cluster: Cluster) -> Path:
 
 
 # A merge is small when the keys it merges are at most this many: it then runs in one
-# partition under SMALL_MERGE_CONF, as one Python task (offsets.spark.one_task_merge) rather
-# than as the SQL query of `transforms.merge_results`, whose planning alone took longer. The keys are those the last run stored (a full refresh
+# partition under SMALL_MERGE_CONF. The keys are those the last run stored (a full refresh
 # too: the read tasks fold the records into about one row per key, so the keys, not the
 # records read, are the merge's size); with none stored, the records to read count instead.
 SMALL_MERGE_MAX_KEYS = 200_000
+# Up to this many keys, the small merge is one Python task (offsets.spark.one_task_merge)
+# rather than the SQL query of `transforms.merge_results`, whose planning alone (1.5-2.5 s)
+# took longer than an incremental refresh's whole merge. The task holds every row as a Python
+# dict: measured, 50,000 keys (and as many of the previous state) took 1.2 s and ~300 MB of
+# the worker, 200,000 keys 4.9 s and ~600 MB; past this, the SQL query's fixed cost is the
+# smaller part, and Spark keeps its rows compact and out of Python.
+ONE_TASK_MERGE_MAX_KEYS = 50_000
 
 
 # Spark settings for a small merge (SMALL_MERGE_MAX_KEYS), set while its read and merge are
@@ -706,7 +712,8 @@ def _compute_sources(
         if any(end > start for start, end in plan.values())
     ]
     reading = bool(frames)
-    small = (inputs.stored_keys or total_records(sources)) <= SMALL_MERGE_MAX_KEYS
+    keys = inputs.stored_keys or total_records(sources)
+    small = keys <= SMALL_MERGE_MAX_KEYS
     partials = (
         functools.reduce(DataFrame.unionByName, frames)
         if frames
@@ -736,7 +743,7 @@ def _compute_sources(
             * cluster.offset_flush_interval_ms,
             "reading": reading,
         }
-        if small:  # one task, in Python: Spark's planning of the SQL was most of its time
+        if keys <= ONE_TASK_MERGE_MAX_KEYS:
             results = merge_in_one_task(
                 merging.partials,
                 merging.previous,

@@ -9,7 +9,7 @@ six unions), and its one task 0.7-1.0 s more to sort a few thousand rows with in
 orderings. Planned here as `mapInArrow` over one partition, the same merge is a plan of four
 operators, and the task runs `merge_folds` over the rows in a Python worker.
 
-So a small merge (refresh.SMALL_MERGE_MAX_KEYS: the whole merge fits one task's memory) runs
+So a small merge (refresh.ONE_TASK_MERGE_MAX_KEYS: the whole merge fits one task's memory) runs
 here, and a large one keeps the SQL query, whose groupings spread over the executors. Both
 give the same rows (tests/spark/test_one_task_merge.py checks them against each other).
 `merge_folds` is pure Python: no Spark is needed to run or test it.

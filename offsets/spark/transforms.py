@@ -9,7 +9,7 @@ Two routes give the same answers:
 - The refresh reads with `decode=connect-offsets-summary`: each read task folds its records
   (offsets.spark.partials) and the `merge_*` functions and `commit_history` below combine the
   folds. `effective_offsets`, `key_drift` and `flag_stalls` serve both routes. A small merge
-  (refresh.SMALL_MERGE_MAX_KEYS), an incremental refresh's above all, runs the same rules in
+  (refresh.ONE_TASK_MERGE_MAX_KEYS), an incremental refresh's above all, runs the same rules in
   one task instead (offsets.spark.one_task_merge), tested against `merge_results`.
 Every function takes and returns DataFrames so that tests can feed them small hand-made frames.
 

@@ -33,7 +33,7 @@ from offsets.models.refresh import key_hash
 from offsets.services import refresh
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
-from offsets.spark import history_files
+from offsets.spark import history_files, one_task_merge
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -342,9 +342,21 @@ def row_ids(cluster):
     }
 
 
+@pytest.mark.parametrize("one_task", [True, False], ids=["one-task merge", "SQL merge"])
 def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
-    own_cluster, spark, monkeypatch
+    own_cluster, spark, monkeypatch, one_task
 ):
+    """On both routes of the merge: one Python task for a small one (the demo cluster's), the
+    SQL query of `transforms.merge_results` past ONE_TASK_MERGE_MAX_KEYS."""
+    if not one_task:
+        monkeypatch.setattr(refresh, "ONE_TASK_MERGE_MAX_KEYS", 0)
+    one_task_merges = []
+    merge = one_task_merge.merge_in_one_task
+    monkeypatch.setattr(
+        one_task_merge,
+        "merge_in_one_task",
+        lambda *args, **kwargs: (one_task_merges.append(1), merge(*args, **kwargs))[1],
+    )
     now_ms = int(time.time() * 1000)
     assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
     seeded_rewinds = RewindEvent.objects.filter(cluster=own_cluster).count()
@@ -400,6 +412,7 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
         == "succeeded"
     )
     assert comparable(own_cluster) == incremental
+    assert len(one_task_merges) == (3 if one_task else 0)
 
 
 def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):

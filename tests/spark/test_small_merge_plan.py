@@ -16,6 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from offsets.services import refresh
 from offsets.spark import kafka_source
 from offsets.spark import transforms as T
+from offsets.spark.one_task_merge import merge_in_one_task
 
 
 def unread_kafka_frame(spark, tasks=1):
@@ -59,19 +60,23 @@ def merge_inputs(spark):
         stored_keys=1,
         own_topics=refresh._string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]}),
         running=refresh._string_frame(spark, {"connector": ["c"]}),
+        own_topic_of={"c": "c-offsets"},
+        running_connectors=frozenset({"c"}),
     )
 
 
 @pytest.mark.parametrize("read_tasks", [1, 4])
 def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(spark, read_tasks):
-    """Whether the read has one task (an incremental refresh) or several (a full one)."""
+    """Whether the read has one task (an incremental refresh) or several (a full one), the
+    small merge (offsets.spark.one_task_merge) is one task over the cached read."""
     read = unread_kafka_frame(spark, tasks=read_tasks)
-    with refresh.merge_frames(spark, read, merge_inputs(spark), small=True) as merging:
-        results = T.merge_results(
+    inputs = merge_inputs(spark)
+    with refresh.merge_frames(spark, read, inputs, small=True) as merging:
+        results = merge_in_one_task(
             merging.partials,
             merging.previous,
-            merging.own_topics,
-            merging.running,
+            inputs.own_topic_of,
+            inputs.running_connectors,
             worker_topic="connect-offsets",
             now_ms=10**12,
             stall_after_ms=60_000,
@@ -79,6 +84,7 @@ def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(sp
         plan = results._jdf.queryExecution().executedPlan().toString()
         # The read keeps its tasks: the folds meet in one partition only after the cache.
         assert merging.read.rdd.getNumPartitions() == read_tasks
+        assert results.rdd.getNumPartitions() == 1
     assert results.columns == ["latest", "drift", "records", "rewinds", "buckets", "malformed"]
     assert "Exchange" not in plan, plan
     assert "InMemoryTableScan" in plan, plan  # the merge reads the cache, not Kafka again
