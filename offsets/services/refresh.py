@@ -151,8 +151,19 @@ class MergeFrames:
     read: object  # the folded read, cached: `fill` it to read Kafka, a task per read part
     partials: object  # the same for the merge (one partition for a small merge)
     previous: object | None
-    own_topics: object
-    running: object
+    small: bool
+
+    def connectors(self, inputs: "MergeInputs") -> tuple[object, object]:
+        """The connectors' own topics (connector, own_topic) and the running ones (connector)
+        as frames, for the SQL merge: built only for it (the one-task merge takes the values
+        themselves), in one partition for a small merge like every other input."""
+        spark = inputs.spark
+        own = _string_frame(
+            spark,
+            {"connector": list(inputs.own_topics), "own_topic": list(inputs.own_topics.values())},
+        )
+        running = _string_frame(spark, {"connector": sorted(inputs.running)})
+        return (own.coalesce(1), running.coalesce(1)) if self.small else (own, running)
 
 
 @contextlib.contextmanager
@@ -168,7 +179,7 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
     """
     if not small:
         with persisted(partials) as cached:
-            yield MergeFrames(cached, cached, inputs.previous, inputs.own_topics, inputs.running)
+            yield MergeFrames(cached, cached, inputs.previous, small=False)
         return
     previous = inputs.previous
     with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials) as cached:
@@ -179,8 +190,7 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
             cached,
             cached.coalesce(1),
             previous.coalesce(1) if previous is not None else None,
-            inputs.own_topics.coalesce(1),
-            inputs.running.coalesce(1),
+            small=True,
         )
 
 
@@ -544,16 +554,13 @@ def _read_positions(cluster: Cluster) -> tuple[dict[tuple[str, int], int], dict[
 
 @dataclass
 class MergeInputs:
-    """The merge's inputs that need no Kafka read, as DataFrames (`_merge_inputs`)."""
+    """The merge's inputs that need no Kafka read (`_merge_inputs`)."""
 
     spark: object
-    previous: object | None  # STATE_SCHEMA; None for a full refresh
+    previous: object | None  # STATE_SCHEMA frame; None for a full refresh
     stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
-    own_topics: object  # connector, own_topic
-    running: object  # connector
-    # The same two as plain values, for a small merge (offsets.spark.one_task_merge).
-    own_topic_of: dict[str, str] = field(default_factory=dict)
-    running_connectors: frozenset[str] = frozenset()
+    own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
+    running: frozenset[str]  # connectors that commit offsets now
 
 
 def _merge_inputs(
@@ -563,7 +570,9 @@ def _merge_inputs(
 
     Built while the snapshot is planned (`_read_state_and_plan`): that is mostly waiting on
     the broker, and these frames were ~0.3-0.5 s of the merge's building, which is what an
-    incremental refresh's merge waited for.
+    incremental refresh's merge waited for. (The SQL merge's two small connector frames are
+    built when it runs, `MergeFrames.connectors`: the one-task merge, an incremental
+    refresh's, does not use them.)
     """
     from offsets.spark.session import get_spark
 
@@ -572,18 +581,12 @@ def _merge_inputs(
         previous, stored_keys = None, SourceOffset.objects.filter(cluster=cluster).count()
     else:
         previous, stored_keys = _previous_state(spark, cluster)
-    own = [c for c in connectors if c.own_offsets_topic]
     return MergeInputs(
         spark=spark,
         previous=previous,
         stored_keys=stored_keys,
-        own_topics=_string_frame(
-            spark,
-            {"connector": [c.name for c in own], "own_topic": [c.own_offsets_topic for c in own]},
-        ),
-        running=_string_frame(spark, {"connector": [c.name for c in connectors if c.consuming]}),
-        own_topic_of={c.name: c.own_offsets_topic for c in own},
-        running_connectors=frozenset(c.name for c in connectors if c.consuming),
+        own_topics={c.name: c.own_offsets_topic for c in connectors if c.own_offsets_topic},
+        running=frozenset(c.name for c in connectors if c.consuming),
     )
 
 
@@ -745,15 +748,12 @@ def _compute_sources(
         }
         if keys <= ONE_TASK_MERGE_MAX_KEYS:
             results = merge_in_one_task(
-                merging.partials,
-                merging.previous,
-                inputs.own_topic_of,
-                inputs.running_connectors,
-                **options,
+                merging.partials, merging.previous, inputs.own_topics, inputs.running, **options
             )
         else:
+            own_topics, running = merging.connectors(inputs)
             results = T.merge_results(
-                merging.partials, merging.previous, merging.own_topics, merging.running, **options
+                merging.partials, merging.previous, own_topics, running, **options
             )
         collected = T.split_results(results.collect())
         if reading:

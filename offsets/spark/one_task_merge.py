@@ -33,43 +33,16 @@ from pyspark.sql.types import (
 )
 
 from offsets.spark import partials as P
+from offsets.spark.transforms import REWIND_COLUMNS, STATE_COLUMNS, STATE_SCHEMA
 
 # The previous state's rows (transforms.STATE_SCHEMA) travel with the folds, as summary rows of
 # this kind: `count` holds their `commits`, and the head_* columns are null.
 PREVIOUS = "previous"
 
-STATE_FIELDS = (
-    "topic",
-    "key_hash",
-    "key",
-    "connector",
-    "partition_json",
-    "identity",
-    "offset_json",
-    "kafka_partition",
-    "kafka_offset",
-    "timestamp_ms",
-    "progress",
-)
-REWIND_FIELDS = (
-    "connector",
-    "topic",
-    "key_hash",
-    "partition_json",
-    "kafka_partition",
-    "kafka_offset",
-    "timestamp_ms",
-    "from_progress",
-    "to_progress",
-)
-
 
 def _state(row: dict) -> dict:
-    state = {name: row[name] for name in STATE_FIELDS}
-    state["commits"] = row["count"]
-    state["first_commit_ms"] = row["first_commit_ms"]
-    state["last_commit_ms"] = row["last_commit_ms"]
-    return state
+    """A KEY or PREVIOUS row as STATE_COLUMNS (`_key_rows_sql`: `count` is the commits)."""
+    return {name: row["count" if name == "commits" else name] for name in STATE_COLUMNS}
 
 
 def _least(a, b):
@@ -189,7 +162,10 @@ def rewinds(rows: list[dict], previous: dict[tuple[str, str], dict]) -> list[dic
     for row in rows:
         if row["kind"] == P.REWIND:
             found.append(
-                {name: row["progress" if name == "to_progress" else name] for name in REWIND_FIELDS}
+                {
+                    name: row["progress" if name == "to_progress" else name]
+                    for name in REWIND_COLUMNS
+                }
             )
         elif row["kind"] == P.KEY:
             before = previous.get((row["topic"], row["key_hash"]))
@@ -291,10 +267,7 @@ _FORM = StructType(
 RESULT_STRUCTS = {
     "latest": StructType(
         [
-            *(StructField(name, P.SUMMARY_SCHEMA[name].dataType) for name in STATE_FIELDS),
-            StructField("commits", LongType()),
-            StructField("first_commit_ms", LongType()),
-            StructField("last_commit_ms", LongType()),
+            *(StructField(field.name, field.dataType) for field in STATE_SCHEMA.fields),
             StructField("effective", BooleanType()),
             StructField("stalled", BooleanType()),
         ]
@@ -313,7 +286,7 @@ RESULT_STRUCTS = {
             StructField(name, P.SUMMARY_SCHEMA[name].dataType)
             if name in P.SUMMARY_SCHEMA.names
             else StructField(name, DoubleType())
-            for name in REWIND_FIELDS
+            for name in REWIND_COLUMNS
         ]
     ),
     "buckets": StructType(

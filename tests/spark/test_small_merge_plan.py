@@ -58,29 +58,32 @@ def merge_inputs(spark):
         spark=spark,
         previous=previous_state(spark),
         stored_keys=1,
-        own_topics=refresh._string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]}),
-        running=refresh._string_frame(spark, {"connector": ["c"]}),
-        own_topic_of={"c": "c-offsets"},
-        running_connectors=frozenset({"c"}),
+        own_topics={"c": "c-offsets"},
+        running=frozenset({"c"}),
     )
 
 
+@pytest.mark.parametrize("route", ["one task", "SQL"])
 @pytest.mark.parametrize("read_tasks", [1, 4])
-def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(spark, read_tasks):
-    """Whether the read has one task (an incremental refresh) or several (a full one), the
-    small merge (offsets.spark.one_task_merge) is one task over the cached read."""
+def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(
+    spark, read_tasks, route
+):
+    """Whether the read has one task (an incremental refresh) or several (a full one), and
+    whether the merge is one Python task (offsets.spark.one_task_merge) or, past
+    ONE_TASK_MERGE_MAX_KEYS, the SQL query of `merge_results`."""
     read = unread_kafka_frame(spark, tasks=read_tasks)
     inputs = merge_inputs(spark)
+    options = {"worker_topic": "connect-offsets", "now_ms": 10**12, "stall_after_ms": 60_000}
     with refresh.merge_frames(spark, read, inputs, small=True) as merging:
-        results = merge_in_one_task(
-            merging.partials,
-            merging.previous,
-            inputs.own_topic_of,
-            inputs.running_connectors,
-            worker_topic="connect-offsets",
-            now_ms=10**12,
-            stall_after_ms=60_000,
-        )
+        if route == "one task":
+            results = merge_in_one_task(
+                merging.partials, merging.previous, inputs.own_topics, inputs.running, **options
+            )
+        else:
+            own_topics, running = merging.connectors(inputs)
+            results = T.merge_results(
+                merging.partials, merging.previous, own_topics, running, **options
+            )
         plan = results._jdf.queryExecution().executedPlan().toString()
         # The read keeps its tasks: the folds meet in one partition only after the cache.
         assert merging.read.rdd.getNumPartitions() == read_tasks
