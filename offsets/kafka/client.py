@@ -7,7 +7,7 @@ plain dataclasses, so the rest of the project never handles a consumer or produc
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from confluent_kafka import (
@@ -37,7 +37,26 @@ QUIET = handles.QUIET
 POLL_SECONDS = 0.02
 # Reads here run to the end of the data: at the end, a fetch would otherwise wait the default
 # 500 ms on the broker for records that are not coming before the end is reported.
-READER_SETTINGS = {"fetch.wait.max.ms": 20}
+READER_WAIT_MS = 20
+READER_SETTINGS = {"fetch.wait.max.ms": READER_WAIT_MS}
+
+
+def small_topic_settings(settings: dict) -> dict:
+    """A cluster's settings for reading a small topic (Connect's config and status topics).
+
+    A cluster's fetch tuning is for the bulk reads of the offsets topic, and a small topic
+    gains nothing from it: with the embedded broker's (fetch.min.bytes 10 MB, wait 100 ms)
+    every fetch of the config and status topics waited out its 100 ms, ~0.2-0.45 s per
+    refresh, against ~0.05-0.1 s with a 1-byte minimum. A shorter wait the cluster sets is
+    kept.
+    """
+    wait = min(int(settings.get("fetch.wait.max.ms", READER_WAIT_MS)), READER_WAIT_MS)
+    return {**settings, "fetch.min.bytes": 1, "fetch.wait.max.ms": wait}
+
+
+# The planner reads on from a previous position through at most this many records per
+# partition to find its end (`plan_reads`); further behind, it skips ahead to the last record.
+CATCH_UP_RECORDS = 20_000
 
 
 def reader_config(settings: dict, purpose: str, *, isolation_level: str = "read_committed") -> dict:
@@ -364,63 +383,77 @@ def plan_reads(
     settings: dict,
     start_offsets: dict[str, dict[int, int] | None],
     *,
+    read_on: Collection[str] = (),
     isolation_level: str = "read_committed",
     timeout: float = 30.0,
 ) -> dict[str, dict[int, tuple[int, int]]]:
     """Fix what a snapshot read of several topics covers: {topic: {partition: (start, end)}}.
 
     `start_offsets` maps each topic to where a previous read stopped (missing partitions start
-    at the log start); topics that do not exist are left out of the answer. The log ends of
-    every partition, and the log starts of those without a previous position, come from two
-    batched ListOffsets requests (not one request per partition: that cost ~25 round trips per
-    topic). A partition with a previous position starts there without asking for its log start
-    (on Tansu that request took ~0.3 s for 50 partitions): if retention or deleteRecords has
-    removed offsets past it, the reader resumes at the earliest offset still there
-    (`reader_consumer`), which only makes the planned record count too high. The end of
-    each partition is then confirmed by reading its tail to end-of-partition, all partitions in
-    one consumer: a too-low high watermark (Tansu) would otherwise hide records, and with
-    read_committed the end-of-partition is the last stable offset, past which a reader must not
-    go anyway.
+    at the log start); topics that do not exist are left out of the answer. Every partition's
+    end is where a consumer reading it reports end-of-partition, all partitions in one
+    consumer: a too-low high watermark (Tansu) would otherwise hide records, and with
+    read_committed the end-of-partition is the last stable offset, past which a reader must
+    not go anyway.
+
+    Where that consumer starts:
+    - a partition of a topic in `read_on` that has a previous position starts there. The
+      caller vouches that the position lies within the log (the topic has the same topic ID
+      as when it was read): past the end of a topic created again, Tansu answers neither
+      records nor end-of-partition. This needs no ListOffsets request (on Tansu ~0.2 s for the
+      benchmark's 50 partitions, more than reading on through a refresh's new records). A
+      partition more than CATCH_UP_RECORDS behind its high watermark skips ahead to its last
+      record, so a long pause between refreshes is not read twice;
+    - any other partition starts at its last record (high watermark - 1), from one batched
+      ListOffsets request for the log ends (plus one for the log starts of the partitions
+      without a previous position; not one request per partition: that cost ~25 round trips
+      per topic). Never at the previous position: after the topic was recreated that may lie
+      past the end. A previous position below the log start (retention, deleteRecords) is not
+      asked about: the reader resumes at the earliest offset still there (`reader_consumer`),
+      which only makes the planned record count too high.
     """
     counts = topic_partition_counts(settings, timeout=timeout)
     topics = [topic for topic in start_offsets if topic in counts]
     every = [(t, p) for t in topics for p in range(counts[t])]
     known = {(t, p): start for t in topics for p, start in (start_offsets[t] or {}).items()}
+    reading_on = {tp: known[tp] for tp in every if tp in known and tp[0] in read_on}
+    if not every:
+        return {topic: {} for topic in topics}
     lows, highs = _log_bounds(
         settings,
         [tp for tp in every if tp not in known],
-        every,
+        [tp for tp in every if tp not in reading_on],
         isolation_level=isolation_level,
         timeout=timeout,
     )
-    starts = {tp: known[tp] if tp in known else lows[tp] for tp in highs}
-    if not highs:
-        return {topic: {} for topic in topics}
+    starts = {tp: known[tp] if tp in known else lows[tp] for tp in every}
     consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
     ends: dict[tuple[str, int], int] = {}
+    caught_up: set[tuple[str, int]] = set()
     try:
-        # From the last record (high - 1), never from the previous end even when that is
-        # further on: after the topic was recreated it may lie past the end, and Tansu then
-        # answers neither records nor end-of-partition (seen: the planner timed out). An
-        # offset below the log start (not asked for when the previous end is known) resumes
-        # at the log start.
+        # From the last record (high - 1), never from a previous end that is not vouched for
+        # (see above). An offset below the log start resumes at the log start.
         consumer.assign(
             [
-                TopicPartition(t, p, max(lows.get((t, p), 0), high - 1))
-                for (t, p), high in sorted(highs.items())
+                TopicPartition(t, p, reading_on.get((t, p), max(lows.get((t, p), 0), high - 1)))
+                for (t, p), high in sorted((tp, highs.get(tp, 0)) for tp in every)
             ]
         )
         deadline = time.monotonic() + timeout
-        while len(ends) < len(highs):
+        while len(ends) < len(every):
             if time.monotonic() > deadline:
-                missing = sorted(set(highs) - set(ends))
+                missing = sorted(set(every) - set(ends))
                 raise KafkaUnavailable(f"Could not find the end of partitions {missing}")
             for message in consumer.consume(num_messages=1000, timeout=POLL_SECONDS):
+                tp = (message.topic(), message.partition())
                 error = message.error()
                 if error is None:
+                    if tp in reading_on and tp not in caught_up:
+                        caught_up.add(tp)
+                        _skip_far_behind(consumer, tp, message.offset())
                     continue
                 if error.code() == KafkaError._PARTITION_EOF:
-                    ends.setdefault((message.topic(), message.partition()), message.offset())
+                    ends.setdefault(tp, message.offset())
                 else:
                     raise KafkaUnavailable(
                         f"Reading the end of {message.topic()} failed: {error.str()}"
@@ -432,6 +465,21 @@ def plan_reads(
         start = starts[(topic, partition)]
         plans[topic][partition] = (min(start, end), end)
     return plans
+
+
+def _skip_far_behind(consumer: Consumer, tp: tuple[str, int], offset: int) -> bool:
+    """Seek a partition that the planner reads on through to its last record when its high
+    watermark (known from the first fetch, no request) is more than CATCH_UP_RECORDS ahead;
+    return whether it did.
+
+    Records fetched before the seek still arrive and are ignored; only end-of-partition
+    counts.
+    """
+    watermarks = consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)
+    if watermarks and watermarks[1] - offset > CATCH_UP_RECORDS:
+        consumer.seek(TopicPartition(*tp, watermarks[1] - 1))
+        return True
+    return False
 
 
 def read_range(

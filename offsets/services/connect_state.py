@@ -80,7 +80,9 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         cluster.status_topic: [],
     }
     for record in client.read_topics(
-        kafka, [cluster.configs_topic, cluster.status_topic], timeout=timeout
+        client.small_topic_settings(kafka),
+        [cluster.configs_topic, cluster.status_topic],
+        timeout=timeout,
     ):
         records[record.topic].append((record.key, record.value))
     config_records = records[cluster.configs_topic]

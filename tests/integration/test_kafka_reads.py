@@ -27,6 +27,46 @@ def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(f
     assert client.plan_reads(settings, {"t": {0: 20, 1: 5}}) == {"t": {0: (20, 20), 1: (5, 20)}}
 
 
+@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
+def test_reading_on_from_vouched_positions_finds_the_same_ends_without_listing_offsets(
+    fresh_kafka, tuned, monkeypatch
+):
+    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+    _fill(settings, "t", 2, 40)
+    _fill(settings, "u", 1, 3)
+    starts = {"t": {0: 20, 1: 5}, "u": {0: 1}}
+    asked: list[list] = []
+    log_bounds = client._log_bounds
+    monkeypatch.setattr(
+        client,
+        "_log_bounds",
+        lambda settings, starts_of, ends_of, **kw: (
+            asked.append(sorted(ends_of)) or log_bounds(settings, starts_of, ends_of, **kw)
+        ),
+    )
+    expected = {"t": {0: (20, 20), 1: (5, 20)}, "u": {0: (1, 3)}}
+    assert client.plan_reads(settings, starts) == expected
+    assert client.plan_reads(settings, starts, read_on=["t"]) == expected
+    # Only the topic not vouched for had its ends listed.
+    assert asked == [[("t", 0), ("t", 1), ("u", 0)], [("u", 0)]]
+
+
+def test_a_partition_far_behind_skips_ahead_to_its_last_record(fresh_kafka, monkeypatch):
+    settings = {"bootstrap.servers": fresh_kafka}
+    client.create_topics(settings, [client.TopicSpec("t", 1, {})])
+    producer = client.java_producer(settings)
+    for index in range(30):  # one record per batch: Tansu's high watermark is then exact
+        producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
+        producer.flush()
+    monkeypatch.setattr(client, "CATCH_UP_RECORDS", 10)
+    skips: list[bool] = []
+    skip = client._skip_far_behind
+    monkeypatch.setattr(client, "_skip_far_behind", lambda *a: skips.append(skip(*a)) or skips[-1])
+    assert client.plan_reads(settings, {"t": {0: 2}}, read_on=["t"]) == {"t": {0: (2, 30)}}
+    assert client.plan_reads(settings, {"t": {0: 25}}, read_on=["t"]) == {"t": {0: (25, 30)}}
+    assert skips == [True, False]
+
+
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
     # As after the topic was deleted and created again: the next read must not start at the
     # old position (records written below it would never be read). The refresh sees the end
