@@ -435,8 +435,10 @@ def plan_reads(
         # (see above). An offset below the log start resumes at the log start.
         consumer.assign(
             [
-                TopicPartition(t, p, reading_on.get((t, p), max(lows.get((t, p), 0), high - 1)))
-                for (t, p), high in sorted((tp, highs.get(tp, 0)) for tp in every)
+                TopicPartition(*tp, reading_on[tp])
+                if tp in reading_on
+                else TopicPartition(*tp, max(lows.get(tp, 0), highs[tp] - 1))
+                for tp in sorted(every)
             ]
         )
         deadline = time.monotonic() + timeout
