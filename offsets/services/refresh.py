@@ -165,6 +165,19 @@ class MergeFrames:
         running = _string_frame(spark, {"connector": sorted(inputs.running)})
         return (own.coalesce(1), running.coalesce(1)) if self.small else (own, running)
 
+    def merge(self, inputs: "MergeInputs", *, one_task: bool, **options):
+        """The merge's results (`transforms.RESULT_SCHEMA`): one Python task
+        (offsets.spark.one_task_merge) or the SQL query of `transforms.merge_results`."""
+        from offsets.spark import transforms as T
+        from offsets.spark.one_task_merge import merge_in_one_task
+
+        if one_task:
+            return merge_in_one_task(
+                self.partials, self.previous, inputs.own_topics, inputs.running, **options
+            )
+        own_topics, running = self.connectors(inputs)
+        return T.merge_results(self.partials, self.previous, own_topics, running, **options)
+
 
 @contextlib.contextmanager
 def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
@@ -706,7 +719,6 @@ def _compute_sources(
 
     from offsets.spark import transforms as T
     from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
-    from offsets.spark.one_task_merge import merge_in_one_task
     from offsets.spark.partials import SUMMARY_SCHEMA
 
     spark = inputs.spark
@@ -766,15 +778,7 @@ def _compute_sources(
             * cluster.offset_flush_interval_ms,
             "reading": reading,
         }
-        if keys <= ONE_TASK_MERGE_MAX_KEYS:
-            results = merge_in_one_task(
-                merging.partials, merging.previous, inputs.own_topics, inputs.running, **options
-            )
-        else:
-            own_topics, running = merging.connectors(inputs)
-            results = T.merge_results(
-                merging.partials, merging.previous, own_topics, running, **options
-            )
+        results = merging.merge(inputs, one_task=keys <= ONE_TASK_MERGE_MAX_KEYS, **options)
         collected = T.split_results(results.collect())
         if reading:
             read.result()

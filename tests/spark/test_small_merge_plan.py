@@ -16,7 +16,6 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from offsets.services import refresh
 from offsets.spark import kafka_source
 from offsets.spark import transforms as T
-from offsets.spark.one_task_merge import merge_in_one_task
 
 
 def unread_kafka_frame(spark, tasks=1):
@@ -75,15 +74,7 @@ def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(
     inputs = merge_inputs(spark)
     options = {"worker_topic": "connect-offsets", "now_ms": 10**12, "stall_after_ms": 60_000}
     with refresh.merge_frames(spark, read, inputs, small=True) as merging:
-        if route == "one task":
-            results = merge_in_one_task(
-                merging.partials, merging.previous, inputs.own_topics, inputs.running, **options
-            )
-        else:
-            own_topics, running = merging.connectors(inputs)
-            results = T.merge_results(
-                merging.partials, merging.previous, own_topics, running, **options
-            )
+        results = merging.merge(inputs, one_task=route == "one task", **options)
         plan = results._jdf.queryExecution().executedPlan().toString()
         # The read keeps its tasks: the folds meet in one partition only after the cache.
         assert merging.read.rdd.getNumPartitions() == read_tasks
