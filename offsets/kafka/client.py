@@ -379,6 +379,21 @@ def plan_read(
     return plans[topic]
 
 
+# A record the planner kept: (partition, offset, timestamp ms, key, value).
+KeptRecord = tuple[int, int, int, bytes | None, bytes | None]
+
+
+@dataclass
+class Snapshot:
+    """What `plan_snapshot` fixed, and the records it read on the way."""
+
+    plans: dict[str, dict[int, tuple[int, int]]]  # {topic: {partition: (start, end)}}
+    # The whole planned ranges of some topics, as read by the planner: {topic: records in
+    # offset order per partition}. Only topics whose every partition with new records it read
+    # from the start (see `plan_snapshot`).
+    records: dict[str, list[KeptRecord]]
+
+
 def plan_reads(
     settings: dict,
     start_offsets: dict[str, dict[int, int] | None],
@@ -387,6 +402,25 @@ def plan_reads(
     isolation_level: str = "read_committed",
     timeout: float = 30.0,
 ) -> dict[str, dict[int, tuple[int, int]]]:
+    """`plan_snapshot`'s plans: {topic: {partition: (start, end)}}."""
+    return plan_snapshot(
+        settings,
+        start_offsets,
+        read_on=read_on,
+        isolation_level=isolation_level,
+        timeout=timeout,
+    ).plans
+
+
+def plan_snapshot(
+    settings: dict,
+    start_offsets: dict[str, dict[int, int] | None],
+    *,
+    read_on: Collection[str] = (),
+    keep_records: int = 0,
+    isolation_level: str = "read_committed",
+    timeout: float = 30.0,
+) -> Snapshot:
     """Fix what a snapshot read of several topics covers: {topic: {partition: (start, end)}}.
 
     `start_offsets` maps each topic to where a previous read stopped (missing partitions start
@@ -411,6 +445,13 @@ def plan_reads(
       past the end. A previous position below the log start (retention, deleteRecords) is not
       asked about: the reader resumes at the earliest offset still there (`reader_consumer`),
       which only makes the planned record count too high.
+
+    With `keep_records`, the planner also keeps the records it reads on through (at most that
+    many in all), so that a small incremental read need not fetch them a second time: a
+    topic's records are kept when every one of its partitions with new records was read on
+    from its previous position and not skipped ahead. They are the records a read of the
+    planned ranges gets (the same consumer settings and isolation level; records past a
+    partition's end are dropped). Past `keep_records`, nothing is kept.
     """
     counts = topic_partition_counts(settings, timeout=timeout)
     topics = [topic for topic in start_offsets if topic in counts]
@@ -418,7 +459,7 @@ def plan_reads(
     known = {(t, p): start for t in topics for p, start in (start_offsets[t] or {}).items()}
     reading_on = {tp: known[tp] for tp in every if tp in known and tp[0] in read_on}
     if not every:
-        return {topic: {} for topic in topics}
+        return Snapshot({topic: {} for topic in topics}, {})
     lows, highs = _log_bounds(
         settings,
         [tp for tp in every if tp not in known],
@@ -430,6 +471,10 @@ def plan_reads(
     consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
     ends: dict[tuple[str, int], int] = {}
     caught_up: set[tuple[str, int]] = set()
+    kept: dict[tuple[str, int], list[KeptRecord]] | None = (
+        {tp: [] for tp in reading_on} if keep_records > 0 else None
+    )
+    kept_count = 0
     try:
         # From the last record (high - 1), never from a previous end that is not vouched for
         # (see above). An offset below the log start resumes at the log start.
@@ -452,7 +497,21 @@ def plan_reads(
                 if error is None:
                     if tp in reading_on and tp not in caught_up:
                         caught_up.add(tp)
-                        _skip_far_behind(consumer, tp, message.offset())
+                        if _skip_far_behind(consumer, tp, message.offset()) and kept is not None:
+                            kept.pop(tp, None)  # its records up to the end are not read
+                    if kept is not None and tp in kept and tp not in ends:
+                        kept[tp].append(
+                            (
+                                message.partition(),
+                                message.offset(),
+                                message.timestamp()[1],
+                                message.key(),
+                                message.value(),
+                            )
+                        )
+                        kept_count += 1
+                        if kept_count > keep_records:
+                            kept = None  # too many to hold: the read fetches them again
                     continue
                 if error.code() == KafkaError._PARTITION_EOF:
                     ends.setdefault(tp, message.offset())
@@ -466,7 +525,26 @@ def plan_reads(
     for (topic, partition), end in sorted(ends.items()):
         start = starts[(topic, partition)]
         plans[topic][partition] = (min(start, end), end)
-    return plans
+    return Snapshot(plans, _kept_topics(plans, kept or {}))
+
+
+def _kept_topics(
+    plans: dict[str, dict[int, tuple[int, int]]],
+    kept: dict[tuple[str, int], list[KeptRecord]],
+) -> dict[str, list[KeptRecord]]:
+    """The kept records of the topics whose every partition with new records was kept whole,
+    each partition's within its planned range."""
+    records: dict[str, list[KeptRecord]] = {}
+    for topic, plan in plans.items():
+        reading = [p for p, (start, end) in plan.items() if end > start]
+        if reading and all((topic, p) in kept for p in reading):
+            records[topic] = [
+                record
+                for p in reading
+                for record in kept[(topic, p)]
+                if plan[p][0] <= record[1] < plan[p][1]
+            ]
+    return records
 
 
 def _skip_far_behind(consumer: Consumer, tp: tuple[str, int], offset: int) -> bool:

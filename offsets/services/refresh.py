@@ -80,6 +80,12 @@ def history_path(cluster: Cluster) -> Path:
 # too: the read tasks fold the records into about one row per key, so the keys, not the
 # records read, are the merge's size); with none stored, the records to read count instead.
 SMALL_MERGE_MAX_KEYS = 200_000
+# An incremental refresh's planner keeps up to this many of the new records it reads on
+# through to find the ends (client.plan_snapshot), and Spark folds those in one task instead
+# of reading them again (`_compute_sources`). That is one read task's worth (`_read_tasks`):
+# more records are read from Kafka by parallel tasks, as before. Held in the driver: ~30 MB.
+PLANNER_KEEPS_RECORDS = 100_000
+
 # Up to this many keys, the small merge is one Python task (offsets.spark.one_task_merge)
 # rather than the SQL query of `transforms.merge_results`, whose planning alone (1.5-2.5 s)
 # took longer than an incremental refresh's whole merge. The task holds every row as a Python
@@ -235,6 +241,9 @@ class SourceResults:
     topic_ids: dict[str, str] = field(default_factory=dict)  # of the topics planned, if known
     # Topics deleted and created again since the last refresh: {topic: how it shows}
     recreated: dict[str, str] = field(default_factory=dict)
+    # The new records of some topics, as the planner read them (`_identify_and_plan`):
+    # {topic: records}. Spark folds these instead of reading them from Kafka again.
+    kept: dict[str, list[client.KeptRecord]] = field(default_factory=dict)
     latest: list = field(default_factory=list)
     drift: list = field(default_factory=list)
     rewinds: list = field(default_factory=list)
@@ -492,7 +501,8 @@ def _read_state_and_plan[T](
         planning = pool.submit(_identify_and_plan, kafka, starts, stored_ids, timeout=timeout)
         state = connect_state.read_connect_state(cluster=cluster)
         prepared = prepare(state)
-        plans, ids = planning.result()
+        snapshot, ids = planning.result()
+    plans = snapshot.plans
     if cluster.offsets_topic not in plans:
         raise client.TopicNotFound(
             f"The offsets topic {cluster.offsets_topic!r} does not exist on "
@@ -512,6 +522,7 @@ def _read_state_and_plan[T](
         read_from=read_from,
         topic_ids={topic: ids[topic] for topic in plans if topic in ids},
         recreated={} if full else recreated_topics(read_from, stored_ids, plans, ids),
+        kept={topic: records for topic, records in snapshot.records.items() if topic in plans},
     )
     return state, sources, prepared
 
@@ -522,12 +533,14 @@ def _identify_and_plan(
     stored_ids: dict[str, str],
     *,
     timeout: float,
-) -> tuple[dict[str, dict[int, tuple[int, int]]], dict[str, str]]:
-    """Plan the snapshot of the topics read before; return the plans and the topic IDs.
+) -> tuple[client.Snapshot, dict[str, str]]:
+    """Plan the snapshot of the topics read before; return it and the topic IDs.
 
     A topic that still has the ID it was read under holds the previous positions, so the
-    planner reads on from them to find the ends (`client.plan_reads`, `read_on`) instead of
-    asking for the ends first. Asking for the IDs first costs one metadata request (~10 ms).
+    planner reads on from them to find the ends (`client.plan_snapshot`, `read_on`) instead
+    of asking for the ends first. Asking for the IDs first costs one metadata request
+    (~10 ms). On its way the planner keeps up to PLANNER_KEEPS_RECORDS of the records it
+    reads on through, which Spark then folds without fetching them again.
     """
     ids = client.topic_ids(kafka, list(starts), timeout=timeout)
     same = [
@@ -535,7 +548,10 @@ def _identify_and_plan(
         for topic, known in starts.items()
         if known and stored_ids.get(topic) and ids.get(topic) == stored_ids[topic]
     ]
-    return client.plan_reads(kafka, starts, read_on=same, timeout=timeout), ids
+    snapshot = client.plan_snapshot(
+        kafka, starts, read_on=same, keep_records=PLANNER_KEEPS_RECORDS, timeout=timeout
+    )
+    return snapshot, ids
 
 
 def recreated_topics(
@@ -718,7 +734,7 @@ def _compute_sources(
     from pyspark.sql import DataFrame
 
     from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME
+    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME, kept_records_frame
     from offsets.spark.partials import SUMMARY_SCHEMA
 
     spark = inputs.spark
@@ -728,11 +744,21 @@ def _compute_sources(
     # partial results per key, and merges them below. Before, the commits (one row each, 1M
     # in the benchmark's full refresh) went through Spark's cache and its Parquet writer: the
     # benchmark's warm full refresh took 20.1 s instead of 12.8 s, and 1.67 GiB instead of
-    # 1.24 GiB at its peak. Topics with nothing new get no read at all
-    # (not even an empty frame: each of its partitions would cost a task in every stage
-    # below).
+    # 1.24 GiB at its peak. A topic whose new records the planner kept (`sources.kept`) is
+    # folded from those, in one task, with no Kafka read. Topics with nothing new get no read
+    # at all (not even an empty frame: each of its partitions would cost a task in every
+    # stage below).
     frames = [
-        spark.read.format(NAME)
+        kept_records_frame(
+            spark,
+            topic,
+            plan,
+            sources.kept[topic],
+            bucket_seconds=settings.COMMIT_BUCKET_SECONDS,
+            history_dir=str(run_dir),
+        )
+        if topic in sources.kept
+        else spark.read.format(NAME)
         .option("topic", topic)
         .option("kafka.settings", kafka_json)
         .option("ranges", json.dumps({str(p): list(r) for p, r in plan.items()}))

@@ -20,7 +20,7 @@ that both routes give the same answers. Pure Python: no Spark needed to run or t
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql.types import (
@@ -320,17 +320,48 @@ def fold_messages(
     topic: str, bucket_seconds: int, message_lists: Iterable[list]
 ) -> Iterator[pa.RecordBatch]:
     """Fold lists of confluent-kafka messages (as `client.read_range` yields them)."""
+
+    def feed(add: Callable) -> Iterator[None]:
+        for messages in message_lists:
+            for message in messages:
+                add(
+                    message.partition(),
+                    message.offset(),
+                    message.timestamp()[1],
+                    message.key(),
+                    message.value(),
+                )
+            yield
+
+    return _fold(topic, bucket_seconds, feed)
+
+
+# The record columns `fold_record_batches` reads (kafka_source.SCHEMA's, less the topic).
+RECORD_COLUMNS = ("partition", "offset", "timestamp", "key", "value")
+
+
+def fold_record_batches(
+    topic: str, bucket_seconds: int, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Fold Arrow batches of raw records (kafka_source.SCHEMA), in Kafka order per partition."""
+
+    def feed(add: Callable) -> Iterator[None]:
+        for batch in batches:
+            columns = [batch.column(name).to_pylist() for name in RECORD_COLUMNS]
+            for record in zip(*columns, strict=True):
+                add(*record)
+            yield
+
+    return _fold(topic, bucket_seconds, feed)
+
+
+def _fold(
+    topic: str, bucket_seconds: int, feed: Callable[[Callable], Iterator[None]]
+) -> Iterator[pa.RecordBatch]:
+    """Yield the folds of the records `feed(add)` adds, commit rows every COMMITS_PER_BATCH
+    (it yields after each chunk of records)."""
     folder = Folder(topic, bucket_seconds)
-    add = folder.add
-    for messages in message_lists:
-        for message in messages:
-            add(
-                message.partition(),
-                message.offset(),
-                message.timestamp()[1],
-                message.key(),
-                message.value(),
-            )
+    for _ in feed(folder.add):
         if folder.pending_commits() >= COMMITS_PER_BATCH:
             yield folder.commit_batch()
     if folder.pending_commits():

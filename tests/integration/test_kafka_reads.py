@@ -67,6 +67,60 @@ def test_a_partition_far_behind_skips_ahead_to_its_last_record(fresh_kafka, monk
     assert skips == [True, False]
 
 
+def _read_as_kept(settings: dict, topic: str, plan: dict) -> list[tuple]:
+    """What a read of the planned ranges gets, as the planner keeps records."""
+    return [
+        (m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value())
+        for messages in client.read_range(settings, topic, plan)
+        for m in messages
+    ]
+
+
+def _by_partition(records: list[tuple]) -> dict[int, list[tuple]]:
+    """Records per partition, in the order they came (Kafka order within a partition)."""
+    found: dict[int, list[tuple]] = {}
+    for record in records:
+        found.setdefault(record[0], []).append(record)
+    return found
+
+
+@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
+def test_the_planner_keeps_the_records_it_reads_on_through(fresh_kafka, tuned):
+    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+    _fill(settings, "t", 2, 40)
+    _fill(settings, "u", 1, 3)
+    _fill(settings, "v", 1, 4)
+    starts = {"t": {0: 20, 1: 5}, "u": {0: 1}, "v": {0: 4}}
+    snapshot = client.plan_snapshot(settings, starts, read_on=["t", "v"], keep_records=100)
+    assert snapshot.plans == {"t": {0: (20, 20), 1: (5, 20)}, "u": {0: (1, 3)}, "v": {0: (4, 4)}}
+    # "t": exactly what a read of its planned ranges gets, in Kafka order per partition.
+    # "u" was not read on (its ends were listed, its records not read); "v" has nothing new.
+    assert set(snapshot.records) == {"t"}
+    kept = snapshot.records["t"]
+    assert len(kept) == 15 and {r[0] for r in kept} == {1}
+    assert _by_partition(kept) == _by_partition(_read_as_kept(settings, "t", snapshot.plans["t"]))
+    assert [r[1] for r in kept] == list(range(5, 20))
+    # Without keep_records, or past it, nothing is kept; the plans are the same.
+    for keep in (0, 14):
+        again = client.plan_snapshot(settings, starts, read_on=["t", "v"], keep_records=keep)
+        assert (again.plans, again.records) == (snapshot.plans, {})
+
+
+def test_a_partition_that_skips_ahead_keeps_no_records(fresh_kafka, monkeypatch):
+    settings = {"bootstrap.servers": fresh_kafka}
+    client.create_topics(settings, [client.TopicSpec("t", 1, {})])
+    producer = client.java_producer(settings)
+    for index in range(30):  # one record per batch: Tansu's high watermark is then exact
+        producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
+        producer.flush()
+    monkeypatch.setattr(client, "CATCH_UP_RECORDS", 10)
+    # 28 behind: it skipped the records from 2 to 28, so none are kept; 5 behind: all are.
+    far = client.plan_snapshot(settings, {"t": {0: 2}}, read_on=["t"], keep_records=100)
+    assert (far.plans, far.records) == ({"t": {0: (2, 30)}}, {})
+    near = client.plan_snapshot(settings, {"t": {0: 25}}, read_on=["t"], keep_records=100)
+    assert [(r[1], r[4]) for r in near.records["t"]] == [(i, b"v%d" % i) for i in range(25, 30)]
+
+
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
     # As after the topic was deleted and created again: the next read must not start at the
     # old position (records written below it would never be read). The refresh sees the end

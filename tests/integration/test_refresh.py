@@ -33,7 +33,7 @@ from offsets.models.refresh import key_hash
 from offsets.services import refresh
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
-from offsets.spark import history_files, one_task_merge
+from offsets.spark import history_files, kafka_source, one_task_merge
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -342,20 +342,35 @@ def row_ids(cluster):
     }
 
 
-@pytest.mark.parametrize("one_task", [True, False], ids=["one-task merge", "SQL merge"])
+@pytest.mark.parametrize(
+    "one_task", [True, False], ids=["one-task merge, kept records", "SQL merge, Kafka read"]
+)
 def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     own_cluster, spark, monkeypatch, one_task
 ):
     """On both routes of the merge: one Python task for a small one (the demo cluster's), the
-    SQL query of `transforms.merge_results` past ONE_TASK_MERGE_MAX_KEYS."""
+    SQL query of `transforms.merge_results` past ONE_TASK_MERGE_MAX_KEYS. And on both routes of
+    the new records into Spark: the records the planner kept on its way to the ends (a small
+    read's), a read task's Kafka read past PLANNER_KEEPS_RECORDS."""
     if not one_task:
         monkeypatch.setattr(refresh, "ONE_TASK_MERGE_MAX_KEYS", 0)
+        monkeypatch.setattr(refresh, "PLANNER_KEEPS_RECORDS", 0)
     one_task_merges = []
     merge = one_task_merge.merge_in_one_task
     monkeypatch.setattr(
         one_task_merge,
         "merge_in_one_task",
         lambda *args, **kwargs: (one_task_merges.append(1), merge(*args, **kwargs))[1],
+    )
+    kept_topics = []
+    kept_frame = kafka_source.kept_records_frame
+    monkeypatch.setattr(
+        kafka_source,
+        "kept_records_frame",
+        lambda spark, topic, *args, **kwargs: (
+            kept_topics.append(topic),
+            kept_frame(spark, topic, *args, **kwargs),
+        )[1],
     )
     now_ms = int(time.time() * 1000)
     assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
@@ -413,6 +428,8 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     )
     assert comparable(own_cluster) == incremental
     assert len(one_task_merges) == (3 if one_task else 0)
+    # Only the incremental refresh reads on from earlier positions, so only it kept records.
+    assert kept_topics == (["connect-offsets"] if one_task else [])
 
 
 def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):

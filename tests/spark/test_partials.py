@@ -311,3 +311,65 @@ def test_the_refreshs_one_merge_query_holds_what_each_merge_gives(spark, increme
     assert set(nothing) <= {"latest", "drift"}
     if incremental:
         assert len(nothing["latest"]) == previous.count()
+
+
+def worker_records(seed: int, count: int) -> list[tuple]:
+    """(kafka_partition, kafka_offset, timestamp_ms, key, value) of the worker topic only."""
+    return [record[1:] for record in random_records(seed, count) if record[0] == WORKER]
+
+
+def test_arrow_batches_of_records_fold_as_the_messages_do(monkeypatch):
+    monkeypatch.setattr(P, "COMMITS_PER_BATCH", 50)
+    records = worker_records(4, 600)
+    expected = pa.Table.from_batches(
+        P.fold_messages(WORKER, 300, [[Message(*r) for r in records]]), schema=P.SUMMARY_ARROW
+    )
+    columns = list(zip(*records, strict=True))
+    table = pa.Table.from_arrays(
+        [pa.array([WORKER] * len(records), pa.string())]
+        + [
+            pa.array(column, field.type)
+            for column, field in zip(columns, list(kafka_source.ARROW_SCHEMA)[1:], strict=True)
+        ],
+        schema=kafka_source.ARROW_SCHEMA,
+    )
+    folded = P.fold_record_batches(WORKER, 300, table.to_batches(max_chunksize=70))
+    assert expected.num_rows > 100
+    assert pa.Table.from_batches(folded, schema=P.SUMMARY_ARROW).to_pylist() == expected.to_pylist()
+
+
+def test_the_records_the_planner_kept_fold_in_spark_as_a_read_task_folds_them(spark, tmp_path):
+    """`kafka_source.kept_records_frame`: the same rows as the read task of the same plan, and
+    the same history files (same names: a task run again replaces them)."""
+    import pyarrow.parquet as pq
+
+    records = worker_records(5, 900)
+    plan = {
+        p: (min(r[1] for r in rs), max(r[1] for r in rs) + 1) for p, rs in by_partition(records)
+    }
+    plan[7] = (40, 40)  # nothing new: no part of the file names
+    kept = kafka_source.kept_records_frame(
+        spark, WORKER, plan, records, bucket_seconds=300, history_dir=str(tmp_path / "kept")
+    )
+    assert kept.rdd.getNumPartitions() == 1  # each partition's records in order, in one task
+    read_task = kafka_source._history_written(
+        P.fold_messages(WORKER, 300, [[Message(*r) for r in records]]),
+        str(tmp_path / "read"),
+        WORKER,
+        [0, 1, 2],
+    )
+    expected = pa.Table.from_batches(read_task, schema=P.SUMMARY_ARROW).to_pylist()
+    assert sorted(kept.toArrow().to_pylist(), key=repr) == sorted(expected, key=repr)
+    files = sorted(p.relative_to(tmp_path / "kept") for p in (tmp_path / "kept").rglob("*.parquet"))
+    assert files and files == sorted(
+        p.relative_to(tmp_path / "read") for p in (tmp_path / "read").rglob("*.parquet")
+    )
+    for name in files:
+        assert pq.read_table(tmp_path / "kept" / name) == pq.read_table(tmp_path / "read" / name)
+
+
+def by_partition(records: list[tuple]) -> list[tuple[int, list[tuple]]]:
+    found: dict[int, list[tuple]] = {}
+    for record in records:
+        found.setdefault(record[0], []).append(record)
+    return sorted(found.items())
