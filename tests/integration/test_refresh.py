@@ -362,6 +362,9 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
         "merge_in_one_task",
         lambda *args, **kwargs: (one_task_merges.append(1), merge(*args, **kwargs))[1],
     )
+    fills = []
+    fill = refresh.fill
+    monkeypatch.setattr(refresh, "fill", lambda cached: (fills.append(1), fill(cached))[1])
     kept_topics = []
     kept_frame = kafka_source.kept_records_frame
     monkeypatch.setattr(
@@ -428,8 +431,10 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     )
     assert comparable(own_cluster) == incremental
     assert len(one_task_merges) == (3 if one_task else 0)
-    # Only the incremental refresh reads on from earlier positions, so only it kept records.
+    # Only the incremental refresh reads on from earlier positions, so only it kept records,
+    # and its one-task merge folded them in its own task: no job filled a cache before it.
     assert kept_topics == (["connect-offsets"] if one_task else [])
+    assert len(fills) == (2 if one_task else 3)
 
 
 def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):
