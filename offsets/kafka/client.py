@@ -136,6 +136,15 @@ def answer(future, *, admin: AdminClient, outstanding: Iterable, settings: dict,
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
         ) from exc
+    except KafkaException as exc:
+        # librdkafka's own request timeout (callers set it to `timeout` too) may fire first:
+        # the same broker that did not answer, said the same way.
+        if exc.args and exc.args[0].code() == KafkaError._TIMED_OUT:
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} did not answer within "
+                f"{timeout:.0f}s ({exc.args[0].str()})"
+            ) from exc
+        raise
 
 
 @handles.released_after

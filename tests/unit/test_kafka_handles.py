@@ -117,6 +117,23 @@ def test_an_admin_request_given_up_on_raises_kafka_unavailable_and_keeps_its_han
     assert gone() is None
 
 
+def test_an_admin_request_that_librdkafka_timed_out_raises_the_same_kafka_unavailable():
+    from confluent_kafka import KafkaError, KafkaException
+
+    from offsets.kafka import client
+
+    timed_out: Future = Future()
+    timed_out.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+    refused: Future = Future()
+    refused.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+    admin = handles.admin_client(NOWHERE)
+    with pytest.raises(client.KafkaUnavailable, match=r"127\.0\.0\.1:1 did not answer within 2s"):
+        client.answer(timed_out, admin=admin, outstanding=[timed_out], settings=NOWHERE, timeout=2)
+    # Any other error is the caller's to describe.
+    with pytest.raises(KafkaException):
+        client.answer(refused, admin=admin, outstanding=[refused], settings=NOWHERE, timeout=2)
+
+
 def test_an_admin_request_that_is_answered_returns_its_result():
     from offsets.kafka import client
 
