@@ -203,11 +203,15 @@ class KafkaSnapshotReader(DataSourceReader):
             from offsets.spark.transforms import parse_columns
 
             return parse_columns(partition.topic, *columns)
-        arrays = [pa.array([partition.topic] * len(columns[0]), pa.string())]
-        arrays += [
-            pa.array(c, f.type) for c, f in zip(columns, list(ARROW_SCHEMA)[1:], strict=True)
-        ]
-        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+        return raw_batch(partition.topic, columns)
+
+
+def raw_batch(topic: str, columns) -> pa.RecordBatch:
+    """Raw records of one topic (ARROW_SCHEMA) from their other five columns: partition,
+    offset, timestamp, key and value."""
+    arrays = [pa.array([topic] * len(columns[0]), pa.string())]
+    arrays += [pa.array(c, f.type) for c, f in zip(columns, list(ARROW_SCHEMA)[1:], strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 
 def _history_written(
@@ -244,11 +248,7 @@ def kept_records_frame(
     from offsets.spark.partials import SUMMARY_SCHEMA, fold_record_batches
 
     columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
-    table = pa.Table.from_arrays(
-        [pa.array([topic] * len(records), pa.string())]
-        + [pa.array(c, f.type) for c, f in zip(columns, list(ARROW_SCHEMA)[1:], strict=True)],
-        schema=ARROW_SCHEMA,
-    )
+    table = pa.Table.from_batches([raw_batch(topic, columns)])
     partitions = sorted(p for p, (start, end) in plan.items() if end > start)
 
     def fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -324,14 +324,8 @@ def test_arrow_batches_of_records_fold_as_the_messages_do(monkeypatch):
     expected = pa.Table.from_batches(
         P.fold_messages(WORKER, 300, [[Message(*r) for r in records]]), schema=P.SUMMARY_ARROW
     )
-    columns = list(zip(*records, strict=True))
-    table = pa.Table.from_arrays(
-        [pa.array([WORKER] * len(records), pa.string())]
-        + [
-            pa.array(column, field.type)
-            for column, field in zip(columns, list(kafka_source.ARROW_SCHEMA)[1:], strict=True)
-        ],
-        schema=kafka_source.ARROW_SCHEMA,
+    table = pa.Table.from_batches(
+        [kafka_source.raw_batch(WORKER, list(zip(*records, strict=True)))]
     )
     folded = P.fold_record_batches(WORKER, 300, table.to_batches(max_chunksize=70))
     assert expected.num_rows > 100
