@@ -199,28 +199,21 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool, cache: 
     Without `cache` (a small merge's only: one that reads the folds once, in one task),
     nothing is cached and `read` is None: the folds are computed inside the merge's task.
     """
-    if not cache:
-        with spark_conf(spark, SMALL_MERGE_CONF):
-            previous = inputs.previous
-            yield MergeFrames(
-                None,
-                partials.coalesce(1),
-                previous.coalesce(1) if previous is not None else None,
-                small=True,
-            )
-        return
-    if not small:
+    if cache and not small:
         with persisted(partials) as cached:
             yield MergeFrames(cached, cached, inputs.previous, small=False)
         return
     previous = inputs.previous
-    with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials) as cached:
+    with (
+        spark_conf(spark, SMALL_MERGE_CONF),
+        persisted(partials) if cache else contextlib.nullcontext(partials) as folds,
+    ):
         # coalesce over the cache: a scan of a cached frame does not tell Spark how it is
         # partitioned, and each join and grouping over it then planned a shuffle (6 stages
         # where 1 does).
         yield MergeFrames(
-            cached,
-            cached.coalesce(1),
+            folds if cache else None,
+            folds.coalesce(1),
             previous.coalesce(1) if previous is not None else None,
             small=True,
         )
@@ -813,14 +806,13 @@ def _compute_sources(
                 "reading, folding and writing the commit history (Parquet); "
                 "merging the latest offsets, key drift, rewinds, buckets and malformed records"
             )
-        if reading and merging.read is not None:
-            # The read (a job that fills the cache, writing the history on the way) starts
-            # now, and the merge below is built while it runs: Spark computes each cached
-            # partition once (a task that needs a partition another task is computing waits
-            # for it), so Kafka is read once, and the merge's building overlaps the read.
-            read = pool.submit(fill, merging.read)
-        elif not reading:
+        else:
             phase("merging the latest offsets, key drift and stalls")
+        # The read (a job that fills the cache, writing the history on the way) starts now,
+        # and the merge below is built while it runs: Spark computes each cached partition
+        # once (a task that needs a partition another task is computing waits for it), so
+        # Kafka is read once, and the merge's building overlaps the read.
+        read = pool.submit(fill, merging.read) if reading and merging.read is not None else None
         options = {
             "worker_topic": cluster.offsets_topic,
             "now_ms": now_ms,
@@ -830,7 +822,7 @@ def _compute_sources(
         }
         results = merging.merge(inputs, one_task=one_task, **options)
         collected = T.split_results(results.collect())
-        if reading and merging.read is not None:
+        if read is not None:
             read.result()
     sources.records_by_topic.update(
         {row["topic"]: row["count"] for row in collected.pop("records", [])}
