@@ -17,6 +17,16 @@ def _fill(settings: dict, topic: str, partitions: int, records: int) -> None:
     producer.flush()
 
 
+def _fill_one_per_batch(settings: dict, topic: str, records: int) -> None:
+    """One partition of records b"v0", b"v1", ..., one record per batch: Tansu's high
+    watermark is then exact."""
+    client.create_topics(settings, [client.TopicSpec(topic, 1, {})])
+    producer = client.java_producer(settings)
+    for index in range(records):
+        producer.produce(topic, key=b"k", value=b"v%d" % index, partition=0)
+        producer.flush()
+
+
 @pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
 def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(fresh_kafka, tuned):
     settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
@@ -53,11 +63,7 @@ def test_reading_on_from_vouched_positions_finds_the_same_ends_without_listing_o
 
 def test_a_partition_far_behind_skips_ahead_to_its_last_record(fresh_kafka, monkeypatch):
     settings = {"bootstrap.servers": fresh_kafka}
-    client.create_topics(settings, [client.TopicSpec("t", 1, {})])
-    producer = client.java_producer(settings)
-    for index in range(30):  # one record per batch: Tansu's high watermark is then exact
-        producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
-        producer.flush()
+    _fill_one_per_batch(settings, "t", 30)
     monkeypatch.setattr(client, "CATCH_UP_RECORDS", 10)
     skips: list[bool] = []
     skip = client._skip_far_behind
@@ -108,11 +114,7 @@ def test_the_planner_keeps_the_records_it_reads_on_through(fresh_kafka, tuned):
 
 def test_a_partition_that_skips_ahead_keeps_no_records(fresh_kafka, monkeypatch):
     settings = {"bootstrap.servers": fresh_kafka}
-    client.create_topics(settings, [client.TopicSpec("t", 1, {})])
-    producer = client.java_producer(settings)
-    for index in range(30):  # one record per batch: Tansu's high watermark is then exact
-        producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
-        producer.flush()
+    _fill_one_per_batch(settings, "t", 30)
     monkeypatch.setattr(client, "CATCH_UP_RECORDS", 10)
     # 28 behind: it skipped the records from 2 to 28, so none are kept; 5 behind: all are.
     far = client.plan_snapshot(settings, {"t": {0: 2}}, read_on=["t"], keep_records=100)
