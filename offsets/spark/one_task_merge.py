@@ -215,7 +215,7 @@ def merge_folds(
     stall_after_ms: int,
     reading: bool = True,
 ) -> dict[str, list[dict]]:
-    """`transforms.merge_results` then `split_results`: each result by name, as lists of dicts.
+    """`transforms.merge_results` then `collect_results`: each result by name, as lists of dicts.
 
     `rows` are summary rows (partials.SUMMARY_SCHEMA) of the read tasks and of the previous
     state (kind PREVIOUS); commit rows are ignored. Without `reading` only the latest offsets

@@ -26,8 +26,10 @@ import pyarrow.compute
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     BooleanType,
+    DataType,
     DoubleType,
     IntegerType,
     LongType,
@@ -558,7 +560,7 @@ def merge_results(
     latest (effective offsets with stalls flagged) and drift always; when something was read
     (`reading`), also records (read per topic), rewinds, buckets and malformed. One query,
     because each is small and its time mostly fixed costs (building, planning, scheduling):
-    one query pays them once. `split_results` turns the collected rows into lists by name.
+    one query pays them once. `collect_results` collects them as lists by name.
     """
     prior = "previous" if previous is not None else None
     steps = {
@@ -596,13 +598,34 @@ def merge_results(
 RESULTS = ("latest", "drift", "records", "rewinds", "buckets", "malformed")
 
 
-def split_results(rows: list) -> dict[str, list[dict]]:
-    """The collected rows of `merge_results` as lists of dicts by result name (a result with
-    no rows is an empty list; those not computed are left out)."""
+def _nullable(data_type: DataType) -> DataType:
+    """The same type with every struct field and array element nullable."""
+    if isinstance(data_type, StructType):
+        return StructType(
+            [StructField(field.name, _nullable(field.dataType)) for field in data_type.fields]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_nullable(data_type.elementType))
+    return data_type
+
+
+def collect_results(results: DataFrame) -> dict[str, list[dict]]:
+    """The rows of `merge_results` (or of its one-task twin) as lists of dicts by result
+    name: a result with no rows is an empty list; those not computed are left out.
+
+    Collected as Arrow: collect() sent ~2,000 rows of an incremental refresh as pickled Rows
+    and turned each into dicts (asDict), ~0.06 s more (binary values come as bytes, not
+    bytearray).
+    """
+    # Every field nullable: a null struct of the SQL's UNION ALL (a row of another result)
+    # holds nulls in its NOT NULL fields, which toArrow() refuses to cast.
+    nullable = results.select(
+        *(F.col(field.name).cast(_nullable(field.dataType)) for field in results.schema.fields)
+    )
     split: dict[str, list[dict]] = {}
-    for row in rows:
-        for name, value in row.asDict().items():
-            results = split.setdefault(name, [])
+    for row in nullable.toArrow().to_pylist():
+        for name, value in row.items():
+            found = split.setdefault(name, [])
             if value is not None:
-                results.append(value.asDict(recursive=True))
+                found.append(value)
     return split

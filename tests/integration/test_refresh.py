@@ -202,6 +202,43 @@ def test_sink_lag_matches_the_seeded_groups_and_statuses(refreshed, seeded_demo)
     )
 
 
+def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fresh_demo):
+    """The lag in time is the newest record's age against the record at each connector's own
+    committed offset, even where another connector reads the same partitions from elsewhere."""
+    from dataclasses import replace
+
+    from offsets.services import connect_state
+
+    cluster = fresh_demo.cluster
+    s3 = next(
+        c
+        for c in connect_state.read_connect_state(cluster=cluster).connectors
+        if c.name == "s3-sink-orders"
+    )
+    # A second sink of the same topics whose group has read one record of orders[0] only.
+    replay = replace(s3, name="orders-replay", sink_group="connect-orders-replay")
+    client.alter_group_offsets(fresh_demo.settings, replay.sink_group, {("orders", 0): 1})
+    results = refresh._sample_sinks(
+        cluster, [s3, replay], now_ms=int(time.time() * 1000), recent={}
+    )
+    timestamps = {t.name: t.timestamps for t in fresh_demo.demo.data_topics}
+    committed = {
+        "s3-sink-orders": fresh_demo.demo.group_offsets["connect-s3-sink-orders"],
+        "orders-replay": {("orders", 0): 1},
+    }
+    lagging = {name: 0 for name in committed}
+    for lag in results.lags:
+        stamps = timestamps[lag.topic][lag.partition]
+        position = committed[lag.connector].get((lag.topic, lag.partition), 0)
+        assert lag.lag_records == len(stamps) - position
+        if lag.lag_records:
+            lagging[lag.connector] += 1
+            assert lag.lag_ms == stamps[-1] - stamps[position], (lag.connector, lag.topic)
+        else:
+            assert lag.lag_ms == 0
+    assert lagging["s3-sink-orders"] > 0 and lagging["orders-replay"] > 0
+
+
 def test_a_second_refresh_adds_lag_samples_and_unmoving_offsets_stall(refreshed, spark):
     # Samples of 12 samplings 40..29 days ago (of a topic the sink no longer reads): past the
     # retention (7 days), but the newest 8 are in the window (the last 10 samplings) with the

@@ -57,7 +57,7 @@ def test_the_one_task_merge_gives_the_sql_merges_rows(spark, seed, incremental):
     partials = partials_frame(spark, records[cut:])
 
     sql, one_task = both_routes(spark, partials, previous)
-    expected, found = T.split_results(sql.collect()), T.split_results(one_task.collect())
+    expected, found = T.collect_results(sql), T.collect_results(one_task)
 
     assert found.keys() == expected.keys() == set(M.RESULT_STRUCTS)
     for name in expected:
@@ -70,7 +70,7 @@ def test_the_one_task_merge_gives_the_sql_merges_rows(spark, seed, incremental):
         assert any(row["kafka_offset"] is not None for row in found["rewinds"])
 
     sql, one_task = both_routes(spark, partials.where("false"), previous, reading=False)
-    nothing, expected = T.split_results(one_task.collect()), T.split_results(sql.collect())
+    nothing, expected = T.collect_results(one_task), T.collect_results(sql)
     assert dicts(nothing.get("latest", [])) == dicts(expected.get("latest", []))
     assert set(nothing) <= {"latest", "drift"}
     if incremental:

@@ -285,7 +285,7 @@ def test_the_refreshs_one_merge_query_holds_what_each_merge_gives(spark, increme
             stall_after_ms=threshold_ms,
             **reading,
         )
-        return T.split_results(frame.collect())
+        return T.collect_results(frame)
 
     results = merged(partials)
 

@@ -41,3 +41,15 @@ def test_small_topics_are_read_without_the_clusters_bulk_fetch_tuning():
     # A shorter wait than the readers' own is the cluster's choice and is kept.
     assert client.small_topic_settings({"fetch.wait.max.ms": "5"})["fetch.wait.max.ms"] == 5
     assert client.small_topic_settings({})["fetch.wait.max.ms"] == client.READER_WAIT_MS
+
+
+def test_offset_rounds_ask_each_partition_once_per_round_lowest_offsets_first():
+    wanted = {(("a", 0), 9), (("a", 0), 4), (("a", 1), 7), (("b", 0), 2), (("a", 0), 6)}
+    assert client.offset_rounds(wanted) == [
+        {("a", 0): 4, ("a", 1): 7, ("b", 0): 2},
+        {("a", 0): 6},
+        {("a", 0): 9},
+    ]
+    # The same pair twice is read once; nothing asked, no round.
+    assert client.offset_rounds([(("a", 0), 3), (("a", 0), 3)]) == [{("a", 0): 3}]
+    assert client.offset_rounds([]) == []
