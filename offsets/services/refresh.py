@@ -154,7 +154,7 @@ def persisted(frame):
 class MergeFrames:
     """What `merge_results` merges, ready for it (`merge_frames`)."""
 
-    read: object | None  # the folded read, cached: `fill` it to read Kafka, a task per part
+    read: object  # the folded read, cached: `fill` it to read Kafka, a task per part
     partials: object  # the same for the merge (one partition for a small merge)
     previous: object | None
     small: bool
@@ -186,7 +186,7 @@ class MergeFrames:
 
 
 @contextlib.contextmanager
-def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool, cache: bool = True):
+def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
     """Cache the folded read for the block, and yield it with the merge's other inputs.
 
     A small merge (SMALL_MERGE_MAX_KEYS) has every input in one partition that Spark knows is
@@ -195,25 +195,19 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool, cache: 
     first: persist() plans the cached read). The read itself keeps its tasks (one per 100,000
     records): a full refresh reads in parallel, and only its folds, a row or so per key,
     meet in one partition.
-
-    Without `cache` (a small merge's only: one that reads the folds once, in one task),
-    nothing is cached and `read` is None: the folds are computed inside the merge's task.
     """
-    if cache and not small:
+    if not small:
         with persisted(partials) as cached:
             yield MergeFrames(cached, cached, inputs.previous, small=False)
         return
     previous = inputs.previous
-    with (
-        spark_conf(spark, SMALL_MERGE_CONF),
-        persisted(partials) if cache else contextlib.nullcontext(partials) as folds,
-    ):
+    with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials) as cached:
         # coalesce over the cache: a scan of a cached frame does not tell Spark how it is
         # partitioned, and each join and grouping over it then planned a shuffle (6 stages
         # where 1 does).
         yield MergeFrames(
-            folds if cache else None,
-            folds.coalesce(1),
+            cached,
+            cached.coalesce(1),
             previous.coalesce(1) if previous is not None else None,
             small=True,
         )
@@ -613,6 +607,7 @@ class MergeInputs:
 
     spark: object
     previous: object | None  # STATE_SCHEMA frame; None for a full refresh
+    previous_table: object | None  # the same as an Arrow table (a one-task merge's own input)
     stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
     own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
     running: frozenset[str]  # connectors that commit offsets now
@@ -633,12 +628,15 @@ def _merge_inputs(
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     if full:
-        previous, stored_keys = None, SourceOffset.objects.filter(cluster=cluster).count()
+        previous = table = None
+        stored_keys = SourceOffset.objects.filter(cluster=cluster).count()
     else:
-        previous, stored_keys = _previous_state(spark, cluster)
+        previous, table = _previous_state(spark, cluster)
+        stored_keys = table.num_rows
     return MergeInputs(
         spark=spark,
         previous=previous,
+        previous_table=table,
         stored_keys=stored_keys,
         own_topics={c.name: c.own_offsets_topic for c in connectors if c.own_offsets_topic},
         running=frozenset(c.name for c in connectors if c.consuming),
@@ -646,7 +644,7 @@ def _merge_inputs(
 
 
 def _previous_state(spark, cluster: Cluster):
-    """Return the stored per-key state as a DataFrame, and how many keys it holds.
+    """Return the stored per-key state as a DataFrame and as the Arrow table it is built from.
 
     Built as an Arrow table: one partition and no pandas conversion (through pandas, a few
     thousand rows were split over every core, a task each in every stage of the merge).
@@ -713,7 +711,7 @@ def _previous_state(spark, cluster: Cluster):
         {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
         schema=to_arrow_schema(STATE_SCHEMA),
     )
-    return spark.createDataFrame(table, STATE_SCHEMA), table.num_rows
+    return spark.createDataFrame(table, STATE_SCHEMA), table
 
 
 def _string_frame(spark, columns: dict[str, list[str]]):
@@ -737,14 +735,11 @@ def _compute_sources(
     run_dir: Path,
     phase: Progress,
 ) -> None:
-    from pyspark.sql import DataFrame
-
     from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME, kept_records_frame
-    from offsets.spark.partials import SUMMARY_SCHEMA
+    from offsets.spark.kafka_source import kept_records_table
+    from offsets.spark.one_task_merge import fold_and_merge_in_one_task
 
     spark = inputs.spark
-    kafka_json = json.dumps(cluster.kafka_settings())
     # The read tasks fold what they read (offsets.spark.partials) and write every commit to
     # the run's history files themselves (offsets.spark.history_files): Spark gets only the
     # partial results per key, and merges them below. Before, the commits (one row each, 1M
@@ -759,6 +754,83 @@ def _compute_sources(
         for topic, plan in sources.plans.items()
         if any(end > start for start, end in plan.values())
     ]
+    keys = inputs.stored_keys or total_records(sources)
+    one_task = keys <= ONE_TASK_MERGE_MAX_KEYS
+    options = {
+        "worker_topic": cluster.offsets_topic,
+        "now_ms": now_ms,
+        "stall_after_ms": settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
+    }
+    if (
+        reading_topics
+        and one_task
+        and inputs.previous_table is not None
+        and all(topic in sources.kept for topic in reading_topics)
+    ):
+        # Every new record was kept by the planner, and the merge is one task: that task folds
+        # them too, one Spark job with one Python stage (a cached fold and a merge job after
+        # it were ~0.35-0.4 s more of the benchmark's incremental refresh; the fold as a frame
+        # of its own in the same task ~0.13 s more).
+        phase(
+            f"folding the {sum(len(sources.kept[t]) for t in reading_topics):,} new records "
+            "the planner read and writing the commit history (Parquet); merging the latest "
+            "offsets, key drift, rewinds, buckets and malformed records"
+        )
+        results = fold_and_merge_in_one_task(
+            spark,
+            {
+                topic: (sources.plans[topic], kept_records_table(topic, sources.kept[topic]))
+                for topic in reading_topics
+            },
+            inputs.previous_table,
+            inputs.own_topics,
+            inputs.running,
+            bucket_seconds=settings.COMMIT_BUCKET_SECONDS,
+            history_dir=str(run_dir),
+            **options,
+        )
+        collected = T.collect_results(results)
+    else:
+        collected = _read_and_merge(
+            cluster,
+            sources,
+            inputs,
+            reading_topics,
+            small=keys <= SMALL_MERGE_MAX_KEYS,
+            one_task=one_task,
+            run_dir=run_dir,
+            phase=phase,
+            **options,
+        )
+    sources.records_by_topic.update(
+        {row["topic"]: row["count"] for row in collected.pop("records", [])}
+    )
+    for name, rows in collected.items():
+        setattr(sources, name, rows)
+
+
+def _read_and_merge(
+    cluster: Cluster,
+    sources: SourceResults,
+    inputs: MergeInputs,
+    reading_topics: list[str],
+    *,
+    small: bool,
+    one_task: bool,
+    run_dir: Path,
+    phase: Progress,
+    **options,
+) -> dict[str, list[dict]]:
+    """Read and fold the new records in Spark tasks (or fold those the planner kept), cache
+    the folds, and merge them with the previous state: the collected results by name."""
+    from pyspark.sql import DataFrame
+
+    from offsets.spark import transforms as T
+    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME, kept_records_frame
+    from offsets.spark.partials import SUMMARY_SCHEMA
+
+    spark = inputs.spark
+    kafka_json = json.dumps(cluster.kafka_settings())
     frames = [
         kept_records_frame(
             spark,
@@ -783,14 +855,6 @@ def _compute_sources(
         for topic in reading_topics
     ]
     reading = bool(frames)
-    keys = inputs.stored_keys or total_records(sources)
-    small = keys <= SMALL_MERGE_MAX_KEYS
-    one_task = keys <= ONE_TASK_MERGE_MAX_KEYS
-    # Records the planner kept are folded in one task, and the one-task merge reads the folds
-    # once: that task can be the merge's own, one Spark job instead of a job that fills the
-    # cache and a merge job after it (~0.35-0.4 s of the benchmark's incremental refresh).
-    # Folds read from Kafka keep the cache: their read tasks run in parallel.
-    cache = not (reading and one_task and all(topic in sources.kept for topic in reading_topics))
     partials = (
         functools.reduce(DataFrame.unionByName, frames)
         if frames
@@ -798,7 +862,7 @@ def _compute_sources(
     )
     # On the way out the pool waits for the read, then the cache is dropped.
     with (
-        merge_frames(spark, partials, inputs, small=small, cache=cache) as merging,
+        merge_frames(spark, partials, inputs, small=small) as merging,
         ThreadPoolExecutor(max_workers=1) as pool,
     ):
         if reading:
@@ -812,23 +876,12 @@ def _compute_sources(
         # and the merge below is built while it runs: Spark computes each cached partition
         # once (a task that needs a partition another task is computing waits for it), so
         # Kafka is read once, and the merge's building overlaps the read.
-        read = pool.submit(fill, merging.read) if reading and merging.read is not None else None
-        options = {
-            "worker_topic": cluster.offsets_topic,
-            "now_ms": now_ms,
-            "stall_after_ms": settings.STALL_AFTER_FLUSH_INTERVALS
-            * cluster.offset_flush_interval_ms,
-            "reading": reading,
-        }
-        results = merging.merge(inputs, one_task=one_task, **options)
+        read = pool.submit(fill, merging.read) if reading else None
+        results = merging.merge(inputs, one_task=one_task, reading=reading, **options)
         collected = T.collect_results(results)
         if read is not None:
             read.result()
-    sources.records_by_topic.update(
-        {row["topic"]: row["count"] for row in collected.pop("records", [])}
-    )
-    for name, rows in collected.items():
-        setattr(sources, name, rows)
+    return collected
 
 
 def fill(cached) -> None:

@@ -227,6 +227,30 @@ def _history_written(
     )
 
 
+def kept_records_table(topic: str, records: list[client.KeptRecord]) -> pa.Table:
+    """Records the planner kept (`client.plan_snapshot`) as raw records (ARROW_SCHEMA)."""
+    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
+    return pa.Table.from_batches([raw_batch(topic, columns)])
+
+
+def fold_kept_batches(
+    topic: str,
+    plan: dict[int, tuple[int, int]],
+    batches: Iterator[pa.RecordBatch],
+    *,
+    bucket_seconds: int,
+    history_dir: str | None,
+) -> Iterator[pa.RecordBatch]:
+    """The folds of kept records (`kept_records_table`'s batches): what a read task of `plan`
+    yields, writing the same history files under the same names."""
+    from offsets.spark.partials import fold_record_batches
+
+    partitions = sorted(p for p, (start, end) in plan.items() if end > start)
+    return _history_written(
+        fold_record_batches(topic, bucket_seconds, batches), history_dir, topic, partitions
+    )
+
+
 def kept_records_frame(
     spark,
     topic: str,
@@ -243,17 +267,18 @@ def kept_records_frame(
     a small read, folding the records it kept saves fetching them again (on the embedded
     broker a read task's fetches were ~0.4-0.7 s of an incremental refresh). The records
     travel with the plan to one task (one partition: the fold needs each Kafka partition's
-    records in order, in one place), as a read task would get them from Kafka.
+    records in order, in one place), as a read task would get them from Kafka. (A one-task
+    merge folds them in its own task instead: `one_task_merge.fold_and_merge_in_one_task`.)
     """
-    from offsets.spark.partials import SUMMARY_SCHEMA, fold_record_batches
-
-    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
-    table = pa.Table.from_batches([raw_batch(topic, columns)])
-    partitions = sorted(p for p, (start, end) in plan.items() if end > start)
+    from offsets.spark.partials import SUMMARY_SCHEMA
 
     def fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from _history_written(
-            fold_record_batches(topic, bucket_seconds, batches), history_dir, topic, partitions
+        yield from fold_kept_batches(
+            topic, plan, batches, bucket_seconds=bucket_seconds, history_dir=history_dir
         )
 
-    return spark.createDataFrame(table, SCHEMA).coalesce(1).mapInArrow(fold, SUMMARY_SCHEMA)
+    return (
+        spark.createDataFrame(kept_records_table(topic, records), SCHEMA)
+        .coalesce(1)
+        .mapInArrow(fold, SUMMARY_SCHEMA)
+    )

@@ -190,3 +190,69 @@ def test_nothing_read_gives_the_latest_offsets_and_drift_only():
     rows = [key_row(WORKER, "c", "k", 4, '{"o":4}', kind=M.PREVIOUS)]
     assert set(merge(rows, reading=False)) == {"latest", "drift"}
     assert set(merge(rows)) == set(M.RESULT_STRUCTS)
+
+
+@pytest.mark.parametrize(("seed", "cut"), [(1, 900), (3, 900), (2, 0)])
+def test_records_folded_in_the_merges_own_task_give_the_two_step_rows_and_history(
+    spark, tmp_path, seed, cut
+):
+    """`fold_and_merge_in_one_task` (the planner's kept records folded in the merge's task)
+    gives what `merge_in_one_task` over `kept_records_frame` gives, and writes the same
+    history files; with no previous state too (its task must still run)."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    records = random_records(seed, 1500)
+    parse = lambda rs: T.valid_records(  # noqa: E731
+        T.parse_offset_records(spark.createDataFrame(rs, kafka_source.SCHEMA))
+    )
+    previous = T.latest_by_key(parse(records[:cut])).select(*T.STATE_COLUMNS) if cut else None
+    previous_table = (
+        previous.toArrow()
+        if previous is not None
+        else to_arrow_schema(T.STATE_SCHEMA).empty_table()
+    )
+    kept = {}
+    for topic in (WORKER, OWN):
+        rows = [r[1:] for r in records[cut:] if r[0] == topic]
+        offsets = {p: [r[1] for r in rows if r[0] == p] for p in {r[0] for r in rows}}
+        kept[topic] = ({p: (min(o), max(o) + 1) for p, o in offsets.items()}, rows)
+    options = {
+        "worker_topic": WORKER,
+        "now_ms": NOW_MS,
+        "stall_after_ms": THRESHOLD_MS,
+    }
+    own_topics, running = {"eos": OWN}, {"a", "eos"}
+    frames = [
+        kafka_source.kept_records_frame(
+            spark, topic, plan, rows, bucket_seconds=300, history_dir=str(tmp_path / "two")
+        )
+        for topic, (plan, rows) in kept.items()
+    ]
+    two_step = M.merge_in_one_task(
+        frames[0].unionByName(frames[1]), previous, own_topics, running, **options
+    )
+    fused = M.fold_and_merge_in_one_task(
+        spark,
+        {
+            topic: (plan, kafka_source.kept_records_table(topic, rows))
+            for topic, (plan, rows) in kept.items()
+        },
+        previous_table,
+        own_topics,
+        running,
+        bucket_seconds=300,
+        history_dir=str(tmp_path / "fused"),
+        **options,
+    )
+    expected, found = T.collect_results(two_step), T.collect_results(fused)
+    assert found.keys() == expected.keys() == set(M.RESULT_STRUCTS)
+    for name in expected:
+        assert expected[name], name
+        assert dicts(without_examples(found[name])) == dicts(without_examples(expected[name]))
+    files = sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*.parquet"))
+    assert files and files == sorted(
+        p.relative_to(tmp_path / "fused") for p in (tmp_path / "fused").rglob("*.parquet")
+    )
+    for name in files:
+        assert pq.read_table(tmp_path / "two" / name) == pq.read_table(tmp_path / "fused" / name)

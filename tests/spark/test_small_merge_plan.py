@@ -56,6 +56,7 @@ def merge_inputs(spark):
     return refresh.MergeInputs(
         spark=spark,
         previous=previous_state(spark),
+        previous_table=None,
         stored_keys=1,
         own_topics={"c": "c-offsets"},
         running=frozenset({"c"}),
