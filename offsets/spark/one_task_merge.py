@@ -402,8 +402,9 @@ def fold_and_merge_in_one_task(
     stall_after_ms: int,
 ) -> DataFrame:
     """`merge_in_one_task` over the folds of records the planner kept, folded in the merge's
-    own task: {topic: (its plan, its kept records, kafka_source.kept_records_table)}, and the
-    previous state as an Arrow table.
+    own task. `kept` maps each topic to its plan and its kept records (as
+    `kafka_source.kept_records_table` gives them); `previous` is the previous state as an
+    Arrow table (transforms.STATE_SCHEMA).
 
     The records and the previous state travel with the task, as they would as DataFrames
     built from them (Spark broadcasts a task over 1 MB), and the task writes the history
