@@ -743,13 +743,12 @@ def timestamps_at(
     reads a partition from one offset, so each round reads every partition once, from the
     next offset asked for it (`offset_rounds`).
     """
+    small = small_topic_settings(settings)
     found: dict[tuple[tuple[str, int], int], int] = {}
     for offsets in offset_rounds(wanted):
         found |= {
             (tp, offsets[tp]): stamp
-            for tp, stamp in _timestamps_round(
-                small_topic_settings(settings), offsets, timeout=timeout
-            ).items()
+            for tp, stamp in _timestamps_round(small, offsets, timeout=timeout).items()
         }
     return found
 
