@@ -150,6 +150,26 @@ def test_topic_ids_of_a_broker_that_is_down_raise_kafka_unavailable():
         client.topic_ids({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2)
 
 
+def test_partition_counts_of_named_topics_leave_out_those_that_do_not_exist(fresh_kafka):
+    settings = {"bootstrap.servers": fresh_kafka}
+    _fill(settings, "a", 3, 3)
+    _fill(settings, "b", 2, 2)
+    everything = client.topic_partition_counts(settings)
+    assert {"a": 3, "b": 2}.items() <= everything.items()
+    # Described, not listed: the same counts, only of the topics named (each once); names no
+    # topic can have, like missing topics, are left out.
+    assert client.topic_partition_counts(settings, ["b", "missing", "a", "b", "", "bad name!"]) == {
+        "b": 2,
+        "a": 3,
+    }
+    assert client.topic_partition_counts(settings, []) == {}
+
+
+def test_partition_counts_of_named_topics_on_a_broker_that_is_down_raise_kafka_unavailable():
+    with pytest.raises(client.KafkaUnavailable, match="did not answer within 2s"):
+        client.topic_partition_counts({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2)
+
+
 def test_read_topics_reads_every_record_of_several_topics_in_order(fresh_kafka):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "a", 2, 30)
