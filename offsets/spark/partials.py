@@ -241,65 +241,79 @@ class Folder:
         return _batch(COMMIT, self.topic, len(columns["connector"]), columns)
 
     def summary_batch(self) -> pa.RecordBatch:
-        """The key, rewind, bucket, malformed and records rows (call once, at the end)."""
-        rows: dict[str, list] = {name: [] for name in SUMMARY_ARROW.names if name != "topic"}
+        """The key, rewind, bucket, malformed and records rows (call once, at the end).
 
-        def add(kind: str, **values: object) -> None:
-            values["kind"] = kind
-            for name, column in rows.items():
-                column.append(values.get(name))
-
-        for partition, keys in self.keys.items():
-            for state in keys.values():
-                if isinstance(state, MalformedRecord) or state.last is None:
-                    continue
-                offset_json, kafka_offset, timestamp_ms, progress = state.last
-                head_offset, head_timestamp, head_progress, head_tombstone = state.head
-                add(
-                    KEY,
-                    connector=state.connector,
-                    key_hash=state.key_hash,
-                    kafka_partition=partition,
-                    kafka_offset=kafka_offset,
-                    timestamp_ms=timestamp_ms,
-                    progress=progress,
-                    offset_json=offset_json,
-                    key=state.key,
-                    partition_json=state.partition_json,
-                    identity=state.identity,
-                    count=state.commits,
-                    first_commit_ms=state.first_commit_ms,
-                    last_commit_ms=state.last_commit_ms,
-                    head_kafka_offset=head_offset,
-                    head_timestamp_ms=head_timestamp,
-                    head_progress=head_progress,
-                    head_tombstone=head_tombstone,
-                )
-        for state, partition, offset, timestamp_ms, before, after in self.rewinds:
-            add(
-                REWIND,
-                connector=state.connector,
-                key_hash=state.key_hash,
-                partition_json=state.partition_json,
-                kafka_partition=partition,
-                kafka_offset=offset,
-                timestamp_ms=timestamp_ms,
-                from_progress=before,
-                progress=after,
+        Built column by column, each kind with only its own columns (`_batch` fills the rest
+        with nulls): a dict per row over every column was ~0.05 s of an incremental refresh's
+        fold of 2,000 keys.
+        """
+        keyed = [
+            (partition, state)
+            for partition, keys in self.keys.items()
+            for state in keys.values()
+            if not isinstance(state, MalformedRecord) and state.last is not None
+        ]
+        states = [state for _, state in keyed]
+        lasts = [state.last for state in states]  # (offset_json, kafka_offset, timestamp, progress)
+        heads = [state.head for state in states]  # (kafka_offset, timestamp, progress, tombstone)
+        key_columns = {
+            "connector": [state.connector for state in states],
+            "key_hash": [state.key_hash for state in states],
+            "kafka_partition": [partition for partition, _ in keyed],
+            "kafka_offset": [last[1] for last in lasts],
+            "timestamp_ms": [last[2] for last in lasts],
+            "progress": [last[3] for last in lasts],
+            "offset_json": [last[0] for last in lasts],
+            "key": [state.key for state in states],
+            "partition_json": [state.partition_json for state in states],
+            "identity": [state.identity for state in states],
+            "count": [state.commits for state in states],
+            "first_commit_ms": [state.first_commit_ms for state in states],
+            "last_commit_ms": [state.last_commit_ms for state in states],
+            "head_kafka_offset": [head[0] for head in heads],
+            "head_timestamp_ms": [head[1] for head in heads],
+            "head_progress": [head[2] for head in heads],
+            "head_tombstone": [head[3] for head in heads],
+        }
+        # (state, partition, offset, timestamp_ms, progress before, progress after)
+        rewinds = self.rewinds
+        rewind_columns = {
+            "connector": [rewind[0].connector for rewind in rewinds],
+            "key_hash": [rewind[0].key_hash for rewind in rewinds],
+            "partition_json": [rewind[0].partition_json for rewind in rewinds],
+            "kafka_partition": [rewind[1] for rewind in rewinds],
+            "kafka_offset": [rewind[2] for rewind in rewinds],
+            "timestamp_ms": [rewind[3] for rewind in rewinds],
+            "from_progress": [rewind[4] for rewind in rewinds],
+            "progress": [rewind[5] for rewind in rewinds],
+        }
+        buckets = list(self.buckets.items())
+        bucket_columns = {
+            "connector": [connector for (connector, _), _ in buckets],
+            "timestamp_ms": [bucket * self.bucket_ms for (_, bucket), _ in buckets],
+            "count": [count for _, count in buckets],
+        }
+        malformed = list(self.malformed.items())
+        malformed_columns = {
+            "connector": [connector for (connector, _), _ in malformed],
+            "reason": [reason for (_, reason), _ in malformed],
+            "count": [count for _, count in malformed],
+            "example": [self.malformed_examples[slot] for slot, _ in malformed],
+        }
+        batches = [
+            _batch(kind, self.topic, size, columns)
+            for kind, size, columns in (
+                (KEY, len(keyed), key_columns),
+                (REWIND, len(rewinds), rewind_columns),
+                (BUCKET, len(buckets), bucket_columns),
+                (MALFORMED, len(malformed), malformed_columns),
+                (RECORDS, 1 if self.records else 0, {"count": [self.records]}),
             )
-        for (connector, bucket), count in self.buckets.items():
-            add(BUCKET, connector=connector, timestamp_ms=bucket * self.bucket_ms, count=count)
-        for (connector, reason), count in self.malformed.items():
-            add(
-                MALFORMED,
-                connector=connector,
-                reason=reason,
-                count=count,
-                example=self.malformed_examples[(connector, reason)],
-            )
-        if self.records:
-            add(RECORDS, count=self.records)
-        return _batch(None, self.topic, len(rows["kind"]), rows)
+            if size
+        ]
+        if not batches:
+            return pa.RecordBatch.from_pylist([], schema=SUMMARY_ARROW)
+        return pa.concat_batches(batches)
 
 
 def _batch(kind: str | None, topic: str, size: int, columns: dict[str, list]) -> pa.RecordBatch:
