@@ -344,7 +344,16 @@ def run_refresh(
         phase("saving results")
         _with_db_retries(
             "saving the results",
-            lambda: _save(cluster, run, state, sources, sinks, full=full, now_ms=now_ms),
+            lambda: _save(
+                cluster,
+                run,
+                state,
+                sources,
+                sinks,
+                full=full,
+                now_ms=now_ms,
+                stored_rows=inputs.stored_rows,
+            ),
         )
         if full:
             _drop_other_runs(cluster, keep=run_dir)
@@ -601,6 +610,10 @@ def _read_positions(cluster: Cluster) -> tuple[dict[tuple[str, int], int], dict[
     return positions, ids
 
 
+# The stored SourceOffset rows of a cluster: {(topic, key_hash): (pk, SOURCE_OFFSET_FIELDS values)}.
+StoredRows = dict[tuple[str, str], tuple[int, list]]
+
+
 @dataclass
 class MergeInputs:
     """The merge's inputs that need no Kafka read (`_merge_inputs`)."""
@@ -609,6 +622,9 @@ class MergeInputs:
     previous: object | None  # STATE_SCHEMA frame; None for a full refresh
     previous_table: object | None  # the same as an Arrow table (a one-task merge's own input)
     stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
+    # The stored SourceOffset rows the previous state was read from, as the save compares
+    # them (`StoredRows`); None for a full refresh, whose save reads them itself.
+    stored_rows: StoredRows | None
     own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
     running: frozenset[str]  # connectors that commit offsets now
 
@@ -628,26 +644,32 @@ def _merge_inputs(
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     if full:
-        previous = table = None
+        previous = table = stored_rows = None
         stored_keys = SourceOffset.objects.filter(cluster=cluster).count()
     else:
-        previous, table = _previous_state(spark, cluster)
+        previous, table, stored_rows = _previous_state(spark, cluster)
         stored_keys = table.num_rows
     return MergeInputs(
         spark=spark,
         previous=previous,
         previous_table=table,
         stored_keys=stored_keys,
+        stored_rows=stored_rows,
         own_topics={c.name: c.own_offsets_topic for c in connectors if c.own_offsets_topic},
         running=frozenset(c.name for c in connectors if c.consuming),
     )
 
 
 def _previous_state(spark, cluster: Cluster):
-    """Return the stored per-key state as a DataFrame and as the Arrow table it is built from.
+    """Return the stored per-key state as a DataFrame, as the Arrow table it is built from,
+    and as the stored rows the save compares its results with (`StoredRows`).
 
     Built as an Arrow table: one partition and no pandas conversion (through pandas, a few
     thousand rows were split over every core, a task each in every stage of the merge).
+
+    The save reuses the rows read here rather than read them again (~0.03 s of an incremental
+    refresh of 2,000 keys): only a refresh writes SourceOffset rows, and the save's lock and
+    read-position check stop it when another refresh saved since this one began.
     """
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -659,59 +681,37 @@ def _previous_state(spark, cluster: Cluster):
 
     # values_list, not model instances: decoding the JSON columns nobody reads here cost more
     # than the query.
-    rows = [
-        (
-            topic,
-            key_hash,
-            bytes(key),
-            connector,
-            partition_text,
-            identity,
-            offset_text,
-            kafka_partition,
-            kafka_offset,
-            ms(last_commit_at) or 0,
-            progress,
-            commits,
-            ms(first_commit_at),
-            ms(last_commit_at),
+    stored: StoredRows = {}
+    rows = []
+    for pk, topic, key_hash, key, *values in SourceOffset.objects.filter(
+        cluster=cluster
+    ).values_list("pk", "topic", "key_hash", "key_bytes", *SOURCE_OFFSET_FIELDS):
+        stored[(topic, key_hash)] = (pk, values)
+        field = dict(zip(SOURCE_OFFSET_FIELDS, values, strict=True))
+        rows.append(
+            (
+                topic,
+                key_hash,
+                bytes(key),
+                field["connector"],
+                field["partition_text"],
+                field["identity"],
+                field["offset_text"],
+                field["kafka_partition"],
+                field["kafka_offset"],
+                ms(field["last_commit_at"]) or 0,
+                field["progress"],
+                field["commits"],
+                ms(field["first_commit_at"]),
+                ms(field["last_commit_at"]),
+            )
         )
-        for (
-            topic,
-            key_hash,
-            key,
-            connector,
-            partition_text,
-            identity,
-            offset_text,
-            kafka_partition,
-            kafka_offset,
-            progress,
-            commits,
-            first_commit_at,
-            last_commit_at,
-        ) in SourceOffset.objects.filter(cluster=cluster).values_list(
-            "topic",
-            "key_hash",
-            "key_bytes",
-            "connector",
-            "partition_text",
-            "identity",
-            "offset_text",
-            "kafka_partition",
-            "kafka_offset",
-            "progress",
-            "commits",
-            "first_commit_at",
-            "last_commit_at",
-        )
-    ]
     columns = zip(*rows, strict=True) if rows else ([] for _ in STATE_COLUMNS)
     table = pa.table(
         {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
         schema=to_arrow_schema(STATE_SCHEMA),
     )
-    return spark.createDataFrame(table, STATE_SCHEMA), table
+    return spark.createDataFrame(table, STATE_SCHEMA), table, stored
 
 
 def _string_frame(spark, columns: dict[str, list[str]]):
@@ -1119,7 +1119,19 @@ def _source_offset_values(row: dict, rewinds: int) -> tuple:
     )
 
 
-def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
+def stored_source_offsets(cluster: Cluster) -> StoredRows:
+    """The cluster's stored SourceOffset rows as the save compares them."""
+    return {
+        (topic, key_hash): (pk, values)
+        for pk, topic, key_hash, *values in SourceOffset.objects.filter(
+            cluster=cluster
+        ).values_list("pk", "topic", "key_hash", *SOURCE_OFFSET_FIELDS)
+    }
+
+
+def _save_source_offsets(
+    cluster: Cluster, latest: list[dict], stored_rows: StoredRows | None = None
+) -> None:
     """Make the stored SourceOffset rows equal the Spark result, writing only what differs.
 
     The result holds every key (the previous state included), so a stored key missing from it
@@ -1127,6 +1139,9 @@ def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
     usually touches few keys: rewriting all of them every time cost more than the Spark work.
     Changed rows are updated in place (`_update_source_offsets`), new ones inserted. Runs inside
     the refresh's transaction, after this run's RewindEvents are stored.
+
+    `stored_rows` are the rows as the refresh read them at its start (`_previous_state`); without
+    them they are read here.
     """
     rewinds = {
         (topic, key_hash): count
@@ -1135,12 +1150,8 @@ def _save_source_offsets(cluster: Cluster, latest: list[dict]) -> None:
         .annotate(n=Count("id"))
         .values_list("topic", "key_hash", "n")
     }
-    stored = {
-        (topic, key_hash): (pk, values)
-        for pk, topic, key_hash, *values in SourceOffset.objects.filter(
-            cluster=cluster
-        ).values_list("pk", "topic", "key_hash", *SOURCE_OFFSET_FIELDS)
-    }
+    # A copy: a retried save starts from the same rows.
+    stored = stored_source_offsets(cluster) if stored_rows is None else dict(stored_rows)
     changed, created = [], []
     for row in latest:
         slot = (row["topic"], row["key_hash"])
@@ -1235,8 +1246,12 @@ def _save(
     *,
     full: bool,
     now_ms: int,
+    stored_rows: StoredRows | None = None,
 ) -> None:
-    """Replace the current results and append the history, all or nothing."""
+    """Replace the current results and append the history, all or nothing.
+
+    `stored_rows`: the SourceOffset rows as the refresh read them (`_save_source_offsets`).
+    """
     # One save of a cluster at a time, each checking what the one before it saved.
     cluster.lock()
     if not full and _read_positions(cluster)[0] != sources.read_from:
@@ -1271,7 +1286,7 @@ def _save(
         ),
         ignore_conflicts=True,
     )
-    _save_source_offsets(cluster, sources.latest)
+    _save_source_offsets(cluster, sources.latest, stored_rows)
 
     add_commit_buckets(
         cluster,

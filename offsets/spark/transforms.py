@@ -618,9 +618,15 @@ def collect_results(results: DataFrame) -> dict[str, list[dict]]:
     bytearray).
     """
     # Every field nullable: a null struct of the SQL's UNION ALL (a row of another result)
-    # holds nulls in its NOT NULL fields, which toArrow() refuses to cast.
-    nullable = results.select(
-        *(F.col(field.name).cast(_nullable(field.dataType)) for field in results.schema.fields)
+    # holds nulls in its NOT NULL fields, which toArrow() refuses to cast. The one-task merge's
+    # are nullable already, and a projection less is a plan less to analyse.
+    schema = results.schema
+    nullable = (
+        results
+        if _nullable(schema) == schema
+        else results.select(
+            *(F.col(field.name).cast(_nullable(field.dataType)) for field in schema.fields)
+        )
     )
     split: dict[str, list[dict]] = {}
     for row in nullable.toArrow().to_pylist():

@@ -58,6 +58,7 @@ def merge_inputs(spark):
         previous=previous_state(spark),
         previous_table=None,
         stored_keys=1,
+        stored_rows=None,
         own_topics={"c": "c-offsets"},
         running=frozenset({"c"}),
     )
