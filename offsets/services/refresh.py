@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connections, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -1196,7 +1196,10 @@ def _update_source_offsets(changed: list[tuple[int, dict[str, object]]]) -> None
     by_fields: dict[tuple[str, ...], list[tuple[int, list]]] = defaultdict(list)
     for pk, fields in changed:
         by_fields[tuple(fields)].append((pk, list(fields.values())))
-    quote = connection.ops.quote_name
+    # This thread's connection itself: each attribute read through the `connection` proxy
+    # looks the thread's connection up again, ~30,000 times for 2,000 changed keys.
+    database = connections[DEFAULT_DB_ALIAS]
+    quote = database.ops.quote_name
     for names, rows in by_fields.items():
         fields = [SourceOffset._meta.get_field(name) for name in names]
         assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
@@ -1204,12 +1207,12 @@ def _update_source_offsets(changed: list[tuple[int, dict[str, object]]]) -> None
             f"UPDATE {quote(SourceOffset._meta.db_table)} SET {assignments} "
             f"WHERE {quote(SourceOffset._meta.pk.column)} = %s"
         )
-        with connection.cursor() as cursor:
+        with database.cursor() as cursor:
             cursor.executemany(
                 statement,
                 [
                     [
-                        field.get_db_prep_save(value, connection)
+                        field.get_db_prep_save(value, database)
                         for field, value in zip(fields, values, strict=True)
                     ]
                     + [pk]
