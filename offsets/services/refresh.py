@@ -610,7 +610,8 @@ def _read_positions(cluster: Cluster) -> tuple[dict[tuple[str, int], int], dict[
     return positions, ids
 
 
-# The stored SourceOffset rows of a cluster: {(topic, key_hash): (pk, SOURCE_OFFSET_FIELDS values)}.
+# A cluster's stored SourceOffset rows as the save compares them:
+# {(topic, key_hash): (pk, the values of SOURCE_OFFSET_FIELDS)}.
 StoredRows = dict[tuple[str, str], tuple[int, list]]
 
 
