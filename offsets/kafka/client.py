@@ -163,8 +163,8 @@ def topic_partition_counts(
     """
     if topics is not None:
         return {
-            topic: len(description.partitions)
-            for topic, description in _describe_topics(settings, topics, timeout).items()
+            topic: facts.partitions
+            for topic, facts in describe_topics(settings, topics, timeout=timeout).items()
         }
     return _partition_counts(admin_client(settings), settings, timeout)
 
@@ -359,28 +359,39 @@ def topic_ids(settings: dict, topics: list[str], *, timeout: float = 30.0) -> di
     Topics that do not exist, and every topic of a broker without topic IDs, are left out;
     a broker that cannot answer raises KafkaUnavailable.
     """
-    ids: dict[str, str] = {}
-    for topic, description in _describe_topics(settings, topics, timeout).items():
-        topic_id = str(description.topic_id or "")
-        if topic_id and topic_id != NO_TOPIC_ID:
-            ids[topic] = topic_id
-    return ids
+    return {
+        topic: facts.topic_id
+        for topic, facts in describe_topics(settings, topics, timeout=timeout).items()
+        if facts.topic_id
+    }
 
 
-def _describe_topics(settings: dict, topics: Collection[str], timeout: float) -> dict:
-    """Describe those of `topics` that exist: {topic: TopicDescription}.
+@dataclass(frozen=True)
+class TopicFacts:
+    """What a DescribeTopics request tells of one topic (`describe_topics`)."""
 
-    A name no topic can have (empty, or one the broker calls invalid) does not exist either.
+    topic_id: str  # "" from a broker without topic IDs (before Kafka 2.8)
+    partitions: int
+
+
+@handles.released_after
+def describe_topics(
+    settings: dict, topics: Collection[str], *, timeout: float = 30.0
+) -> dict[str, TopicFacts]:
+    """Describe those of `topics` that exist, in one request: {topic: TopicFacts}.
+
+    A name no topic can have (empty, or one the broker calls invalid) does not exist either;
+    a broker that cannot answer raises KafkaUnavailable.
     """
     names = [topic for topic in dict.fromkeys(topics) if topic]
     if not names:
         return {}
     admin = admin_client(settings)
     futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout)
-    descriptions = {}
+    described: dict[str, TopicFacts] = {}
     for topic, future in futures.items():
         try:
-            descriptions[topic] = answer(
+            description = answer(
                 future,
                 admin=admin,
                 outstanding=futures.values(),
@@ -391,7 +402,12 @@ def _describe_topics(settings: dict, topics: Collection[str], timeout: float) ->
             if exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_EXCEPTION):
                 continue
             raise KafkaUnavailable(f"Could not describe topic {topic}: {exc.args[0]}") from exc
-    return descriptions
+        topic_id = str(description.topic_id or "")
+        described[topic] = TopicFacts(
+            topic_id=topic_id if topic_id != NO_TOPIC_ID else "",
+            partitions=len(description.partitions),
+        )
+    return described
 
 
 def plan_read(
@@ -454,6 +470,7 @@ def plan_snapshot(
     *,
     read_on: Collection[str] = (),
     keep_records: int = 0,
+    partition_counts: dict[str, int] | None = None,
     isolation_level: str = "read_committed",
     timeout: float = 30.0,
 ) -> Snapshot:
@@ -488,8 +505,15 @@ def plan_snapshot(
     from its previous position and not skipped ahead. They are the records a read of the
     planned ranges gets (the same consumer settings and isolation level; records past a
     partition's end are dropped). Past `keep_records`, nothing is kept.
+
+    `partition_counts`: the topics' partition counts, when the caller described them already
+    (`describe_topics`); otherwise they are asked for.
     """
-    counts = topic_partition_counts(settings, list(start_offsets), timeout=timeout)
+    counts = (
+        partition_counts
+        if partition_counts is not None
+        else topic_partition_counts(settings, list(start_offsets), timeout=timeout)
+    )
     topics = [topic for topic in start_offsets if topic in counts]
     every = [(t, p) for t in topics for p in range(counts[t])]
     known = {(t, p): start for t in topics for p, start in (start_offsets[t] or {}).items()}
