@@ -58,6 +58,8 @@ def small_topic_settings(settings: dict) -> dict:
 # The planner reads on from a previous position through at most this many records per
 # partition to find its end (`plan_reads`); further behind, it skips ahead to the last record.
 CATCH_UP_RECORDS = 20_000
+# How many messages the planner takes off the queue at a time; fewer means it was drained.
+PLANNER_BATCH = 1000
 
 
 def reader_config(settings: dict, purpose: str, *, isolation_level: str = "read_committed") -> dict:
@@ -481,7 +483,9 @@ def plan_snapshot(
     end is where a consumer reading it reports end-of-partition, all partitions in one
     consumer: a too-low high watermark (Tansu) would otherwise hide records, and with
     read_committed the end-of-partition is the last stable offset, past which a reader must
-    not go anyway.
+    not go anyway. A partition whose last delivered record reaches the high watermark its
+    fetch reported ends there without waiting for end-of-partition, which costs a second
+    fetch (`_end_at_high_watermarks`).
 
     Where that consumer starts:
     - a partition of a topic in `read_on` that has a previous position starts there. The
@@ -535,6 +539,9 @@ def plan_snapshot(
         {tp: [] for tp in reading_on} if keep_records > 0 else None
     )
     kept_count = 0
+    # The last record each partition delivered, for ending it without end-of-partition.
+    last_offsets: dict[tuple[str, int], int] = {}
+    skipped: set[tuple[str, int]] = set()
     try:
         # From the last record (high - 1), never from a previous end that is not vouched for
         # (see above). An offset below the log start resumes at the log start.
@@ -551,14 +558,19 @@ def plan_snapshot(
             if time.monotonic() > deadline:
                 missing = sorted(set(every) - set(ends))
                 raise KafkaUnavailable(f"Could not find the end of partitions {missing}")
-            for message in consumer.consume(num_messages=1000, timeout=POLL_SECONDS):
+            messages = consumer.consume(num_messages=PLANNER_BATCH, timeout=POLL_SECONDS)
+            for message in messages:
                 tp = (message.topic(), message.partition())
                 error = message.error()
                 if error is None:
                     if tp in reading_on and tp not in caught_up:
                         caught_up.add(tp)
-                        if _skip_far_behind(consumer, tp, message.offset()) and kept is not None:
-                            kept.pop(tp, None)  # its records up to the end are not read
+                        if _skip_far_behind(consumer, tp, message.offset()):
+                            skipped.add(tp)
+                            if kept is not None:
+                                kept.pop(tp, None)  # its records up to the end are not read
+                    if tp not in skipped:
+                        last_offsets[tp] = message.offset()
                     if kept is not None and tp in kept and tp not in ends:
                         kept[tp].append(
                             (
@@ -579,6 +591,8 @@ def plan_snapshot(
                     raise KafkaUnavailable(
                         f"Reading the end of {message.topic()} failed: {error.str()}"
                     )
+            if len(messages) < PLANNER_BATCH:
+                _end_at_high_watermarks(consumer, last_offsets, ends)
     finally:
         consumer.close()
     plans: dict[str, dict[int, tuple[int, int]]] = {topic: {} for topic in topics}
@@ -586,6 +600,41 @@ def plan_snapshot(
         start = starts[(topic, partition)]
         plans[topic][partition] = (min(start, end), end)
     return Snapshot(plans, _kept_topics(plans, kept or {}))
+
+
+def _end_at_high_watermarks(
+    consumer: Consumer,
+    last_offsets: dict[tuple[str, int], int],
+    ends: dict[tuple[str, int], int],
+) -> None:
+    """End each partition whose last delivered record reaches its high watermark, without
+    waiting for end-of-partition; call it only when the consumer's queue was just drained.
+
+    librdkafka reports end-of-partition in the handling of the fetch response after the one
+    that brought the last records, and with nothing left to send the broker holds that fetch
+    for its whole `fetch.wait.max.ms` (the embedded broker's 100 ms; Kafka's default 500 ms):
+    a second round trip on every refresh that has new records. The high watermark of the
+    response that brought them is known without a request (the cached watermark).
+
+    Why this ends nowhere too early:
+    - On Kafka the high watermark is exact. With read_committed, records are delivered only
+      below the last stable offset, which is at most the high watermark, so a delivered
+      record at high watermark - 1 means both are there. A partition whose last offsets are
+      a transaction marker or an open transaction never qualifies and ends at
+      end-of-partition as before.
+    - Tansu reports the base offset of the last produce batch + 1. A record at or past it
+      comes from that last batch, and librdkafka puts a fetched batch's records on the queue
+      all at once (a partial batch not at all), so with the queue drained the whole batch was
+      delivered and the last delivered record is the last one.
+    - A watermark from an older response than the records only ends the partition at a
+      point every record below which was delivered: an earlier, consistent end.
+    """
+    for tp, offset in last_offsets.items():
+        if tp in ends:
+            continue
+        _, high = consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)
+        if high >= 0 and offset + 1 >= high:
+            ends[tp] = offset + 1
 
 
 def _kept_topics(

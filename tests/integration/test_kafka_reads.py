@@ -123,6 +123,55 @@ def test_a_partition_that_skips_ahead_keeps_no_records(fresh_kafka, monkeypatch)
     assert [(r[1], r[4]) for r in near.records["t"]] == [(i, b"v%d" % i) for i in range(25, 30)]
 
 
+def _without_end_of_partition(monkeypatch) -> None:
+    """The planner's consumer reports no end-of-partition: only the high-watermark rule can
+    end a partition."""
+    config = client.reader_config
+    monkeypatch.setattr(
+        client,
+        "reader_config",
+        lambda settings, purpose, **kw: {
+            **config(settings, purpose, **kw),
+            **({"enable.partition.eof": False} if purpose == "planner" else {}),
+        },
+    )
+
+
+@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
+def test_partitions_with_new_records_end_at_their_high_watermark_without_end_of_partition(
+    fresh_kafka, tuned, monkeypatch
+):
+    # Multi-record batches: Tansu's high watermark is the last batch's base offset + 1, below
+    # the true end; the planner must still end each partition at its last record.
+    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+    _fill(settings, "t", 2, 40)
+    expected = client.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100)
+    _without_end_of_partition(monkeypatch)
+    snapshot = client.plan_snapshot(
+        settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100, timeout=10
+    )
+    assert snapshot.plans == expected.plans == {"t": {0: (3, 20), 1: (5, 20)}}
+    assert snapshot.records == expected.records
+    assert [r[1] for r in snapshot.records["t"] if r[0] == 0] == list(range(3, 20))
+
+
+def test_a_partition_ending_in_a_transaction_marker_ends_past_the_marker(fresh_kafka):
+    # The last record delivered (offset 2) is below the high watermark (4): the commit marker
+    # at 3 takes an offset without a record. Only end-of-partition can tell where it ends,
+    # so the high-watermark rule must leave it alone.
+    settings = {"bootstrap.servers": fresh_kafka}
+    client.create_topics(settings, [client.TopicSpec("t", 1, {})])
+    producer = client.java_producer(settings, transactional_id="test-planner-marker")
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for index in range(3):
+        producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
+    producer.commit_transaction(30)
+    snapshot = client.plan_snapshot(settings, {"t": {0: 0}}, read_on=["t"], keep_records=100)
+    assert snapshot.plans == {"t": {0: (0, 4)}}
+    assert [r[4] for r in snapshot.records["t"]] == [b"v0", b"v1", b"v2"]
+
+
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
     # As after the topic was deleted and created again: the next read must not start at the
     # old position (records written below it would never be read). The refresh sees the end
