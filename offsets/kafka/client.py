@@ -46,7 +46,7 @@ def small_topic_settings(settings: dict) -> dict:
     """A cluster's settings for reading a small topic (Connect's config and status topics).
 
     A cluster's fetch tuning is for the bulk reads of the offsets topic, and a small topic
-    gains nothing from it: with the embedded broker's (fetch.min.bytes 10 MB, wait 100 ms)
+    gains nothing from it: with the embedded broker's (fetch.min.bytes 4 MB, wait 100 ms)
     every fetch of the config and status topics waited out its 100 ms, ~0.2-0.45 s per
     refresh, against ~0.05-0.1 s with a 1-byte minimum. A shorter wait the cluster sets is
     kept.
@@ -837,7 +837,7 @@ def timestamps_at(
     for, {((topic, partition), offset): timestamp}; those with nothing there are left out.
 
     One record per partition is a small read: the cluster's fetch tuning for bulk reads
-    (the embedded broker's 10 MB minimum) made each fetch wait out its 100 ms, ~0.3-0.9 s
+    (the embedded broker's 4 MB minimum) made each fetch wait out its 100 ms, ~0.3-0.9 s
     for a refresh's sink sampling against ~0.15 s with `small_topic_settings`. A consumer
     reads a partition from one offset, so each round reads every partition once, from the
     next offset asked for it (`offset_rounds`).

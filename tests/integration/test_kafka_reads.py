@@ -172,6 +172,26 @@ def test_a_partition_ending_in_a_transaction_marker_ends_past_the_marker(fresh_k
     assert [r[4] for r in snapshot.records["t"]] == [b"v0", b"v1", b"v2"]
 
 
+def test_a_partition_holding_more_than_one_tansu_response_is_read_to_its_end(fresh_kafka):
+    # 60,000 records of ~110 bytes: more than the 5 MiB Tansu puts in one fetch response. With
+    # a fetch.min.bytes above that, Tansu answered every fetch with nothing and the read
+    # stalled (offsets/kafka/embedded.py); the embedded settings must read it through.
+    settings = {"bootstrap.servers": fresh_kafka, **embedded.CLIENT_CONFIG}
+    client.create_topics(settings, [client.TopicSpec("big", 1, {})])
+    producer = client.java_producer(settings)
+    for index in range(60_000):
+        producer.produce("big", key=b"k%d" % index, value=b"v" * 100, partition=0)
+        if index % 10_000 == 0:
+            producer.flush()
+    producer.flush()
+    offsets = [record.offset for record in client.read_topic(settings, "big", timeout=5)]
+    assert offsets == list(range(60_000))
+    plan = client.plan_reads(settings, {"big": None}, timeout=5)
+    assert plan == {"big": {0: (0, 60_000)}}
+    read = client.read_range(settings, "big", plan["big"], timeout=5)
+    assert sum(len(messages) for messages in read) == 60_000
+
+
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
     # As after the topic was deleted and created again: the next read must not start at the
     # old position (records written below it would never be read). The refresh sees the end
