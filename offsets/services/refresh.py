@@ -627,14 +627,29 @@ class MergeInputs:
     """The merge's inputs that need no Kafka read (`_merge_inputs`)."""
 
     spark: object
-    previous: object | None  # STATE_SCHEMA frame; None for a full refresh
-    previous_table: object | None  # the same as an Arrow table (a one-task merge's own input)
+    # The stored per-key state (STATE_SCHEMA) as an Arrow table; None for a full refresh.
+    previous_table: object | None
     stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
     # The stored SourceOffset rows the previous state was read from, as the save compares
     # them (`StoredRows`); None for a full refresh, whose save reads them itself.
     stored_rows: StoredRows | None
     own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
     running: frozenset[str]  # connectors that commit offsets now
+
+    @functools.cached_property
+    def previous(self):
+        """`previous_table` as a STATE_SCHEMA frame (None for a full refresh), built when a
+        merge over a Spark read first asks for it.
+
+        The one-task fold and merge of the planner's records, an incremental refresh's usual
+        route, takes the table itself: built up front beside the planning, the frame was JVM
+        work that route never used.
+        """
+        from offsets.spark.transforms import STATE_SCHEMA
+
+        if self.previous_table is None:
+            return None
+        return self.spark.createDataFrame(self.previous_table, STATE_SCHEMA)
 
 
 def _merge_inputs(
@@ -643,23 +658,23 @@ def _merge_inputs(
     """Start Spark if needed and build the merge's inputs from the database and the configs.
 
     Built while the snapshot is planned (`_read_state_and_plan`): that is mostly waiting on
-    the broker, and these frames were ~0.3-0.5 s of the merge's building, which is what an
-    incremental refresh's merge waited for. (The SQL merge's two small connector frames are
-    built when it runs, `MergeFrames.connectors`: the one-task merge, an incremental
-    refresh's, does not use them.)
+    the broker, and the merge's inputs were ~0.3-0.5 s of its building, which is what an
+    incremental refresh's merge waited for. Spark frames are built when a route uses them
+    (`MergeInputs.previous`, and the SQL merge's two small connector frames,
+    `MergeFrames.connectors`): the one-task merge, an incremental refresh's, takes the
+    values themselves. A frame of the previous state costs ~0.02-0.03 s.
     """
     from offsets.spark.session import get_spark
 
     spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
     if full:
-        previous = table = stored_rows = None
+        table = stored_rows = None
         stored_keys = SourceOffset.objects.filter(cluster=cluster).count()
     else:
-        previous, table, stored_rows = _previous_state(spark, cluster)
+        table, stored_rows = _previous_state(cluster)
         stored_keys = table.num_rows
     return MergeInputs(
         spark=spark,
-        previous=previous,
         previous_table=table,
         stored_keys=stored_keys,
         stored_rows=stored_rows,
@@ -668,12 +683,13 @@ def _merge_inputs(
     )
 
 
-def _previous_state(spark, cluster: Cluster):
-    """Return the stored per-key state as a DataFrame, as the Arrow table it is built from,
-    and as the stored rows the save compares its results with (`StoredRows`).
+def _previous_state(cluster: Cluster):
+    """Return the stored per-key state as an Arrow table (STATE_SCHEMA) and as the stored
+    rows the save compares its results with (`StoredRows`).
 
-    Built as an Arrow table: one partition and no pandas conversion (through pandas, a few
-    thousand rows were split over every core, a task each in every stage of the merge).
+    An Arrow table, for a frame of one partition and no pandas conversion
+    (`MergeInputs.previous`; through pandas, a few thousand rows were split over every core,
+    a task each in every stage of the merge).
 
     The save reuses the rows read here rather than read them again (~0.03 s of an incremental
     refresh of 2,000 keys): only a refresh writes SourceOffset rows, and the save's lock and
@@ -719,7 +735,7 @@ def _previous_state(spark, cluster: Cluster):
         {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
         schema=to_arrow_schema(STATE_SCHEMA),
     )
-    return spark.createDataFrame(table, STATE_SCHEMA), table, stored
+    return table, stored
 
 
 def _string_frame(spark, columns: dict[str, list[str]]):

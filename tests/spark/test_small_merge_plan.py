@@ -31,7 +31,7 @@ def unread_kafka_frame(spark, tasks=1):
     )
 
 
-def previous_state(spark):
+def previous_table():
     row = {
         "topic": "connect-offsets",
         "key_hash": "ab",
@@ -48,15 +48,17 @@ def previous_state(spark):
         "first_commit_ms": 1,
         "last_commit_ms": 1,
     }
-    table = pa.Table.from_pylist([row], schema=to_arrow_schema(T.STATE_SCHEMA))
-    return spark.createDataFrame(table, T.STATE_SCHEMA)
+    return pa.Table.from_pylist([row], schema=to_arrow_schema(T.STATE_SCHEMA))
+
+
+def previous_state(spark):
+    return spark.createDataFrame(previous_table(), T.STATE_SCHEMA)
 
 
 def merge_inputs(spark):
     return refresh.MergeInputs(
         spark=spark,
-        previous=previous_state(spark),
-        previous_table=None,
+        previous_table=previous_table(),
         stored_keys=1,
         stored_rows=None,
         own_topics={"c": "c-offsets"},
