@@ -25,7 +25,7 @@ LOG_FILE = "embedded-kafka.log"
 
 # The client settings a cluster on this broker is registered with (`add_cluster --embedded`).
 # Tansu's fetch (tansu-broker/src/broker/fetch.rs) collects records partition by partition
-# into a response of at most TANSU_RESPONSE_BYTES; below fetch.min.bytes, it waits out
+# into a response of at most 5 MiB; below fetch.min.bytes, it waits out
 # fetch.wait.max.ms, then collects again from the same offsets with only the bytes the first
 # pass left of that budget, and answers with the second pass. Its time per fetch grows with
 # the partitions asked for (and with their length: it looks each one up in its memory store).
@@ -36,10 +36,9 @@ LOG_FILE = "embedded-kafka.log"
 #   (it was 10 MB), every answer held only the first pass's leftovers, and nothing once a first
 #   pass filled the budget. A partition with more than 5 MiB unread then never moved on:
 #   60,000 records of 110 bytes in one partition stalled every read, and a full refresh of the
-#   benchmark ran slow and once stalled (tests/integration/test_kafka_reads.py).
+#   benchmark stalled once (tests/integration/test_kafka_reads.py).
 # Kafka itself holds a fetch until min bytes or the wait, so on Kafka these would add up to
 # the wait at the end of every read: they are for this broker only.
-TANSU_RESPONSE_BYTES = 5 * 1024 * 1024
 CLIENT_CONFIG = {"fetch.min.bytes": "4000000", "fetch.wait.max.ms": "100"}
 
 
