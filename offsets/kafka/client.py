@@ -612,9 +612,10 @@ def _end_at_high_watermarks(
 
     librdkafka reports end-of-partition in the handling of the fetch response after the one
     that brought the last records, and with nothing left to send the broker holds that fetch
-    for its whole `fetch.wait.max.ms` (the embedded broker's 100 ms; Kafka's default 500 ms):
-    a second round trip on every refresh that has new records. The high watermark of the
-    response that brought them is known without a request (the cached watermark).
+    for its whole `fetch.wait.max.ms` (READER_WAIT_MS, or the cluster's own: the embedded
+    broker's 100 ms): a second round trip on every refresh that has new records. The high
+    watermark of the response that brought them is known without a request (the cached
+    watermark).
 
     Why this ends nowhere too early:
     - On Kafka the high watermark is exact. With read_committed, records are delivered only
