@@ -42,10 +42,12 @@ READER_WAIT_MS = 20
 READER_SETTINGS = {"fetch.wait.max.ms": READER_WAIT_MS}
 
 
-def small_topic_settings(settings: dict) -> dict:
-    """A cluster's settings for reading a small topic (Connect's config and status topics).
+def short_read_settings(settings: dict) -> dict:
+    """A cluster's settings for reads that fetch little: Connect's config and status topics,
+    the planner's read of the offsets topics' new records (`plan_snapshot`), a record's
+    timestamp (`timestamps_at`).
 
-    A cluster's fetch tuning is for the bulk reads of the offsets topic, and a small topic
+    A cluster's fetch tuning is for the bulk reads of the offsets topic, and a short read
     gains nothing from it: with the embedded broker's (fetch.min.bytes 4 MB, wait 100 ms)
     every fetch of the config and status topics waited out its 100 ms, ~0.2-0.45 s per
     refresh, against ~0.05-0.1 s with a 1-byte minimum. A shorter wait the cluster sets is
@@ -532,7 +534,14 @@ def plan_snapshot(
         timeout=timeout,
     )
     starts = {tp: known[tp] if tp in known else lows[tp] for tp in every}
-    consumer = reader_consumer(settings, "planner", isolation_level=isolation_level)
+    # The planner fetches a refresh's new records, or one record per partition: a bulk read's
+    # fetch tuning only makes it wait. On the embedded broker, with its 4 MB minimum, every
+    # answer waited out the 100 ms, and answers often left out some partitions' new records
+    # (seen in librdkafka's fetch log): the benchmark incremental's 10,102 records took one
+    # to four rounds, 0.14-0.35 s. With a 1-byte minimum: one answer, ~0.04 s.
+    consumer = reader_consumer(
+        short_read_settings(settings), "planner", isolation_level=isolation_level
+    )
     ends: dict[tuple[str, int], int] = {}
     caught_up: set[tuple[str, int]] = set()
     kept: dict[tuple[str, int], list[KeptRecord]] | None = (
@@ -839,11 +848,11 @@ def timestamps_at(
 
     One record per partition is a small read: the cluster's fetch tuning for bulk reads
     (the embedded broker's 4 MB minimum) made each fetch wait out its 100 ms, ~0.3-0.9 s
-    for a refresh's sink sampling against ~0.15 s with `small_topic_settings`. A consumer
+    for a refresh's sink sampling against ~0.15 s with `short_read_settings`. A consumer
     reads a partition from one offset, so each round reads every partition once, from the
     next offset asked for it (`offset_rounds`).
     """
-    small = small_topic_settings(settings)
+    small = short_read_settings(settings)
     found: dict[tuple[tuple[str, int], int], int] = {}
     for offsets in offset_rounds(wanted):
         found |= {

@@ -80,7 +80,7 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         cluster.status_topic: [],
     }
     for record in client.read_topics(
-        client.small_topic_settings(kafka),
+        client.short_read_settings(kafka),
         [cluster.configs_topic, cluster.status_topic],
         timeout=timeout,
     ):

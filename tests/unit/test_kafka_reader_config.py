@@ -33,14 +33,14 @@ def test_small_topics_are_read_without_the_clusters_bulk_fetch_tuning():
     # The embedded broker's minimum of megabytes held every fetch of the config and status
     # topics for its whole wait.
     settings = {"bootstrap.servers": "k:9092", **embedded.CLIENT_CONFIG, "sasl.username": "u"}
-    small = client.small_topic_settings(settings)
+    small = client.short_read_settings(settings)
     assert small["fetch.min.bytes"] == 1
     assert small["fetch.wait.max.ms"] == client.READER_WAIT_MS
     assert small["sasl.username"] == "u" and small["bootstrap.servers"] == "k:9092"
     assert settings["fetch.min.bytes"] == "4000000"  # the cluster's settings are not changed
     # A shorter wait than the readers' own is the cluster's choice and is kept.
-    assert client.small_topic_settings({"fetch.wait.max.ms": "5"})["fetch.wait.max.ms"] == 5
-    assert client.small_topic_settings({})["fetch.wait.max.ms"] == client.READER_WAIT_MS
+    assert client.short_read_settings({"fetch.wait.max.ms": "5"})["fetch.wait.max.ms"] == 5
+    assert client.short_read_settings({})["fetch.wait.max.ms"] == client.READER_WAIT_MS
 
 
 def test_offset_rounds_ask_each_partition_once_per_round_lowest_offsets_first():
