@@ -1,6 +1,7 @@
 """The Spark refresh on the embedded broker, checked against an independent plain read."""
 
 import json
+import threading
 import time
 from datetime import timedelta
 from unittest import mock
@@ -312,6 +313,35 @@ def test_a_broker_that_is_down_fails_the_run_and_keeps_the_previous_results(
     assert ConnectorSnapshot.objects.filter(cluster=refreshed).count() == 11
 
 
+def test_the_sinks_lag_is_sampled_while_the_snapshot_is_planned(refreshed, spark, monkeypatch):
+    # Started only with the Spark phase, the sampling was on the critical path whenever it
+    # took longer than Spark's part of an incremental refresh. Here the planner waits until
+    # the sampling has started: before, it would have waited for nothing.
+    sampling_started = threading.Event()
+    sample_sinks, identify_and_plan = refresh._sample_sinks, refresh._identify_and_plan
+    planner_saw_sampling = []
+
+    def sample(*args, **kwargs):
+        sampling_started.set()
+        return sample_sinks(*args, **kwargs)
+
+    def plan(*args, **kwargs):
+        planner_saw_sampling.append(sampling_started.wait(timeout=20))
+        return identify_and_plan(*args, **kwargs)
+
+    monkeypatch.setattr(refresh, "_sample_sinks", sample)
+    monkeypatch.setattr(refresh, "_identify_and_plan", plan)
+    now_ms = (int(time.time()) + 3600) * 1000  # later than the fixture's refresh
+    run = run_refresh(cluster=refreshed, spark=spark, now_ms=now_ms)
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    assert planner_saw_sampling == [True]
+    # The sampling's results were saved with the run.
+    sampled = set(
+        SinkPartitionLag.objects.filter(cluster=refreshed).values_list("sampled_at", flat=True)
+    )
+    assert sampled == {refresh._ms_to_datetime(now_ms)}
+
+
 @pytest.fixture
 def own_cluster(db, fresh_kafka, history_dir):
     """A cluster of its own that the test may write to."""
@@ -534,8 +564,12 @@ def test_an_offsets_topic_deleted_and_created_again_is_rebuilt_from_the_beginnin
     )
 
     said = []
-    run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms, progress=said.append)
+    with mock.patch.object(refresh, "_sample_sinks", wraps=refresh._sample_sinks) as sampling:
+        run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms, progress=said.append)
     assert run.status == "succeeded" and run.full, run.error
+    # The state is read and the topics planned twice, the sinks sampled once.
+    assert sampling.call_count == 1
+    assert SinkPartitionLag.objects.filter(cluster=own_cluster).exists()
     how = "its topic ID changed" if broker_has_topic_ids else "before offset"
     assert any("connect-offsets was deleted and created again" in s and how in s for s in said)
     assert run.records_by_topic["connect-offsets"] == 1
