@@ -1,5 +1,6 @@
 """The one place that creates the SparkSession (master and settings from configuration)."""
 
+import gc
 import logging
 import os
 import shutil
@@ -31,8 +32,12 @@ PROJECT_PACKAGE = Path(__file__).resolve().parent.parent  # offsets/
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
+_startup_objects_frozen = False
+
+
 def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it on first use."""
+    global _startup_objects_frozen
     local = master.startswith("local")
     if local:
         # Keep everything on loopback (Spark otherwise binds the external interface) and run
@@ -63,7 +68,25 @@ def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> S
     spark.dataSource.register(KafkaSnapshotSource)
     if not local:
         _ship_project(spark)
+    if not _startup_objects_frozen:
+        freeze_startup_objects()
+        _startup_objects_frozen = True
     return spark
+
+
+def freeze_startup_objects() -> None:
+    """Keep the objects a refresh process holds for its whole life out of every later full
+    garbage collection (`gc.freeze`).
+
+    Once the session exists, the process has imported Django, PySpark, pyarrow and the
+    project: ~126,000 objects (functions, types, module dicts) that every full collection
+    traversed, 20-57 ms each time. A refresh allocates enough to set one off now and then:
+    in two of the benchmark's five incremental refreshes in one run, 57 ms of ~0.4 s.
+    Frozen, they are skipped: a full collection takes ~0.2-2 ms. A collection first, so
+    that no garbage is frozen; what the refreshes leave behind is collected as before.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _ship_project(spark: SparkSession) -> None:

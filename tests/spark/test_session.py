@@ -1,5 +1,10 @@
-"""The Spark session the refresh uses: its settings reach the JVM."""
+"""The Spark session the refresh uses: its settings reach the JVM, and the process it
+starts in keeps its startup objects out of full garbage collections."""
 
+import gc
+import weakref
+
+from offsets.spark import session
 from offsets.spark.session import DRIVER_JAVA_OPTIONS
 
 
@@ -21,3 +26,21 @@ def test_the_driver_jvm_compiles_with_c1_only_and_keeps_a_full_size_code_cache(s
     )
     assert hotspot.getVMOption("TieredStopAtLevel").getValue() == "1"
     assert int(hotspot.getVMOption("ReservedCodeCacheSize").getValue()) == 240 * 2**20
+
+
+def test_once_the_session_exists_the_startup_objects_are_out_of_full_collections(spark):
+    # Each full collection traversed them all: 20-57 ms in one incremental refresh in three.
+    assert not any(obj is session.get_spark for obj in gc.get_objects())
+
+
+def test_garbage_is_collected_before_the_startup_objects_are_frozen():
+    # Frozen garbage would never be collected.
+    class Node:
+        pass
+
+    node = Node()
+    node.cycle = node
+    gone = weakref.ref(node)
+    del node
+    session.freeze_startup_objects()
+    assert gone() is None
