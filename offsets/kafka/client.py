@@ -40,20 +40,29 @@ POLL_SECONDS = 0.02
 # 500 ms on the broker for records that are not coming before the end is reported.
 READER_WAIT_MS = 20
 READER_SETTINGS = {"fetch.wait.max.ms": READER_WAIT_MS}
+# The planner's fetch wait (`plan_snapshot`). On Kafka the wait matters only when no planned
+# partition has a record to send (a fetch with records is answered at once): a refresh with
+# nothing new, or partitions ending in a transaction marker, cost it once. Tansu 0.6.0 (the
+# embedded broker) also stops filling an answer once the wait has passed: with 20 ms the
+# benchmark incremental's 10,102 new records came in 4 answers of ~5 partitions each plus an
+# empty one, and the planner took a median 0.204 s; with 50 ms, 2 answers and 0.139 s (16
+# incremental refreshes alternating the two, issue 3's notes). 100 and 200 ms planned no
+# faster; with nothing new, a plan took 0.047 s at 20 ms, 0.066 s at 50 and 0.128 s at 100.
+PLANNER_WAIT_MS = 50
 
 
-def short_read_settings(settings: dict) -> dict:
+def short_read_settings(settings: dict, *, wait_ms: int = READER_WAIT_MS) -> dict:
     """A cluster's settings for reads that fetch little: Connect's config and status topics,
-    the planner's read of the offsets topics' new records (`plan_snapshot`), a record's
-    timestamp (`timestamps_at`).
+    the planner's read of the offsets topics' new records (`plan_snapshot`, with
+    PLANNER_WAIT_MS), a record's timestamp (`timestamps_at`).
 
     A cluster's fetch tuning is for the bulk reads of the offsets topic, and a short read
     gains nothing from it: with the embedded broker's (fetch.min.bytes 4 MB, wait 100 ms)
     every fetch of the config and status topics waited out its 100 ms, ~0.2-0.45 s per
-    refresh, against ~0.05-0.1 s with a 1-byte minimum. A shorter wait the cluster sets is
-    kept.
+    refresh, against ~0.05-0.1 s with a 1-byte minimum. The fetch wait is `wait_ms`, or a
+    shorter one the cluster sets.
     """
-    wait = min(int(settings.get("fetch.wait.max.ms", READER_WAIT_MS)), READER_WAIT_MS)
+    wait = min(int(settings.get("fetch.wait.max.ms", wait_ms)), wait_ms)
     return {**settings, "fetch.min.bytes": 1, "fetch.wait.max.ms": wait}
 
 
@@ -538,9 +547,12 @@ def plan_snapshot(
     # fetch tuning only makes it wait. On the embedded broker, with its 4 MB minimum, every
     # answer waited out the 100 ms, and answers often left out some partitions' new records
     # (seen in librdkafka's fetch log): the benchmark incremental's 10,102 records took one
-    # to four rounds, 0.14-0.35 s. With a 1-byte minimum: one answer, ~0.04 s.
+    # to four rounds, 0.14-0.35 s. With a 1-byte minimum, ~0.04 s on a small topic; how long
+    # it waits for the rest is PLANNER_WAIT_MS.
     consumer = reader_consumer(
-        short_read_settings(settings), "planner", isolation_level=isolation_level
+        short_read_settings(settings, wait_ms=PLANNER_WAIT_MS),
+        "planner",
+        isolation_level=isolation_level,
     )
     ends: dict[tuple[str, int], int] = {}
     caught_up: set[tuple[str, int]] = set()
@@ -621,8 +633,8 @@ def _end_at_high_watermarks(
 
     librdkafka reports end-of-partition in the handling of the fetch response after the one
     that brought the last records, and with nothing left to send the broker holds that fetch
-    for its whole `fetch.wait.max.ms` (READER_WAIT_MS, or the cluster's own: the embedded
-    broker's 100 ms): a second round trip on every refresh that has new records. The high
+    for its whole `fetch.wait.max.ms` (PLANNER_WAIT_MS, or a shorter one the cluster
+    sets): a second round trip on every refresh that has new records. The high
     watermark of the response that brought them is known without a request (the cached
     watermark).
 

@@ -195,7 +195,8 @@ def test_a_partition_holding_more_than_one_tansu_response_is_read_to_its_end(fre
 def test_the_planner_reads_without_the_clusters_bulk_fetch_tuning(fresh_kafka, monkeypatch):
     # The planner fetches a refresh's new records: with the embedded broker's 4 MB minimum
     # every answer waited out the 100 ms, and the benchmark incremental's took one to four
-    # rounds (offsets.kafka.client.plan_snapshot).
+    # rounds (offsets.kafka.client.plan_snapshot). Its wait is its own: with the readers'
+    # 20 ms, Tansu cut its answers short (client.PLANNER_WAIT_MS).
     settings = {"bootstrap.servers": fresh_kafka, **embedded.CLIENT_CONFIG}
     _fill(settings, "t", 2, 40)
     configs = []
@@ -207,7 +208,7 @@ def test_the_planner_reads_without_the_clusters_bulk_fetch_tuning(fresh_kafka, m
     assert snapshot.plans == {"t": {0: (3, 20), 1: (5, 20)}}
     (planner,) = [c for c in configs if c["group.id"].startswith("offsets-dashboard-planner-")]
     assert planner["fetch.min.bytes"] == 1
-    assert planner["fetch.wait.max.ms"] == client.READER_WAIT_MS
+    assert planner["fetch.wait.max.ms"] == client.PLANNER_WAIT_MS == 50
 
 
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):

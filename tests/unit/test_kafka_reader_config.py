@@ -43,6 +43,18 @@ def test_small_topics_are_read_without_the_clusters_bulk_fetch_tuning():
     assert client.short_read_settings({})["fetch.wait.max.ms"] == client.READER_WAIT_MS
 
 
+def test_a_short_read_may_wait_longer_than_the_readers_but_not_than_the_cluster_asks():
+    # The planner's wait (client.PLANNER_WAIT_MS): the embedded broker's 100 ms is cut to it,
+    # librdkafka's default (500 ms, no setting) too, and a shorter one is the cluster's choice.
+    embedded_settings = {"bootstrap.servers": "k:9092", **embedded.CLIENT_CONFIG}
+    assert client.short_read_settings(embedded_settings, wait_ms=50)["fetch.wait.max.ms"] == 50
+    assert client.short_read_settings({}, wait_ms=50)["fetch.wait.max.ms"] == 50
+    assert client.short_read_settings({"fetch.wait.max.ms": "30"}, wait_ms=50) == {
+        "fetch.wait.max.ms": 30,
+        "fetch.min.bytes": 1,
+    }
+
+
 def test_offset_rounds_ask_each_partition_once_per_round_lowest_offsets_first():
     wanted = {(("a", 0), 9), (("a", 0), 4), (("a", 1), 7), (("b", 0), 2), (("a", 0), 6)}
     assert client.offset_rounds(wanted) == [
