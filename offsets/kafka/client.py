@@ -44,8 +44,8 @@ READER_SETTINGS = {"fetch.wait.max.ms": READER_WAIT_MS}
 # partition has a record to send (a fetch with records is answered at once): a refresh with
 # nothing new, or partitions ending in a transaction marker, cost it once. Tansu 0.6.0 (the
 # embedded broker) also stops filling an answer once the wait has passed: with 20 ms the
-# benchmark incremental's 10,102 new records came in 4 answers of ~5 partitions each plus an
-# empty one, and the planner took a median 0.204 s; with 50 ms, 2 answers and 0.139 s (16
+# benchmark incremental's 10,102 new records came in 4-5 answers of ~5 partitions each plus
+# an empty one, and the planner took a median 0.204 s; with 50 ms, 2 answers and 0.139 s (16
 # incremental refreshes alternating the two, issue 3's notes). 100 and 200 ms planned no
 # faster; with nothing new, a plan took 0.047 s at 20 ms, 0.066 s at 50 and 0.128 s at 100.
 PLANNER_WAIT_MS = 50
