@@ -10,6 +10,7 @@ would miss the JVM.
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,12 @@ def main() -> None:
     parser.add_argument("--connectors", type=int, default=50)
     parser.add_argument("--partitions", type=int, default=2000)
     parser.add_argument("--commits", type=int, default=500, help="commits per source partition")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="warm full refreshes, and incremental refreshes after the first; ratios use medians",
+    )
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -278,16 +285,21 @@ def main() -> None:
         spark, run = measure("cold: session start + full refresh", results, info.pid, cold)
         assert run.status == "succeeded", run.error
         profile = PhaseProfile(spark)
-        run = measure(
-            "warm: full refresh, same session",
-            results,
-            info.pid,
-            lambda: profile.run(
-                lambda say: run_refresh(cluster=cluster, full=True, spark=spark, progress=say)
-            ),
-        )
-        assert run.status == "succeeded", run.error
-        profile.report()
+        # One sample of a few seconds on a 2-core machine that also runs the broker varies by
+        # up to ~25% from run to run; the ratios use the median of --repeats samples.
+        warm_labels = [f"warm: full refresh {n}, same session" for n in range(1, args.repeats + 1)]
+        for label in warm_labels:
+            run = measure(
+                label,
+                results,
+                info.pid,
+                lambda: profile.run(
+                    lambda say: run_refresh(cluster=cluster, full=True, spark=spark, progress=say)
+                ),
+            )
+            assert run.status == "succeeded", run.error
+            if label == warm_labels[0]:
+                profile.report()
         from offsets.models import KeyDrift, RewindEvent, SourceOffset
 
         spark_answer = {
@@ -314,7 +326,7 @@ def main() -> None:
         ]
         producer = client.java_producer(settings)
 
-        def add_records_and_refresh(label: str, first_value: int) -> None:
+        def add_records_and_refresh(label: str, first_value: int, *, report: bool) -> None:
             for index in range(new):
                 key = keys[index % len(keys)]
                 producer.produce(
@@ -339,25 +351,37 @@ def main() -> None:
                 run.records_read,
                 run.error,
             )
-            profile.report()
+            if report:
+                profile.report()
 
-        first_label = f"incremental ({new:,} new records)"
-        add_records_and_refresh(first_label, 10**9)
+        first_label = f"first incremental ({new:,} new records)"
+        add_records_and_refresh(first_label, 10**9, report=True)
         # The first incremental of a session is slower: the JVM is still compiling (JIT) code
         # that the full refreshes ran little or not at all (the merge with the previous
-        # state); with --every, later ones find it compiled. Both are reported.
-        print("(e) the next incremental, 1% more new records (the same session)", flush=True)
-        second_label = f"next incremental ({new:,} new records)"
-        add_records_and_refresh(second_label, 2 * 10**9)
+        # state); with --every, later ones find it compiled. Like the warm full refresh (the
+        # second full one of the session), the goal is judged on the warm ones: the median of
+        # --repeats incrementals after it, each after 1% more new records. The first is
+        # reported beside it.
+        print(
+            f"(e) {args.repeats} more incrementals, each after 1% more new records (the same session)",
+            flush=True,
+        )
+        next_labels = [f"incremental {n} ({new:,} new records)" for n in range(2, args.repeats + 2)]
+        for n, label in enumerate(next_labels, start=2):
+            add_records_and_refresh(label, n * 10**9, report=n == 2)
         spark.stop()
 
-        warm, plain_s = results["warm: full refresh, same session"][0], results["plain Python"][0]
-        first, second = results[first_label][0], results[second_label][0]
+        def median(labels: list[str]) -> float:
+            return statistics.median(results[label][0] for label in labels)
+
+        warm, plain_s = median(warm_labels), results["plain Python"][0]
+        first, incremental = results[first_label][0], median(next_labels)
         peak = max(memory for _, memory in results.values() if memory)
-        print("\nRatios (goals on a 2-core machine):")
+        print(f"\nRatios (goals on a 2-core machine; medians of {args.repeats} runs):")
+        print(f"  warm full refresh                 {warm:6.2f} s  (median)")
         print(f"  warm Spark / plain Python         {warm / plain_s:6.2f}x   (goal <= 1.5x)")
-        print(f"  incremental / warm full refresh   {first / warm:6.1%}   (goal <= 10%)")
-        print(f"  next incremental / warm full      {second / warm:6.1%}   (goal <= 10%)")
+        print(f"  incremental / warm full refresh   {incremental / warm:6.1%}   (goal <= 10%)")
+        print(f"  first incremental / warm full     {first / warm:6.1%}   (JIT warm-up included)")
         print(f"  peak memory of a refresh          {peak / 2**30:6.2f} GiB (goal < 2 GiB)")
     finally:
         broker.stop()
