@@ -372,11 +372,14 @@ def topic_ids(settings: dict, topics: list[str], *, timeout: float = 30.0) -> di
     Topics that do not exist, and every topic of a broker without topic IDs, are left out;
     a broker that cannot answer raises KafkaUnavailable.
     """
-    return {
-        topic: facts.topic_id
-        for topic, facts in describe_topics(settings, topics, timeout=timeout).items()
-        if facts.topic_id
-    }
+    return ids_of(describe_topics(settings, topics, timeout=timeout))
+
+
+def ids_of(described: dict[str, "TopicFacts"]) -> dict[str, str]:
+    """The topic IDs in a `describe_topics` answer, {topic: ID}, topics without one left out
+    (for a caller that needs the answer's partition counts too, and so cannot ask `topic_ids`
+    without a second request)."""
+    return {topic: facts.topic_id for topic, facts in described.items() if facts.topic_id}
 
 
 @dataclass(frozen=True)

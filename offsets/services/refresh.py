@@ -562,7 +562,7 @@ def _identify_and_plan(
     without fetching them again.
     """
     described = client.describe_topics(kafka, list(starts), timeout=timeout)
-    ids = {topic: facts.topic_id for topic, facts in described.items() if facts.topic_id}
+    ids = client.ids_of(described)
     same = [
         topic
         for topic, known in starts.items()
