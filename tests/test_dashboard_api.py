@@ -141,6 +141,17 @@ def test_partitions_are_paged_and_searchable(logged_in_client, prod):
     assert set(bad.json()) == {"sort", "page_size"}
 
 
+def test_a_page_number_that_is_not_an_integer_is_refused(logged_in_client, prod):
+    # DRF's IntegerField alone would take "2.0" as 2 (schemathesis found ?page=4.0 answered).
+    url = f"{BASE}/connectors/jdbc-source/partitions/"
+    for query in ("page=2.0", "page_size=4.0", "page=1e1", "page=+2", "page=%202", "page=two"):
+        bad = logged_in_client.get(f"{url}?{query}")
+        assert bad.status_code == 400, query
+        assert bad.json() == {query.split("=")[0]: ["A valid integer is required."]}
+    good = logged_in_client.get(f"{url}?page=2&page_size=4").json()
+    assert (good["page"], len(good["source_partitions"])) == (2, 4)
+
+
 def test_offsets_are_the_kip875_document(logged_in_client, prod):
     body = logged_in_client.get(f"{BASE}/connectors/jdbc-source/offsets/").json()
     assert len(body["offsets"]) == 30
