@@ -124,18 +124,18 @@ class ConnectorDetailOutput(ConnectorOutput):
         return mask_secrets(snapshot.config)
 
 
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
+
+
 class QueryIntegerField(serializers.IntegerField):
     """An integer query parameter written as one: DRF's IntegerField also takes "4.0" (it
     drops a trailing ".0"), which the schema's `type: integer` does not allow; schemathesis
     sent ?page=4.0 and got page 1 with a 200 instead of a 400."""
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and not INTEGER_TEXT.fullmatch(data):
+        if isinstance(data, str) and not _INTEGER_TEXT.fullmatch(data):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-INTEGER_TEXT = re.compile(r"-?[0-9]+")
 
 
 class PartitionsInput(serializers.Serializer):
