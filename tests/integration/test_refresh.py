@@ -240,6 +240,57 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
     assert lagging["s3-sink-orders"] > 0 and lagging["orders-replay"] > 0
 
 
+def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh_demo, monkeypatch):
+    """A lagging partition whose position and log end have not moved since the last refresh
+    keeps its lag in time without fetching its two records; one whose position moved is
+    read and measured again."""
+    from offsets.services import connect_state
+
+    cluster = fresh_demo.cluster
+    connectors = connect_state.read_connect_state(cluster=cluster).connectors
+    first = refresh._sample_sinks(cluster, connectors, now_ms=int(time.time() * 1000), recent={})
+    SinkPartitionLag.objects.bulk_create(first.lags)
+    timestamps = {t.name: t.timestamps for t in fresh_demo.demo.data_topics}
+    # Move the s3 sink's position one record on in a partition where it lags by more than
+    # two records (so that the record at the new position is not the newest); nothing else
+    # moves.
+    committed = fresh_demo.demo.group_offsets["connect-s3-sink-orders"]
+    moved, before = next(
+        (tp, offset)
+        for tp, offset in sorted(committed.items())
+        if len(timestamps[tp[0]][tp[1]]) - offset > 2
+    )
+    client.alter_group_offsets(fresh_demo.settings, "connect-s3-sink-orders", {moved: before + 1})
+    asked = []
+    timestamps_at = client.timestamps_at
+
+    def recording(settings, wanted, **kwargs):
+        asked.extend(wanted)
+        return timestamps_at(settings, wanted, **kwargs)
+
+    monkeypatch.setattr(client, "timestamps_at", recording)
+    second = refresh._sample_sinks(
+        cluster,
+        connectors,
+        now_ms=int(time.time() * 1000),
+        recent={},
+        known=refresh._known_time_lags(cluster),
+    )
+
+    stamps = timestamps[moved[0]][moved[1]]
+    assert sorted(asked) == [(moved, before + 1), (moved, len(stamps) - 1)]
+    first_lags = {(lag.connector, lag.topic, lag.partition): lag.lag_ms for lag in first.lags}
+    reused = 0
+    for lag in second.lags:
+        slot = (lag.connector, lag.topic, lag.partition)
+        if slot == ("s3-sink-orders", *moved):
+            assert lag.lag_ms == stamps[-1] - stamps[before + 1] != first_lags[slot]
+        else:
+            assert lag.lag_ms == first_lags[slot], slot
+            reused += lag.lag_records > 0 and lag.lag_ms is not None
+    assert reused > 0
+
+
 def test_a_second_refresh_adds_lag_samples_and_unmoving_offsets_stall(refreshed, spark):
     # Samples of 12 samplings 40..29 days ago (of a topic the sink no longer reads): past the
     # retention (7 days), but the newest 8 are in the window (the last 10 samplings) with the
