@@ -164,6 +164,26 @@ def test_folders_that_are_not_runs_are_left_alone(cluster, root):
     assert chart(cluster) == before
 
 
+def test_with_few_folders_the_sizes_of_their_files_are_not_read(root, monkeypatch):
+    """The check at the end of every refresh lists the run folders, and reads their sizes
+    only when there are more than the limit."""
+    for run in range(1, 5):
+        write_run(root, run, "jdbc")
+    sized = []
+    folder_bytes = history_files._folder_bytes
+
+    def recording(folder):
+        sized.append(folder.name)
+        return folder_bytes(folder)
+
+    monkeypatch.setattr(history_files, "_folder_bytes", recording)
+    assert history_files.compact_runs(root, 4) is None
+    assert sized == []
+    write_run(root, 5, "jdbc")
+    assert history_files.compact_runs(root, 4) is not None
+    assert len(sized) == 5
+
+
 def test_a_merge_left_half_written_is_ignored_then_removed(cluster, root):
     for run in range(1, 4):
         write_run(root, run, "jdbc")

@@ -194,6 +194,10 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
     for leftover in root.glob(f"{STAGING_PREFIX}*"):
         shutil.rmtree(leftover, ignore_errors=True)  # a compaction that was cut off
     folders = run_folders(root)
+    if len(folders) <= max_folders:
+        # Nothing to merge (`runs_to_compact`), so no sizes to read: they are a stat() of
+        # every file of every run folder (a file per connector), at the end of every refresh.
+        return None
     count = runs_to_compact([_folder_bytes(folder) for folder in folders], max_folders)
     if count < 2:
         return None
