@@ -954,9 +954,15 @@ def _sink_connectors(connectors: list[ConnectorSummary]) -> list[ConnectorSummar
     return [c for c in connectors if c.type == "sink" and not c.deleted]
 
 
+def _consumer_position(committed: int | None, log_start: int) -> int:
+    """Where a sink's consumer reads next: its committed offset, or the log start when it
+    never committed or its offset fell below the log start (connect-formats.md)."""
+    return max(committed if committed is not None else log_start, log_start)
+
+
 # A sink partition's lag in time as the last refresh found it:
-# {(connector, topic, partition): ((the consumer's position, log end), lag in ms)}.
-KnownTimeLags = dict[tuple[str, str, int], tuple[tuple[int, int], int]]
+# {(connector, (topic, partition)): ((the consumer's position, log end), lag in ms)}.
+KnownTimeLags = dict[tuple[str, tuple[str, int]], tuple[tuple[int, int], int]]
 
 
 def _known_time_lags(cluster: Cluster) -> KnownTimeLags:
@@ -967,8 +973,10 @@ def _known_time_lags(cluster: Cluster) -> KnownTimeLags:
         cluster=cluster, lag_records__gt=0, lag_ms__isnull=False
     ).values_list("connector", "topic", "partition", "committed", "log_start", "log_end", "lag_ms")
     for connector, topic, partition, committed, low, high, lag_ms in rows:
-        position = max(committed if committed is not None else low, low)
-        known[(connector, topic, partition)] = ((position, high), lag_ms)
+        known[(connector, (topic, partition))] = (
+            (_consumer_position(committed, low), high),
+            lag_ms,
+        )
     return known
 
 
@@ -987,11 +995,10 @@ def _sample_sinks(
     the last refresh (`known`, `_known_time_lags`) has the same two records, so its lag in
     time is reused rather than read again (a topic deleted and created again in between
     whose offsets came back to the same two would keep the old value until one moves).
-    Reading the two records of every lagging partition
-    was most of the sampling's broker work: a consumer per round, a fetch per partition, on
-    every refresh, also for a sink that has not moved (for the benchmark's 17 lagging
-    partitions ~0.06-0.15 s; the embedded broker's CPU per incremental refresh fell from
-    ~0.17-0.24 s to ~0.13-0.14 s without it).
+    Reading the two records of every lagging partition was most of the sampling's broker
+    work: a consumer per round, a fetch per partition, on every refresh, also for a sink
+    that has not moved (for the benchmark's 17 lagging partitions ~0.06-0.15 s; the embedded
+    broker's CPU per incremental refresh fell from ~0.17-0.24 s to ~0.13-0.14 s without it).
 
     Reads Kafka only, not the database: it runs beside the Spark phase, on another thread.
     """
@@ -1019,16 +1026,16 @@ def _sample_sinks(
         committed = committed_by_group.get(connector.sink_group, {})
         for tp in wanted[connector.name]:
             low, high = marks[tp]
-            position = max(committed.get(tp, low), low)
+            position = _consumer_position(committed.get(tp), low)
             if position < high:
                 positions[(connector.name, tp)] = position
     # The lag in time needs the record at each position and the newest record (at high - 1),
     # unless the last refresh measured it between the same two offsets.
     reused: dict[tuple[str, tuple[str, int]], int] = {}
-    for (name, tp), position in positions.items():
-        offsets, lag_ms = known.get((name, *tp), (None, None))
-        if offsets == (position, marks[tp][1]):
-            reused[(name, tp)] = lag_ms
+    for slot, position in positions.items():
+        offsets, lag_ms = known.get(slot, (None, None))
+        if offsets == (position, marks[slot[1]][1]):
+            reused[slot] = lag_ms
     asked = {slot: position for slot, position in positions.items() if slot not in reused}
     stamps = client.timestamps_at(
         kafka,
@@ -1046,7 +1053,7 @@ def _sample_sinks(
             low, high = marks[tp]
             offset = committed.get(tp)
             # A partition with no commit counts from the log start (connect-formats.md).
-            lag = max(high - max(offset if offset is not None else low, low), 0)
+            lag = max(high - _consumer_position(offset, low), 0)
             lag_ms = None
             if lag == 0:
                 lag_ms = 0
