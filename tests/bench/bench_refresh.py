@@ -8,6 +8,7 @@ would miss the JVM.
 """
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -222,6 +223,12 @@ def main() -> None:
         default=3,
         help="warm full refreshes, and incremental refreshes after the first; ratios use medians",
     )
+    parser.add_argument(
+        "--idle",
+        type=int,
+        default=75,
+        help="seconds without a refresh before (f)'s two incrementals (0 skips them)",
+    )
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
@@ -272,7 +279,11 @@ def main() -> None:
         print(f"  {'':<48} {plain}", flush=True)
 
         from offsets.services.refresh import run_refresh
-        from offsets.spark.session import get_spark
+        from offsets.spark.session import (
+            get_spark,
+            keep_python_workers,
+            wait_keeping_python_workers,
+        )
 
         print("(c) Spark refresh", flush=True)
 
@@ -369,6 +380,26 @@ def main() -> None:
         next_labels = [f"incremental {n} ({new:,} new records)" for n in range(2, args.repeats + 2)]
         for n, label in enumerate(next_labels, start=2):
             add_records_and_refresh(label, n * 10**9, report=n == 2)
+        idle_labels = []
+        if args.idle:
+            # Spark stops idle Python workers after a minute without a Python task, and a new
+            # worker imports everything again: what an --every loop with a longer period meets
+            # each round, unless its wait keeps them (offsets.spark.session).
+            print(
+                f"(f) an incremental after {args.idle} s without a refresh (an --every loop with a "
+                "period over a minute): waiting plainly, then keeping the Python workers",
+                flush=True,
+            )
+            idle_labels = [
+                f"after {args.idle} s plain wait (new workers)",
+                f"after {args.idle} s keeping the workers",
+            ]
+            time.sleep(args.idle)
+            add_records_and_refresh(idle_labels[0], (args.repeats + 2) * 10**9, report=False)
+            wait_keeping_python_workers(
+                threading.Event(), args.idle, functools.partial(keep_python_workers, spark)
+            )
+            add_records_and_refresh(idle_labels[1], (args.repeats + 3) * 10**9, report=False)
         spark.stop()
 
         def median(labels: list[str]) -> float:
@@ -382,6 +413,8 @@ def main() -> None:
         print(f"  warm Spark / plain Python         {warm / plain_s:6.2f}x   (goal <= 1.5x)")
         print(f"  incremental / warm full refresh   {incremental / warm:6.1%}   (goal <= 10%)")
         print(f"  first incremental / warm full     {first / warm:6.1%}   (JIT warm-up included)")
+        for label in idle_labels:
+            print(f"  {label:<33} {results[label][0] / warm:6.1%}   of the warm full refresh")
         print(f"  peak memory of a refresh          {peak / 2**30:6.2f} GiB (goal < 2 GiB)")
     finally:
         broker.stop()
