@@ -391,8 +391,8 @@ def main() -> None:
                 flush=True,
             )
             idle_labels = [
-                f"after {args.idle} s plain wait (new workers)",
-                f"after {args.idle} s keeping the workers",
+                f"after {args.idle} s, plain wait",
+                f"after {args.idle} s, workers kept",
             ]
             time.sleep(args.idle)
             add_records_and_refresh(idle_labels[0], (args.repeats + 2) * 10**9, report=False)
