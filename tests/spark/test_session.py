@@ -7,6 +7,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -83,7 +84,9 @@ class FakeStop:
 @pytest.fixture
 def clock(monkeypatch):
     clock = FakeClock()
-    monkeypatch.setattr(session.time, "monotonic", clock.monotonic)
+    # The session module's `time` only: patching time.monotonic itself would move every
+    # clock of the process (Spark's gateway threads too) for the test.
+    monkeypatch.setattr(session, "time", SimpleNamespace(monotonic=clock.monotonic))
     return clock
 
 
