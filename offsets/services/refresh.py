@@ -613,6 +613,12 @@ def recreated_topics(
     return recreated
 
 
+def has_read_before(cluster: Cluster) -> bool:
+    """Whether a refresh of the cluster has stored read positions, so that an incremental
+    refresh reads on from them; without any it reads the topics from their beginning."""
+    return ReadPosition.objects.filter(cluster=cluster).exists()
+
+
 def _read_positions(cluster: Cluster) -> tuple[dict[tuple[str, int], int], dict[str, str]]:
     """The cluster's read positions {(topic, partition): next offset} and the topic IDs
     they were read under {topic: ID} (topics read without an ID left out)."""

@@ -49,7 +49,11 @@ def test_every_refreshes_periodically_and_stops_on_sigterm(fresh_kafka, tmp_path
                 break
             lines.append(line)
         assert sum("succeeded in" in line for line in lines) == 2, "".join(lines)
-        assert "(incremental)" in "".join(lines)
+        refreshing = [line.strip() for line in lines if line.startswith("Refreshing loop")]
+        assert refreshing[:2] == [
+            "Refreshing loop (first refresh: reading the topics from the beginning)",
+            "Refreshing loop (incremental)",
+        ]
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=60)
     finally:

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from offsets.models import Cluster, RefreshRun
 from offsets.services import background, edits
-from offsets.services.refresh import INTERRUPTED, run_refresh
+from offsets.services.refresh import INTERRUPTED, has_read_before, run_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,14 @@ class Command(BaseCommand):
         self, cluster: Cluster, *, full: bool, spark, run: RefreshRun | None = None
     ) -> RefreshRun:
         started = time.monotonic()
-        self.stdout.write(f"Refreshing {cluster.name} ({'full' if full else 'incremental'})")
+        if full:
+            how = "full"
+        elif has_read_before(cluster):
+            how = "incremental"
+        else:
+            # An incremental refresh with nothing read before reads every record.
+            how = "first refresh: reading the topics from the beginning"
+        self.stdout.write(f"Refreshing {cluster.name} ({how})")
         run = run_refresh(
             cluster=cluster, full=full, spark=spark, progress=self.stdout.write, run=run
         )
