@@ -154,7 +154,7 @@ def persisted(frame):
 class MergeFrames:
     """What `merge_results` merges, ready for it (`merge_frames`)."""
 
-    read: object  # the folded read, cached: `fill` it to read Kafka, a task per part
+    read: object  # the folded read, cached: `session.fill` it to read Kafka, a task per part
     partials: object  # the same for the merge (one partition for a small merge)
     previous: object | None
     small: bool
@@ -868,6 +868,7 @@ def _read_and_merge(
     from offsets.spark import transforms as T
     from offsets.spark.kafka_source import DECODE_SUMMARY, NAME, kept_records_frame
     from offsets.spark.partials import SUMMARY_SCHEMA
+    from offsets.spark.session import fill
 
     spark = inputs.spark
     kafka_json = json.dumps(cluster.kafka_settings())
@@ -922,15 +923,6 @@ def _read_and_merge(
         if read is not None:
             read.result()
     return collected
-
-
-def fill(cached) -> None:
-    """Compute a cached DataFrame's every partition (one task each), discarding the rows.
-
-    Spark's no-op writer, not count(): a count adds a stage that gathers the partial counts
-    (a shuffle, and with it a second stage of its own: ~0.5 s of an incremental refresh).
-    """
-    cached.write.format("noop").mode("overwrite").save()
 
 
 def total_records(sources: SourceResults) -> int:

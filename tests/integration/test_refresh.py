@@ -34,7 +34,7 @@ from offsets.models.refresh import key_hash
 from offsets.services import refresh
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
-from offsets.spark import history_files, one_task_merge
+from offsets.spark import history_files, one_task_merge, session
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -481,8 +481,8 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
         lambda *args, **kwargs: (one_task_merges.append(1), merge(*args, **kwargs))[1],
     )
     fills = []
-    fill = refresh.fill
-    monkeypatch.setattr(refresh, "fill", lambda cached: (fills.append(1), fill(cached))[1])
+    fill = session.fill
+    monkeypatch.setattr(session, "fill", lambda cached: (fills.append(1), fill(cached))[1])
     kept_topics = []
     fold_and_merge = one_task_merge.fold_and_merge_in_one_task
     monkeypatch.setattr(
