@@ -95,6 +95,20 @@ PLANNER_KEEPS_RECORDS = 100_000
 ONE_TASK_MERGE_MAX_KEYS = 50_000
 
 
+# Spark's code generation off: whole-stage, and `factoryMode` (internal: the setting Spark's
+# own tests use to run on interpreted expressions; it also turns whole-stage code off). Set for
+# every small merge (SMALL_MERGE_CONF) and for an incremental refresh's one-task fold and merge
+# (`_compute_sources`): a range of one row into one Python task, whose generated code (the
+# range's stage, the projections of the Arrow collect) costs more than running it interpreted.
+# Measured on the benchmark's cluster, alternating in one session, 11 incrementals each way:
+# that collect took 147 ms instead of 157 ms (medians); with code generation the session's
+# first one also compiles three classes (~16 ms, Spark's CodegenMetrics).
+NO_CODEGEN_CONF = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
+
 # Spark settings for a small merge (SMALL_MERGE_MAX_KEYS), set while its read and merge are
 # planned and run. With a few thousand rows Spark's fixed costs, not the data, were the time
 # of an incremental refresh (and of a full refresh's merge, after its read):
@@ -115,8 +129,7 @@ ONE_TASK_MERGE_MAX_KEYS = 50_000
 SMALL_MERGE_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "1",
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    **NO_CODEGEN_CONF,
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.optimizer.disableHints": "true",
     "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
@@ -816,20 +829,21 @@ def _compute_sources(
             "the planner read and writing the commit history (Parquet); merging the latest "
             "offsets, key drift, rewinds, buckets and malformed records"
         )
-        results = fold_and_merge_in_one_task(
-            spark,
-            {
-                topic: (sources.plans[topic], kept_records_table(topic, sources.kept[topic]))
-                for topic in reading_topics
-            },
-            inputs.previous_table,
-            inputs.own_topics,
-            inputs.running,
-            bucket_seconds=settings.COMMIT_BUCKET_SECONDS,
-            history_dir=str(run_dir),
-            **options,
-        )
-        collected = T.collect_results(results)
+        with spark_conf(spark, NO_CODEGEN_CONF):
+            results = fold_and_merge_in_one_task(
+                spark,
+                {
+                    topic: (sources.plans[topic], kept_records_table(topic, sources.kept[topic]))
+                    for topic in reading_topics
+                },
+                inputs.previous_table,
+                inputs.own_topics,
+                inputs.running,
+                bucket_seconds=settings.COMMIT_BUCKET_SECONDS,
+                history_dir=str(run_dir),
+                **options,
+            )
+            collected = T.collect_results(results)
     else:
         collected = _read_and_merge(
             cluster,

@@ -485,14 +485,15 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     monkeypatch.setattr(session, "fill", lambda cached: (fills.append(1), fill(cached))[1])
     kept_topics = []
     fold_and_merge = one_task_merge.fold_and_merge_in_one_task
-    monkeypatch.setattr(
-        one_task_merge,
-        "fold_and_merge_in_one_task",
-        lambda spark, kept, *args, **kwargs: (
-            kept_topics.extend(kept),
-            fold_and_merge(spark, kept, *args, **kwargs),
-        )[1],
-    )
+    folded = []  # (the results frame, the code generation setting it was planned under)
+
+    def recording_fold_and_merge(spark, kept, *args, **kwargs):
+        kept_topics.extend(kept)
+        frame = fold_and_merge(spark, kept, *args, **kwargs)
+        folded.append((frame, spark.conf.get("spark.sql.codegen.factoryMode")))
+        return frame
+
+    monkeypatch.setattr(one_task_merge, "fold_and_merge_in_one_task", recording_fold_and_merge)
     now_ms = int(time.time() * 1000)
     assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
     seeded_rewinds = RewindEvent.objects.filter(cluster=own_cluster).count()
@@ -553,6 +554,21 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     assert len(one_task_merges) == (2 if one_task else 0)
     assert kept_topics == (["connect-offsets"] if one_task else [])
     assert len(fills) == (2 if one_task else 3)
+    # It ran without generated code (refresh.NO_CODEGEN_CONF), and the settings were put back.
+    for frame, factory_mode in folded:
+        assert "WholeStageCodegenExec" not in plan_nodes(frame._jdf.queryExecution().executedPlan())
+        assert factory_mode == "NO_CODEGEN"
+    assert spark.conf.get("spark.sql.codegen.factoryMode") != "NO_CODEGEN"
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+
+
+def plan_nodes(plan) -> list[str]:
+    """The class names of a physical plan's nodes (a JVM SparkPlan), top down."""
+    children = plan.children()
+    return [
+        plan.getClass().getSimpleName(),
+        *(name for index in range(children.size()) for name in plan_nodes(children.apply(index))),
+    ]
 
 
 def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):
