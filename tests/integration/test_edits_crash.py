@@ -53,13 +53,15 @@ print(edits.apply_edit(edit=edit, user=user).state, flush=True)
 
 
 def topic_records(kafka: dict) -> dict:
-    """Every record of the source's offsets topics, under both isolation levels."""
+    """Every record of the source's offsets topics, under both isolation levels, in
+    (partition, offset) order: a consumer interleaves partitions in no fixed order, and two
+    reads of the same records once came back interleaved differently (a failed CI run)."""
     fast = {**kafka, "fetch.wait.max.ms": 10}
     return {
-        (topic, level): [
+        (topic, level): sorted(
             (r.partition, r.offset, r.key, r.value)
             for r in client.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
-        ]
+        )
         for topic in EOS_TOPICS
         for level in ("read_committed", "read_uncommitted")
     }
