@@ -9,7 +9,7 @@ The tests that cut the broker in the middle of such a request meet it in about o
 three on this machine, and far more often on a loaded one (a full suite beside other work
 once saw four aborts in a row of the same test; alone, the same test passed 3 of 3). An abort
 would kill the whole pytest session, so those tests run in a child pytest of their own; when
-the child dies of SIGABRT (and only then) it is run again, up to ABORT_RETRIES times. Any other failure fails the test at once, with the child's output.
+the child dies of SIGABRT (and only then; `aborted`) it is run again, up to ABORT_RETRIES times. Any other failure fails the test at once, with the child's output.
 
 The product meets the same bug when a broker goes away mid-request: the process dies, and an
 edit it was applying stays "applying" until `manage.py reconcile_edits` settles it from Kafka
@@ -54,6 +54,15 @@ def orphaned_brokers() -> set[int]:
     return found
 
 
+def aborted(child: subprocess.CompletedProcess) -> bool:
+    """Whether the child died of an abort(): SIGABRT, or a crash while Python's fault handler
+    was reporting one ("Fatal Python error: Aborted" in its output). A CI run once saw the
+    latter: the handler's dump of the threads crashed the aborting child (exit -11)."""
+    if child.returncode == -signal.SIGABRT:
+        return True
+    return child.returncode < 0 and "Fatal Python error: Aborted" in child.stderr + child.stdout
+
+
 def in_child_process(test):
     """Decorate a test: the parent runs it in a child pytest, re-run on SIGABRT only."""
 
@@ -83,7 +92,7 @@ def in_child_process(test):
             )
             output = f"--- attempt {attempt}, exit {child.returncode}\n{child.stdout[-4000:]}{child.stderr[-4000:]}"
             outputs.append(output)
-            if child.returncode != -signal.SIGABRT:
+            if not aborted(child):
                 break
             # An aborted child never ran its fixtures' teardown: stop the brokers it started.
             for pid in orphaned_brokers() - brokers_before:
