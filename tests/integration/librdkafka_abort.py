@@ -9,7 +9,8 @@ The tests that cut the broker in the middle of such a request meet it in about o
 three on this machine, and far more often on a loaded one (a full suite beside other work
 once saw four aborts in a row of the same test; alone, the same test passed 3 of 3). An abort
 would kill the whole pytest session, so those tests run in a child pytest of their own; when
-the child dies of SIGABRT (and only then; `aborted`) it is run again, up to ABORT_RETRIES times. Any other failure fails the test at once, with the child's output.
+the child dies of that abort (and only then: `aborted`) it is run again, up to ABORT_RETRIES
+times. Any other failure fails the test at once, with the child's output.
 
 The product meets the same bug when a broker goes away mid-request: the process dies, and an
 edit it was applying stays "applying" until `manage.py reconcile_edits` settles it from Kafka
@@ -64,7 +65,8 @@ def aborted(child: subprocess.CompletedProcess) -> bool:
 
 
 def in_child_process(test):
-    """Decorate a test: the parent runs it in a child pytest, re-run on SIGABRT only."""
+    """Decorate a test: the parent runs it in a child pytest, re-run on an abort only
+    (`aborted`)."""
 
     @functools.wraps(test)
     def wrapper(*args, request, **kwargs):
