@@ -10,9 +10,14 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
+LIVE_CLUSTER := live
 export SPARK_LOCAL_IP := 127.0.0.1
+# The broker's and the Connect worker's jars, built from kafka-runtime/ by Maven.
+export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
+KAFKA_STAMP := $(KAFKA_RUNTIME_LIBS)/.built
+KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
 
-.PHONY: help install system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -27,47 +32,57 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install the project with its dependencies
 
+$(KAFKA_STAMP): $(KAFKA_SOURCES)
+	@command -v java >/dev/null || { echo "Java 17 or later is needed for the Kafka broker and Connect worker (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is needed to fetch Kafka's jars (apt-get install maven)"; exit 1; }
+	@echo "Fetching Apache Kafka's broker and Connect worker from Maven Central into $(KAFKA_RUNTIME_LIBS)..."
+	rm -rf $(KAFKA_RUNTIME_LIBS)
+	mvn -q -B -f kafka-runtime/pom.xml package -Druntime.libs=$(KAFKA_RUNTIME_LIBS)
+	@touch $@
+
+kafka-runtime: $(KAFKA_STAMP) ## Fetch the Kafka broker and Connect worker jars and build the project's connectors
+
 system-deps: ## Install Debian packages the tests need (chromium) when missing
 	@command -v chromium >/dev/null || { \
 	  echo "Installing Debian's chromium for the browser tests..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-demo: install ## Start the embedded broker, seed a demo Connect cluster, refresh it with Spark, serve http://127.0.0.1:8000
+demo: install kafka-runtime ## Start the Kafka broker and Connect worker, seed a demo Connect cluster, refresh it with Spark, serve http://127.0.0.1:8000
 	$(PY) manage.py migrate --no-input -v 0
 	$(PY) manage.py embedded_kafka stop
 	$(PY) manage.py embedded_kafka start
-	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded
+	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url ''
 	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER)
 	$(PY) manage.py refresh_offsets --cluster $(DEMO_CLUSTER)
 	$(PY) manage.py demo_users
 	$(PY) manage.py runserver 127.0.0.1:8000
 
-demo-stop: install ## Stop the embedded broker the demo started
+demo-stop: install ## Stop the broker and worker the demo started
 	$(PY) manage.py embedded_kafka stop
 
-test: install system-deps ## Run the whole test suite (unit, integration on the embedded broker, browser)
+test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
 	$(BIN)/pytest
 
-test-postgres: install ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
+test-postgres: install kafka-runtime ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
 
 bench: bench-refresh bench-pages bench-load bench-loop ## Run every benchmark (they print figures, they assert nothing)
 
-bench-refresh: install ## The refresh on 1M offsets records vs plain Python (prints figures)
+bench-refresh: install kafka-runtime ## The refresh on 1M offsets records vs plain Python (prints figures)
 	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
 	  echo "Installing Debian's kcat for the raw-read figure..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
 	$(PY) tests/bench/bench_refresh.py
 
-bench-pages: install ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions
+bench-pages: install kafka-runtime ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions
 	$(PY) -m tests.bench.bench_pages
 
-bench-load: install ## 50 users on the app server (waitress), idle and during a full refresh: p50/p95/max per URL
+bench-load: install kafka-runtime ## 50 users on the app server (waitress), idle and during a full refresh: p50/p95/max per URL
 	$(PY) -m tests.bench.bench_load
 
-bench-loop: install ## What a long --every loop leaves behind: lag samples and history folders, before/after
+bench-loop: install kafka-runtime ## What a long --every loop leaves behind: lag samples and history folders, before/after
 	$(PY) -m tests.bench.bench_long_loop
 
 lint: install ## Check style with ruff
@@ -80,4 +95,4 @@ format: install ## Reformat with ruff
 
 clean: ## Remove the virtualenv, caches and the local database
 	-$(PY) manage.py embedded_kafka stop 2>/dev/null
-	rm -rf $(VENV) .run var db.sqlite3 .pytest_cache .ruff_cache .hypothesis tests/screenshots
+	rm -rf $(VENV) .run var db.sqlite3 kafka-runtime/*/target .pytest_cache .ruff_cache .hypothesis tests/screenshots

@@ -227,6 +227,10 @@ SPECTACULAR_SETTINGS = {
 
 # Where the embedded broker keeps its pid, address and log (`manage.py embedded_kafka`).
 RUN_DIR = Path(os.getenv("RUN_DIR", BASE_DIR / ".run"))
+# The broker's and the Connect worker's jars (`make kafka-runtime` puts them there).
+KAFKA_RUNTIME_LIBS = Path(
+    os.getenv("KAFKA_RUNTIME_LIBS", BASE_DIR / "var" / "kafka-runtime" / "libs")
+)
 
 # Spark: local mode by default; SPARK_MASTER=spark://host:7077 (or yarn, k8s://...) for a cluster.
 SPARK_MASTER = os.getenv("SPARK_MASTER", "local[*]")

@@ -1,4 +1,5 @@
-"""Composed fixtures: fast Django settings, the real Kafka broker, a seeded demo cluster."""
+"""Composed fixtures: fast Django settings, the real Kafka broker and Connect worker, a seeded
+demo cluster."""
 
 import os
 import time
@@ -45,24 +46,42 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         test["NAME"] = str(tmp_path_factory.mktemp("database") / "test.sqlite3")
 
 
+@dataclass(frozen=True)
+class Runtime:
+    """The session's Apache Kafka broker and its Kafka Connect worker."""
+
+    bootstrap_servers: str
+    connect_url: str
+
+
 @pytest.fixture(scope="session")
-def kafka_bootstrap(tmp_path_factory) -> str:
-    """Bootstrap servers of a real broker: KAFKA_TEST_BOOTSTRAP_SERVERS, else embedded Tansu."""
+def kafka_runtime(tmp_path_factory) -> Runtime:
+    """The session's broker and worker (embedded_kafka), shared by every test that needs them.
+
+    Tests sharing them keep to topic, group and connector names of their own. An external
+    broker and worker can be given with KAFKA_TEST_BOOTSTRAP_SERVERS and KAFKA_TEST_CONNECT_URL.
+    """
     external = os.environ.get("KAFKA_TEST_BOOTSTRAP_SERVERS")
     if external:
-        yield external
+        yield Runtime(external, os.environ.get("KAFKA_TEST_CONNECT_URL", ""))
         return
-    broker = EmbeddedKafka(tmp_path_factory.mktemp("kafka-session"))
-    info = broker.start()
-    yield info.bootstrap_servers
-    broker.stop()
+    runtime = EmbeddedKafka(tmp_path_factory.mktemp("kafka-session"))
+    info = runtime.start()
+    yield Runtime(info.bootstrap_servers, info.connect_url)
+    runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_runtime) -> str:
+    """Bootstrap servers of the session's real broker."""
+    return kafka_runtime.bootstrap_servers
 
 
 @pytest.fixture
 def fresh_kafka(tmp_path: Path) -> str:
-    """A broker of its own for one test (Tansu starts in ~0.1 s)."""
+    """An Apache Kafka broker of its own for one test (no worker; it starts in ~3 s)."""
     broker = EmbeddedKafka(tmp_path / "kafka")
-    info = broker.start()
+    info = broker.start(worker=False)
     yield info.bootstrap_servers
     broker.stop()
 

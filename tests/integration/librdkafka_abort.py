@@ -28,14 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from offsets.kafka.embedded import is_tansu_process
 
 CHILD_ENV = "OFFSETS_TEST_IN_CHILD"
 ABORT_RETRIES = 8
 
 
 def orphaned_brokers() -> set[int]:
-    """Pids of Tansu brokers whose parent is gone (re-parented to init), run from here.
+    """Pids of Kafka brokers and Connect workers whose parent is gone (re-parented to init).
 
     What an aborted child leaves behind: its brokers were started with it as their parent.
     The parent pytest's own brokers still have it as their parent, so they never match.
@@ -46,11 +45,12 @@ def orphaned_brokers() -> set[int]:
             continue
         try:
             stat = (proc / "stat").read_text()
-            cwd = os.readlink(proc / "cwd")
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == 1 and cwd == os.getcwd() and is_tansu_process(int(proc.name)):
+        runtime = {b"kafka.Kafka", b"org.apache.kafka.connect.cli.ConnectDistributed"}
+        if parent == 1 and cmdline[0].endswith(b"java") and runtime & set(cmdline):
             found.add(int(proc.name))
     return found
 

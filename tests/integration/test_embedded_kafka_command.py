@@ -1,9 +1,11 @@
+import json
 import os
+import urllib.request
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from offsets.kafka import client
+from offsets.kafka import client, embedded
 from offsets.kafka.embedded import EmbeddedKafka
 
 pytestmark = pytest.mark.integration
@@ -17,7 +19,12 @@ def run(*args):
     return out.getvalue()
 
 
-def test_it_starts_a_broker_that_answers_metadata_and_prints_its_address(settings):
+def worker_root(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.load(response)
+
+
+def test_it_starts_a_broker_and_a_worker_and_prints_their_addresses(settings):
     try:
         output = run("start")
         address = output.strip().splitlines()[-1]
@@ -25,23 +32,31 @@ def test_it_starts_a_broker_that_answers_metadata_and_prints_its_address(setting
         assert isinstance(
             client.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict
         )
+        url = run("connect-url").strip()
+        assert url.startswith("http://127.0.0.1:") and url in output
+        # The worker is Apache Kafka Connect, on this broker's cluster.
+        root = worker_root(url)
+        assert root["version"].startswith("4.")
+        topics = client.topic_partition_counts({"bootstrap.servers": address}, timeout=5)
+        assert set(embedded.WORKER_TOPICS.values()) <= set(topics)
         assert run("address").strip() == address
-        assert address in run("status")
+        assert address in run("status") and url in run("status")
         assert "Already running" in run("start")
     finally:
         run("stop")
 
 
-def test_stop_ends_only_its_own_broker(settings, tmp_path):
+def test_stop_ends_only_its_own_processes(settings, tmp_path):
     other = EmbeddedKafka(tmp_path / "other")
-    other_info = other.start()
+    other_info = other.start(worker=False)
     try:
         run("start")
         info = EmbeddedKafka(settings.RUN_DIR).status()
         assert "Stopped" in run("stop")
         assert EmbeddedKafka(settings.RUN_DIR).status() is None
-        with pytest.raises(ProcessLookupError):
-            os.kill(info.pid, 0)
+        for pid in (info.pid, info.connect_pid):
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
         assert other.status() == other_info
         client.topic_partition_counts(
             {"bootstrap.servers": other_info.bootstrap_servers}, timeout=5
@@ -52,24 +67,57 @@ def test_stop_ends_only_its_own_broker(settings, tmp_path):
 
 def test_status_and_address_fail_clearly_when_nothing_runs(settings):
     assert "No embedded Kafka is running" in run("stop")
-    with pytest.raises(CommandError, match="No embedded Kafka is running"):
-        run("status")
-    with pytest.raises(CommandError, match="No embedded Kafka is running"):
-        run("address")
+    for action in ("status", "address", "connect-url"):
+        with pytest.raises(CommandError, match="No embedded Kafka is running"):
+            run(action)
 
 
 def test_a_stale_state_file_is_ignored(settings):
     settings.RUN_DIR.mkdir(parents=True)
     (settings.RUN_DIR / "embedded-kafka.json").write_text(
-        '{"pid": 999999, "bootstrap_servers": "127.0.0.1:1", "binary": "x", "log_file": "x", "started_at": 0}'
+        '{"pid": 999999, "bootstrap_servers": "127.0.0.1:1", "log_file": "x", "started_at": 0}'
     )
     assert EmbeddedKafka(settings.RUN_DIR).status() is None
     assert not (settings.RUN_DIR / "embedded-kafka.json").exists()
 
 
+def test_a_taken_port_fails_at_once_with_a_clear_message(settings):
+    with embedded.socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CommandError, match=f"Port {port} on 127.0.0.1 is taken"):
+            run("start", "--port", str(port))
+    assert EmbeddedKafka(settings.RUN_DIR).status() is None
+
+
+def test_missing_jars_and_missing_java_fail_with_what_to_do(settings, tmp_path, monkeypatch):
+    settings.KAFKA_RUNTIME_LIBS = tmp_path / "nothing"
+    with pytest.raises(CommandError, match="make kafka-runtime"):
+        run("start")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    with pytest.raises(CommandError, match="Java was not found"):
+        run("start")
+
+
+def test_a_worker_that_cannot_start_fails_with_its_log_and_leaves_nothing_running(
+    settings, tmp_path
+):
+    # A worker classpath without the Connect runtime: the JVM exits at once.
+    libs = tmp_path / "libs"
+    (libs / "worker").mkdir(parents=True)
+    (libs / "broker").symlink_to(embedded.runtime_libs() / "broker")
+    (libs / "worker" / "empty.jar").write_bytes(b"")
+    settings.KAFKA_RUNTIME_LIBS = libs
+    with pytest.raises(CommandError, match="Connect worker exited during start-up") as error:
+        run("start")
+    assert "connect.log" in str(error.value)
+    assert EmbeddedKafka(settings.RUN_DIR).status() is None
+    assert not list(embedded._children)
+
+
 @pytest.mark.django_db
-def test_add_cluster_embedded_registers_the_running_broker_with_its_client_settings(settings):
-    from offsets.kafka import embedded
+def test_add_cluster_embedded_registers_the_broker_and_the_worker(settings):
     from offsets.models import Cluster
 
     with pytest.raises(CommandError, match="No embedded Kafka is running"):
@@ -77,12 +125,18 @@ def test_add_cluster_embedded_registers_the_running_broker_with_its_client_setti
     assert not Cluster.objects.exists()
     try:
         address = run("start").strip().splitlines()[-1]
-        call_command("add_cluster", "demo", "--embedded", "--client-config", "fetch.wait.max.ms=50")
-        cluster = Cluster.objects.get(name="demo")
+        call_command("add_cluster", "live", "--embedded", "--client-config", "fetch.wait.max.ms=50")
+        cluster = Cluster.objects.get(name="live")
         assert cluster.bootstrap_servers == address
-        # The command line's own settings win over the embedded broker's.
-        assert cluster.client_config == {**embedded.CLIENT_CONFIG, "fetch.wait.max.ms": "50"}
-        # A reader with those settings still reads (librdkafka accepts them).
+        assert cluster.connect_url == run("connect-url").strip()
+        assert cluster.offsets_topic == embedded.WORKER_TOPICS["offsets_topic"]
+        assert cluster.configs_topic == embedded.WORKER_TOPICS["configs_topic"]
+        assert cluster.status_topic == embedded.WORKER_TOPICS["status_topic"]
+        assert cluster.offset_flush_interval_ms == embedded.WORKER_FLUSH_INTERVAL_MS
+        assert cluster.client_config == {"fetch.wait.max.ms": "50"}
+        # Options on the command line win over the worker's own values.
+        call_command("add_cluster", "seeded", "--embedded", "--offsets-topic", "connect-offsets")
+        assert Cluster.objects.get(name="seeded").offsets_topic == "connect-offsets"
         client.create_topics(cluster.kafka_settings(), [client.TopicSpec("t", 2, {})])
         assert list(client.read_topic(cluster.kafka_settings(), "t", timeout=5)) == []
     finally:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets.kafka import client, embedded
+from offsets.kafka import client
 
 pytestmark = pytest.mark.integration
 
@@ -27,9 +27,8 @@ def _fill_one_per_batch(settings: dict, topic: str, records: int) -> None:
         producer.flush()
 
 
-@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
-def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(fresh_kafka, tuned):
-    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(fresh_kafka):
+    settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)  # 20 records per partition, in multi-record batches
     full = client.plan_reads(settings, {"t": None})
     assert full == {"t": {0: (0, 20), 1: (0, 20)}}
@@ -37,11 +36,10 @@ def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(f
     assert client.plan_reads(settings, {"t": {0: 20, 1: 5}}) == {"t": {0: (20, 20), 1: (5, 20)}}
 
 
-@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
 def test_reading_on_from_vouched_positions_finds_the_same_ends_without_listing_offsets(
-    fresh_kafka, tuned, monkeypatch
+    fresh_kafka, monkeypatch
 ):
-    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+    settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     _fill(settings, "u", 1, 3)
     starts = {"t": {0: 20, 1: 5}, "u": {0: 1}}
@@ -90,9 +88,8 @@ def _by_partition(records: list[tuple]) -> dict[int, list[tuple]]:
     return found
 
 
-@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
-def test_the_planner_keeps_the_records_it_reads_on_through(fresh_kafka, tuned):
-    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+def test_the_planner_keeps_the_records_it_reads_on_through(fresh_kafka):
+    settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     _fill(settings, "u", 1, 3)
     _fill(settings, "v", 1, 4)
@@ -137,13 +134,12 @@ def _without_end_of_partition(monkeypatch) -> None:
     )
 
 
-@pytest.mark.parametrize("tuned", [False, True], ids=["default fetches", "embedded settings"])
 def test_partitions_with_new_records_end_at_their_high_watermark_without_end_of_partition(
-    fresh_kafka, tuned, monkeypatch
+    fresh_kafka, monkeypatch
 ):
     # Multi-record batches: Tansu's high watermark is the last batch's base offset + 1, below
     # the true end; the planner must still end each partition at its last record.
-    settings = {"bootstrap.servers": fresh_kafka, **(embedded.CLIENT_CONFIG if tuned else {})}
+    settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     expected = client.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100)
     _without_end_of_partition(monkeypatch)
@@ -176,7 +172,7 @@ def test_a_partition_holding_more_than_one_tansu_response_is_read_to_its_end(fre
     # 60,000 records of ~110 bytes: more than the 5 MiB Tansu puts in one fetch response. With
     # a fetch.min.bytes above that, Tansu answered every fetch with nothing and the read
     # stalled (offsets/kafka/embedded.py); the embedded settings must read it through.
-    settings = {"bootstrap.servers": fresh_kafka, **embedded.CLIENT_CONFIG}
+    settings = {"bootstrap.servers": fresh_kafka}
     client.create_topics(settings, [client.TopicSpec("big", 1, {})])
     producer = client.java_producer(settings)
     for index in range(60_000):
@@ -197,7 +193,7 @@ def test_the_planner_reads_without_the_clusters_bulk_fetch_tuning(fresh_kafka, m
     # every answer waited out the 100 ms, and the benchmark incremental's took one to four
     # rounds (offsets.kafka.client.plan_snapshot). Its wait is its own: with the readers'
     # 20 ms, Tansu cut its answers short (client.PLANNER_WAIT_MS).
-    settings = {"bootstrap.servers": fresh_kafka, **embedded.CLIENT_CONFIG}
+    settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     configs = []
     consumer = client.handles.consumer

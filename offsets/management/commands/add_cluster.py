@@ -23,13 +23,13 @@ class Command(BaseCommand):
         where.add_argument(
             "--embedded",
             action="store_true",
-            help="The embedded broker (embedded_kafka start): its address and the client "
-            "settings it needs",
+            help="The embedded broker and Connect worker (embedded_kafka start): the broker's "
+            "address, the worker's REST URL, topics and offset flush interval",
         )
-        parser.add_argument("--offsets-topic", default="connect-offsets")
-        parser.add_argument("--configs-topic", default="connect-configs")
-        parser.add_argument("--status-topic", default="connect-status")
-        parser.add_argument("--connect-url", default="", help="Connect REST URL (optional)")
+        parser.add_argument("--offsets-topic", default=None, help="default connect-offsets")
+        parser.add_argument("--configs-topic", default=None, help="default connect-configs")
+        parser.add_argument("--status-topic", default=None, help="default connect-status")
+        parser.add_argument("--connect-url", default=None, help="Connect REST URL (optional)")
         parser.add_argument(
             "--client-config",
             action="append",
@@ -55,13 +55,23 @@ class Command(BaseCommand):
                     "No embedded Kafka is running (start it with: embedded_kafka start)."
                 )
             cluster.bootstrap_servers = info.bootstrap_servers
-            client_config = {**embedded.CLIENT_CONFIG, **client_config}
+            where = {"connect_url": info.connect_url}
+            if info.connect_url:
+                where.update(embedded.WORKER_TOPICS)
+                cluster.offset_flush_interval_ms = embedded.WORKER_FLUSH_INTERVAL_MS
         else:
             cluster.bootstrap_servers = options["bootstrap_servers"]
-        cluster.offsets_topic = options["offsets_topic"]
-        cluster.configs_topic = options["configs_topic"]
-        cluster.status_topic = options["status_topic"]
-        cluster.connect_url = options["connect_url"]
+            where = {}
+        defaults = {
+            "offsets_topic": "connect-offsets",
+            "configs_topic": "connect-configs",
+            "status_topic": "connect-status",
+            "connect_url": "",
+        }
+        # An option given on the command line wins over the embedded worker's own values.
+        for field, default in defaults.items():
+            given = options[field]
+            setattr(cluster, field, given if given is not None else where.get(field, default))
         cluster.client_config = client_config
         try:
             cluster.full_clean()
