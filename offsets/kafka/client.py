@@ -301,11 +301,43 @@ def raise_on_delivery_error(error: KafkaError | None, message: object) -> None:
         raise KafkaException(error)
 
 
-@handles.released_after
+# Per-partition answers that mean "ask again": the group's coordinator is moving, or still
+# loading __consumer_offsets (a new broker, a leader change). Java's admin client retries
+# them itself; librdkafka hands them to the caller.
+COORDINATOR_NOT_READY = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
 def alter_group_offsets(
     settings: dict, group_id: str, offsets: dict[tuple[str, int], int], *, timeout: float = 30.0
 ) -> None:
-    """Set a consumer group's committed offsets (the group must have no active members)."""
+    """Set a consumer group's committed offsets (the group must have no active members).
+
+    A coordinator that is not ready is asked again, with a growing pause, until `timeout`.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.1
+    while True:
+        errors = _alter_group_offsets_once(settings, group_id, offsets, timeout=timeout)
+        if not errors:
+            return
+        error = errors[0]
+        if error.code() not in COORDINATOR_NOT_READY or time.monotonic() + pause > deadline:
+            raise KafkaUnavailable(f"Could not set offsets of group {group_id}: {error}")
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
+@handles.released_after
+def _alter_group_offsets_once(
+    settings: dict, group_id: str, offsets: dict[tuple[str, int], int], *, timeout: float
+) -> list[KafkaError]:
+    """Send one AlterConsumerGroupOffsets request; return the errors it was answered with."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     request = ConsumerGroupTopicPartitions(
@@ -317,6 +349,7 @@ def alter_group_offsets(
     )
     admin = admin_client(settings)
     futures = admin.alter_consumer_group_offsets([request], request_timeout=timeout)
+    errors: list[KafkaError] = []
     for future in futures.values():
         try:
             result = answer(
@@ -327,12 +360,13 @@ def alter_group_offsets(
                 timeout=timeout,
             )
         except KafkaException as exc:
+            if exc.args[0].code() in COORDINATOR_NOT_READY:
+                return [exc.args[0]]
             raise KafkaUnavailable(
                 f"Could not set offsets of group {group_id}: {exc.args[0]}"
             ) from exc
-        failed = [tp for tp in result.topic_partitions if tp.error is not None]
-        if failed:
-            raise KafkaUnavailable(f"Could not set offsets of group {group_id}: {failed[0].error}")
+        errors += [tp.error for tp in result.topic_partitions if tp.error is not None]
+    return errors
 
 
 def group_offsets(

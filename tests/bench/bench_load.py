@@ -60,7 +60,7 @@ def main() -> int:
 
     call_command("migrate", verbosity=0)
     broker = EmbeddedKafka(folder / "kafka")
-    info = broker.start()
+    info = broker.start(worker=False)
     spark = None
     try:
         end_ms = int(time.time() * 1000) // 60_000 * 60_000

@@ -41,7 +41,7 @@ from offsets.formats.history_rules import offset_progress  # noqa: E402
 from offsets.formats.murmur2 import java_partition  # noqa: E402
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
 from offsets.kafka import client  # noqa: E402
-from offsets.kafka.embedded import CLIENT_CONFIG, EmbeddedKafka  # noqa: E402
+from offsets.kafka.embedded import EmbeddedKafka  # noqa: E402
 from offsets.models import Cluster  # noqa: E402
 
 
@@ -207,7 +207,6 @@ def kcat_read(bootstrap: str, topic: str) -> str:
     )
     seconds = time.monotonic() - started
     if result.returncode != 0:
-        # Debian's kcat is built on librdkafka 2.0, which cannot talk to Tansu (the notes).
         return f"failed ({result.stderr.decode(errors='replace').strip()[:120]})"
     return f"{seconds:.2f} s ({result.stdout.count(b'\n'):,} lines)"
 
@@ -233,10 +232,9 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     broker = EmbeddedKafka(WORK / "kafka")
-    info = broker.start()
-    # Every reader here (the baselines too) uses the client settings the embedded broker is
-    # registered with (`add_cluster --embedded`).
-    settings = {**CLIENT_CONFIG, "bootstrap.servers": info.bootstrap_servers}
+    # The broker alone: the benchmark writes Connect's topics itself, as seed_demo does.
+    info = broker.start(worker=False)
+    settings = {"bootstrap.servers": info.bootstrap_servers}
     try:
         print(
             f"Seeding {args.connectors} bulk connectors, {args.partitions} source partitions, {args.commits} commits each ...",
@@ -254,9 +252,7 @@ def main() -> None:
             f"  {summary.records_by_topic['connect-offsets']:,} records in connect-offsets (25 partitions), {total:,} Connect records in {summary.seconds:.1f}s\n",
             flush=True,
         )
-        cluster = Cluster.objects.create(
-            name="bench", bootstrap_servers=info.bootstrap_servers, client_config=CLIENT_CONFIG
-        )
+        cluster = Cluster.objects.create(name="bench", bootstrap_servers=info.bootstrap_servers)
         results: dict[str, tuple[float, int]] = {}
 
         print("(a) raw read of connect-offsets", flush=True)

@@ -105,7 +105,7 @@ def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
 ):
     settings.KAFKA_WRITE_TIMEOUT = 3
     broker = EmbeddedKafka(tmp_path / "doomed-kafka")
-    info = broker.start()
+    info = broker.start(worker=False)
     try:
         kafka = {"bootstrap.servers": info.bootstrap_servers}
         write_demo(kafka, build_demo(SMALL_DEMO))

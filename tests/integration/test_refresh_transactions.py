@@ -1,6 +1,5 @@
-"""Aborted transactional offsets never count (needs a broker that filters them: Apache Kafka)."""
+"""Aborted transactional offsets never count (Apache Kafka hides them from read_committed readers)."""
 
-import os
 import time
 
 import pytest
@@ -14,13 +13,6 @@ from offsets.services.refresh import run_refresh
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 
-@pytest.mark.skipif(
-    not os.environ.get("KAFKA_TEST_BOOTSTRAP_SERVERS"),
-    reason=(
-        "the embedded Tansu broker returns aborted records to read_committed readers "
-        "(spark-and-broker-notes.md); set KAFKA_TEST_BOOTSTRAP_SERVERS to an Apache Kafka cluster"
-    ),
-)
 def test_an_aborted_offset_write_is_not_counted(kafka_bootstrap, spark, settings, tmp_path):
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     topic = f"connect-offsets-aborted-{int(time.time())}"
