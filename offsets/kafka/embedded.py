@@ -342,9 +342,16 @@ class EmbeddedKafka:
         )
         jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
         broker_log = run_dir / "broker.log"
+        format_storage = [
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster_id(),
+            "-c",
+            str(server),
+        ]
         formatted = subprocess.run(
-            [java, *jvm, "-cp", broker_cp, "kafka.tools.StorageTool", "format"]
-            + ["-t", cluster_id(), "-c", str(server), "--ignore-formatted"],
+            [java, *jvm, "-cp", broker_cp, *format_storage, "--ignore-formatted"],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -387,8 +394,14 @@ class EmbeddedKafka:
         )
         log = run_dir / "connect.log"
         worker = self._spawn(
-            [java, *jvm, "-cp", classpath]
-            + ["org.apache.kafka.connect.cli.ConnectDistributed", str(config)],
+            [
+                java,
+                *jvm,
+                "-cp",
+                classpath,
+                "org.apache.kafka.connect.cli.ConnectDistributed",
+                str(config),
+            ],
             log,
         )
         started = time.monotonic()

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-
 CHILD_ENV = "OFFSETS_TEST_IN_CHILD"
 ABORT_RETRIES = 8
 

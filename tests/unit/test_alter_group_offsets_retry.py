@@ -41,5 +41,5 @@ def test_a_coordinator_that_never_gets_ready_fails_after_the_timeout(monkeypatch
     clock = iter(range(0, 1000))
     monkeypatch.setattr(client.time, "monotonic", lambda: next(clock))
     answers(monkeypatch, [KafkaError(KafkaError.NOT_COORDINATOR)])
-    with pytest.raises(client.KafkaUnavailable, match="Coordinator|coordinator"):
+    with pytest.raises(client.KafkaUnavailable, match=r"(?i)coordinator"):
         client.alter_group_offsets({}, "g", {("t", 0): 5}, timeout=5)
