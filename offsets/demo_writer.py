@@ -135,7 +135,7 @@ def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, 
     """Write the sinks' data topics, one record per produce request.
 
     One record per batch keeps the high watermark exact on brokers that report the base offset
-    of the last batch + 1 (Tansu); real Kafka does not care.
+    of the last batch + 1 (some Kafka-compatible brokers); Apache Kafka does not care.
     """
     producer = handles.producer(
         {**settings, **client.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0}

@@ -344,7 +344,7 @@ def test_a_correct_offsets_for_times_answer_checks_out():
 
 
 def test_an_answer_whose_record_is_older_than_the_time_is_caught():
-    # What Tansu does: offset 0 (here the log start) for any time.
+    # What some Kafka-compatible brokers do: offset 0 (here the log start) for any time.
     result = check_offset_for_time(
         at_ms=5000, answer=100, log=LOG, timestamp_at=1000, timestamp_before=None
     )

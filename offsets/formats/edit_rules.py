@@ -479,7 +479,8 @@ def check_offset_for_time(
 
     Kafka answers "the first offset whose timestamp is >= t" (None: no such record). So the
     record at the answer must be at or after t and the record before it before t. Brokers that
-    answer nonsense (Tansu answers 0 for any time) are caught here instead of trusted.
+    answer nonsense (some Kafka-compatible brokers answer 0 for any time) are caught here
+    instead of trusted.
     ``timestamp_at`` is None when there is no record at the answer (it is the log end);
     ``timestamp_before`` when there is none before it (it is the log start).
     """

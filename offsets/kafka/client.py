@@ -42,12 +42,9 @@ READER_WAIT_MS = 20
 READER_SETTINGS = {"fetch.wait.max.ms": READER_WAIT_MS}
 # The planner's fetch wait (`plan_snapshot`). On Kafka the wait matters only when no planned
 # partition has a record to send (a fetch with records is answered at once): a refresh with
-# nothing new, or partitions ending in a transaction marker, cost it once. Tansu 0.6.0 (the
-# embedded broker) also stops filling an answer once the wait has passed: with 20 ms the
-# benchmark incremental's 10,102 new records came in 4-5 answers of ~5 partitions each plus
-# an empty one, and the planner took a median 0.204 s; with 50 ms, 2 answers and 0.139 s (16
-# incremental refreshes alternating the two, issue 3's notes). 100 and 200 ms planned no
-# faster; with nothing new, a plan took 0.047 s at 20 ms, 0.066 s at 50 and 0.128 s at 100.
+# nothing new, or partitions ending in a transaction marker, cost it once. Brokers that stop
+# filling an answer once the wait has passed (some Kafka-compatible ones) answer a refresh's
+# new records in fewer rounds with 50 ms than with 20.
 PLANNER_WAIT_MS = 50
 
 
@@ -226,7 +223,7 @@ def read_topic(
     """Yield every record of `topic`, all partitions, from the beginning to the current end.
 
     The end is where each partition reports end-of-partition rather than the high watermark
-    fetched up front: some brokers (Tansu) report a too-low watermark, and end-of-partition
+    fetched up front: some Kafka-compatible brokers report a too-low watermark, and end-of-partition
     is right on every broker. `timeout` bounds each wait for data, not the whole read.
     """
     return read_topics(
@@ -529,7 +526,7 @@ def plan_snapshot(
     `start_offsets` maps each topic to where a previous read stopped (missing partitions start
     at the log start); topics that do not exist are left out of the answer. Every partition's
     end is where a consumer reading it reports end-of-partition, all partitions in one
-    consumer: a too-low high watermark (Tansu) would otherwise hide records, and with
+    consumer: a too-low high watermark (some Kafka-compatible brokers) would otherwise hide records, and with
     read_committed the end-of-partition is the last stable offset, past which a reader must
     not go anyway. A partition whose last delivered record reaches the high watermark its
     fetch reported ends there without waiting for end-of-partition, which costs a second
@@ -538,8 +535,8 @@ def plan_snapshot(
     Where that consumer starts:
     - a partition of a topic in `read_on` that has a previous position starts there. The
       caller vouches that the position lies within the log (the topic has the same topic ID
-      as when it was read): past the end of a topic created again, Tansu answers neither
-      records nor end-of-partition. This needs no ListOffsets request (on Tansu ~0.2 s for the
+      as when it was read): past the end of a topic created again, some brokers answer neither
+      records nor end-of-partition. This needs no ListOffsets request (~0.2 s on some brokers for the
       benchmark's 50 partitions, more than reading on through a refresh's new records). A
       partition more than CATCH_UP_RECORDS behind its high watermark skips ahead to its last
       record, so a long pause between refreshes is not read twice;
@@ -681,7 +678,7 @@ def _end_at_high_watermarks(
       record at high watermark - 1 means both are there. A partition whose last offsets are
       a transaction marker or an open transaction never qualifies and ends at
       end-of-partition as before.
-    - Tansu reports the base offset of the last produce batch + 1. A record at or past it
+    - Some Kafka-compatible brokers report the base offset of the last produce batch + 1. A record at or past it
       comes from that last batch, and librdkafka puts a fetched batch's records on the queue
       all at once (a partial batch not at all), so with the queue drained the whole batch was
       delivered and the last delivered record is the last one.

@@ -119,7 +119,7 @@ def watermarks(
     """Return log start and end of many partitions: one batched ListOffsets call per bound.
 
     With ``confirm_end``, the end is confirmed by reading from it to end-of-partition: a broker
-    that reports a too-low high watermark (Tansu after multi-record batches) would otherwise
+    that reports a too-low high watermark (some Kafka-compatible brokers, after multi-record batches) would otherwise
     make "to latest" and clamping land short. On a correct broker that read finds nothing.
     """
     wanted = sorted(set(partitions))

@@ -18,8 +18,8 @@ def _fill(settings: dict, topic: str, partitions: int, records: int) -> None:
 
 
 def _fill_one_per_batch(settings: dict, topic: str, records: int) -> None:
-    """One partition of records b"v0", b"v1", ..., one record per batch: Tansu's high
-    watermark is then exact."""
+    """One partition of records b"v0", b"v1", ..., one record per batch: the high
+    watermark is then exact on every broker."""
     client.create_topics(settings, [client.TopicSpec(topic, 1, {})])
     producer = client.java_producer(settings)
     for index in range(records):
@@ -137,8 +137,9 @@ def _without_end_of_partition(monkeypatch) -> None:
 def test_partitions_with_new_records_end_at_their_high_watermark_without_end_of_partition(
     fresh_kafka, monkeypatch
 ):
-    # Multi-record batches: Tansu's high watermark is the last batch's base offset + 1, below
-    # the true end; the planner must still end each partition at its last record.
+    # Multi-record batches: some Kafka-compatible brokers report the last batch's base offset + 1
+    # as the high watermark, below the true end; the planner must still end each partition at
+    # its last record.
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     expected = client.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100)
@@ -168,10 +169,9 @@ def test_a_partition_ending_in_a_transaction_marker_ends_past_the_marker(fresh_k
     assert [r[4] for r in snapshot.records["t"]] == [b"v0", b"v1", b"v2"]
 
 
-def test_a_partition_holding_more_than_one_tansu_response_is_read_to_its_end(fresh_kafka):
-    # 60,000 records of ~110 bytes: more than the 5 MiB Tansu puts in one fetch response. With
-    # a fetch.min.bytes above that, Tansu answered every fetch with nothing and the read
-    # stalled (offsets/kafka/embedded.py); the embedded settings must read it through.
+def test_a_partition_holding_more_than_one_fetch_response_is_read_to_its_end(fresh_kafka):
+    # 60,000 records of ~110 bytes: more than one fetch response holds (fetch.max.bytes and
+    # the broker's own limits), so the read must go on fetching to the end.
     settings = {"bootstrap.servers": fresh_kafka}
     client.create_topics(settings, [client.TopicSpec("big", 1, {})])
     producer = client.java_producer(settings)
@@ -189,10 +189,9 @@ def test_a_partition_holding_more_than_one_tansu_response_is_read_to_its_end(fre
 
 
 def test_the_planner_reads_without_the_clusters_bulk_fetch_tuning(fresh_kafka, monkeypatch):
-    # The planner fetches a refresh's new records: with the embedded broker's 4 MB minimum
-    # every answer waited out the 100 ms, and the benchmark incremental's took one to four
-    # rounds (offsets.kafka.client.plan_snapshot). Its wait is its own: with the readers'
-    # 20 ms, Tansu cut its answers short (client.PLANNER_WAIT_MS).
+    # The planner fetches a refresh's new records: with a cluster's bulk tuning (a large
+    # fetch.min.bytes) every answer would wait out fetch.wait.max.ms. Its wait is its own
+    # (client.PLANNER_WAIT_MS).
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     configs = []

@@ -615,7 +615,7 @@ def test_an_offsets_topic_deleted_and_created_again_is_rebuilt_from_the_beginnin
     old_ids = set(
         ReadPosition.objects.filter(cluster=own_cluster).values_list("topic_id", flat=True)
     )
-    assert len(old_ids) == 2 and "" not in old_ids  # Tansu has topic IDs
+    assert len(old_ids) == 2 and "" not in old_ids  # Kafka 2.8+ has topic IDs
     if not broker_has_topic_ids:  # as if read from a broker without them (Kafka < 2.8)
         ReadPosition.objects.filter(cluster=own_cluster).update(topic_id="")
     # The Connect cluster is rebuilt: its worker offsets topic deleted and created again, and

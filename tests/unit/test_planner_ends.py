@@ -21,7 +21,7 @@ def test_a_partition_whose_last_record_reaches_its_high_watermark_ends_after_tha
     client._end_at_high_watermarks(
         CachedWatermarks({("t", 0): 20, ("t", 1): 11}), {("t", 0): 19, ("t", 1): 14}, ends
     )
-    # ("t", 1): a high watermark below the last record (Tansu's, with multi-record batches).
+    # ("t", 1): a high watermark below the last record (some Kafka-compatible brokers', with multi-record batches).
     assert ends == {("t", 0): 20, ("t", 1): 15}
 
 
