@@ -119,10 +119,35 @@ def test_a_date_time_before_every_record_resets_to_the_log_start(stopped_s3, edi
     assert committed(stopped_s3)[("orders", 2)] == 0
 
 
-def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_staged(
-    stopped_s3, editor
+def test_a_date_time_in_the_middle_goes_to_the_first_record_at_or_after_it(
+    stopped_s3, editor, approver
 ):
-    # Tansu answers offset 0 for any time; the record at 0 is older than the time asked for.
+    options = stopped_s3.demo.options
+    middle_ms = (options.start_ms + options.end_ms) // 2
+    middle = datetime.fromtimestamp(middle_ms / 1000, tz=UTC)
+    edit = stage_and_apply(
+        stopped_s3, editor, approver, strategy="datetime", at=middle, partitions=(("orders", 2),)
+    )
+    assert edit.state == "applied", edit.error
+    target = committed(stopped_s3)[("orders", 2)]
+    records = sorted(
+        (record.offset, record.timestamp_ms)
+        for record in client.read_topic(stopped_s3.settings, "orders", timeout=5)
+        if record.partition == 2
+    )
+    # Apache Kafka's answer: the first record whose timestamp is at or after the time.
+    assert target == next(offset for offset, stamp in records if stamp >= middle_ms)
+    assert records[0][0] < target <= records[-1][0]
+
+
+def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_staged(
+    stopped_s3, editor, monkeypatch
+):
+    # What some Kafka-compatible brokers answer: offset 0 for any time. The record at 0 is
+    # older than the time asked for, so the answer cannot be trusted.
+    monkeypatch.setattr(
+        groups, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
+    )
     options = stopped_s3.demo.options
     middle = datetime.fromtimestamp((options.start_ms + options.end_ms) / 2000, tz=UTC)
     with pytest.raises(edits.EditInputError) as error:
@@ -139,7 +164,7 @@ def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_sta
 
 
 def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short_one_is_checked(
-    stopped_s3, editor, approver
+    stopped_s3, editor, approver, monkeypatch
 ):
     long_ago = timedelta(days=365 * 20)
     edit = stage_and_apply(
@@ -152,17 +177,23 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
     )
     assert edit.state == "applied", edit.error
     assert committed(stopped_s3)[("payments", 1)] == 0
-    # "One minute ago" is after the record at offset 0, so offset 0 cannot be the answer;
-    # Tansu answers 0 anyway, and the check refuses it.
-    with pytest.raises(edits.EditInputError) as error:
-        edits.stage_edit(
-            cluster=stopped_s3.cluster,
-            connector=S3,
-            user=editor,
-            request=StageRequest(
-                strategy="duration", duration=timedelta(minutes=1), partitions=(("payments", 1),)
-            ),
+    # "One minute ago" is after the record at offset 0, so offset 0 cannot be the answer; a
+    # broker that answers 0 anyway is refused.
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            groups, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
         )
+        with pytest.raises(edits.EditInputError) as error:
+            edits.stage_edit(
+                cluster=stopped_s3.cluster,
+                connector=S3,
+                user=editor,
+                request=StageRequest(
+                    strategy="duration",
+                    duration=timedelta(minutes=1),
+                    partitions=(("payments", 1),),
+                ),
+            )
     assert error.value.field == "duration"
 
 
@@ -270,8 +301,7 @@ def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, app
             "group.id": S3_GROUP,
             "log_level": 0,
             "enable.auto.commit": False,
-            # Tansu takes a while to complete a first join (~20 s with the default 45 s
-            # session timeout, ~3 s with 6 s): keep it short.
+            # A short session: the member leaves soon after the test closes it.
             "session.timeout.ms": 6000,
         }
     )
