@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from offsets.kafka.client import KafkaUnavailable
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.live_demo import RUNNING, LineWriter, LiveDemo
-from offsets.models import Cluster
+from offsets.models import Cluster, LagSample
 
 # How often the loop wakes up to write the lines due.
 TICK_SECONDS = 0.2
@@ -99,7 +99,7 @@ class Command(BaseCommand):
         except KafkaUnavailable as exc:
             raise CommandError(f"The Kafka cluster of {cluster.name}: {exc}") from exc
         try:
-            self.set_up(demo, writer, warm_up=options["warm_up"])
+            self.set_up(cluster, demo, writer, warm_up=options["warm_up"])
             if not options["setup_only"]:
                 self.keep_busy(demo, writer, duration=options["duration"])
         except ConnectRestError as exc:
@@ -107,12 +107,25 @@ class Command(BaseCommand):
         finally:
             writer.close()
 
-    def set_up(self, demo: LiveDemo, writer: LineWriter, *, warm_up: float) -> None:
+    def drop_old_lag_samples(self, cluster: Cluster, connectors: list[str]) -> None:
+        """The worker had none of the connectors: it is a new one (every `make demo` starts an
+        empty broker), so lag samples kept of connectors of these names are of groups and
+        topics that are gone, and Burrow's window would judge the new ones against them (as
+        seed_demo does for its cluster)."""
+        dropped, _ = LagSample.objects.filter(cluster=cluster, connector__in=connectors).delete()
+        if dropped:
+            self.stdout.write(f"  dropped {dropped:,} lag samples of an earlier worker")
+
+    def set_up(
+        self, cluster: Cluster, demo: LiveDemo, writer: LineWriter, *, warm_up: float
+    ) -> None:
         self.stdout.write(f"Live demo connectors on {demo.rest.url}, files in {demo.data_dir}")
         demo.prepare_files()
         outcome = demo.ensure()
         for name, what in outcome.items():
             self.stdout.write(f"  {name}: {what}")
+        if set(outcome.values()) <= {"created"}:
+            self.drop_old_lag_samples(cluster, list(outcome))
         warming = {
             connector.name: RUNNING
             for connector in demo.connectors()
