@@ -6,6 +6,7 @@ source's own offsets topic, and the record timestamps of the simulated time.
 """
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Producer
 
-from offsets.demo import DemoCluster, Record
+from offsets.demo import DemoCluster, DemoOptions, Record, continued_offset_records
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import client, handles
 
@@ -112,6 +113,56 @@ def write_demo(
         groups=len(demo.group_offsets),
         seconds=time.monotonic() - started,
     )
+
+
+@handles.released_after
+def keep_writing(
+    settings: dict,
+    options: DemoOptions,
+    *,
+    stop: threading.Event,
+    progress: Callable[[str], None] = lambda _: None,
+) -> int:
+    """Go on writing a seeded cluster's source commits, one flush interval at a time, until
+    `stop` is set; return how many records were written.
+
+    The cluster must have been seeded with the same options: the simulated window is
+    replayed (nothing written) to find where each partition stands. Each flush is written at
+    its time (missed ones at once), the exactly-once source's in a transaction.
+    """
+    partitions = client.topic_partition_counts(settings)
+    producer = client.java_producer(settings)
+    transactional: dict[str, Producer] = {}
+    written = 0
+    for tick, records in continued_offset_records(options):
+        wait_s = (options.tick_ms(tick) - time.time() * 1000) / 1000
+        if stop.wait(max(wait_s, 0)):
+            break
+        for record in records:
+            target = producer
+            if record.transactional_id is not None:
+                target = transactional.get(record.transactional_id)
+                if target is None:
+                    target = client.java_producer(
+                        settings, transactional_id=record.transactional_id
+                    )
+                    target.init_transactions(30)
+                    transactional[record.transactional_id] = target
+                target.begin_transaction()
+            target.produce(
+                record.topic,
+                key=record.key,
+                value=record.value,
+                partition=java_partition(record.key, partitions[record.topic]),
+                timestamp=record.timestamp_ms,
+                on_delivery=client.raise_on_delivery_error,
+            )
+            if record.transactional_id is not None:
+                target.commit_transaction(30)
+        _flush(producer)
+        written += len(records)
+        progress(f"flush {tick - options.ticks + 1}: {len(records)} commits")
+    return written
 
 
 def _produce_with_backpressure(
