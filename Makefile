@@ -12,6 +12,8 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
 LIVE_CLUSTER := live
 DEMO_PORT ?= 8000
+# When the seeded history ends: seed_demo writes up to it, and seed_demo --keep-writing goes on from it.
+DEMO_END := $(shell date -u +%Y-%m-%dT%H:%M:%S+00:00)
 # The demo's processes and the embedded broker keep their pids and logs here (settings.RUN_DIR).
 export RUN_DIR ?= $(CURDIR)/.run
 export PY
@@ -59,9 +61,9 @@ demo: install kafka-runtime ## Start Kafka and a Connect worker with live connec
 	$(PY) manage.py embedded_kafka start
 	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url ''
 	$(PY) manage.py add_cluster $(LIVE_CLUSTER) --update --embedded
-	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER)
+	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER) --end-time $(DEMO_END)
 	$(PY) manage.py live_demo --cluster $(LIVE_CLUSTER) --setup-only
-	scripts/demo-processes start $(LIVE_CLUSTER) $(DEMO_CLUSTER)
+	scripts/demo-processes start $(LIVE_CLUSTER) $(DEMO_CLUSTER) $(DEMO_END)
 	$(PY) manage.py demo_users --url http://127.0.0.1:$(DEMO_PORT)/
 	@echo "Stop the server with Ctrl-C; make demo-stop stops it too, with the loops, the worker and the broker."
 	scripts/demo-processes serve $(DEMO_PORT) || test $$? = 143  # 143: ended by make demo-stop
