@@ -59,7 +59,7 @@ demo: install kafka-runtime ## Start Kafka and a Connect worker with live connec
 	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
 	$(PY) manage.py embedded_kafka start
-	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url ''
+	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url '' --offset-flush-interval-ms 60000
 	$(PY) manage.py add_cluster $(LIVE_CLUSTER) --update --embedded
 	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER) --end-time $(DEMO_END)
 	$(PY) manage.py live_demo --cluster $(LIVE_CLUSTER) --setup-only
