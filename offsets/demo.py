@@ -768,6 +768,53 @@ def _group_offsets(
     return groups
 
 
+@dataclass(frozen=True)
+class SinkFlush:
+    """One flush after the simulated window: the sinks' new data records (their timestamps
+    per topic-partition, from `first_index` on) and the groups' committed offsets."""
+
+    tick: int
+    records: dict[tuple[str, int], list[int]]
+    first_index: dict[tuple[str, int], int]
+    group_offsets: dict[str, dict[tuple[str, int], int]]
+
+
+def continued_sink_flushes(options: DemoOptions) -> Iterator[SinkFlush]:
+    """Yield every flush after the simulated window, without end: new records arrive on the
+    data topics at the seeded pace; the S3 sink stays a flush behind, the search indexer
+    keeps up except on the partition two hours behind; the failed sink and the one that
+    manages its own offsets commit nothing."""
+    stamps = {
+        (topic.name, partition): list(timestamps)
+        for topic in _data_topics(options)
+        for partition, timestamps in enumerate(topic.timestamps)
+    }
+    rng = random.Random(f"{options.seed}:sinks-later")
+    per_flush = options.data_records_per_hour * options.flush_interval_ms / 3_600_000
+    flush = options.flush_interval_ms
+    for tick in itertools.count(options.ticks):
+        t_ms = options.tick_ms(tick)
+        records, first_index = {}, {}
+        for tp, timestamps in stamps.items():
+            count = int(per_flush) + (rng.random() < per_flush % 1)
+            first_index[tp] = len(timestamps)
+            records[tp] = sorted(t_ms - rng.randrange(flush) for _ in range(count))
+            timestamps.extend(records[tp])
+        groups = {
+            "connect-s3-sink-orders": {
+                tp: _committed_at(timestamps, t_ms - flush)
+                for tp, timestamps in stamps.items()
+                if tp[0] in ("orders", "payments")
+            },
+            "search-indexer-clicks": {
+                tp: _committed_at(timestamps, t_ms - (2 * 3_600_000 if tp[1] == 2 else flush))
+                for tp, timestamps in stamps.items()
+                if tp[0] == "clicks"
+            },
+        }
+        yield SinkFlush(tick, records, first_index, groups)
+
+
 def build_demo(options: DemoOptions) -> DemoCluster:
     """Return the whole simulated cluster for these options (records are generated lazily)."""
     data = _data_topics(options)
