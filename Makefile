@@ -54,7 +54,7 @@ system-deps: ## Install Debian packages the tests need (chromium) when missing
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-demo: install kafka-runtime ## Start Kafka and a Connect worker with live connectors, seed a simulated cluster, keep both refreshed, serve http://127.0.0.1:$(DEMO_PORT)
+demo: install kafka-runtime ## Start Kafka and a Connect worker with live connectors, seed a simulated cluster, keep both moving and refreshed, serve http://127.0.0.1:8000 (DEMO_PORT)
 	$(PY) manage.py migrate --no-input -v 0
 	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
@@ -68,7 +68,7 @@ demo: install kafka-runtime ## Start Kafka and a Connect worker with live connec
 	@echo "Stop the server with Ctrl-C; make demo-stop stops it too, with the loops, the worker and the broker."
 	scripts/demo-processes serve $(DEMO_PORT) || test $$? = 143  # 143: ended by make demo-stop
 
-demo-stop: install ## Stop what the demo started: the server, the line writer, the refresh loops, the worker and the broker
+demo-stop: install ## Stop what the demo started: the server, the writers, the refresh loops, the worker and the broker
 	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
 
