@@ -11,6 +11,12 @@ PY := $(BIN)/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
 LIVE_CLUSTER := live
+DEMO_PORT ?= 8000
+# When the seeded history ends: seed_demo writes up to it, and seed_demo --keep-writing goes on from it.
+DEMO_END := $(shell date -u +%Y-%m-%dT%H:%M:%S+00:00)
+# The demo's processes and the embedded broker keep their pids and logs here (settings.RUN_DIR).
+export RUN_DIR ?= $(CURDIR)/.run
+export PY
 export SPARK_LOCAL_IP := 127.0.0.1
 # The broker's and the Connect worker's jars, built from kafka-runtime/ by Maven.
 export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
@@ -48,17 +54,22 @@ system-deps: ## Install Debian packages the tests need (chromium) when missing
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-demo: install kafka-runtime ## Start the Kafka broker and Connect worker, seed a demo Connect cluster, refresh it with Spark, serve http://127.0.0.1:8000
+demo: install kafka-runtime ## Start Kafka and a Connect worker with live connectors, seed a simulated cluster, keep both moving and refreshed, serve http://127.0.0.1:8000 (DEMO_PORT)
 	$(PY) manage.py migrate --no-input -v 0
+	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
 	$(PY) manage.py embedded_kafka start
-	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url ''
-	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER)
-	$(PY) manage.py refresh_offsets --cluster $(DEMO_CLUSTER)
-	$(PY) manage.py demo_users
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url '' --offset-flush-interval-ms 60000
+	$(PY) manage.py add_cluster $(LIVE_CLUSTER) --update --embedded
+	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER) --end-time $(DEMO_END)
+	$(PY) manage.py live_demo --cluster $(LIVE_CLUSTER) --setup-only
+	scripts/demo-processes start $(LIVE_CLUSTER) $(DEMO_CLUSTER) $(DEMO_END)
+	$(PY) manage.py demo_users --url http://127.0.0.1:$(DEMO_PORT)/
+	@echo "Stop the server with Ctrl-C; make demo-stop stops it too, with the loops, the worker and the broker."
+	scripts/demo-processes serve $(DEMO_PORT) || test $$? = 143  # 143: ended by make demo-stop
 
-demo-stop: install ## Stop the broker and worker the demo started
+demo-stop: install ## Stop what the demo started: the server, the writers, the refresh loops, the worker and the broker
+	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)

@@ -13,8 +13,9 @@ remain, sinks that lag, a sink with `consumer.override.group.id`, a sink managin
 outside Connect, and the states RUNNING, PAUSED, STOPPED and FAILED.
 """
 
+import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from offsets.formats import jackson
@@ -640,16 +641,42 @@ def _advance(part: SourcePartition, rng: random.Random, t_ms: int) -> None:
 
 def _offset_records(options: DemoOptions) -> Iterator[Record]:
     """Yield the offsets-topic records of every flush of the simulated window, in time order."""
+    for _, records in _offset_ticks(options, range(options.ticks)):
+        yield from records
+
+
+def continued_offset_records(options: DemoOptions) -> Iterator[tuple[int, list[Record]]]:
+    """Yield (tick, records) for every flush after the simulated window, without end.
+
+    The window is replayed first (same seed, same offsets), then each later tick commits
+    the partitions of the connectors still RUNNING at the end, as the runtime would go on
+    doing: the stalled table stays stalled, the STOPPED, PAUSED, FAILED and deleted
+    connectors commit nothing more.
+    """
+    running = {spec.name for spec in connector_specs(options) if spec.runtime_state == "RUNNING"}
+    for tick, records in _offset_ticks(options, itertools.count(), running_after=running):
+        if tick >= options.ticks:
+            yield tick, records
+
+
+def _offset_ticks(
+    options: DemoOptions, ticks: Iterable[int], *, running_after: set[str] | None = None
+) -> Iterator[tuple[int, list[Record]]]:
+    """Yield (tick, the offsets-topic records of that flush). After the simulated window,
+    only the connectors in `running_after` commit."""
     rng = random.Random(f"{options.seed}:offsets")
     parts = _partitions(options)
     worker_topic = options.offsets_topic
     transaction = 0
-    for tick in range(options.ticks):
+    for tick in ticks:
         t_ms = options.tick_ms(tick)
+        records: list[Record] = []
         for part in parts:
             if part.ends_at_tick is not None and tick > part.ends_at_tick:
                 continue
             if part.stalls_after_tick is not None and tick > part.stalls_after_tick:
+                continue
+            if tick >= options.ticks and part.connector not in (running_after or ()):
                 continue
             if rng.random() >= part.commit_probability:
                 continue
@@ -664,11 +691,13 @@ def _offset_records(options: DemoOptions) -> Iterator[Record]:
             if part.own_topic:
                 transaction += 1
                 transactional_id = f"{WORKER_GROUP_ID}-{part.connector}-0"
-                yield Record(part.own_topic, part.key, value, t_ms, transactional_id, transaction)
+                records.append(
+                    Record(part.own_topic, part.key, value, t_ms, transactional_id, transaction)
+                )
                 # ConnectorOffsetBackingStore copies non-tombstone writes to the worker topic.
-                yield Record(worker_topic, part.key, value, t_ms + 3)
+                records.append(Record(worker_topic, part.key, value, t_ms + 3))
             else:
-                yield Record(worker_topic, part.key, value, t_ms)
+                records.append(Record(worker_topic, part.key, value, t_ms))
         if tick == options.ticks // 3 + 1:
             # The operator rotated the audit file and removed the old file's offset (KIP-875
             # PATCH with a null offset writes a tombstone).
@@ -676,7 +705,8 @@ def _offset_records(options: DemoOptions) -> Iterator[Record]:
                 if part.key == jackson.dumps_key(
                     "file-source-audit", {"filename": "/var/log/app/audit.log.1"}
                 ):
-                    yield Record(worker_topic, part.key, None, t_ms + 1_000)
+                    records.append(Record(worker_topic, part.key, None, t_ms + 1_000))
+        yield tick, records
 
 
 # ---------------------------------------------------------------------------------------------
@@ -736,6 +766,53 @@ def _group_offsets(
     groups["connect-jdbc-sink-audit"] = audit
     # bq-sink-events manages its offsets in BigQuery: its group never commits.
     return groups
+
+
+@dataclass(frozen=True)
+class SinkFlush:
+    """One flush after the simulated window: the sinks' new data records (their timestamps
+    per topic-partition, from `first_index` on) and the groups' committed offsets."""
+
+    tick: int
+    records: dict[tuple[str, int], list[int]]
+    first_index: dict[tuple[str, int], int]
+    group_offsets: dict[str, dict[tuple[str, int], int]]
+
+
+def continued_sink_flushes(options: DemoOptions) -> Iterator[SinkFlush]:
+    """Yield every flush after the simulated window, without end: new records arrive on the
+    data topics at the seeded pace; the S3 sink stays a flush behind, the search indexer
+    keeps up except on the partition two hours behind; the failed sink and the one that
+    manages its own offsets commit nothing."""
+    stamps = {
+        (topic.name, partition): list(timestamps)
+        for topic in _data_topics(options)
+        for partition, timestamps in enumerate(topic.timestamps)
+    }
+    rng = random.Random(f"{options.seed}:sinks-later")
+    per_flush = options.data_records_per_hour * options.flush_interval_ms / 3_600_000
+    flush = options.flush_interval_ms
+    for tick in itertools.count(options.ticks):
+        t_ms = options.tick_ms(tick)
+        records, first_index = {}, {}
+        for tp, timestamps in stamps.items():
+            count = int(per_flush) + (rng.random() < per_flush % 1)
+            first_index[tp] = len(timestamps)
+            records[tp] = sorted(t_ms - rng.randrange(flush) for _ in range(count))
+            timestamps.extend(records[tp])
+        groups = {
+            "connect-s3-sink-orders": {
+                tp: _committed_at(timestamps, t_ms - flush)
+                for tp, timestamps in stamps.items()
+                if tp[0] in ("orders", "payments")
+            },
+            "search-indexer-clicks": {
+                tp: _committed_at(timestamps, t_ms - (2 * 3_600_000 if tp[1] == 2 else flush))
+                for tp, timestamps in stamps.items()
+                if tp[0] == "clicks"
+            },
+        }
+        yield SinkFlush(tick, records, first_index, groups)
 
 
 def build_demo(options: DemoOptions) -> DemoCluster:

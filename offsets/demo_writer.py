@@ -6,16 +6,25 @@ source's own offsets topic, and the record timestamps of the simulated time.
 """
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
-from offsets.demo import DemoCluster, Record
+from offsets.demo import (
+    DemoCluster,
+    DemoOptions,
+    Record,
+    SinkFlush,
+    continued_offset_records,
+    continued_sink_flushes,
+)
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import client, handles
+from offsets.kafka.client import KafkaUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +121,95 @@ def write_demo(
         groups=len(demo.group_offsets),
         seconds=time.monotonic() - started,
     )
+
+
+@handles.released_after
+def keep_writing(
+    settings: dict,
+    options: DemoOptions,
+    *,
+    stop: threading.Event,
+    progress: Callable[[str], None] = lambda _: None,
+) -> int:
+    """Go on writing a seeded cluster's source commits, its sinks' new data records and
+    their groups' commits, one flush interval at a time, until `stop` is set; return how
+    many offsets records were written.
+
+    The cluster must have been seeded with the same options: the simulated window is
+    replayed (nothing written) to find where each partition stands. Each flush is written at
+    its time (missed ones at once), the exactly-once source's in a transaction.
+    """
+    partitions = client.topic_partition_counts(settings)
+    producer = client.java_producer(settings)
+    transactional: dict[str, Producer] = {}
+    written = 0
+    sinks = continued_sink_flushes(options)
+    for tick, records in continued_offset_records(options):
+        sink_flush = next(sinks)
+        wait_s = (options.tick_ms(tick) - time.time() * 1000) / 1000
+        if stop.wait(max(wait_s, 0)):
+            break
+        try:
+            _write_offsets(settings, producer, transactional, records, partitions)
+            written += len(records)
+            data = _write_sink_flush(settings, producer, sink_flush)
+        except (KafkaUnavailable, KafkaException, DemoClusterError) as exc:
+            # A broker hiccup (a group coordinator not ready yet) costs this flush only.
+            progress(f"flush {tick - options.ticks + 1} failed: {exc}")
+            continue
+        progress(f"flush {tick - options.ticks + 1}: {len(records)} commits, {data} sink records")
+    return written
+
+
+def _write_offsets(
+    settings: dict,
+    producer: Producer,
+    transactional: dict[str, Producer],
+    records: list[Record],
+    partitions: dict[str, int],
+) -> None:
+    """Write one flush's offsets records, the exactly-once source's in a transaction each."""
+    for record in records:
+        target = producer
+        if record.transactional_id is not None:
+            target = transactional.get(record.transactional_id)
+            if target is None:
+                target = client.java_producer(settings, transactional_id=record.transactional_id)
+                target.init_transactions(30)
+                transactional[record.transactional_id] = target
+            target.begin_transaction()
+        target.produce(
+            record.topic,
+            key=record.key,
+            value=record.value,
+            partition=java_partition(record.key, partitions[record.topic]),
+            timestamp=record.timestamp_ms,
+            on_delivery=client.raise_on_delivery_error,
+        )
+        if record.transactional_id is not None:
+            target.commit_transaction(30)
+    _flush(producer)
+
+
+def _write_sink_flush(settings: dict, producer: Producer, sink_flush: SinkFlush) -> int:
+    """Append a flush's sink data records (as `_write_data_topics` writes them) and commit
+    the groups' offsets; return how many records."""
+    written = 0
+    for (topic, partition), stamps in sink_flush.records.items():
+        for index, stamp in enumerate(stamps, start=sink_flush.first_index[(topic, partition)]):
+            producer.produce(
+                topic,
+                key=str(index).encode(),
+                value=f'{{"id":{index},"partition":{partition},"ts":{stamp}}}'.encode(),
+                partition=partition,
+                timestamp=stamp,
+                on_delivery=client.raise_on_delivery_error,
+            )
+            written += 1
+    _flush(producer)
+    for group_id, offsets in sink_flush.group_offsets.items():
+        client.alter_group_offsets(settings, group_id, offsets)
+    return written
 
 
 def _produce_with_backpressure(

@@ -82,3 +82,12 @@ def test_it_refuses_to_overwrite_without_update_and_updates_with_it():
     assert Cluster.objects.get(name="prod").bootstrap_servers == "k:9092"
     assert "Updated cluster prod" in add("prod", "--bootstrap-servers", "other:9092", "--update")
     assert Cluster.objects.get(name="prod").bootstrap_servers == "other:9092"
+
+
+def test_it_stores_the_offset_flush_interval_stalls_are_judged_on():
+    add("slow", "--bootstrap-servers", "k:9092")
+    assert Cluster.objects.get(name="slow").offset_flush_interval_ms == 60_000
+    add("slow", "--bootstrap-servers", "k:9092", "--update", "--offset-flush-interval-ms", "5000")
+    assert Cluster.objects.get(name="slow").offset_flush_interval_ms == 5_000
+    with pytest.raises(CommandError, match="must be positive"):
+        add("slow", "--bootstrap-servers", "k:9092", "--update", "--offset-flush-interval-ms", "0")

@@ -2,12 +2,15 @@
 
 import io
 import json
+import threading
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from offsets.demo import DemoOptions, build_demo
+from offsets.demo_writer import keep_writing
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record
@@ -259,3 +262,58 @@ def test_status_values_use_the_runtime_field_order(seeded_demo):
         if r.value and r.key.startswith(b"status-connector-")
     )
     assert list(json.loads(record.value)) == ["state", "trace", "worker_id", "generation"]
+
+
+def test_keep_writing_goes_on_committing_the_running_connectors(fresh_kafka):
+    settings = {"bootstrap.servers": fresh_kafka}
+    # A window that ended two flushes ago, with a flush every second.
+    options = DemoOptions(
+        end_ms=int(time.time() * 1000) - 2_000, hours=0.05, flush_interval_ms=1_000, seed=5
+    )
+    # Only the topics are needed: what was seeded is replayed, not read back.
+    client.create_topics(
+        settings,
+        [
+            client.TopicSpec(name, partitions, config)
+            for name, (partitions, config) in build_demo(options).topics.items()
+        ],
+    )
+    stop = threading.Event()
+    flushes = []
+
+    def progress(text):
+        # A new broker's group coordinator may not answer the first flush's commits.
+        flushes.append(text)
+        if sum("failed" not in text for text in flushes) == 2:
+            stop.set()
+
+    deadline = threading.Timer(60, stop.set)
+    deadline.start()
+    try:
+        written = keep_writing(settings, options, stop=stop, progress=progress)
+    finally:
+        deadline.cancel()
+
+    def later(topic):
+        records = client.read_topic(settings, topic, timeout=10)
+        return [record for record in records if record.timestamp_ms > options.end_ms]
+
+    worker, own = later("connect-offsets"), later(EOS_TOPIC)
+    assert written == len(worker) + len(own) > 0
+    connectors = {jackson.loads(record.key)[0] for record in worker}
+    assert "file-source-app-logs" in connectors
+    assert not connectors & {"file-source-audit", "http-source-metrics", "legacy-inventory-source"}
+    # The exactly-once source goes on committing in transactions on its own topic too.
+    assert own and {jackson.loads(record.key)[0] for record in own} == {"orders-cdc-eos"}
+    # The sinks' topics grow and the healthy groups commit.
+    assert list(client.read_topic(settings, "orders", timeout=10))
+    assert client.group_offsets(settings, "connect-s3-sink-orders")
+    assert not client.group_offsets(settings, "connect-jdbc-sink-audit")
+
+
+def test_keep_writing_needs_the_end_time_the_cluster_was_seeded_with(db):
+    from offsets.models import Cluster
+
+    Cluster.objects.create(name="kw", bootstrap_servers="127.0.0.1:1")
+    with pytest.raises(CommandError, match="--end-time"):
+        call_command("seed_demo", "--cluster", "kw", "--keep-writing", stdout=io.StringIO())

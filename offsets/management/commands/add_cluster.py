@@ -31,6 +31,12 @@ class Command(BaseCommand):
         parser.add_argument("--status-topic", default=None, help="default connect-status")
         parser.add_argument("--connect-url", default=None, help="Connect REST URL (optional)")
         parser.add_argument(
+            "--offset-flush-interval-ms",
+            type=int,
+            help="The workers' offset.flush.interval.ms, which stalls are judged on (default "
+            "60000, or the embedded worker's)",
+        )
+        parser.add_argument(
             "--client-config",
             action="append",
             default=[],
@@ -72,6 +78,10 @@ class Command(BaseCommand):
         for field, default in defaults.items():
             given = options[field]
             setattr(cluster, field, given if given is not None else where.get(field, default))
+        if options["offset_flush_interval_ms"] is not None:
+            if options["offset_flush_interval_ms"] <= 0:
+                raise CommandError("--offset-flush-interval-ms must be positive.")
+            cluster.offset_flush_interval_ms = options["offset_flush_interval_ms"]
         cluster.client_config = client_config
         try:
             cluster.full_clean()

@@ -1,6 +1,6 @@
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "connect-demo"
@@ -34,7 +34,12 @@ def ensure_role_groups() -> dict[str, Group]:
 class Command(BaseCommand):
     help = "Create (or reset) the demo logins and print them. For the local demo only."
 
-    def handle(self, *args: object, **options: object) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000/", help="Where the dashboard is served"
+        )
+
+    def handle(self, *args: object, url: str, **options: object) -> None:
         users = get_user_model().objects
         user, _ = users.get_or_create(username=DEMO_USERNAME)
         user.is_staff = True
@@ -43,8 +48,7 @@ class Command(BaseCommand):
         user.save()
         self.stdout.write(
             self.style.SUCCESS(
-                f"Demo login: username {DEMO_USERNAME!r}, password {DEMO_PASSWORD!r} "
-                "at http://127.0.0.1:8000/"
+                f"Demo login: username {DEMO_USERNAME!r}, password {DEMO_PASSWORD!r} at {url}"
             )
         )
         groups = ensure_role_groups()

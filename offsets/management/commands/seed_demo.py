@@ -1,10 +1,12 @@
+import signal
+import threading
 import time
 from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import DemoClusterError, write_demo
+from offsets.demo_writer import DemoClusterError, keep_writing, write_demo
 from offsets.kafka.client import KafkaUnavailable
 from offsets.models import Cluster, LagSample
 
@@ -39,6 +41,13 @@ class Command(BaseCommand):
             "--bulk-partitions", type=int, default=0, help="Source partitions spread over them"
         )
         parser.add_argument("--end-time", help="ISO time the simulation ends (default: now)")
+        parser.add_argument(
+            "--keep-writing",
+            action="store_true",
+            help="Do not seed: go on writing the commits of the still running connectors of a "
+            "cluster seeded with the same options (the same --end-time), one flush interval at "
+            "a time, until SIGTERM/SIGINT",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         cluster = Cluster.objects.filter(name=options["cluster"]).first()
@@ -70,6 +79,13 @@ class Command(BaseCommand):
             configs_topic=cluster.configs_topic,
             status_topic=cluster.status_topic,
         )
+        if options["keep_writing"]:
+            if not options["end_time"]:
+                raise CommandError(
+                    "--keep-writing needs the --end-time the cluster was seeded with."
+                )
+            self.keep_writing(cluster, demo_options)
+            return
         demo = build_demo(demo_options)
         self.stdout.write(
             f"Seeding {cluster.name} ({cluster.bootstrap_servers}) with seed {demo_options.seed}, {demo_options.hours:g} h of history"
@@ -97,3 +113,26 @@ class Command(BaseCommand):
                 f"{summary.data_records:,} data records, {summary.groups} sink groups."
             )
         )
+
+    def keep_writing(self, cluster: Cluster, demo_options: DemoOptions) -> None:
+        self.stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self.on_signal)
+        self.stdout.write(
+            f"Writing the commits of {cluster.name}'s running connectors every "
+            f"{demo_options.flush_interval_ms / 1000:g} s until stopped"
+        )
+        try:
+            written = keep_writing(
+                cluster.kafka_settings(),
+                demo_options,
+                stop=self.stop,
+                progress=lambda text: self.stdout.write(f"  {text}"),
+            )
+        except KafkaUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"Stopped after {written:,} records.")
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        self.stdout.write(f"Received {signal.Signals(signum).name}: stopping.")
+        self.stop.set()
