@@ -30,7 +30,9 @@ class ConnectRest:
         self.timeout = timeout
 
     def request(self, method: str, path: str, body: object = None) -> tuple[int, object]:
-        data = None if body is None else json.dumps(body).encode()
+        """Send `body` as JSON (bytes go as they are) and return the status and parsed answer."""
+        raw = body is None or isinstance(body, bytes)
+        data = body if raw else json.dumps(body).encode()
         request = urllib.request.Request(
             self.url + path,
             data=data,
