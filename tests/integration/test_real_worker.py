@@ -17,7 +17,14 @@ from confluent_kafka import Consumer
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import client, embedded, groups
-from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
+from offsets.models import (
+    Cluster,
+    ConnectorSnapshot,
+    OffsetEdit,
+    RefreshRun,
+    SinkPartitionLag,
+    SourceOffset,
+)
 from offsets.services import edits, snapshots
 from offsets.services.edits import StageRequest
 from offsets.services.refresh import run_refresh
@@ -195,7 +202,16 @@ def fleet(rest, kafka, files) -> Fleet:
     then STOPPED, so the worker's answer and the dashboard's read cannot differ by timing."""
     names = {
         role: name(role)
-        for role in ("file", "odd", "eos", "mirror", "sink", "table", "external-sink")
+        for role in (
+            "file",
+            "odd",
+            "eos",
+            "mirror",
+            "sink",
+            "table",
+            "external-sink",
+            "txn-sink",
+        )
     }
     write_lines(files / "fleet.log", FLEET_LINES)
     write_lines(files / ODD_NAME, FLEET_LINES[:2])
@@ -271,6 +287,26 @@ def fleet(rest, kafka, files) -> Fleet:
         lambda text: text.count("\n") == 6,
         timeout=60,
         what="the external-offsets sink's output",
+    )
+    # A sink behind on the exactly-once source's output, a topic of transactions: each ends
+    # with a commit marker, an offset no consumer ever returns. Never started, it is given an
+    # offset at the start, so it lags by every record.
+    rest.create(
+        names["txn-sink"],
+        file_sink(files / "txn-sink.txt", name("eos-out")),
+        initial_state="STOPPED",
+    )
+    rest.wait_for_state(names["txn-sink"], "STOPPED")
+    rest.patch_offsets(
+        names["txn-sink"],
+        {
+            "offsets": [
+                {
+                    "partition": {"kafka_topic": name("eos-out"), "kafka_partition": 0},
+                    "offset": {"kafka_offset": 0},
+                }
+            ]
+        },
     )
     for connector in names.values():
         rest.stop(connector)
@@ -391,6 +427,20 @@ def test_a_sink_whose_runtime_commits_nothing_is_shown_as_keeping_its_offsets_ou
     # A sink whose runtime commits is not.
     sink = ConnectorSnapshot.objects.get(cluster=refreshed, name=fleet.names["sink"])
     assert not sink.offsets_managed_externally
+
+
+def test_a_sink_lagging_on_a_topic_of_transactions_has_its_lag_in_time(refreshed, fleet, kafka):
+    connector, topic = fleet.names["txn-sink"], name("eos-out")
+    fast = {**kafka, "fetch.wait.max.ms": 10}
+    records = list(client.read_topic(fast, topic, timeout=5, batch_size=1))
+    assert [r.value.decode() for r in records] == FLEET_LINES[:3]
+    (lag,) = SinkPartitionLag.objects.filter(cluster=refreshed, connector=connector)
+    assert (lag.committed, lag.log_start) == (0, 0)
+    # The log end is past the last record: the commit markers take offsets too.
+    assert lag.log_end > records[-1].offset + 1
+    assert lag.lag_records == lag.log_end
+    # Newest record's time less the oldest unread one's, as for any other topic.
+    assert lag.lag_ms == records[-1].timestamp_ms - records[0].timestamp_ms
 
 
 # --- The dashboard's KIP-875 export is what PATCH /connectors/{c}/offsets accepts. ------------
