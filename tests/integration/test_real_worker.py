@@ -701,3 +701,53 @@ def test_an_edit_of_a_file_whose_name_needs_escaping_writes_the_workers_key_and_
     assert wait_for_values(kafka, output, 5) == [*lines, *lines[1:]]
     stopped(rest, connector)
     rest.delete(connector)
+
+
+# --- Incremental refreshes follow the worker's commits. --------------------------------------
+
+
+def test_an_incremental_refresh_follows_the_workers_new_commits(
+    cluster, rest, kafka, files, spark, settings, tmp_path
+):
+    """The worker writes its offsets (and, with exactly-once support, its configs) in
+    transactions: the next refresh must read on past the commit markers and still agree."""
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
+    plain, eos = name("incr"), name("incr-eos")
+    paths = {plain: files / "incr.log", eos: files / "incr-eos.log"}
+    lines = ["first", "second"]
+    for path in paths.values():
+        write_lines(path, lines)
+    rest.create(plain, file_source(paths[plain], name("incr-out")))
+    rest.create(eos, eos_file_source(paths[eos], name("incr-eos-out"), name("incr-eos-offsets")))
+
+    def settle(count: int) -> None:
+        for connector in paths:
+            rest.wait_for_offsets(
+                connector,
+                lambda o: o and o[0]["offset"]["position"] == byte_position(all_lines, count),
+            )
+
+    def dashboard(connector: str) -> list[str]:
+        rows = SourceOffset.objects.filter(cluster=cluster, connector=connector, effective=True)
+        return canonical([{"partition": r.partition, "offset": r.offset} for r in rows])
+
+    all_lines = [*lines, "third", "fourth"]
+    settle(2)
+    first = run_refresh(cluster=cluster, spark=spark)
+    assert first.status == RefreshRun.Status.SUCCEEDED, first.error
+    for connector in paths:
+        assert dashboard(connector) == canonical(rest.offsets(connector)["offsets"])
+
+    for path in paths.values():
+        write_lines(path, all_lines[2:], append=True)
+    settle(4)
+    second = run_refresh(cluster=cluster, spark=spark)
+
+    assert second.status == RefreshRun.Status.SUCCEEDED, second.error
+    assert not second.full
+    for connector in paths:
+        expected = rest.offsets(connector)["offsets"]
+        assert expected[0]["offset"]["position"] == byte_position(all_lines, 4)
+        assert dashboard(connector) == canonical(expected)
+    for connector in paths:
+        rest.delete(connector)
