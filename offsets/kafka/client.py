@@ -908,6 +908,52 @@ def timestamps_at(
     return found
 
 
+# How far before a partition's end `newest_timestamps` looks for its last record. In a topic
+# written with transactions (an exactly-once source's output) the last offset is the commit
+# marker, a control record no consumer returns, and an aborted transaction's records are
+# invisible to read_committed: the newest record sits a few offsets before the end.
+NEWEST_LOOKBACK = 100
+
+
+def newest_timestamps(
+    settings: dict,
+    bounds: dict[tuple[str, int], tuple[int, int]],
+    *,
+    timeout: float = 30.0,
+    lookback: int = NEWEST_LOOKBACK,
+) -> dict[tuple[str, int], int]:
+    """Return the timestamp of the last record before each partition's end, {partition:
+    timestamp}, from its (log start, log end); those with none in the last `lookback`
+    offsets are left out. One consumer reads the partitions' tails to their ends."""
+    starts = {tp: max(low, high - lookback) for tp, (low, high) in bounds.items() if high > low}
+    if not starts:
+        return {}
+    consumer = reader_consumer(short_read_settings(settings), "lag")
+    found: dict[tuple[str, int], int] = {}
+    try:
+        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in starts.items()])
+        pending = set(starts)
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=500, timeout=POLL_SECONDS):
+                tp = (message.topic(), message.partition())
+                if tp not in pending:
+                    continue
+                error = message.error()
+                if error is None:
+                    if message.offset() < bounds[tp][1]:
+                        found[tp] = message.timestamp()[1]
+                    if message.offset() >= bounds[tp][1] - 1:
+                        pending.discard(tp)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    pending.discard(tp)
+                else:
+                    raise KafkaUnavailable(f"Reading {tp[0]}[{tp[1]}] failed: {error.str()}")
+    finally:
+        consumer.close()
+    return found
+
+
 def offset_rounds(
     wanted: Collection[tuple[tuple[str, int], int]],
 ) -> list[dict[tuple[str, int], int]]:

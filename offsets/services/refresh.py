@@ -1041,8 +1041,9 @@ def _sample_sinks(
             position = _consumer_position(committed.get(tp), low)
             if position < high:
                 positions[(connector.name, tp)] = position
-    # The lag in time needs the record at each position and the newest record (at high - 1),
-    # unless the last refresh measured it between the same two offsets.
+    # The lag in time needs the record at each position and the newest record (at high - 1, or
+    # a little before in a topic of transactions), unless the last refresh measured it between
+    # the same two offsets.
     reused: dict[tuple[str, tuple[str, int]], int] = {}
     for slot, position in positions.items():
         offsets, lag_ms = known.get(slot, (None, None))
@@ -1053,6 +1054,14 @@ def _sample_sinks(
         kafka,
         {(tp, marks[tp][1] - 1) for _, tp in asked}
         | {(tp, position) for (_, tp), position in asked.items()},
+    )
+    newest = {
+        tp: stamps[(tp, marks[tp][1] - 1)] for _, tp in asked if (tp, marks[tp][1] - 1) in stamps
+    }
+    # Nothing at high - 1: a topic of transactions ends with a commit marker, which no consumer
+    # returns (an exactly-once source's output); its newest record is a little before.
+    newest |= client.newest_timestamps(
+        kafka, {tp: marks[tp] for _, tp in asked if tp not in newest}
     )
 
     sampled_at = _ms_to_datetime(now_ms)
@@ -1072,10 +1081,10 @@ def _sample_sinks(
             elif (connector.name, tp) in reused:
                 lag_ms = reused[(connector.name, tp)]
             else:
-                newest = stamps.get((tp, high - 1))
+                newest_at = newest.get(tp)
                 oldest_unread = stamps.get((tp, positions[(connector.name, tp)]))
-                if newest is not None and oldest_unread is not None:
-                    lag_ms = max(newest - oldest_unread, 0)
+                if newest_at is not None and oldest_unread is not None:
+                    lag_ms = max(newest_at - oldest_unread, 0)
             window = recent.get((connector.name, *tp), [])[-(settings.LAG_WINDOW_SAMPLES - 1) :]
             window = [*window, LagPoint(offset if offset is not None else low, lag)]
             status = (
