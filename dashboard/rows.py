@@ -63,6 +63,14 @@ def _state(snapshot: ConnectorSnapshot) -> SafeString:
         state = escape(snapshot.runtime_state)
         title = f' title="{escape(snapshot.trace)}"' if snapshot.trace else ""
         runtime = f'<span class="state state-{state.lower()}"{title}>{state}</span>'
+    # A task that fails leaves its connector RUNNING (Connect restarts nothing by itself):
+    # without this the list would call such a connector healthy.
+    failed = sum(state == "FAILED" for state in snapshot.task_states.values())
+    if failed and snapshot.runtime_state != "FAILED":
+        runtime += (
+            f' <span class="state state-failed">{failed} task{"s" if failed > 1 else ""}'
+            " FAILED</span>"
+        )
     return SafeString(
         f'<span class="small">{escape(snapshot.target_state or DASH)}</span> / {runtime}'
     )

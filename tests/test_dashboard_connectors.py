@@ -91,6 +91,16 @@ def test_a_sink_that_manages_its_offsets_outside_connect_shows_no_lag(logged_in_
     assert 'data-field="lag-records"><span class="muted">' in row
 
 
+def test_a_running_connector_with_a_failed_task_says_so_in_the_list(logged_in_client, prod):
+    # Connect keeps a connector RUNNING when one of its tasks fails.
+    make.snapshot(prod, "half-failed", task_states={"0": "RUNNING", "1": "FAILED"}, task_count=2)
+    html = logged_in_client.get(URL).content.decode()
+    row = html.split('data-connector="half-failed"')[1].split("</tr>")[0]
+    assert '<span class="state state-failed">1 task FAILED</span>' in row
+    healthy = html.split('data-connector="alpha-source"')[1].split("</tr>")[0]
+    assert "FAILED" not in healthy
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
