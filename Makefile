@@ -73,7 +73,7 @@ demo-stop: install ## Stop what the demo started: the server, the writers, the r
 	$(PY) manage.py embedded_kafka stop
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
-	$(BIN)/pytest
+	$(BIN)/pytest -ra --durations=25
 
 test-postgres: install kafka-runtime ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests

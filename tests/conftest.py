@@ -83,7 +83,7 @@ def fresh_kafka(tmp_path: Path) -> str:
     broker = EmbeddedKafka(tmp_path / "kafka")
     info = broker.start(worker=False)
     yield info.bootstrap_servers
-    broker.stop()
+    broker.stop(kill=True)  # its data dies with the test
 
 
 @dataclass(frozen=True)

@@ -440,18 +440,23 @@ class EmbeddedKafka:
         process.kill()
         process.wait()
 
-    def stop(self, *, timeout: float = 30.0) -> RuntimeInfo | None:
-        """Stop the worker, then the broker, that this run directory started; return them."""
+    def stop(self, *, timeout: float = 30.0, kill: bool = False) -> RuntimeInfo | None:
+        """Stop the worker, then the broker, that this run directory started; return them.
+
+        `kill` ends them at once (SIGKILL) instead of letting them shut down cleanly: for a
+        throw-away broker whose data nobody reads again.
+        """
         info = self.status()
         if info is None:
             return None
         # Let go of idle client connections before the broker goes.
         handles.release_unused()
-        self.stop_processes(info, timeout=timeout)
+        self.stop_processes(info, timeout=0 if kill else timeout)
         self.state_path.unlink(missing_ok=True)
         return info
 
     def stop_processes(self, info: RuntimeInfo, *, timeout: float = 30.0) -> None:
+        """Stop both processes, each given `timeout` seconds to end before SIGKILL."""
         # The worker first: it leaves its group and flushes offsets while the broker is up.
         for pid in (info.connect_pid, info.pid):
             if pid is not None:
@@ -460,6 +465,10 @@ class EmbeddedKafka:
     def _stop_pid(self, pid: int, timeout: float) -> None:
         child = _children.pop(pid, None)
         if child is not None:
+            if timeout <= 0:
+                child.kill()
+                child.wait()
+                return
             child.terminate()
             try:
                 child.wait(timeout)
@@ -469,7 +478,7 @@ class EmbeddedKafka:
             return
         if not is_runtime_process(pid, self.run_dir):
             return
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM if timeout > 0 else signal.SIGKILL)
         deadline = time.monotonic() + timeout
         while is_runtime_process(pid, self.run_dir) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -751,3 +751,73 @@ def test_an_incremental_refresh_follows_the_workers_new_commits(
         assert dashboard(connector) == canonical(expected)
     for connector in paths:
         rest.delete(connector)
+
+
+def test_history_outlives_the_compaction_of_the_offsets_topic_and_a_full_refresh_agrees(
+    cluster, rest, kafka, files, spark, settings, tmp_path
+):
+    """Apache Kafka's log cleaner removes superseded commits from an offsets topic: the
+    incremental refreshes that read them before keep their history, and a full refresh of
+    what compaction left gives the same latest offsets as the worker."""
+    from offsets.services.history import partition_history
+
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
+    connector, offsets_topic = name("compacted"), name("compacted-offsets")
+    # Segments roll at every record after 100 ms, and the cleaner takes any dirty segment.
+    client.create_topics(
+        kafka,
+        [
+            client.TopicSpec(
+                offsets_topic,
+                1,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.ms": "100",
+                    "min.cleanable.dirty.ratio": "0.01",
+                    "min.compaction.lag.ms": "0",
+                    "delete.retention.ms": "100",
+                },
+            )
+        ],
+    )
+    path = files / "compacted.log"
+    lines = [f"line {index}" for index in range(8)]
+    write_lines(path, lines[:1])
+    rest.create(
+        connector,
+        file_source(path, name("compacted-out"), **{"offsets.storage.topic": offsets_topic}),
+    )
+    for count in range(1, len(lines) + 1):
+        if count > 1:
+            time.sleep(0.2)  # past segment.ms, so the next commit rolls a segment
+            write_lines(path, lines[count - 1 : count], append=True)
+        rest.wait_for_offsets(
+            connector,
+            lambda o, n=count: o and o[0]["offset"]["position"] == byte_position(lines, n),
+        )
+        run = run_refresh(cluster=cluster, spark=spark)
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    row = SourceOffset.objects.get(cluster=cluster, connector=connector, topic=offsets_topic)
+    assert row.commits >= len(lines)
+
+    def left_in_topic() -> int:
+        return sum(1 for _ in client.read_topic(kafka, offsets_topic, timeout=5))
+
+    # The cleaner compacts the rolled segments: fewer records than commits remain.
+    wait_until(left_in_topic, lambda left: left < row.commits, timeout=90, what="compaction")
+    history = partition_history(cluster=cluster, connector=connector, key_hash=row.key_hash)
+    assert len(history) == row.commits > left_in_topic()
+
+    full = run_refresh(cluster=cluster, spark=spark, full=True)
+    assert full.status == RefreshRun.Status.SUCCEEDED, full.error
+    rows = SourceOffset.objects.filter(cluster=cluster, connector=connector, effective=True)
+    worker = rest.offsets(connector)["offsets"]
+    assert worker[0]["offset"]["position"] == byte_position(lines, len(lines))
+    assert canonical([{"partition": r.partition, "offset": r.offset} for r in rows]) == canonical(
+        worker
+    )
+    # The history read before compaction is still there after the full refresh.
+    assert len(
+        partition_history(cluster=cluster, connector=connector, key_hash=row.key_hash)
+    ) >= len(history)
+    rest.delete(connector)

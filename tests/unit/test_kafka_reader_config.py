@@ -1,4 +1,7 @@
-from offsets.kafka import client, embedded
+from offsets.kafka import client
+
+# A cluster's own bulk-read tuning, as an operator may set it (add_cluster --client-config).
+BULK_TUNING = {"fetch.min.bytes": "4000000", "fetch.wait.max.ms": "100"}
 
 
 def test_a_reader_polls_briefly_at_the_end_of_data_by_default():
@@ -9,8 +12,8 @@ def test_a_reader_polls_briefly_at_the_end_of_data_by_default():
 
 
 def test_a_clusters_own_settings_tune_the_fetches():
-    config = client.reader_config({"bootstrap.servers": "k:9092", **embedded.CLIENT_CONFIG}, "t")
-    assert {key: config[key] for key in embedded.CLIENT_CONFIG} == embedded.CLIENT_CONFIG
+    config = client.reader_config({"bootstrap.servers": "k:9092", **BULK_TUNING}, "t")
+    assert {key: config[key] for key in BULK_TUNING} == BULK_TUNING
 
 
 def test_a_clusters_settings_cannot_make_a_reader_commit_or_skip_to_the_end():
@@ -30,9 +33,9 @@ def test_a_clusters_settings_cannot_make_a_reader_commit_or_skip_to_the_end():
 
 
 def test_small_topics_are_read_without_the_clusters_bulk_fetch_tuning():
-    # The embedded broker's minimum of megabytes held every fetch of the config and status
-    # topics for its whole wait.
-    settings = {"bootstrap.servers": "k:9092", **embedded.CLIENT_CONFIG, "sasl.username": "u"}
+    # A minimum of megabytes would hold every fetch of the config and status topics for its
+    # whole wait.
+    settings = {"bootstrap.servers": "k:9092", **BULK_TUNING, "sasl.username": "u"}
     small = client.short_read_settings(settings)
     assert small["fetch.min.bytes"] == 1
     assert small["fetch.wait.max.ms"] == client.READER_WAIT_MS
@@ -44,10 +47,10 @@ def test_small_topics_are_read_without_the_clusters_bulk_fetch_tuning():
 
 
 def test_a_short_read_may_wait_longer_than_the_readers_but_not_than_the_cluster_asks():
-    # The planner's wait (client.PLANNER_WAIT_MS): the embedded broker's 100 ms is cut to it,
+    # The planner's wait (client.PLANNER_WAIT_MS): a cluster's 100 ms is cut to it,
     # librdkafka's default (500 ms, no setting) too, and a shorter one is the cluster's choice.
-    embedded_settings = {"bootstrap.servers": "k:9092", **embedded.CLIENT_CONFIG}
-    assert client.short_read_settings(embedded_settings, wait_ms=50)["fetch.wait.max.ms"] == 50
+    tuned_settings = {"bootstrap.servers": "k:9092", **BULK_TUNING}
+    assert client.short_read_settings(tuned_settings, wait_ms=50)["fetch.wait.max.ms"] == 50
     assert client.short_read_settings({}, wait_ms=50)["fetch.wait.max.ms"] == 50
     assert client.short_read_settings({"fetch.wait.max.ms": "30"}, wait_ms=50) == {
         "fetch.wait.max.ms": 30,
