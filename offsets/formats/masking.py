@@ -251,3 +251,24 @@ def _label_value(text: str, position: int, *, in_query: bool) -> re.Match[str] |
         if braced:
             return braced
     return (_QUERY_VALUE if in_query else _BARE_VALUE).match(text, position)
+
+
+# Where a shown prefix of a record may end: between tokens, so that no secret is cut in two.
+_TOKEN_DELIMITERS = " \t\r\n\"',;&{}[]"
+
+
+def prefix_between_tokens[T: (str, bytes)](data: T, limit: int) -> T:
+    """Return at most ``limit`` characters of ``data``, cut back to the end of a token.
+
+    A secret cut in two may no longer look like one (``scheme://user:pass`` without its
+    ``@host``), so a prefix ends at a delimiter (space, quote, comma, semicolon, ampersand,
+    bracket) or is empty.
+    """
+    if len(data) <= limit:
+        return data
+    window = data[:limit]
+    if isinstance(window, str):
+        cut = max(window.rfind(delimiter) for delimiter in _TOKEN_DELIMITERS)
+    else:
+        cut = max(window.rfind(delimiter.encode()) for delimiter in _TOKEN_DELIMITERS)
+    return window[: cut + 1]

@@ -35,6 +35,7 @@ from offsets.formats.history_rules import (
     connector_lag_status,
     partition_lag_status,
 )
+from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
 from offsets.kafka import client
 from offsets.models import (
@@ -1410,7 +1411,10 @@ def _save(
         key_fields=("topic", "connector", "reason"),
         count_field="count",
         extra={
-            (row["topic"], row["connector"] or "", row["reason"]): {"example": row["example"] or ""}
+            # Examples are raw bytes of hostile records: masked before they are stored.
+            (row["topic"], row["connector"] or "", row["reason"]): {
+                "example": mask_text(row["example"] or "")
+            }
             for row in sources.malformed
         },
     )
