@@ -493,8 +493,11 @@ def malformed_by_reason(
 
 
 def describe_error(exc: BaseException) -> str:
-    """A one-line message for the user; Spark wraps executor errors in long traces."""
-    text = str(exc).strip() or type(exc).__name__
+    """A one-line message for the user; Spark wraps executor errors in long traces.
+
+    Masked before it is cut: an error may quote a record or a config value.
+    """
+    text = mask_text(str(exc).strip()) or type(exc).__name__
     for name in ("KafkaUnavailable", "TopicNotFound"):
         match = re.search(rf"{name}: (.+)", text)
         if match:

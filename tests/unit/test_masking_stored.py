@@ -6,6 +6,7 @@ from offsets.formats.masking import MASK, prefix_between_tokens
 from offsets.kafka import client
 from offsets.models import Cluster
 from offsets.services import connect_state
+from offsets.services.refresh import describe_error
 from offsets.spark import partials
 
 TRACE = (
@@ -84,3 +85,8 @@ def test_a_prefix_ends_at_a_delimiter_or_is_empty() -> None:
     assert prefix_between_tokens("a b c", 4) == "a b "
     assert prefix_between_tokens(b"abcdef", 3) == b""
     assert prefix_between_tokens(b'{"k": "v"}', 8) == b'{"k": "'
+
+
+def test_a_refresh_error_is_masked() -> None:
+    error = RuntimeError("read failed for jdbc:mysql://app:ERR-SECRET@db/shop\n\tat x.y(Z.java:1)")
+    assert describe_error(error) == f"read failed for jdbc:mysql://app:{MASK}@db/shop"
