@@ -57,8 +57,22 @@ _CONFIG_PROVIDER_REFERENCE = re.compile(r"\$\{[^}]*\}")
 _CONFIG_PROVIDER_REFERENCES = re.compile(r"(\$\{[^{}\s]*\})")
 
 # A name followed by = or : ("password=", "Password: ", '"private_key": ', "--token="). The
-# look-behind makes a run of name characters start a match only at its first character.
-_LABEL = re.compile(r"(?<![\w.\-])(?P<name>[\w.\-]+)\\?[\"']?[ \t]*[=:][ \t]*")
+# look-behind makes a run of name characters start a match only at its first character; the
+# look-ahead keeps only names holding a fragment, word, suffix or parameter of the rule, so
+# that a text of many ordinary labels ("a=1, b=2") is not judged label by label.
+_LABEL_WORDS = sorted(
+    {
+        *_SECRET_NAME_FRAGMENTS,
+        *_SECRET_NAME_WORDS,
+        *(suffix[1:] for suffix in _SECRET_NAME_SUFFIXES),
+        *_SECRET_QUERY_PARAMETERS,
+    }
+)
+_LABEL = re.compile(
+    r"(?i)(?<![\w.\-])(?=[\w.\-]*?(?:"
+    + "|".join(re.escape(word) for word in _LABEL_WORDS)
+    + r"))(?P<name>[\w.\-]+)\\?[\"']?[ \t]*[=:][ \t]*"
+)
 # The value after a secret label: quoted (closed or to the end of the line), braced (ODBC
 # PWD={...}), or bare up to the next separator.
 _QUOTED_VALUE = re.compile(r"(?P<quote>\\?[\"'])(?:[^\\\n]|\\.)*?(?P=quote)|\\?[\"'][^\n]*")
