@@ -1,41 +1,28 @@
 """Read facts about a connector from its configuration properties."""
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-MASK = "********"
+from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
+
+__all__ = [
+    "MASK",
+    "OffsetsTopics",
+    "connector_type",
+    "is_mirrormaker2",
+    "is_secret_name",
+    "mask_secrets",
+    "mask_text",
+    "sink_group_id",
+    "source_offsets_topics",
+]
 
 _MIRROR_MAKER_2_CLASSES = (
     "MirrorSourceConnector",
     "MirrorCheckpointConnector",
     "MirrorHeartbeatConnector",
 )
-
-# Lower-cased fragments of property names whose values are secret.
-_SECRET_NAME_FRAGMENTS = (
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "credential",
-    "jaas",  # sasl.jaas.config embeds username and password
-    "user.info",  # basic.auth.user.info is "user:password"
-    "api.key",
-    "apikey",
-    "api_key",
-    "api-key",
-    "access.key",
-    "private",
-)
-# Property names ending like this hold key material (ssl.key, ssl.keystore.key, aws...key).
-_SECRET_NAME_SUFFIXES = (".key", "_key", "-key")
-# A value that is only a config-provider reference (${provider:path:key}) holds no secret and
-# tells the reader where the secret lives, so it stays visible.
-_CONFIG_PROVIDER_REFERENCE = re.compile(r"\$\{[^}]*\}")
-# user:password@ inside a URL, e.g. a JDBC connection.url.
-_URL_CREDENTIALS = re.compile(r"(?P<prefix>[A-Za-z][A-Za-z0-9+.\-]*://[^/:@\s]+:)[^/@\s]+(?=@)")
 
 
 @dataclass(frozen=True)
@@ -102,32 +89,3 @@ def is_mirrormaker2(properties: Mapping[str, str | None]) -> bool:
     """Tell whether the connector is one of MirrorMaker 2's three connectors."""
     connector_class = (properties.get("connector.class") or "").strip()
     return connector_class.endswith(_MIRROR_MAKER_2_CLASSES)
-
-
-def mask_secrets(properties: Mapping[str, str | None]) -> dict[str, str | None]:
-    """Return a copy of ``properties`` safe to show, with secret values replaced by ``MASK``.
-
-    The rule: a value is masked when its property name, lower-cased, contains one of
-    password, passwd, secret, token, credential, jaas, user.info, api.key, apikey, api_key,
-    api-key, access.key, private; or ends in ``.key``, ``_key`` or ``-key`` (ssl.key,
-    ssl.keystore.key ...). Empty and null values stay as they are (nothing to hide), and so
-    does a value that is only a config-provider reference such as ``${file:/secrets:db}``. In
-    every other value, a password inside a URL (``scheme://user:password@host``) is masked.
-    """
-    masked: dict[str, str | None] = {}
-    for name, value in properties.items():
-        if not value or _CONFIG_PROVIDER_REFERENCE.fullmatch(value.strip()):
-            masked[name] = value
-        elif is_secret_name(name):
-            masked[name] = MASK
-        else:
-            masked[name] = _URL_CREDENTIALS.sub(rf"\g<prefix>{MASK}", value)
-    return masked
-
-
-def is_secret_name(name: str) -> bool:
-    """Tell whether a property of this name holds a secret (the rule of `mask_secrets`)."""
-    lowered = name.lower()
-    return any(fragment in lowered for fragment in _SECRET_NAME_FRAGMENTS) or lowered.endswith(
-        _SECRET_NAME_SUFFIXES
-    )

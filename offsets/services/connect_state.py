@@ -11,9 +11,11 @@ from offsets.formats.connectors import (
     connector_type,
     is_mirrormaker2,
     mask_secrets,
+    mask_text,
     sink_group_id,
     source_offsets_topics,
 )
+from offsets.formats.masking import prefix_between_tokens
 from offsets.formats.status_records import fold_status_records
 from offsets.kafka import client
 from offsets.models import Cluster
@@ -117,7 +119,9 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
                 own_offsets_topic=topics.primary if topics and topics.own_topic else None,
                 sink_group=sink_group_id(name, properties) if kind == "sink" else None,
                 worker_id=status.worker_id if status else None,
-                trace=status.trace if status else None,
+                # Error messages quote configs and URLs: masked once here, for every page,
+                # API answer and export.
+                trace=mask_text(status.trace) if status and status.trace else None,
                 config=mask_secrets(properties),
                 topics=tuple(
                     t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()
@@ -141,15 +145,27 @@ EXAMPLE_CHARS = 200
 
 
 def _examples(malformed) -> dict[str, str]:
-    """The first offending record per reason, truncated (a value may be megabytes)."""
+    """The first offending record per reason, truncated and masked.
+
+    A value may be megabytes; the prefix shown ends between tokens, so that masking sees every
+    secret whole.
+    """
     examples: dict[str, str] = {}
     for record in malformed:
         if str(record.reason) in examples:
             continue
         # repr escapes control characters (PostgreSQL text cannot hold NUL).
-        key = "null" if record.key is None else repr(record.key[:EXAMPLE_CHARS])[1:-1]
-        value = (
-            "null" if record.value_bytes is None else repr(record.value_bytes[:EXAMPLE_CHARS])[2:-1]
+        key = (
+            "null"
+            if record.key is None
+            else repr(prefix_between_tokens(record.key, EXAMPLE_CHARS))[1:-1]
         )
-        examples[str(record.reason)] = f"key={key} value={value}"
+        value = (
+            "null"
+            if record.value_bytes is None
+            else repr(
+                prefix_between_tokens(record.value_bytes[: EXAMPLE_CHARS + 1], EXAMPLE_CHARS)
+            )[2:-1]
+        )
+        examples[str(record.reason)] = mask_text(f"key={key} value={value}")
     return examples

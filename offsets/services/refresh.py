@@ -35,6 +35,7 @@ from offsets.formats.history_rules import (
     connector_lag_status,
     partition_lag_status,
 )
+from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
 from offsets.kafka import client
 from offsets.models import (
@@ -492,8 +493,11 @@ def malformed_by_reason(
 
 
 def describe_error(exc: BaseException) -> str:
-    """A one-line message for the user; Spark wraps executor errors in long traces."""
-    text = str(exc).strip() or type(exc).__name__
+    """A one-line message for the user; Spark wraps executor errors in long traces.
+
+    Masked before it is cut: an error may quote a record or a config value.
+    """
+    text = mask_text(str(exc).strip()) or type(exc).__name__
     for name in ("KafkaUnavailable", "TopicNotFound"):
         match = re.search(rf"{name}: (.+)", text)
         if match:
@@ -1410,7 +1414,10 @@ def _save(
         key_fields=("topic", "connector", "reason"),
         count_field="count",
         extra={
-            (row["topic"], row["connector"] or "", row["reason"]): {"example": row["example"] or ""}
+            # Examples are raw bytes of hostile records: masked before they are stored.
+            (row["topic"], row["connector"] or "", row["reason"]): {
+                "example": mask_text(row["example"] or "")
+            }
             for row in sources.malformed
         },
     )

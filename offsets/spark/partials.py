@@ -35,6 +35,7 @@ from pyspark.sql.types import (
 )
 
 from offsets.formats.history_rules import progress_fields, progress_of
+from offsets.formats.masking import prefix_between_tokens
 from offsets.formats.offset_records import (
     MalformedReason,
     MalformedRecord,
@@ -111,12 +112,16 @@ EXAMPLE_BYTES = 200
 
 
 def example(key: bytes | None, value: bytes | None) -> str:
-    """Show a malformed record's first bytes, for people."""
+    """Show a malformed record's first bytes, for people.
+
+    Each part ends between tokens, so that the refresh, which masks the example before
+    storing it (`mask_text`), sees every secret whole.
+    """
 
     def show(data: bytes | None) -> str:
         if data is None:
             return "null"
-        return repr(bytes(data[:EXAMPLE_BYTES]))[2:-1]
+        return repr(prefix_between_tokens(bytes(data[: EXAMPLE_BYTES + 1]), EXAMPLE_BYTES))[2:-1]
 
     return f"key={show(key)} value={show(value)}"
 
