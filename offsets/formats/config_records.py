@@ -316,9 +316,11 @@ def _decode(value_bytes: bytes | None) -> JsonValue:
     if value_bytes is None:
         return None
     try:
-        return jackson.loads(value_bytes)
+        value = jackson.loads(value_bytes)
     except jackson.JsonParseError as exc:
         raise _Skip(ConfigMalformedReason.VALUE_NOT_JSON, str(exc)) from None
+    # Configs are shown and stored, never written back: a lone surrogate shows as U+FFFD.
+    return jackson.replace_lone_surrogates(value)
 
 
 def _name(key: str, prefix: str) -> str:

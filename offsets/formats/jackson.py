@@ -94,6 +94,24 @@ def escape_lone_surrogates(text: str) -> str:
     return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
+def replace_lone_surrogates(value: JsonValue) -> JsonValue:
+    """Return ``value`` with each lone surrogate of its strings (and keys) as U+FFFD.
+
+    For text that is only shown (configs, status traces): a Java String may hold a lone
+    surrogate, but no page, file or database column can hold it as it is.
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [replace_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            replace_lone_surrogates(key): replace_lone_surrogates(item)
+            for key, item in value.items()
+        }
+    return value
+
+
 def dumps_key(connector: str, partition: dict[str, JsonValue]) -> bytes:
     """Serialize an offsets-topic key ``[connector, partition]`` (OffsetStorageWriter.doFlush)."""
     if not isinstance(connector, str):

@@ -234,7 +234,8 @@ def _check_topic_status(value_bytes: bytes) -> None:
 
 def _object(value_bytes: bytes) -> dict[str, JsonValue]:
     try:
-        value = jackson.loads(value_bytes)
+        # Statuses are only shown: a lone surrogate (in a trace, say) shows as U+FFFD.
+        value = jackson.replace_lone_surrogates(jackson.loads(value_bytes))
     except jackson.JsonParseError as exc:
         raise _Skip(StatusMalformedReason.VALUE_NOT_JSON, str(exc)) from None
     if not isinstance(value, dict):

@@ -287,3 +287,10 @@ def test_it_never_raises_on_arbitrary_records(
 ) -> None:
     snapshot = fold_config_records(records)
     assert isinstance(snapshot, ConfigSnapshot)
+
+
+def test_a_lone_surrogate_in_a_config_shows_as_a_replacement_character() -> None:
+    config = '{"properties":{"connector.class":"A","note\\udfff":"a\\ud800b"}}'
+    snapshot = fold(record("connector-c", config))
+    assert snapshot.malformed == []
+    assert snapshot.connectors["c"].properties == {"connector.class": "A", "note\ufffd": "a\ufffdb"}

@@ -13,6 +13,7 @@ from offsets.formats.jackson import (
     escape_lone_surrogates,
     java_double_to_string,
     loads,
+    replace_lone_surrogates,
 )
 
 # No example database: it would write a .hypothesis directory into the project.
@@ -226,3 +227,11 @@ def test_any_string_a_java_string_may_hold_is_written_and_read_back(value):
     text = dumps_text(value)
     text.encode("utf-8")
     assert loads(text) == value
+
+
+def test_lone_surrogates_are_replaced_in_every_string_and_key():
+    value = {"a\ud800": ["x\udc00", 1, None, {"k": "\U0001f600"}], "b": True}
+    assert replace_lone_surrogates(value) == {
+        "a\ufffd": ["x\ufffd", 1, None, {"k": "\U0001f600"}],
+        "b": True,
+    }

@@ -209,3 +209,9 @@ def test_it_never_raises_on_arbitrary_records(
     records: list[tuple[bytes | None, bytes | None]],
 ) -> None:
     assert isinstance(fold_status_records(records), StatusSnapshot)
+
+
+def test_a_lone_surrogate_in_a_trace_shows_as_a_replacement_character() -> None:
+    snapshot = fold((b"status-connector-c", status("FAILED", trace="boom \\ud800 at")))
+    assert snapshot.malformed == []
+    assert snapshot.connectors["c"].trace == "boom \ufffd at"
