@@ -173,15 +173,15 @@ def write(settings: dict, records: list[tuple]) -> None:
     """Write (topic, key, value[, reason[, timestamp_ms]]) records; no timestamp: now."""
     producer = client.java_producer(settings)
     for topic, key, value, *rest in records:
-        timestamp = rest[1] if len(rest) > 1 else 0
+        timestamp = {"timestamp": rest[1]} if len(rest) > 1 else {}
         # Explicit partition 0: a null key has no murmur2 placement, and garbage needs none.
         producer.produce(
             topic,
             key=key,
             value=value,
             partition=0,
-            timestamp=timestamp,
             on_delivery=client.raise_on_delivery_error,
+            **timestamp,
         )
         producer.poll(0)
     assert producer.flush(60) == 0
@@ -324,14 +324,14 @@ def connect_key(connector: str, partition: dict) -> bytes:
 
 
 POSITION_1 = jackson.dumps({"position": 1})
-# (topic, key, value, reason, timestamp_ms): records the refresh counts and skips.
+# (topic, key, value, reason[, timestamp_ms]): records the refresh counts and skips.
 UNKEEPABLE_OFFSETS = [
-    (OFFSETS, connect_key("nul\x00source", {"n": 1}), POSITION_1, "key-connector-unstorable", 0),
-    (OFFSETS, connect_key("lone\ud800source", {"n": 1}), POSITION_1, "key-connector-unstorable", 0),
-    (OFFSETS, connect_key("\udfff", {"n": 1}), None, "key-connector-unstorable", 0),
-    (OFFSETS, connect_key("x" * 300, {"n": 1}), POSITION_1, "key-connector-unstorable", 0),
-    (OFFSETS, connect_key(HOSTILE, {"file": "\udc00"}), POSITION_1, "key-partition-unstorable", 0),
-    (OFFSETS, connect_key(HOSTILE, {"a\x00": 1}), POSITION_1, "key-partition-unstorable", 0),
+    (OFFSETS, connect_key("nul\x00source", {"n": 1}), POSITION_1, "key-connector-unstorable"),
+    (OFFSETS, connect_key("lone\ud800source", {"n": 1}), POSITION_1, "key-connector-unstorable"),
+    (OFFSETS, connect_key("\udfff", {"n": 1}), None, "key-connector-unstorable"),
+    (OFFSETS, connect_key("x" * 300, {"n": 1}), POSITION_1, "key-connector-unstorable"),
+    (OFFSETS, connect_key(HOSTILE, {"file": "\udc00"}), POSITION_1, "key-partition-unstorable"),
+    (OFFSETS, connect_key(HOSTILE, {"a\x00": 1}), POSITION_1, "key-partition-unstorable"),
     # After the good write of the same key below: its offset stays that write's.
     (
         OFFSETS,
@@ -341,6 +341,7 @@ UNKEEPABLE_OFFSETS = [
         YEAR_10000_MS,
     ),
     (OFFSETS, connect_key(HOSTILE, {"n": 1}), None, "timestamp-out-of-range", 2**63 - 1),
+    (OFFSETS, connect_key(HOSTILE, {"n": 1}), POSITION_1, "timestamp-out-of-range", -(2**62)),
 ]
 # Odd but kept: a name whose folder would be too long, a lone surrogate in an offset value.
 KEPT_OFFSETS = [
@@ -397,3 +398,36 @@ def test_records_the_dashboard_cannot_keep_are_counted_and_never_fail_a_refresh(
         response = client.get(url)
         assert response.status_code == 200, url
         assert b"\\ud800" in response.content or b"\\uD800" in response.content, url
+
+
+def test_odd_names_and_values_in_the_config_and_status_topics_never_fail_a_refresh(
+    fresh_demo, spark, history_dir, client: object, user
+):
+    cluster = fresh_demo.cluster
+    config = jackson.dumps(
+        {"properties": {"connector.class": "A.SourceConnector", "note": "a\ud800b"}}
+    )
+    status = jackson.dumps(
+        {"state": "RUNNING", "trace": "x\udc00", "worker_id": "w", "generation": 1}
+    )
+    write(
+        fresh_demo.settings,
+        [
+            (CONFIGS, b"connector-odd-config", config),
+            (STATUS, b"status-connector-odd-config", status),
+            (CONFIGS, b"connector-nul\x00name", config),
+            (STATUS, b"status-connector-nul\x00name", status),
+        ],
+    )
+    for full in (False, True):
+        run = run_refresh(cluster=cluster, spark=spark, full=full)
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    client.force_login(user)
+    for url in (
+        reverse("connector", args=[cluster.name, "odd-config"]),
+        f"/api/v1/clusters/{cluster.name}/connectors/odd-config/",
+        f"/api/v1/clusters/{cluster.name}/connectors/",
+        reverse("home"),
+        reverse("live-state", args=[cluster.name]),
+    ):
+        assert client.get(url).status_code == 200, url
