@@ -215,26 +215,24 @@ def parse_offset_value(value: bytes) -> dict[str, JsonValue] | MalformedRecord:
     return offset
 
 
+def unstorable_name(connector: str) -> str | None:
+    """Tell why the database cannot store a connector name, or None if it can."""
+    if len(connector) > MAX_CONNECTOR_LENGTH:
+        return f"the connector name has {len(connector)} characters"
+    if _UNSTORABLE_CHAR.search(connector):
+        return "the connector name holds a NUL or a lone surrogate"
+    return None
+
+
 def refresh_key_reason(connector: str, partition: dict[str, JsonValue]) -> MalformedRecord | None:
     """Tell why the refresh cannot keep a well-formed key's records, or None if it can.
 
     The runtime uses such a key, but its name or partition cannot go into the database: the
     refresh counts its records as malformed instead of failing on them.
     """
-    if len(connector) > MAX_CONNECTOR_LENGTH:
-        return MalformedRecord(
-            MalformedReason.KEY_CONNECTOR_UNSTORABLE,
-            f"the connector name has {len(connector)} characters",
-            None,
-            None,
-        )
-    if _UNSTORABLE_CHAR.search(connector):
-        return MalformedRecord(
-            MalformedReason.KEY_CONNECTOR_UNSTORABLE,
-            "the connector name holds a NUL or a lone surrogate",
-            None,
-            None,
-        )
+    name_problem = unstorable_name(connector)
+    if name_problem is not None:
+        return MalformedRecord(MalformedReason.KEY_CONNECTOR_UNSTORABLE, name_problem, None, None)
     for name, item in partition.items():
         if _UNSTORABLE_CHAR.search(name) or (
             isinstance(item, str) and _UNSTORABLE_CHAR.search(item)

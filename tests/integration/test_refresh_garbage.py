@@ -415,13 +415,21 @@ def test_odd_names_and_values_in_the_config_and_status_topics_never_fail_a_refre
         [
             (CONFIGS, b"connector-odd-config", config),
             (STATUS, b"status-connector-odd-config", status),
+            # Names the database cannot store: counted, like the offsets topic's.
             (CONFIGS, b"connector-nul\x00name", config),
             (STATUS, b"status-connector-nul\x00name", status),
+            (CONFIGS, b"connector-" + b"y" * 250, config),
+            (STATUS, b"status-task-" + b"y" * 250 + b"-0", status),
         ],
     )
+    unstorable = {"key-connector-unstorable": 2}
     for full in (False, True):
         run = run_refresh(cluster=cluster, spark=spark, full=full)
         assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+        assert run.malformed_by_reason == {CONFIGS: unstorable, STATUS: unstorable}
+    stored = snapshots(cluster)
+    assert stored["odd-config"]["config"]["note"] == "a\ufffdb"
+    assert not any("\x00" in name or "y" * 250 in name for name in stored)
     client.force_login(user)
     for url in (
         reverse("connector", args=[cluster.name, "odd-config"]),
