@@ -41,8 +41,9 @@ def bad_key(n: int) -> bytes:
 
 
 # (topic, key, value, reason). Offsets topics: offsets/formats/offset_records.MalformedReason.
+# No record without a key: the broker refuses one on a compacted topic (Connect's three are),
+# so the folds' rule for them is left to the unit tests.
 OFFSETS_GARBAGE = [
-    (OFFSETS, None, b'{"position":1}', "key-null"),
     (OFFSETS, b"", b"", "key-not-json"),
     (OFFSETS, b"not json at all", b'{"position":1}', "key-not-json"),
     (OFFSETS, b"garbage", None, "key-not-json"),  # a "tombstone" of a key that is not one
@@ -75,7 +76,6 @@ OFFSETS_GARBAGE = [
 # Config topic: offsets/formats/config_records.ConfigMalformedReason. "GOOD" stands for a
 # connector of the demo: a bad record under its key must not change what it holds.
 CONFIG_GARBAGE = [
-    (CONFIGS, None, b'{"properties":{}}', "key-null"),
     (CONFIGS, b"what-is-this", b"{}", "key-not-recognised"),
     (CONFIGS, b"\xff\xfe", b"{}", "key-not-recognised"),  # StringDeserializer: U+FFFD U+FFFD
     (CONFIGS, b"connector-", b'{"properties":{}}', "key-not-recognised"),
@@ -100,7 +100,6 @@ CONFIG_GARBAGE = [
 
 # Status topic: offsets/formats/status_records.StatusMalformedReason.
 STATUS_GARBAGE = [
-    (STATUS, None, b'{"state":"RUNNING","generation":1}', "key-null"),
     (STATUS, b"oops", b"{}", "key-not-recognised"),
     (STATUS, b"status-connector-", b'{"state":"RUNNING","generation":1}', "key-not-recognised"),
     (STATUS, b"status-task-nonumber", b'{"state":"RUNNING","generation":1}', "key-bad-task-id"),
