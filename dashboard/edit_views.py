@@ -1,7 +1,6 @@
 """The offset-edit pages: stage per connector, the diff, review and apply (htmx), audit, import,
 export. Views stay thin: look up (404), check the role (403), pass a form, call a service."""
 
-import json
 import logging
 
 from django.conf import settings
@@ -22,6 +21,7 @@ from dashboard.edit_forms import (
     SinkStageForm,
     SourceStageForm,
 )
+from offsets.formats import jackson
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka import groups
@@ -453,9 +453,7 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
         return JsonResponse({"error": str(exc)}, status=503)
     label = options["names"][0] if len(options["names"]) == 1 else "connectors"
     suffix = "-history" if options["from_beginning"] else ""
-    response = HttpResponse(
-        json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json"
-    )
+    response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
     filename = f"{cluster.name}-{label}{suffix}-offsets.json".replace('"', "")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

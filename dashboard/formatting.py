@@ -4,12 +4,13 @@ Plain f-strings and `html.escape`: the tables call these thousands of times per 
 Django's lazy-aware `format_html` would cost several times more.
 """
 
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 
 from django.utils.safestring import SafeString
+
+from offsets.formats import jackson
 
 DASH = "\u2013"  # en dash: no value
 MUTED_DASH = SafeString(f'<span class="muted">{DASH}</span>')
@@ -54,10 +55,10 @@ def since(at: datetime | None, now: datetime) -> str:
 
 
 def compact_json(value: object) -> str:
-    """A partition or offset map as compact JSON, non-ASCII kept as is."""
+    """A partition or offset map as compact JSON: raw Unicode, lone surrogates escaped."""
     if value is None:
         return "null"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return jackson.dumps_text(value)
 
 
 def status_html(status: str | None, reasons: list[str] | tuple[str, ...] = ()) -> SafeString:

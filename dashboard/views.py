@@ -4,7 +4,6 @@ Each page is one view and one template; an htmx request gets only the partial it
 (`HX-Target` names the element), so polling and paging move no more HTML than they need.
 """
 
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from dashboard.rows import (
     sink_partition_rows,
     source_partition_rows,
 )
+from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, ConnectorSnapshot
@@ -441,7 +441,7 @@ def connector_offsets_json(
     cluster = snapshot.cluster
     document = snapshots.export_document(cluster=cluster, snapshot=snapshot)
     response = HttpResponse(
-        json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+        jackson.dumps_text(document, indent=2) + "\n",
         content_type="application/json; charset=utf-8",
     )
     filename = re.sub(r"[^A-Za-z0-9._-]", "_", f"{cluster.name}-{snapshot.name}-offsets.json")

@@ -1,8 +1,8 @@
 """Template filters of the offset-edit pages."""
 
-import json
-
 from django import template
+
+from offsets.formats import jackson
 
 register = template.Library()
 
@@ -12,4 +12,4 @@ def compact_json(value) -> str:
     """Show a JSON value compactly, as offsets are written (None as "none")."""
     if value is None:
         return "none"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return jackson.dumps_text(value)

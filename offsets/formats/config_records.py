@@ -15,6 +15,7 @@ from typing import cast
 
 from offsets.formats import jackson
 from offsets.formats.jackson import JsonValue
+from offsets.formats.offset_records import unstorable_name
 
 TARGET_STATE_PREFIX = "target-state-"
 CONNECTOR_PREFIX = "connector-"
@@ -39,6 +40,8 @@ class ConfigMalformedReason(StrEnum):
     VALUE_NOT_OBJECT = "value-not-object"
     VALUE_BAD_FIELD = "value-bad-field"
     VALUE_UNEXPECTED_TOMBSTONE = "value-unexpected-tombstone"
+    # The runtime would use it, but the dashboard cannot store the name (`unstorable_name`).
+    KEY_CONNECTOR_UNSTORABLE = "key-connector-unstorable"
 
     @property
     def label(self) -> str:
@@ -54,6 +57,10 @@ _LABELS = {
     ConfigMalformedReason.VALUE_NOT_OBJECT: "The value is not a JSON object.",
     ConfigMalformedReason.VALUE_BAD_FIELD: "A field of the value is missing or has the wrong type.",
     ConfigMalformedReason.VALUE_UNEXPECTED_TOMBSTONE: "The runtime never deletes such a record.",
+    ConfigMalformedReason.KEY_CONNECTOR_UNSTORABLE: (
+        "The connector name is longer than 249 characters or holds a NUL, which the database"
+        " cannot store."
+    ),
 }
 
 
@@ -316,15 +323,24 @@ def _decode(value_bytes: bytes | None) -> JsonValue:
     if value_bytes is None:
         return None
     try:
-        return jackson.loads(value_bytes)
+        value = jackson.loads(value_bytes)
     except jackson.JsonParseError as exc:
         raise _Skip(ConfigMalformedReason.VALUE_NOT_JSON, str(exc)) from None
+    # Configs are shown and stored, never written back: a lone surrogate shows as U+FFFD.
+    return jackson.replace_lone_surrogates(value)
 
 
 def _name(key: str, prefix: str) -> str:
     name = key.removeprefix(prefix)
     if not name:
         raise _Skip(ConfigMalformedReason.KEY_NOT_RECOGNISED, f"no connector name after {prefix!r}")
+    return _storable(name)
+
+
+def _storable(name: str) -> str:
+    problem = unstorable_name(name)
+    if problem is not None:
+        raise _Skip(ConfigMalformedReason.KEY_CONNECTOR_UNSTORABLE, problem)
     return name
 
 
@@ -334,7 +350,7 @@ def _task_id(key: str) -> tuple[str, int]:
     connector, _, number = key.removeprefix(TASK_PREFIX).rpartition("-")
     if not connector or not number.isascii() or not number.isdigit() or int(number) > _JAVA_INT_MAX:
         raise _Skip(ConfigMalformedReason.KEY_BAD_TASK_ID, f"cannot read a task id from {key!r}")
-    return connector, int(number)
+    return _storable(connector), int(number)
 
 
 def _object(value: JsonValue, what: str) -> dict[str, JsonValue]:

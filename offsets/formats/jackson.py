@@ -48,6 +48,10 @@ _SHORT_ESCAPES = {
 _NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\ud800-\udfff\U00010000-\U0010ffff]')
 
 
+# A surrogate code point in a Python str: it is lone, since Python joins an escaped pair.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class JsonParseError(ValueError):
     """Bad JSON or bad UTF-8, with the 1-based line and column where it went wrong."""
 
@@ -65,6 +69,47 @@ def dumps(value: object) -> bytes:
     # Every char outside the BMP or in the surrogate range has been escaped, so plain UTF-8
     # encoding cannot fail here.
     return "".join(parts).encode("utf-8")
+
+
+def dumps_text(value: object, *, indent: int | None = None) -> str:
+    """Write JSON text for people and files: raw Unicode, but lone surrogates escaped.
+
+    A Java String may hold a lone surrogate: Jackson writes it as ``\\ud800`` and Python reads
+    that back into a str that has no UTF-8 form, so a page or download holding it could not be
+    sent at all. Escaped as Jackson escapes it, it stays the same JSON value.
+    """
+    separators = (",", ":") if indent is None else (",", ": ")
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    return escape_lone_surrogates(text)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Escape each surrogate code point of JSON text as ``\\udxxx`` (then UTF-8 can encode it).
+
+    In JSON text written with raw Unicode a surrogate can only be inside a string, where the
+    escape stands for the same character.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def replace_lone_surrogates(value: JsonValue) -> JsonValue:
+    """Return ``value`` with each lone surrogate of its strings (and keys) as U+FFFD.
+
+    For text that is only shown (configs, status traces): a Java String may hold a lone
+    surrogate, but no page, file or database column can hold it as it is.
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [replace_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            replace_lone_surrogates(key): replace_lone_surrogates(item)
+            for key, item in value.items()
+        }
+    return value
 
 
 def dumps_key(connector: str, partition: dict[str, JsonValue]) -> bytes:

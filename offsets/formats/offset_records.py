@@ -7,9 +7,11 @@ the exact key bytes and compares keys byte for byte.
 """
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from offsets.formats import jackson
@@ -30,6 +32,10 @@ class MalformedReason(StrEnum):
     VALUE_NOT_JSON = "value-not-json"
     VALUE_NOT_OBJECT = "value-not-object"
     VALUE_NOT_FLAT = "value-not-flat"
+    # Records the runtime would use but the refresh cannot keep (see `refresh_key_reason`).
+    KEY_CONNECTOR_UNSTORABLE = "key-connector-unstorable"
+    KEY_PARTITION_UNSTORABLE = "key-partition-unstorable"
+    TIMESTAMP_OUT_OF_RANGE = "timestamp-out-of-range"
 
     @property
     def label(self) -> str:
@@ -49,7 +55,30 @@ _LABELS = {
     MalformedReason.VALUE_NOT_JSON: "The value is not valid JSON.",
     MalformedReason.VALUE_NOT_OBJECT: "The value is not a JSON object.",
     MalformedReason.VALUE_NOT_FLAT: "The offset holds a nested array or object.",
+    MalformedReason.KEY_CONNECTOR_UNSTORABLE: (
+        "The connector name is longer than 249 characters or holds a NUL or a lone UTF-16"
+        " surrogate, which the database cannot store."
+    ),
+    MalformedReason.KEY_PARTITION_UNSTORABLE: (
+        "The partition holds a NUL or a lone UTF-16 surrogate, which the database cannot store."
+    ),
+    MalformedReason.TIMESTAMP_OUT_OF_RANGE: (
+        "The record's timestamp is outside the years 1 to 9999 that dates can hold."
+    ),
 }
+
+# The longest connector name the database holds (SourceOffset.connector, max_length).
+MAX_CONNECTOR_LENGTH = 249
+# What no database text or JSON column takes: NUL (PostgreSQL text and jsonb) and lone
+# surrogates, which have no UTF-8 form. A str decoded from JSON holds a surrogate code point
+# only when it is lone: Python joins an escaped pair into one character.
+_UNSTORABLE_CHAR = re.compile("[\x00\ud800-\udfff]")
+# The record timestamps a refresh keeps: Python dates hold the years 1 to 9999; a day is kept
+# free at each end because a commit bucket's start and a page's time zone move a moment by
+# up to a day.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MIN_TIMESTAMP_MS = (datetime(1, 1, 2, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+MAX_TIMESTAMP_MS = (datetime(9999, 12, 31, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1) - 1
 
 
 @dataclass(frozen=True)
@@ -184,6 +213,42 @@ def parse_offset_value(value: bytes) -> dict[str, JsonValue] | MalformedRecord:
             value,
         )
     return offset
+
+
+def unstorable_name(connector: str) -> str | None:
+    """Tell why the database cannot store a connector name, or None if it can."""
+    if len(connector) > MAX_CONNECTOR_LENGTH:
+        return f"the connector name has {len(connector)} characters"
+    if _UNSTORABLE_CHAR.search(connector):
+        return "the connector name holds a NUL or a lone surrogate"
+    return None
+
+
+def refresh_key_reason(connector: str, partition: dict[str, JsonValue]) -> MalformedRecord | None:
+    """Tell why the refresh cannot keep a well-formed key's records, or None if it can.
+
+    The runtime uses such a key, but its name or partition cannot go into the database: the
+    refresh counts its records as malformed instead of failing on them.
+    """
+    name_problem = unstorable_name(connector)
+    if name_problem is not None:
+        return MalformedRecord(MalformedReason.KEY_CONNECTOR_UNSTORABLE, name_problem, None, None)
+    for name, item in partition.items():
+        if _UNSTORABLE_CHAR.search(name) or (
+            isinstance(item, str) and _UNSTORABLE_CHAR.search(item)
+        ):
+            return MalformedRecord(
+                MalformedReason.KEY_PARTITION_UNSTORABLE,
+                "a partition field holds a NUL or a lone surrogate",
+                None,
+                None,
+            )
+    return None
+
+
+def timestamp_in_range(timestamp_ms: int) -> bool:
+    """Tell whether the refresh can keep a record of this timestamp (a date it can hold)."""
+    return MIN_TIMESTAMP_MS <= timestamp_ms <= MAX_TIMESTAMP_MS
 
 
 def latest_offsets(records: Iterable[tuple[bytes | None, bytes | None]]) -> LatestOffsets:

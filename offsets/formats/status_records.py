@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from offsets.formats import jackson
 from offsets.formats.jackson import JsonValue
+from offsets.formats.offset_records import unstorable_name
 
 CONNECTOR_STATUS_PREFIX = "status-connector-"
 TASK_STATUS_PREFIX = "status-task-"
@@ -35,6 +36,8 @@ class StatusMalformedReason(StrEnum):
     VALUE_NOT_JSON = "value-not-json"
     VALUE_NOT_OBJECT = "value-not-object"
     VALUE_BAD_FIELD = "value-bad-field"
+    # The runtime would use it, but the dashboard cannot store the name (`unstorable_name`).
+    KEY_CONNECTOR_UNSTORABLE = "key-connector-unstorable"
 
     @property
     def label(self) -> str:
@@ -50,6 +53,10 @@ _LABELS = {
     StatusMalformedReason.VALUE_NOT_JSON: "The value is not valid UTF-8 JSON.",
     StatusMalformedReason.VALUE_NOT_OBJECT: "The value is not a JSON object.",
     StatusMalformedReason.VALUE_BAD_FIELD: "A field of the value is missing or has the wrong type.",
+    StatusMalformedReason.KEY_CONNECTOR_UNSTORABLE: (
+        "The connector name is longer than 249 characters or holds a NUL, which the database"
+        " cannot store."
+    ),
 }
 
 
@@ -142,6 +149,7 @@ def fold_status_records(records: Iterable[tuple[bytes | None, bytes | None]]) ->
                 name = key.removeprefix(CONNECTOR_STATUS_PREFIX)
                 if not name:
                     raise _Skip(StatusMalformedReason.KEY_NOT_RECOGNISED, "no connector name")
+                _check_name(name)
                 if value_bytes is None:
                     connectors.pop(name, None)
                     tasks.pop(name, None)
@@ -234,7 +242,8 @@ def _check_topic_status(value_bytes: bytes) -> None:
 
 def _object(value_bytes: bytes) -> dict[str, JsonValue]:
     try:
-        value = jackson.loads(value_bytes)
+        # Statuses are only shown: a lone surrogate (in a trace, say) shows as U+FFFD.
+        value = jackson.replace_lone_surrogates(jackson.loads(value_bytes))
     except jackson.JsonParseError as exc:
         raise _Skip(StatusMalformedReason.VALUE_NOT_JSON, str(exc)) from None
     if not isinstance(value, dict):
@@ -247,7 +256,14 @@ def _task_id(key: str) -> tuple[str, int]:
     name, _, number = key.removeprefix(TASK_STATUS_PREFIX).rpartition("-")
     if not name or not number.isascii() or not number.isdigit() or int(number) > _JAVA_INT_MAX:
         raise _Skip(StatusMalformedReason.KEY_BAD_TASK_ID, f"cannot read a task id from {key!r}")
+    _check_name(name)
     return name, int(number)
+
+
+def _check_name(name: str) -> None:
+    problem = unstorable_name(name)
+    if problem is not None:
+        raise _Skip(StatusMalformedReason.KEY_CONNECTOR_UNSTORABLE, problem)
 
 
 def _topic_key(key: str) -> tuple[str, str]:
@@ -257,4 +273,5 @@ def _topic_key(key: str) -> tuple[str, str]:
         raise _Skip(
             StatusMalformedReason.KEY_BAD_TOPIC, f"cannot read topic and connector from {key!r}"
         )
+    _check_name(name)
     return topic, name

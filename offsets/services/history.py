@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from offsets.models import Cluster
 from offsets.services.refresh import history_path
-from offsets.spark.history_files import run_folders, spark_folder_name
+from offsets.spark.history_files import connector_folder, run_folders
 
 _COLUMNS = [
     "key_hash",
@@ -42,7 +42,7 @@ class CommitPoint:
 
 def connector_files(*, cluster: Cluster, connector: str) -> list[Path]:
     """The Parquet files of one connector's history, across every run kept."""
-    folder = f"connector={spark_folder_name(connector)}"
+    folder = connector_folder(connector)
     # Spark's own files (_SUCCESS, .crc checksums) do not end in .parquet.
     return [
         path

@@ -2,7 +2,8 @@
 
 Layout: `<OFFSETS_HISTORY_PATH>/<cluster>/commits/run=<id>/connector=<name>/part-*.parquet`,
 the connector's name escaped as Spark escapes partition folder names (runs written by
-Spark's own partitioned writer, before the read tasks wrote them, read the same). Columns:
+Spark's own partitioned writer, before the read tasks wrote them, read the same), and
+shortened with a hash when too long for a folder (`connector_folder`). Columns:
 `partials.COMMIT_COLUMNS` but the connector (it is the folder). Rows sorted by key_hash,
 timestamp_ms, kafka_offset in row groups of about ROW_GROUP_BYTES: the progress chart reads
 only the groups whose key_hash range holds its partition (offsets.services.history).
@@ -33,13 +34,48 @@ COMMITS_PER_FILE = 500_000
 SORT_KEYS = ("connector", "key_hash", "timestamp_ms", "kafka_offset")
 
 # The characters Spark escapes as %XX in a partition folder name (escapePathName in Spark's
-# ExternalCatalogUtils): control characters and "#%'*/:=?\{[]^ and DEL.
-_SPARK_ESCAPED = frozenset(chr(c) for c in range(1, 0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+# ExternalCatalogUtils): control characters and "#%'*/:=?\{[]^ and DEL. NUL and the
+# surrogate code points are escaped too (as %00 and %D800..%DFFF): Spark never meets them,
+# and no file system takes them in a name.
+_SPARK_ESCAPED = frozenset(chr(c) for c in range(0, 0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+_SURROGATES = range(0xD800, 0xE000)
+
+# The longest file or folder name the common file systems take (ext4, XFS, Btrfs, APFS: 255
+# bytes; NTFS: 255 UTF-16 units, never fewer than the UTF-8 bytes).
+MAX_NAME_BYTES = 255
+# What ends a shortened folder name before its hash. An escaped name never holds it: a `%`
+# there always starts a %XX escape.
+_HASH_MARK = "%~"
 
 
 def spark_folder_name(value: str) -> str:
     """The name Spark gives a partition folder's value, e.g. `a/b` -> `a%2Fb`."""
-    return "".join(f"%{ord(c):02X}" if c in _SPARK_ESCAPED else c for c in value)
+    return "".join(
+        f"%{ord(c):02X}" if c in _SPARK_ESCAPED or ord(c) in _SURROGATES else c for c in value
+    )
+
+
+def connector_folder(connector: str) -> str:
+    """The history folder of one connector: `connector=<escaped name>`, within MAX_NAME_BYTES.
+
+    A name too long for a folder keeps as much of its escaped form as fits, then `%~` and the
+    SHA-256 of the name: distinct names give distinct folders (the mark never occurs in an
+    unshortened one), and a name short enough keeps the folder Spark would have given it.
+    """
+    folder = f"connector={spark_folder_name(connector)}"
+    if len(folder.encode("utf-8")) <= MAX_NAME_BYTES:
+        return folder
+    digest = hashlib.sha256(connector.encode("utf-8", "surrogatepass")).hexdigest()
+    tail = f"{_HASH_MARK}{digest}"
+    budget = MAX_NAME_BYTES - len(tail)
+    kept, used = [], 0
+    for char in folder:
+        size = len(char.encode("utf-8"))
+        if used + size > budget:
+            break
+        kept.append(char)
+        used += size
+    return "".join(kept) + tail
 
 
 def file_stem(topic: str, partitions: Iterable[int]) -> str:
@@ -61,7 +97,7 @@ def write_commits(commits: pa.Table, run_dir: Path, name: str) -> None:
     start = 0
     for connector, rows in itertools.groupby(commits["connector"].to_pylist()):
         count = sum(1 for _ in rows)
-        folder = run_dir / f"connector={spark_folder_name(connector)}"
+        folder = run_dir / connector_folder(connector)
         folder.mkdir(parents=True, exist_ok=True)
         _write_in_row_groups(
             commits.slice(start, count).select(columns), folder / f"{name}.parquet"

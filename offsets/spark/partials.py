@@ -42,6 +42,8 @@ from offsets.formats.offset_records import (
     parse_offset_record,
     parse_offset_value,
     partition_identity,
+    refresh_key_reason,
+    timestamp_in_range,
 )
 
 # What a row of the folded read holds, by `kind`. One schema for all kinds because a data
@@ -190,6 +192,10 @@ class Folder:
         if isinstance(state, MalformedRecord):
             self._malformed(None, state.reason, key, value)
             return
+        if not timestamp_in_range(timestamp_ms):
+            # Skipped whole, a tombstone too: the history and the pages need a date for it.
+            self._malformed(state.connector, MalformedReason.TIMESTAMP_OUT_OF_RANGE, key, value)
+            return
         if value is None:
             state.progress = None  # a tombstone resets the comparison: no rewind across it
             state.last = (None, offset, timestamp_ms, None)
@@ -228,6 +234,9 @@ class Folder:
         parsed = parse_offset_record(key, None)
         if isinstance(parsed, MalformedRecord):
             return parsed
+        unstorable = refresh_key_reason(parsed.connector, parsed.partition)
+        if unstorable is not None:
+            return unstorable
         return _Key(bytes(key), parsed.connector, parsed.partition)
 
     def _malformed(self, connector: str | None, reason: MalformedReason, key, value) -> None:

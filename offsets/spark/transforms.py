@@ -39,7 +39,13 @@ from pyspark.sql.types import (
 )
 
 from offsets.formats.history_rules import offset_progress
-from offsets.formats.offset_records import MalformedRecord, parse_offset_record
+from offsets.formats.offset_records import (
+    MalformedReason,
+    MalformedRecord,
+    parse_offset_record,
+    refresh_key_reason,
+    timestamp_in_range,
+)
 from offsets.spark import partials as P
 
 PARSED_SCHEMA = StructType(
@@ -143,12 +149,20 @@ def parse_columns(
     connector, partition_json, identity = out["connector"], out["partition_json"], out["identity"]
     offset_json, tombstone, progress = out["offset_json"], out["tombstone"], out["progress"]
     reason, example = out["malformed_reason"], out["example"]
-    for key, value in zip(keys, values, strict=True):
-        record = parse_offset_record(key, value)
+    for key, value, timestamp_ms in zip(keys, values, timestamps, strict=True):
+        # The same order of checks as partials.Folder: the key, the timestamp, the value.
+        keyed = parse_offset_record(key, None)
+        if not isinstance(keyed, MalformedRecord):
+            keyed = refresh_key_reason(keyed.connector, keyed.partition) or keyed
+        if isinstance(keyed, MalformedRecord):
+            record = keyed
+        elif not timestamp_in_range(timestamp_ms):
+            record = MalformedRecord(MalformedReason.TIMESTAMP_OUT_OF_RANGE, "", key, value)
+        else:
+            record = parse_offset_record(key, value)
         if isinstance(record, MalformedRecord):
-            # With a good key and a bad value, the connector is still known.
-            keyed = parse_offset_record(key, None) if key is not None else None
-            connector.append(None if isinstance(keyed, MalformedRecord | None) else keyed.connector)
+            # With a good key and a bad value or timestamp, the connector is still known.
+            connector.append(None if isinstance(keyed, MalformedRecord) else keyed.connector)
             for column in (partition_json, identity, offset_json, tombstone, progress):
                 column.append(None)
             reason.append(record.reason.value)

@@ -6,6 +6,10 @@ null keys, empty bytes, NaN/Infinity, deep nesting, ~900 KB records. The next re
 (incremental, then full) must succeed, count each bad record under the reason the runtime
 would skip it for, report those counts (run, API, page) and leave the good results as they
 were. The live paths (live state page, edits' LiveReader) must read the same topics calmly.
+
+Records the runtime would use but the dashboard cannot keep (names and partitions with a NUL
+or a lone surrogate, names too long for the database, dates past the year 9999) are counted
+and skipped the same way; names too long for a folder keep their history.
 """
 
 from collections import Counter, defaultdict
@@ -13,10 +17,11 @@ from collections import Counter, defaultdict
 import pytest
 from django.urls import reverse
 
+from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import client
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
-from offsets.services import connect_state, edits
+from offsets.services import connect_state, edits, history
 from offsets.services.refresh import run_refresh
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -36,8 +41,9 @@ def bad_key(n: int) -> bytes:
 
 
 # (topic, key, value, reason). Offsets topics: offsets/formats/offset_records.MalformedReason.
+# No record without a key: the broker refuses one on a compacted topic (Connect's three are),
+# so the folds' rule for them is left to the unit tests.
 OFFSETS_GARBAGE = [
-    (OFFSETS, None, b'{"position":1}', "key-null"),
     (OFFSETS, b"", b"", "key-not-json"),
     (OFFSETS, b"not json at all", b'{"position":1}', "key-not-json"),
     (OFFSETS, b"garbage", None, "key-not-json"),  # a "tombstone" of a key that is not one
@@ -70,7 +76,6 @@ OFFSETS_GARBAGE = [
 # Config topic: offsets/formats/config_records.ConfigMalformedReason. "GOOD" stands for a
 # connector of the demo: a bad record under its key must not change what it holds.
 CONFIG_GARBAGE = [
-    (CONFIGS, None, b'{"properties":{}}', "key-null"),
     (CONFIGS, b"what-is-this", b"{}", "key-not-recognised"),
     (CONFIGS, b"\xff\xfe", b"{}", "key-not-recognised"),  # StringDeserializer: U+FFFD U+FFFD
     (CONFIGS, b"connector-", b'{"properties":{}}', "key-not-recognised"),
@@ -95,7 +100,6 @@ CONFIG_GARBAGE = [
 
 # Status topic: offsets/formats/status_records.StatusMalformedReason.
 STATUS_GARBAGE = [
-    (STATUS, None, b'{"state":"RUNNING","generation":1}', "key-null"),
     (STATUS, b"oops", b"{}", "key-not-recognised"),
     (STATUS, b"status-connector-", b'{"state":"RUNNING","generation":1}', "key-not-recognised"),
     (STATUS, b"status-task-nonumber", b'{"state":"RUNNING","generation":1}', "key-bad-task-id"),
@@ -165,14 +169,36 @@ def good_connector(fresh_demo) -> str:
 
 
 def write(settings: dict, records: list[tuple]) -> None:
+    """Write (topic, key, value[, reason[, timestamp_ms]]) records; no timestamp: now."""
     producer = client.java_producer(settings)
-    for topic, key, value, *_ in records:
+    for topic, key, value, *rest in records:
+        timestamp = {"timestamp": rest[1]} if len(rest) > 1 else {}
         # Explicit partition 0: a null key has no murmur2 placement, and garbage needs none.
         producer.produce(
-            topic, key=key, value=value, partition=0, on_delivery=client.raise_on_delivery_error
+            topic,
+            key=key,
+            value=value,
+            partition=0,
+            on_delivery=client.raise_on_delivery_error,
+            **timestamp,
         )
         producer.poll(0)
     assert producer.flush(60) == 0
+
+
+def accept_any_timestamp(settings: dict, topic: str) -> None:
+    """Let the broker take record timestamps from any year (it refuses the far future)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    entry = ConfigEntry(
+        "message.timestamp.after.max.ms",
+        str(2**63 - 1),
+        incremental_operation=AlterConfigOpType.SET,
+    )
+    resource = ConfigResource("topic", topic, incremental_configs=[entry])
+    admin = client.admin_client(settings)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
 
 
 def with_good_name(records: list[tuple], name: str) -> list[tuple]:
@@ -283,3 +309,132 @@ def test_garbage_in_every_connect_topic_is_counted_and_the_good_records_are_kept
     worker = latest_offsets((r.key, r.value) for r in reader.records(OFFSETS))
     assert {str(reason): n for reason, n in worker.malformed.items()} == expected[OFFSETS]
     assert client.get(reverse("connector-edits", args=[cluster.name, name])).status_code == 200
+
+
+# Written as a worker would write them: Jackson escapes a NUL and a lone surrogate in the
+# key's JSON, so the bytes are valid UTF-8 JSON; only what they decode to cannot be kept.
+HOSTILE = "hostile-source"
+FOLDER_TOO_LONG = "/" * 200  # 600 bytes once escaped for a folder: kept, its folder hashed
+YEAR_10000_MS = 253_402_300_800_000
+
+
+def connect_key(connector: str, partition: dict) -> bytes:
+    return jackson.dumps_key(connector, partition)
+
+
+POSITION_1 = jackson.dumps({"position": 1})
+# (topic, key, value, reason[, timestamp_ms]): records the refresh counts and skips.
+UNKEEPABLE_OFFSETS = [
+    (OFFSETS, connect_key("nul\x00source", {"n": 1}), POSITION_1, "key-connector-unstorable"),
+    (OFFSETS, connect_key("lone\ud800source", {"n": 1}), POSITION_1, "key-connector-unstorable"),
+    (OFFSETS, connect_key("\udfff", {"n": 1}), None, "key-connector-unstorable"),
+    (OFFSETS, connect_key("x" * 300, {"n": 1}), POSITION_1, "key-connector-unstorable"),
+    (OFFSETS, connect_key(HOSTILE, {"file": "\udc00"}), POSITION_1, "key-partition-unstorable"),
+    (OFFSETS, connect_key(HOSTILE, {"a\x00": 1}), POSITION_1, "key-partition-unstorable"),
+    # After the good write of the same key below: its offset stays that write's.
+    (
+        OFFSETS,
+        connect_key(HOSTILE, {"n": 1}),
+        jackson.dumps({"position": 2}),
+        "timestamp-out-of-range",
+        YEAR_10000_MS,
+    ),
+    (OFFSETS, connect_key(HOSTILE, {"n": 1}), None, "timestamp-out-of-range", 2**63 - 1),
+    (OFFSETS, connect_key(HOSTILE, {"n": 1}), POSITION_1, "timestamp-out-of-range", -(2**62)),
+]
+# Odd but kept: a name whose folder would be too long, a lone surrogate in an offset value.
+KEPT_OFFSETS = [
+    (OFFSETS, connect_key(FOLDER_TOO_LONG, {"n": 1}), POSITION_1),
+    (OFFSETS, connect_key(HOSTILE, {"n": 1}), POSITION_1),
+    (OFFSETS, connect_key(HOSTILE, {"n": 2}), jackson.dumps({"position": 1, "file": "\ud800"})),
+]
+
+
+def test_records_the_dashboard_cannot_keep_are_counted_and_never_fail_a_refresh(
+    fresh_demo, spark, history_dir, client: object, user
+):
+    cluster = fresh_demo.cluster
+    first = run_refresh(cluster=cluster, spark=spark)
+    assert first.status == RefreshRun.Status.SUCCEEDED, first.error
+    good_offsets = effective_offsets(cluster)
+
+    accept_any_timestamp(fresh_demo.settings, OFFSETS)
+    write(fresh_demo.settings, [*KEPT_OFFSETS, *UNKEEPABLE_OFFSETS])
+    expected = expected_counts([record[:4] for record in UNKEEPABLE_OFFSETS])
+    expected_offsets = {
+        **good_offsets,
+        **{key: value.decode() for _, key, value in KEPT_OFFSETS},
+    }
+
+    for full in (False, True):
+        run = run_refresh(cluster=cluster, spark=spark, full=full)
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+        assert run.malformed_by_reason == expected, f"full={full}"
+        assert effective_offsets(cluster) == expected_offsets
+        stored = snapshots(cluster)
+        assert stored[HOSTILE]["partitions"] == 2
+        assert stored[FOLDER_TOO_LONG]["partitions"] == 1
+        assert not any("\x00" in name or "x" * 300 in name for name in stored)
+
+    # The long name's history is where the charts look for it.
+    assert history.connector_files(cluster=cluster, connector=FOLDER_TOO_LONG)
+    client.force_login(user)
+    response = client.get(reverse("api-refreshes", args=[cluster.name]))
+    assert response.json()[0]["malformed_by_reason"] == expected
+
+    # The lone surrogate of the kept value breaks no export: Jackson's escape, one connector
+    # or the whole cluster, stored or read live.
+    exports = [
+        reverse("connector-offsets-json", args=[cluster.name, HOSTILE]),
+        f"/api/v1/clusters/{cluster.name}/connectors/{HOSTILE}/offsets/",
+        f"/api/v1/clusters/{cluster.name}/connectors/{HOSTILE}/partitions/",
+        reverse("connector", args=[cluster.name, HOSTILE]),
+        reverse("edits-export", args=[cluster.name]) + f"?connectors={HOSTILE}",
+        reverse("edits-export", args=[cluster.name]),
+        reverse("edits-export", args=[cluster.name]) + "?from_beginning=on",
+    ]
+    for url in exports:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert b"\\ud800" in response.content or b"\\uD800" in response.content, url
+
+
+def test_odd_names_and_values_in_the_config_and_status_topics_never_fail_a_refresh(
+    fresh_demo, spark, history_dir, client: object, user
+):
+    cluster = fresh_demo.cluster
+    config = jackson.dumps(
+        {"properties": {"connector.class": "A.SourceConnector", "note": "a\ud800b"}}
+    )
+    status = jackson.dumps(
+        {"state": "RUNNING", "trace": "x\udc00", "worker_id": "w", "generation": 1}
+    )
+    write(
+        fresh_demo.settings,
+        [
+            (CONFIGS, b"connector-odd-config", config),
+            (STATUS, b"status-connector-odd-config", status),
+            # Names the database cannot store: counted, like the offsets topic's.
+            (CONFIGS, b"connector-nul\x00name", config),
+            (STATUS, b"status-connector-nul\x00name", status),
+            (CONFIGS, b"connector-" + b"y" * 250, config),
+            (STATUS, b"status-task-" + b"y" * 250 + b"-0", status),
+        ],
+    )
+    unstorable = {"key-connector-unstorable": 2}
+    for full in (False, True):
+        run = run_refresh(cluster=cluster, spark=spark, full=full)
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+        assert run.malformed_by_reason == {CONFIGS: unstorable, STATUS: unstorable}
+    stored = snapshots(cluster)
+    assert stored["odd-config"]["config"]["note"] == "a\ufffdb"
+    assert not any("\x00" in name or "y" * 250 in name for name in stored)
+    client.force_login(user)
+    for url in (
+        reverse("connector", args=[cluster.name, "odd-config"]),
+        f"/api/v1/clusters/{cluster.name}/connectors/odd-config/",
+        f"/api/v1/clusters/{cluster.name}/connectors/",
+        reverse("home"),
+        reverse("live-state", args=[cluster.name]),
+    ):
+        assert client.get(url).status_code == 200, url

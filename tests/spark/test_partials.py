@@ -109,6 +109,35 @@ def test_malformed_records_are_counted_by_reason_and_never_folded():
     assert all(r["example"].startswith("key=") for r in rows[P.MALFORMED])
 
 
+def test_records_the_database_or_a_date_cannot_hold_are_counted_by_reason_and_never_folded():
+    good = key("c", {"t": "x"})
+    too_late = 253402300800000  # 10000-01-01
+    rows = fold(
+        [
+            (0, 0, 100, good, value({"offset": 5})),
+            (0, 1, too_late, good, value({"offset": 6})),
+            (0, 2, -(2**63), good, None),  # not even a tombstone goes through
+            (0, 3, 2**63 - 1, good, b"not json"),  # the timestamp is checked first
+            (0, 4, 200, key("c\x00", {"t": "x"}), value({"offset": 1})),
+            (0, 5, 200, key("c\udfff", {"t": "x"}), value({"offset": 1})),
+            (0, 6, 200, key("c" * 250, {"t": "x"}), value({"offset": 1})),
+            (0, 7, 200, key("c", {"t": "\ud800"}), value({"offset": 1})),
+            (0, 8, 200, key("c", {"\x00": "x"}), value({"offset": 1})),
+            (0, 9, 300, key("c", {"t": "y"}), value({"offset": "\ud800"})),  # a value may
+        ]
+    )
+    keys = {row["key"]: row for row in rows[P.KEY]}
+    assert set(keys) == {good, key("c", {"t": "y"})}
+    assert keys[good]["offset_json"] == '{"offset":5}' and keys[good]["count"] == 1
+    counts = {(r["connector"], r["reason"]): r["count"] for r in rows[P.MALFORMED]}
+    assert counts == {
+        ("c", "timestamp-out-of-range"): 3,
+        (None, "key-connector-unstorable"): 3,
+        (None, "key-partition-unstorable"): 2,
+    }
+    assert [row["timestamp_ms"] for row in rows[P.COMMIT]] == [100, 300]
+
+
 class Message:
     """The five accessors of a confluent-kafka message that the fold reads."""
 
@@ -169,14 +198,21 @@ def random_records(seed: int, count: int) -> list[tuple]:
         else:
             k = rng.choice([b"junk", b'{"a":1}', None, b'["c",[1]]'])
             v = value({"offset": 1})
+        # Now and then a key the database cannot store (without drawing on rng: the seeds'
+        # other cases stay as they were).
+        if step % 41 == 40:
+            k = key("c\x00", {"t": "x"})
+        elif step % 43 == 42:
+            k = key("c", {"t": "\ud800"})
         partition = java_partition(k, 3) if k is not None else rng.randrange(3)
+        timestamp = 1_000_000 + step * 1000 + rng.randint(-900, 900)
         slot = (topic, partition)
         records.append(
             (
                 topic,
                 partition,
                 next_offset[slot],
-                1_000_000 + step * 1000 + rng.randint(-900, 900),
+                timestamp if step % 47 != 46 else 2**62,  # now and then after the year 9999
                 k,
                 v,
             )

@@ -287,3 +287,23 @@ def test_it_never_raises_on_arbitrary_records(
 ) -> None:
     snapshot = fold_config_records(records)
     assert isinstance(snapshot, ConfigSnapshot)
+
+
+def test_a_lone_surrogate_in_a_config_shows_as_a_replacement_character() -> None:
+    config = '{"properties":{"connector.class":"A","note\\udfff":"a\\ud800b"}}'
+    snapshot = fold(record("connector-c", config))
+    assert snapshot.malformed == []
+    assert snapshot.connectors["c"].properties == {"connector.class": "A", "note\ufffd": "a\ufffdb"}
+
+
+def test_a_name_the_database_cannot_store_is_counted_and_skipped() -> None:
+    snapshot = fold(
+        record("connector-a\x00b", SOURCE),
+        record("task-" + "c" * 250 + "-0", '{"properties":{}}'),
+        record("target-state-a\x00b", '{"state":"PAUSED"}'),
+        record("connector-ok", SOURCE),
+    )
+    assert list(snapshot.connectors) == ["ok"]
+    assert [m.reason for m in snapshot.malformed] == [
+        ConfigMalformedReason.KEY_CONNECTOR_UNSTORABLE
+    ] * 3

@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -8,8 +9,11 @@ from offsets.formats.jackson import (
     JsonParseError,
     dumps,
     dumps_key,
+    dumps_text,
+    escape_lone_surrogates,
     java_double_to_string,
     loads,
+    replace_lone_surrogates,
 )
 
 # No example database: it would write a .hypothesis directory into the project.
@@ -199,3 +203,35 @@ json_values = st.recursive(
 @quick
 def test_it_reads_back_what_it_writes(value: object) -> None:
     assert loads(dumps(value)) == value
+
+
+def test_text_for_people_keeps_unicode_raw_and_escapes_lone_surrogates():
+    value = {"file": "a\ud800b", "\udfff": ["é", "\U0001f600", "\udc00\ud800"]}
+    text = dumps_text(value)
+    assert text == '{"file":"a\\ud800b","\\udfff":["é","\U0001f600","\\udc00\\ud800"]}'
+    text.encode("utf-8")  # no lone surrogate left
+    assert loads(text) == value
+    # What Jackson wrote reads back to the same value.
+    assert loads(dumps(value)) == value
+
+
+def test_indented_text_is_json_dumps_indented_when_there_is_no_surrogate():
+    value = {"offsets": [{"partition": {"t": "é"}, "offset": None}]}
+    assert dumps_text(value, indent=2) == json.dumps(value, indent=2, ensure_ascii=False)
+    assert escape_lone_surrogates('{"a":"b"}') == '{"a":"b"}'
+
+
+@quick
+@given(st.recursive(st.text(), lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner)))
+def test_any_string_a_java_string_may_hold_is_written_and_read_back(value):
+    text = dumps_text(value)
+    text.encode("utf-8")
+    assert loads(text) == value
+
+
+def test_lone_surrogates_are_replaced_in_every_string_and_key():
+    value = {"a\ud800": ["x\udc00", 1, None, {"k": "\U0001f600"}], "b": True}
+    assert replace_lone_surrogates(value) == {
+        "a\ufffd": ["x\ufffd", 1, None, {"k": "\U0001f600"}],
+        "b": True,
+    }

@@ -11,6 +11,8 @@ from offsets.formats.offset_records import (
     latest_offsets,
     parse_offset_record,
     partition_identity,
+    refresh_key_reason,
+    timestamp_in_range,
 )
 
 quick = settings(database=None, deadline=None, max_examples=300)
@@ -173,3 +175,38 @@ def test_a_tombstoned_form_is_no_longer_drift() -> None:
 def test_the_same_partition_of_two_connectors_is_not_drift() -> None:
     result = latest_offsets([(b'["a",{"f":"x"}]', b'{"p":1}'), (b'["b",{"f":"x"}]', b'{"p":1}')])
     assert result.drift == {}
+
+
+@pytest.mark.parametrize(
+    ("connector", "partition", "reason"),
+    [
+        ("orders", {"table": "t", "n": 1, "x": None}, None),
+        ("é/../\x01" + "c" * 240, {"😀": "\U0001f600"}, None),  # odd, but storable
+        ("c" * 250, {}, MalformedReason.KEY_CONNECTOR_UNSTORABLE),
+        ("a\x00b", {}, MalformedReason.KEY_CONNECTOR_UNSTORABLE),
+        ("a\ud800", {}, MalformedReason.KEY_CONNECTOR_UNSTORABLE),
+        ("c", {"t": "\udc00"}, MalformedReason.KEY_PARTITION_UNSTORABLE),
+        ("c", {"t\x00": 1}, MalformedReason.KEY_PARTITION_UNSTORABLE),
+        ("c", {"\udfff": 1}, MalformedReason.KEY_PARTITION_UNSTORABLE),
+    ],
+)
+def test_a_key_the_database_cannot_store_is_one_the_refresh_skips(connector, partition, reason):
+    found = refresh_key_reason(connector, partition)
+    assert (found and found.reason) == reason
+
+
+@pytest.mark.parametrize(
+    ("timestamp_ms", "kept"),
+    [
+        (0, True),
+        (-1, True),  # Kafka's "no timestamp": 1969
+        (1_790_000_000_000, True),
+        (253_402_214_399_999, True),  # 9999-12-30, the last day kept
+        (253_402_300_800_000, False),  # 10000-01-01
+        (2**63 - 1, False),
+        (-(2**63), False),
+        (-62_135_596_800_000, False),  # 0001-01-01, too close to the first date
+    ],
+)
+def test_the_refresh_keeps_records_dated_within_the_years_python_holds(timestamp_ms, kept):
+    assert timestamp_in_range(timestamp_ms) is kept

@@ -209,3 +209,22 @@ def test_it_never_raises_on_arbitrary_records(
     records: list[tuple[bytes | None, bytes | None]],
 ) -> None:
     assert isinstance(fold_status_records(records), StatusSnapshot)
+
+
+def test_a_lone_surrogate_in_a_trace_shows_as_a_replacement_character() -> None:
+    snapshot = fold((b"status-connector-c", status("FAILED", trace="boom \\ud800 at")))
+    assert snapshot.malformed == []
+    assert snapshot.connectors["c"].trace == "boom \ufffd at"
+
+
+def test_a_name_the_database_cannot_store_is_counted_and_skipped() -> None:
+    snapshot = fold(
+        (b"status-connector-a\x00b", status("RUNNING")),
+        (b"status-task-" + b"c" * 250 + b"-0", status("RUNNING")),
+        (b"status-topic-t:connector-a\x00b", topic_status("t", "a\\u0000b")),
+        (b"status-connector-ok", status("RUNNING")),
+    )
+    assert list(snapshot.connectors) == ["ok"]
+    assert [m.reason for m in snapshot.malformed] == [
+        StatusMalformedReason.KEY_CONNECTOR_UNSTORABLE
+    ] * 3

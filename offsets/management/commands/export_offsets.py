@@ -1,7 +1,6 @@
-import json
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from offsets.formats import jackson
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
 from offsets.services import offsets_export
@@ -53,4 +52,4 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from exc
         except (KafkaUnavailable, TopicNotFound) as exc:
             raise CommandError(str(exc)) from exc
-        self.stdout.write(json.dumps(document, indent=2, ensure_ascii=False))
+        self.stdout.write(jackson.dumps_text(document, indent=2))
