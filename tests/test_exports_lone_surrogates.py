@@ -24,6 +24,13 @@ ODD_PARTITION = {"table": "\udc00"}
 @pytest.fixture
 def odd():
     """A cluster whose source connector has one offset and one partition with a surrogate."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        pytest.skip(
+            "PostgreSQL's jsonb cannot hold a lone surrogate: the refresh counts such an offset"
+            " as value-unstorable (tests/integration/test_refresh_garbage.py) and never stores it"
+        )
     cluster = make.cluster("prod")
     make.run(cluster, ago=120)
     make.snapshot(cluster, CONNECTOR, partitions=3)

@@ -35,6 +35,7 @@ class MalformedReason(StrEnum):
     # Records the runtime would use but the refresh cannot keep (see `refresh_key_reason`).
     KEY_CONNECTOR_UNSTORABLE = "key-connector-unstorable"
     KEY_PARTITION_UNSTORABLE = "key-partition-unstorable"
+    VALUE_UNSTORABLE = "value-unstorable"
     TIMESTAMP_OUT_OF_RANGE = "timestamp-out-of-range"
 
     @property
@@ -55,6 +56,9 @@ _LABELS = {
     MalformedReason.VALUE_NOT_JSON: "The value is not valid JSON.",
     MalformedReason.VALUE_NOT_OBJECT: "The value is not a JSON object.",
     MalformedReason.VALUE_NOT_FLAT: "The offset holds a nested array or object.",
+    MalformedReason.VALUE_UNSTORABLE: (
+        "An offset field holds a NUL or a lone UTF-16 surrogate, which the database cannot store."
+    ),
     MalformedReason.KEY_CONNECTOR_UNSTORABLE: (
         "The connector name is longer than 249 characters or holds a NUL or a lone UTF-16"
         " surrogate, which the database cannot store."
@@ -242,6 +246,26 @@ def refresh_key_reason(connector: str, partition: dict[str, JsonValue]) -> Malfo
                 "a partition field holds a NUL or a lone surrogate",
                 None,
                 None,
+            )
+    return None
+
+
+def refresh_value_reason(offset: dict[str, JsonValue], value: bytes) -> MalformedRecord | None:
+    """Tell why the refresh cannot keep a well-formed offset, or None if it can.
+
+    Jackson reads a lone surrogate or a NUL in a string, so the runtime uses such an offset;
+    PostgreSQL's jsonb refuses both. The refresh counts the record as malformed instead of
+    failing on it, the same on every database.
+    """
+    for name, item in offset.items():
+        if _UNSTORABLE_CHAR.search(name) or (
+            isinstance(item, str) and _UNSTORABLE_CHAR.search(item)
+        ):
+            return MalformedRecord(
+                MalformedReason.VALUE_UNSTORABLE,
+                "an offset field holds a NUL or a lone surrogate",
+                None,
+                value,
             )
     return None
 

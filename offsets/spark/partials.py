@@ -43,6 +43,7 @@ from offsets.formats.offset_records import (
     parse_offset_value,
     partition_identity,
     refresh_key_reason,
+    refresh_value_reason,
     timestamp_in_range,
 )
 
@@ -203,6 +204,8 @@ class Folder:
                 state.head = (offset, timestamp_ms, None, True)
             return
         parsed = parse_offset_value(value)
+        if not isinstance(parsed, MalformedRecord):
+            parsed = refresh_value_reason(parsed, value) or parsed
         if isinstance(parsed, MalformedRecord):
             # Skipped like the runtime's reader skips it: it is neither a write nor a rewind.
             self._malformed(state.connector, parsed.reason, key, value)

@@ -44,6 +44,7 @@ from offsets.formats.offset_records import (
     MalformedRecord,
     parse_offset_record,
     refresh_key_reason,
+    refresh_value_reason,
     timestamp_in_range,
 )
 from offsets.spark import partials as P
@@ -160,6 +161,8 @@ def parse_columns(
             record = MalformedRecord(MalformedReason.TIMESTAMP_OUT_OF_RANGE, "", key, value)
         else:
             record = parse_offset_record(key, value)
+            if not isinstance(record, MalformedRecord) and record.offset is not None:
+                record = refresh_value_reason(record.offset, value) or record
         if isinstance(record, MalformedRecord):
             # With a good key and a bad value or timestamp, the connector is still known.
             connector.append(None if isinstance(keyed, MalformedRecord) else keyed.connector)
