@@ -109,11 +109,13 @@ def test_a_worker_that_cannot_start_fails_with_its_log_and_leaves_nothing_runnin
     (libs / "broker").symlink_to(embedded.runtime_libs() / "broker")
     (libs / "worker" / "empty.jar").write_bytes(b"")
     settings.KAFKA_RUNTIME_LIBS = libs
+    before = set(embedded._children)  # the session's broker and worker, when they run
     with pytest.raises(CommandError, match="Connect worker exited during start-up") as error:
         run("start")
     assert "connect.log" in str(error.value)
     assert EmbeddedKafka(settings.RUN_DIR).status() is None
-    assert not list(embedded._children)
+    # The broker it started is gone too.
+    assert set(embedded._children) == before
 
 
 @pytest.mark.django_db
