@@ -798,7 +798,23 @@ def watermarks(
     return {tp: (low, highs[tp]) for tp, low in lows.items()}
 
 
-@handles.released_after
+# Per-partition ListOffsets answers that mean "ask again": the partition's leadership is
+# moving, or not known yet to every broker (just after a topic was created, or created
+# again). Java's admin client retries them itself; librdkafka hands them to the caller.
+LEADER_NOT_READY = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+    }
+)
+
+
+class _LeaderNotReady(KafkaUnavailable):
+    pass
+
+
 def list_offsets(
     settings: dict,
     batches: list[dict[tuple[str, int], OffsetSpec]],
@@ -809,8 +825,31 @@ def list_offsets(
     """Answer each batch of {topic-partition: OffsetSpec} with one ListOffsets request.
 
     Every request goes out before any answer is awaited. A partition that does not exist
-    raises KafkaUnavailable before anything is asked.
+    raises KafkaUnavailable before anything is asked. A partition whose leader is not ready is
+    asked again (a new handle, new metadata), with a growing pause, until `timeout`.
     """
+    deadline = time.monotonic() + timeout
+    pause = 0.1
+    while True:
+        try:
+            return _list_offsets_once(
+                settings, batches, isolation_level=isolation_level, timeout=timeout
+            )
+        except _LeaderNotReady:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+
+@handles.released_after
+def _list_offsets_once(
+    settings: dict,
+    batches: list[dict[tuple[str, int], OffsetSpec]],
+    *,
+    isolation_level: str,
+    timeout: float,
+) -> list[dict[tuple[str, int], int]]:
     wanted = {tp for batch in batches for tp in batch}
     if not wanted:
         return [{} for _ in batches]
@@ -858,7 +897,8 @@ def list_offsets(
                     timeout=timeout,
                 ).offset
             except KafkaException as exc:
-                raise KafkaUnavailable(
+                problem = _LeaderNotReady if exc.args[0].code() in LEADER_NOT_READY else None
+                raise (problem or KafkaUnavailable)(
                     f"Could not list offsets of {tp.topic}[{tp.partition}]: {exc.args[0]}"
                 ) from exc
         answers.append(found)

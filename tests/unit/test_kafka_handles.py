@@ -13,8 +13,11 @@ NOWHERE = {"bootstrap.servers": "127.0.0.1:1"}
 
 
 @pytest.fixture(autouse=True)
-def _nothing_held_before():
+def held_before():
+    """How many handles earlier tests still hold on purpose (requests given up on, after a
+    broker was cut mid-request: `keep_until_done`); the counts below come on top."""
     handles.release_unused()
+    return handles.held_count()
 
 
 def test_a_handle_in_use_is_kept_and_one_no_longer_used_is_released():
@@ -56,20 +59,20 @@ def test_a_handle_with_requests_given_up_on_is_kept_until_they_are_done():
     assert gone() is None
 
 
-def test_producers_and_consumers_are_held_too():
+def test_producers_and_consumers_are_held_too(held_before):
     producer = handles.producer({**NOWHERE, **handles.QUIET})
     consumer = handles.consumer({**NOWHERE, **handles.QUIET, "group.id": "unused"})
-    assert handles.held_count() == 2
+    assert handles.held_count() == held_before + 2
     consumer.close()
     del producer, consumer
     assert handles.release_unused() == 2
 
 
-def test_the_next_handle_releases_the_unused_ones():
+def test_the_next_handle_releases_the_unused_ones(held_before):
     first = weakref.ref(handles.admin_client(NOWHERE))
     second = handles.admin_client(NOWHERE)
     assert first() is None
-    assert handles.held_count() == 1
+    assert handles.held_count() == held_before + 1
     del second
 
 

@@ -1,4 +1,4 @@
-"""Setting a group's offsets asks again while the group's coordinator is not ready."""
+"""Requests librdkafka leaves to the caller to repeat: a group coordinator or a partition leader not ready yet."""
 
 import pytest
 from confluent_kafka import KafkaError
@@ -43,3 +43,34 @@ def test_a_coordinator_that_never_gets_ready_fails_after_the_timeout(monkeypatch
     answers(monkeypatch, [KafkaError(KafkaError.NOT_COORDINATOR)])
     with pytest.raises(client.KafkaUnavailable, match=r"(?i)coordinator"):
         client.alter_group_offsets({}, "g", {("t", 0): 5}, timeout=5)
+
+
+def test_listing_offsets_asks_again_while_a_partition_has_no_ready_leader(monkeypatch):
+    # What Apache Kafka answers just after a topic was deleted and created again.
+    replies = [client._LeaderNotReady("not leader"), client._LeaderNotReady("not leader"), [{}]]
+    sent = []
+
+    def once(settings, batches, **kwargs):
+        sent.append(batches)
+        reply = replies[len(sent) - 1]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    monkeypatch.setattr(client, "_list_offsets_once", once)
+    monkeypatch.setattr(client.time, "sleep", lambda seconds: None)
+    assert client.list_offsets({}, [{("t", 0): None}]) == [{}]
+    assert len(sent) == 3
+
+
+def test_listing_offsets_does_not_retry_other_failures(monkeypatch):
+    sent = []
+
+    def once(settings, batches, **kwargs):
+        sent.append(batches)
+        raise client.KafkaUnavailable("no such partition")
+
+    monkeypatch.setattr(client, "_list_offsets_once", once)
+    with pytest.raises(client.KafkaUnavailable, match="no such partition"):
+        client.list_offsets({}, [{("t", 0): None}])
+    assert len(sent) == 1
