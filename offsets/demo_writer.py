@@ -72,14 +72,7 @@ def write_demo(
     open_transaction: tuple[str, int] | None = None
 
     def send(target: Producer, record: Record) -> None:
-        target.produce(
-            record.topic,
-            key=record.key,
-            value=record.value,
-            partition=java_partition(record.key, partitions[record.topic]),
-            timestamp=record.timestamp_ms,
-            on_delivery=client.raise_on_delivery_error,
-        )
+        _produce(target, record, partitions)
         target.poll(0)
         counts[record.topic] += 1
 
@@ -161,6 +154,18 @@ def keep_writing(
     return written
 
 
+def _produce(target: Producer, record: Record, partitions: dict[str, int]) -> None:
+    """Produce one Connect record to the partition the Java runtime would choose."""
+    target.produce(
+        record.topic,
+        key=record.key,
+        value=record.value,
+        partition=java_partition(record.key, partitions[record.topic]),
+        timestamp=record.timestamp_ms,
+        on_delivery=client.raise_on_delivery_error,
+    )
+
+
 def _write_offsets(
     settings: dict,
     producer: Producer,
@@ -178,14 +183,7 @@ def _write_offsets(
                 target.init_transactions(30)
                 transactional[record.transactional_id] = target
             target.begin_transaction()
-        target.produce(
-            record.topic,
-            key=record.key,
-            value=record.value,
-            partition=java_partition(record.key, partitions[record.topic]),
-            timestamp=record.timestamp_ms,
-            on_delivery=client.raise_on_delivery_error,
-        )
+        _produce(target, record, partitions)
         if record.transactional_id is not None:
             target.commit_transaction(30)
     _flush(producer)

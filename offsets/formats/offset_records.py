@@ -237,16 +237,13 @@ def refresh_key_reason(connector: str, partition: dict[str, JsonValue]) -> Malfo
     name_problem = unstorable_name(connector)
     if name_problem is not None:
         return MalformedRecord(MalformedReason.KEY_CONNECTOR_UNSTORABLE, name_problem, None, None)
-    for name, item in partition.items():
-        if _UNSTORABLE_CHAR.search(name) or (
-            isinstance(item, str) and _UNSTORABLE_CHAR.search(item)
-        ):
-            return MalformedRecord(
-                MalformedReason.KEY_PARTITION_UNSTORABLE,
-                "a partition field holds a NUL or a lone surrogate",
-                None,
-                None,
-            )
+    if _has_unstorable_field(partition):
+        return MalformedRecord(
+            MalformedReason.KEY_PARTITION_UNSTORABLE,
+            "a partition field holds a NUL or a lone surrogate",
+            None,
+            None,
+        )
     return None
 
 
@@ -257,17 +254,22 @@ def refresh_value_reason(offset: dict[str, JsonValue], value: bytes) -> Malforme
     PostgreSQL's jsonb refuses both. The refresh counts the record as malformed instead of
     failing on it, the same on every database.
     """
-    for name, item in offset.items():
-        if _UNSTORABLE_CHAR.search(name) or (
-            isinstance(item, str) and _UNSTORABLE_CHAR.search(item)
-        ):
-            return MalformedRecord(
-                MalformedReason.VALUE_UNSTORABLE,
-                "an offset field holds a NUL or a lone surrogate",
-                None,
-                value,
-            )
+    if _has_unstorable_field(offset):
+        return MalformedRecord(
+            MalformedReason.VALUE_UNSTORABLE,
+            "an offset field holds a NUL or a lone surrogate",
+            None,
+            value,
+        )
     return None
+
+
+def _has_unstorable_field(mapping: dict[str, JsonValue]) -> bool:
+    """Whether a field name or string value holds a NUL or a lone surrogate."""
+    return any(
+        _UNSTORABLE_CHAR.search(name) or (isinstance(item, str) and _UNSTORABLE_CHAR.search(item))
+        for name, item in mapping.items()
+    )
 
 
 def timestamp_in_range(timestamp_ms: int) -> bool:

@@ -46,6 +46,8 @@ WORKER_TOPICS = {
 # with `add_cluster --embedded` records it, so stalls are judged on the worker's real pace.
 WORKER_FLUSH_INTERVAL_MS = 1000
 
+WORKER_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
+
 JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 # Brokers and workers started by this process, kept so that `stop` can collect their exit
@@ -361,14 +363,14 @@ class EmbeddedKafka:
                 "Formatting the broker's storage failed:\n"
                 + (formatted.stderr or formatted.stdout)[-2000:]
             )
-        broker = self._spawn([java, *jvm, "-cp", broker_cp, "kafka.Kafka", str(server)], broker_log)
-        started = time.monotonic()
-        try:
-            wait_for_broker(address, timeout=timeout, process=broker, log=broker_log)
-        except EmbeddedKafkaError:
-            self._kill(broker)
-            raise
-        logger.info("Broker at %s ready in %.1f s", address, time.monotonic() - started)
+        broker = self._start_process(
+            [java, *jvm, "-cp", broker_cp, "kafka.Kafka", str(server)],
+            broker_log,
+            lambda process: wait_for_broker(
+                address, timeout=timeout, process=process, log=broker_log
+            ),
+            f"Broker at {address}",
+        )
         info = RuntimeInfo(
             pid=broker.pid,
             bootstrap_servers=advertised or address,
@@ -393,24 +395,12 @@ class EmbeddedKafka:
             worker_properties(bootstrap_servers=info.bootstrap_servers, rest_port=rest_port)
         )
         log = run_dir / "connect.log"
-        worker = self._spawn(
-            [
-                java,
-                *jvm,
-                "-cp",
-                classpath,
-                "org.apache.kafka.connect.cli.ConnectDistributed",
-                str(config),
-            ],
+        worker = self._start_process(
+            [java, *jvm, "-cp", classpath, WORKER_MAIN, str(config)],
             log,
+            lambda process: wait_for_worker(url, timeout=timeout, process=process, log=log),
+            f"Connect worker at {url}",
         )
-        started = time.monotonic()
-        try:
-            wait_for_worker(url, timeout=timeout, process=worker, log=log)
-        except EmbeddedKafkaError:
-            self._kill(worker)
-            raise
-        logger.info("Connect worker at %s ready in %.1f s", url, time.monotonic() - started)
         return RuntimeInfo(
             **{
                 **asdict(info),
@@ -419,6 +409,18 @@ class EmbeddedKafka:
                 "connect_log_file": str(log),
             }
         )
+
+    def _start_process(self, command: list[str], log_path: Path, wait, what: str):
+        """Spawn `command` and wait for it with `wait(process)`; killed if it never gets ready."""
+        process = self._spawn(command, log_path)
+        started = time.monotonic()
+        try:
+            wait(process)
+        except EmbeddedKafkaError:
+            self._kill(process)
+            raise
+        logger.info("%s ready in %.1f s", what, time.monotonic() - started)
+        return process
 
     def _spawn(self, command: list[str], log_path: Path) -> subprocess.Popen:
         with open(log_path, "ab") as log:
