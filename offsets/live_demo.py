@@ -151,20 +151,9 @@ class LiveDemo:
             LiveConnector(
                 self.name("mm2-upstream-source"),
                 {
-                    "connector.class": MIRROR_SOURCE,
-                    "tasks.max": "1",
-                    "source.cluster.alias": MIRROR_ALIAS,
-                    "target.cluster.alias": "local",
-                    "source.cluster.bootstrap.servers": self.bootstrap_servers,
-                    "target.cluster.bootstrap.servers": self.bootstrap_servers,
-                    "topics": app,
-                    "replication.factor": "1",
-                    "offset-syncs.topic.replication.factor": "1",
-                    "refresh.topics.interval.seconds": "5",
-                    "sync.topic.configs.enabled": "false",
-                    "sync.topic.acls.enabled": "false",
-                    "emit.heartbeats.enabled": "false",
-                    "emit.checkpoints.enabled": "false",
+                    **one_broker_mirror(
+                        self.bootstrap_servers, app, source_alias=MIRROR_ALIAS, target_alias="local"
+                    ),
                     **BYTES,
                 },
                 RUNNING,
@@ -354,6 +343,33 @@ class LiveDemo:
                 break
             time.sleep(0.5)
         return {name: existing[name].summary if name in existing else "MISSING" for name in wanted}
+
+
+def one_broker_mirror(
+    bootstrap_servers: str, topics: str, *, source_alias: str, target_alias: str
+) -> dict[str, str]:
+    """A MirrorSourceConnector config mirroring `topics` within one single-node broker.
+
+    Replication factors of 1 (one broker), an explicit topic list (the default `.*` would
+    mirror Connect's own topics), a 5 s topic refresh, and no config, ACL, heartbeat or
+    checkpoint syncing.
+    """
+    return {
+        "connector.class": MIRROR_SOURCE,
+        "tasks.max": "1",
+        "source.cluster.alias": source_alias,
+        "target.cluster.alias": target_alias,
+        "source.cluster.bootstrap.servers": bootstrap_servers,
+        "target.cluster.bootstrap.servers": bootstrap_servers,
+        "topics": topics,
+        "replication.factor": "1",
+        "offset-syncs.topic.replication.factor": "1",
+        "refresh.topics.interval.seconds": "5",
+        "sync.topic.configs.enabled": "false",
+        "sync.topic.acls.enabled": "false",
+        "emit.heartbeats.enabled": "false",
+        "emit.checkpoints.enabled": "false",
+    }
 
 
 def _shows(status, intent: str) -> bool:

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import client, embedded, groups
+from offsets.live_demo import one_broker_mirror
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -36,7 +37,6 @@ pytestmark = pytest.mark.integration
 RUN = uuid.uuid4().hex[:8]
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-MIRROR_SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 TABLE_SOURCE = "dev.offsetsdashboard.connectors.TableSourceConnector"
 EXTERNAL_SINK = "dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector"
 # A file name with what a JSON key must escape (quotes, backslashes) or may not (non-ASCII,
@@ -229,22 +229,9 @@ def fleet(rest, kafka, files) -> Fleet:
     )
     rest.create(
         names["mirror"],
-        {
-            "connector.class": MIRROR_SOURCE,
-            "tasks.max": "1",
-            "source.cluster.alias": "src",
-            "target.cluster.alias": "tgt",
-            "source.cluster.bootstrap.servers": kafka["bootstrap.servers"],
-            "target.cluster.bootstrap.servers": kafka["bootstrap.servers"],
-            "topics": mirrored,
-            "replication.factor": "1",
-            "offset-syncs.topic.replication.factor": "1",
-            "refresh.topics.interval.seconds": "5",
-            "sync.topic.configs.enabled": "false",
-            "sync.topic.acls.enabled": "false",
-            "emit.heartbeats.enabled": "false",
-            "emit.checkpoints.enabled": "false",
-        },
+        one_broker_mirror(
+            kafka["bootstrap.servers"], mirrored, source_alias="src", target_alias="tgt"
+        ),
     )
     rest.create(names["sink"], file_sink(files / "fleet-sink.txt", sink_input))
     rest.create(
