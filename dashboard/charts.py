@@ -15,6 +15,10 @@ HEIGHT = 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 28
 # Beyond this many points a series is thinned to the min and max of each pixel column pair.
 MAX_POINTS = 600
+# An offset may hold any double: the span of +-1.7e308 overflows and 5e-324 has no axis step.
+# Values are drawn within these magnitudes (beyond, at the edge; below, at zero).
+EXTREME = 1e300
+TINY = 1e-300
 
 
 @dataclass(frozen=True)
@@ -72,11 +76,15 @@ def line_chart(
     With `durations`, values are seconds: the y axis steps and labels are durations.
     """
     bottom, right = height - BOTTOM, width - RIGHT
-    if not series:
-        return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
     # Epoch seconds once per point: datetime.timestamp() is most of the cost of a long series.
-    points = [(at.timestamp(), value) for at, value in series]
-    marked = [(at.timestamp(), value, label) for at, value, label in markers]
+    points = [(at.timestamp(), _drawable(value)) for at, value in series if value == value]
+    marked = [
+        (at.timestamp(), _drawable(value), label)
+        for at, value, label in markers
+        if value == value  # NaN has no place on an axis
+    ]
+    if not points:
+        return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
     times = [t for t, _ in points] + [t for t, _, _ in marked]
     values = [value for _, value in points] + [value for _, value, _ in marked]
     t0, t1 = min(times), max(times)
@@ -114,7 +122,7 @@ def line_chart(
         line=line,
         area=area,
         points=len(thinned),
-        values=len(series),
+        values=len(points),
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
         markers=[Marker(x(t), y(value), label) for t, value, label in marked],
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
@@ -123,6 +131,12 @@ def line_chart(
         bottom=bottom,
         right=right,
     )
+
+
+def _drawable(value: float) -> float:
+    if abs(value) < TINY:
+        return 0.0
+    return max(-EXTREME, min(EXTREME, value))
 
 
 def _thin(series: Sequence[tuple[float, float]], limit: int) -> list[tuple[float, float]]:
@@ -244,6 +258,8 @@ def _labels(values: list[float], durations: bool) -> list[str]:
 def format_number(value: float, digits: int = 3) -> str:
     """Short axis labels: 950, 12.5k, 3.2M, 1.7G (`digits` significant digits)."""
     magnitude = abs(value)
+    if magnitude >= 1e15:
+        return f"{value:.{digits}g}"
     for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if magnitude >= limit:
             return f"{value / limit:.{digits}g}{suffix}"

@@ -9,6 +9,7 @@ from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import OffsetEdit
 from offsets.services.edits import StageRequest
+from offsets.services.offsets_export import requested_names
 
 SOURCE_CHOICES = [
     ("set", "Set an existing partition's offset"),
@@ -198,8 +199,18 @@ class ImportForm(forms.Form):
         return upload.read()
 
 
+class ConnectorNamesField(forms.Field):
+    """Names given one per parameter (`?connector=a&connector=b`), each kept exactly."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value):
+        return [str(name) for name in value or []]
+
+
 class ExportForm(forms.Form):
     connectors = forms.CharField(required=False, help_text="a,b (none: all connectors)")
+    connector = ConnectorNamesField(required=False)
     format = forms.ChoiceField(
         choices=[("", "auto"), ("kip875", "KIP-875"), ("kip199", "KIP-199")], required=False
     )
@@ -207,7 +218,7 @@ class ExportForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        names = [n.strip() for n in (data.get("connectors") or "").split(",") if n.strip()]
+        names = requested_names(data.get("connectors") or "", data.get("connector") or [])
         data["names"] = names
         data["format"] = data.get("format") or ("kip875" if len(names) == 1 else "kip199")
         if data["format"] == "kip875" and len(names) != 1:

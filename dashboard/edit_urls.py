@@ -6,7 +6,7 @@ from dashboard import edit_views
 
 urlpatterns = [
     path(
-        "clusters/<str:cluster_name>/connectors/<str:connector>/edits/",
+        "clusters/<str:cluster_name>/connectors/<connector:connector>/edits/",
         edit_views.connector_edits,
         name="connector-edits",
     ),

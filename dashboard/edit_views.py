@@ -21,6 +21,7 @@ from dashboard.edit_forms import (
     SinkStageForm,
     SourceStageForm,
 )
+from dashboard.formatting import attachment
 from offsets.formats import jackson
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offset_records import partition_identity
@@ -454,6 +455,5 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     label = options["names"][0] if len(options["names"]) == 1 else "connectors"
     suffix = "-history" if options["from_beginning"] else ""
     response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
-    filename = f"{cluster.name}-{label}{suffix}-offsets.json".replace('"', "")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = attachment(f"{cluster.name}-{label}{suffix}-offsets.json")
     return response

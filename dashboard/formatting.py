@@ -4,10 +4,12 @@ Plain f-strings and `html.escape`: the tables call these thousands of times per 
 Django's lazy-aware `format_html` would cost several times more.
 """
 
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 
+from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 
 from offsets.formats import jackson
@@ -52,6 +54,32 @@ def since(at: datetime | None, now: datetime) -> str:
     if at is None:
         return DASH
     return duration(max(0.0, (now - at).total_seconds()))
+
+
+# Characters a name cannot show as themselves: control characters and lone surrogates.
+_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED_ESCAPES.get(char) or (
+        f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    )
+
+
+def name_html(name: str) -> SafeString:
+    """A connector's name as HTML: escaped, control characters and lone surrogates written as
+    escapes (`\\n`, `\\x00`, `\\ud800`), and an empty name said so, so every name can be seen
+    and clicked."""
+    if not name:
+        return SafeString('<span class="muted">(empty name)</span>')
+    return SafeString(escape(_INVISIBLE.sub(_visible, name)))
+
+
+def name_text(name: str) -> str:
+    """A connector's name as plain text (titles, attributes), written as `name_html` writes it."""
+    return _INVISIBLE.sub(_visible, name) if name else "(empty name)"
 
 
 def compact_json(value: object) -> str:
@@ -117,3 +145,18 @@ class AgedHtml:
         return SafeString(
             "".join(part if isinstance(part, str) else ago_html(part, now) for part in self.parts)
         )
+
+
+# Characters a download name never keeps: path separators, control characters (a CR or LF
+# would end the header) and surrogates (no UTF-8 form for `filename*`).
+_NOT_IN_FILENAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition value that downloads as `filename`, whatever names it is made of.
+
+    Names come from Kafka: they are data, never a path. Non-ASCII names travel as RFC 6266's
+    `filename*=utf-8''...`, which browsers honour where a raw UTF-8 `filename=` is shown
+    instead of downloaded.
+    """
+    return content_disposition_header(True, _NOT_IN_FILENAME.sub("_", filename) or "offsets.json")

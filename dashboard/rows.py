@@ -25,9 +25,11 @@ from dashboard.formatting import (
     AgedHtml,
     compact_json,
     duration_ms,
+    name_html,
     num,
     status_html,
 )
+from offsets.formats.connector_paths import to_segment
 from offsets.models import ConnectorSnapshot, RewindEvent, SinkPartitionLag, SourceOffset
 from offsets.services.snapshots import status_reasons
 
@@ -83,7 +85,7 @@ def connector_rows(snapshots: list[ConnectorSnapshot], base_url: str, export_url
     for snapshot in snapshots:
         has_lag = snapshot.type == "sink" and not snapshot.offsets_managed_externally
         name = escape(snapshot.name)
-        url = escape(f"{base_url}{quote(snapshot.name, safe='')}/")
+        url = escape(f"{base_url}{quote(to_segment(snapshot.name), safe='~')}/")
         lag_records = num(snapshot.lag_records) if has_lag else MUTED_DASH
         lag_ms = duration_ms(snapshot.lag_ms) if has_lag else MUTED_DASH
         # Sinks commit to their consumer group, which keeps no commit times.
@@ -93,9 +95,9 @@ def connector_rows(snapshots: list[ConnectorSnapshot], base_url: str, export_url
         )
         html.append(
             f'<tr data-connector="{name}">'
-            f'<td><a href="{url}">{name}</a>{_badges(snapshot)}'
+            f'<td><a href="{url}">{name_html(snapshot.name)}</a>{_badges(snapshot)}'
             f'<div class="small edit-links"><a href="{url}edits/">offsets &amp; edits</a> · '
-            f'<a href="{export}?connectors={escape(quote(snapshot.name, safe=""))}" download>'
+            f'<a href="{export}?connector={escape(quote(snapshot.name, safe=""))}" download>'
             "export</a></div></td>"
             f'<td data-field="type">{escape(snapshot.type)}</td>'
             f'<td data-field="state" class="nowrap">{_state(snapshot)}</td>'

@@ -218,6 +218,12 @@ REST_FRAMEWORK = {
         "offsets.api.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    # Bodies parsed by the rules uploads follow: nesting, encoding and numbers answer 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "offsets.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -227,6 +233,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",  # the default
         "offsets.api.schema_hooks.empty_query_values_mean_absent",
+        "offsets.api.schema_hooks.describe_connector_names",
     ],
 }
 

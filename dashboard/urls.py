@@ -1,19 +1,23 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
 from dashboard import views
+from offsets.formats.connector_paths import ConnectorNameConverter
+
+# Registered here, in the root URLconf, before any pattern (the API's included) uses it.
+register_converter(ConnectorNameConverter, "connector")
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("clusters/<str:cluster_name>/connectors/", views.connectors, name="connectors"),
     path(
-        "clusters/<str:cluster_name>/connectors/<str:connector_name>/",
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/",
         views.connector_detail,
         name="connector",
     ),
     path(
-        "clusters/<str:cluster_name>/connectors/<str:connector_name>/offsets.json",
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/offsets.json",
         views.connector_offsets_json,
         name="connector-offsets-json",
     ),

@@ -5,7 +5,6 @@ Each page is one view and one template; an htmx request gets only the partial it
 """
 
 import logging
-import re
 from collections.abc import Callable
 
 from django.conf import settings
@@ -22,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
 from dashboard import charts, page_cache
-from dashboard.formatting import AgedHtml
+from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
 from dashboard.rows import (
     connector_rows,
@@ -444,8 +443,7 @@ def connector_offsets_json(
         jackson.dumps_text(document, indent=2) + "\n",
         content_type="application/json; charset=utf-8",
     )
-    filename = re.sub(r"[^A-Za-z0-9._-]", "_", f"{cluster.name}-{snapshot.name}-offsets.json")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = attachment(f"{cluster.name}-{snapshot.name}-offsets.json")
     return response
 
 

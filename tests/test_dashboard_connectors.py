@@ -237,5 +237,5 @@ def test_each_connector_links_to_its_offset_edits_and_export(logged_in_client, p
     html = logged_in_client.get(URL).content.decode()
     row = html.split('data-connector="beta-sink"')[1].split("</tr>")[0]
     assert 'href="/clusters/prod/connectors/beta-sink/edits/"' in row
-    assert 'href="/clusters/prod/export/?connectors=beta-sink"' in row
+    assert 'href="/clusters/prod/export/?connector=beta-sink"' in row
     assert 'href="/clusters/prod/edits/"' in html

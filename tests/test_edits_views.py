@@ -411,7 +411,7 @@ def test_the_connectors_page_links_each_connector_to_its_edits_and_export(
     # The live state page (the connectors list shows refresh results; `fresh` has none).
     html = logged_in_client.get("/clusters/fresh/live/").content.decode()
     assert 'href="/clusters/fresh/connectors/es-sink-clicks/edits/"' in html
-    assert 'href="/clusters/fresh/export/?connectors=es-sink-clicks"' in html
+    assert 'href="/clusters/fresh/export/?connector=es-sink-clicks"' in html
 
 
 def test_the_edit_list_offers_an_export_of_several_connectors(logged_in_client, cluster):

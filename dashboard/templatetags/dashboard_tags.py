@@ -16,6 +16,8 @@ register = template.Library()
 register.filter("num", formatting.num)
 register.filter("duration_ms", formatting.duration_ms)
 register.filter("compact_json", formatting.compact_json)
+register.filter("name_html", formatting.name_html)
+register.filter("name_text", formatting.name_text)
 
 
 @register.filter

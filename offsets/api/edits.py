@@ -15,12 +15,12 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets.api.clusters import KafkaUnavailableError
 from offsets.api.errors import errors
+from offsets.api.parsers import JSONParser
 from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
@@ -148,6 +148,12 @@ class EditFilter(serializers.Serializer):
 class ExportInput(serializers.Serializer):
     cluster = serializers.CharField()
     connectors = serializers.CharField(required=False, default="", help_text="a,b (default all)")
+    connector = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        default=list,
+        help_text="one name per parameter, kept exactly (commas and spaces included)",
+    )
     # Not "format": DRF reserves that query parameter for choosing a renderer.
     shape = serializers.ChoiceField(
         choices=["kip875", "kip199"],
@@ -157,7 +163,7 @@ class ExportInput(serializers.Serializer):
     from_beginning = serializers.BooleanField(required=False, default=False)
 
     def validate(self, attrs):
-        names = [n.strip() for n in attrs["connectors"].split(",") if n.strip()]
+        names = offsets_export.requested_names(attrs["connectors"], attrs["connector"])
         attrs["names"] = names
         attrs["shape"] = attrs.get("shape") or ("kip875" if len(names) == 1 else "kip199")
         if attrs["shape"] == "kip875" and len(names) != 1:

@@ -23,7 +23,7 @@ class SchemaView(SpectacularAPIView):
     """This API's OpenAPI 3 schema (YAML, or JSON with ?format=json)."""
 
 
-CONNECTOR = "clusters/<str:cluster_name>/connectors/<str:connector_name>/"
+CONNECTOR = "clusters/<str:cluster_name>/connectors/<connector:connector_name>/"
 
 urlpatterns = [
     path("schema/", SchemaView.as_view(), name="api-schema"),

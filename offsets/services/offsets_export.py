@@ -7,6 +7,8 @@ tombstones as ``"offset": null``. Kafka keeps no history of a group's commits th
 can read, so a sink's history is its current offsets.
 """
 
+from collections.abc import Sequence
+
 from django.conf import settings
 
 from offsets.formats.offset_records import parse_offset_record, partition_identity
@@ -20,6 +22,13 @@ from offsets.services.edits import (
     read_connector,
     source_view,
 )
+
+
+def requested_names(listed: str, exact: Sequence[str] = ()) -> list[str]:
+    """The connectors an export names: each `connector` parameter as given (any name Connect
+    can hold, commas and spaces included), then the trimmed names of the `a,b` list."""
+    names = [*exact, *(name.strip() for name in listed.split(",") if name.strip())]
+    return list(dict.fromkeys(names))
 
 
 def export_connector(*, cluster: Cluster, connector: str, from_beginning: bool = False) -> dict:

@@ -2,6 +2,9 @@
 
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dashboard.charts import format_number, line_chart
 
 T0 = datetime(2026, 9, 21, 12, 0, tzinfo=UTC)
@@ -89,3 +92,31 @@ def test_a_narrow_band_of_large_values_gets_labels_that_differ():
     labels = [tick.label for tick in chart.y_ticks]
     assert len(set(labels)) == len(labels)
     assert labels[0].startswith("1.795")
+
+
+EXTREMES = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [1.7e308, -1.7e308, 5e-324, -5e-324, 0.0, -0.0, float("inf"), float("nan")]
+)
+
+
+@given(st.lists(EXTREMES, min_size=1, max_size=20), st.booleans())
+def test_any_double_an_offset_can_hold_draws_inside_the_plot(values, zero_based):
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    series = [(start + timedelta(seconds=i), value) for i, value in enumerate(values)]
+    chart = line_chart(series, title="progress", zero_based=zero_based)
+    vertices = [
+        tuple(float(c) for c in vertex.split(","))
+        for vertex in chart.line[1:].split(" L")
+        if chart.line
+    ]
+    assert len(vertices) == chart.points == sum(1 for value in values if value == value)
+    for x, y in vertices:
+        assert chart.left <= x <= chart.right
+        assert chart.top - 0.05 <= y <= chart.bottom + 0.05
+    assert all(tick.label and "inf" not in tick.label for tick in chart.y_ticks)
+
+
+def test_the_largest_doubles_get_an_axis_with_exponent_labels():
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    chart = line_chart([(start, -1.7e308), (start + timedelta(seconds=5), 1.7e308)], title="p")
+    assert chart.y_ticks[0].label == "-1e+300" and chart.y_ticks[-1].label == "1e+300"
