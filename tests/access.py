@@ -6,6 +6,7 @@ checked by the access tests (login, CSRF, secrets) without anyone remembering to
 
 import re
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
@@ -60,7 +61,14 @@ _GROUP = re.compile(r"\(\?P<(?P<name>\w+)>[^)]*\)")
 
 def _segment(pattern, params: dict) -> str:
     if isinstance(pattern, RoutePattern):
-        return _CONVERTER.sub(lambda m: str(params[m["name"]]), str(pattern._route))
+        # Each value as `reverse` writes it: through its converter, then percent-encoded.
+        def fill(match: re.Match[str]) -> str:
+            value = params[match["name"]]
+            converter = pattern.converters.get(match["name"])
+            text = converter.to_url(value) if converter else str(value)
+            return quote(text, safe="!$&'()*+,;=~:@")
+
+        return _CONVERTER.sub(fill, str(pattern._route))
     if isinstance(pattern, RegexPattern):
         text = _GROUP.sub(lambda m: str(params[m["name"]]), pattern._regex)
         # The admin's app_list pattern is "^(?P<app_label>auth|offsets)/$": the group is filled

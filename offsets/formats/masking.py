@@ -49,12 +49,14 @@ _NOT_LABEL_SUFFIXES = (".java", ".scala", ".kt", "exception", "error")
 # The Authorization header rule below masks these; the label rule leaves them to it.
 _HEADER_NAMES = frozenset({"authorization", "proxy-authorization"})
 
-# A value that is only a config-provider reference (${provider:path:key}) holds no secret and
-# tells the reader where the secret lives, so it stays visible.
-_CONFIG_PROVIDER_REFERENCE = re.compile(r"\$\{[^}]*\}")
-# The same inside a text (password=${vault:secret/db:password}); no braces or spaces inside, so
-# that a scan from one "${" never runs past the next.
-_CONFIG_PROVIDER_REFERENCES = re.compile(r"(\$\{[^{}\s]*\})")
+# A config-provider reference, ${provider:key} or ${provider:path:key}, holds no secret and tells
+# the reader where the secret lives, so it stays visible, whole or inside a text. Only that
+# shape counts: a provider and a key that are names, a path without spaces, colons or braces.
+# "${my.token=...}" or "${jdbc:postgresql://u:pw@db}" is no reference Connect could resolve,
+# and Connect passes an unresolved one on as it is, secret included.
+_REFERENCE = r"\$\{[\w.\-]+:(?:[^{}\s:]*:)?[\w.\-]+\}"
+_CONFIG_PROVIDER_REFERENCE = re.compile(_REFERENCE)
+_CONFIG_PROVIDER_REFERENCES = re.compile(f"({_REFERENCE})")
 
 # A name followed by = or : ("password=", "Password: ", '"private_key": ', "--token="). The
 # look-behind makes a run of name characters start a match only at its first character; the

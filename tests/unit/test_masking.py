@@ -102,6 +102,11 @@ FORMS = [
     ("token=eyJhbGciOiJIUzI1.eyJzdWIiOiIx.SECRET", f"token={MASK}"),
     ("see eyJhbGciOiJIUzI1.eyJzdWIiOiIx.SECRET here", f"see {MASK} here"),
     ("clone https://ghp_SECRETSECRETSECRET12@github.com", "clone https://" + MASK + "@github.com"),
+    # Braced, but no config-provider reference Connect could resolve: masked as text (a bare
+    # value runs to the brace, which goes with it).
+    ("${my.vault.token=SECRET}", f"${{my.vault.token={MASK}"),
+    ("${jdbc:postgresql://app:SECRET@db/shop}", f"${{jdbc:postgresql://app:{MASK}@db/shop}}"),
+    ("${Authorization: Bearer SECRET}", f"${{Authorization: Bearer {MASK}"),
 ]
 
 
