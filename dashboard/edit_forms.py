@@ -1,14 +1,16 @@
 """Forms of the offset-edit pages: every input, htmx POSTs included, goes through one."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from django import forms
 
 from offsets.formats import jackson
 from offsets.formats.edit_rules import parse_duration
+from offsets.formats.offset_records import partition_identity
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import OffsetEdit
-from offsets.services.edits import StageRequest
+from offsets.services.edits import IMPORT_MAX_BYTES, StageRequest
 from offsets.services.offsets_export import requested_names
 
 SOURCE_CHOICES = [
@@ -55,10 +57,27 @@ class _UtcDateTimeField(forms.DateTimeField):
         return result
 
 
+# How many unknown partitions an error names before it only counts the rest.
+NAMED_IN_ERRORS = 5
+
+
+def _named(labels: list[str]) -> str:
+    named = ", ".join(labels[:NAMED_IN_ERRORS])
+    rest = len(labels) - NAMED_IN_ERRORS
+    return f"{named} and {rest:,} more" if rest > 0 else named
+
+
 class SourceStageForm(forms.Form):
     strategy = forms.ChoiceField(choices=SOURCE_CHOICES)
-    # An existing partition (set, delete) is picked from the list; a new one (add) typed.
-    existing = forms.ChoiceField(required=False, label="Partition")
+    # Partitions are typed (or pasted from the table), never listed as options: a connector
+    # may have tens of thousands. The view passes the live ones to check against.
+    existing = forms.CharField(
+        required=False,
+        label="Partition (JSON, as in the table)",
+        widget=forms.TextInput(
+            attrs={"list": "partitions-on-page", "placeholder": '{"filename": "/var/log/x.log"}'}
+        ),
+    )
     partition = forms.CharField(
         required=False,
         label="New partition (JSON)",
@@ -72,18 +91,21 @@ class SourceStageForm(forms.Form):
     at = _UtcDateTimeField(required=False, label="As of (UTC)")
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
-    def __init__(self, *args, partitions: list[str] = (), **kwargs) -> None:
+    def __init__(self, *args, partitions: set[str] = frozenset(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["existing"].choices = [("", "—")] + [(p, p) for p in partitions]
+        self._partitions = partitions
 
     def clean(self):
         data = super().clean()
         strategy = data.get("strategy")
         if strategy in ("set", "delete"):
             if not data.get("existing"):
-                self.add_error("existing", "Choose the partition.")
+                self.add_error("existing", "Type the partition as a JSON object.")
             else:
-                data["partition_map"] = _flat_object(data["existing"], "partition")
+                try:
+                    data["partition_map"] = self._existing(data["existing"])
+                except forms.ValidationError as exc:
+                    self.add_error("existing", exc)
         if strategy == "add":
             if not data.get("partition"):
                 self.add_error("partition", "Type the new partition as a JSON object.")
@@ -104,6 +126,17 @@ class SourceStageForm(forms.Form):
             self.add_error("at", "Choose the time to restore to.")
         return data
 
+    def _existing(self, text: str) -> dict:
+        partition = _flat_object(text, "partition")
+        # Field order and spacing do not matter: the key bytes are read from the topic.
+        identity = partition_identity(partition)
+        if identity not in self._partitions:
+            raise forms.ValidationError(
+                f"{identity} has no offset in the topic: type a partition from the table "
+                "(or add it as a new partition)."
+            )
+        return partition
+
     def stage_request(self) -> StageRequest:
         data = self.cleaned_data
         return StageRequest(
@@ -116,10 +149,12 @@ class SourceStageForm(forms.Form):
 
 class SinkStageForm(forms.Form):
     strategy = forms.ChoiceField(choices=SINK_CHOICES)
-    partitions = forms.MultipleChoiceField(
+    partitions = forms.CharField(
         required=False,
-        label="Partitions (none chosen: all)",
-        widget=forms.SelectMultiple(attrs={"size": 8}),
+        label="Partitions (none: all)",
+        help_text="topic-partition as in the table (orders-0), separated by spaces, commas "
+        "or lines",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "orders-0 orders-1"}),
     )
     value = forms.IntegerField(required=False, label="Offset, or N to shift by (signed)")
     at = _UtcDateTimeField(required=False, label="Date-time (UTC)")
@@ -129,10 +164,33 @@ class SinkStageForm(forms.Form):
     group = forms.CharField(required=False, max_length=255, label="Group to copy from")
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
-    def __init__(self, *args, partitions: list[tuple[str, int]] = (), **kwargs) -> None:
+    def __init__(self, *args, partitions: set[tuple[str, int]] = frozenset(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._partitions = {f"{topic}/{p}": (topic, p) for topic, p in partitions}
-        self.fields["partitions"].choices = [(key, key) for key in self._partitions]
+        self._partitions = partitions
+
+    def clean_partitions(self) -> tuple[tuple[str, int], ...] | None:
+        """The typed topic-partitions (topic-N or topic/N) in order, or None for all."""
+        chosen: dict[tuple[str, int], None] = {}
+        malformed, unknown = [], []
+        for token in re.split(r"[\s,]+", self.cleaned_data["partitions"].strip()):
+            if not token:
+                continue
+            # Topic names hold no "/" and a partition is digits, so both forms split cleanly.
+            topic, separator, number = token.rpartition("/" if "/" in token else "-")
+            if not separator or not topic or not number.isdigit():
+                malformed.append(repr(token))
+            elif (topic, int(number)) not in self._partitions:
+                unknown.append(f"{topic}-{int(number)}")
+            else:
+                chosen[(topic, int(number))] = None
+        if malformed:
+            raise forms.ValidationError(
+                f"{_named(malformed)}: not a topic-partition such as orders-0."
+            )
+        if unknown:
+            verb = "is not a partition" if len(unknown) == 1 else "are not partitions"
+            raise forms.ValidationError(f"{_named(unknown)} {verb} of the sink's topics.")
+        return tuple(chosen) or None
 
     def clean_duration(self) -> timedelta | None:
         text = self.cleaned_data.get("duration")
@@ -160,15 +218,29 @@ class SinkStageForm(forms.Form):
 
     def stage_request(self) -> StageRequest:
         data = self.cleaned_data
-        chosen = data.get("partitions") or []
         return StageRequest(
             strategy=data["strategy"],
             value=data.get("value"),
             at=data.get("at"),
             duration=data.get("duration"),
             group=data.get("group") or "",
-            partitions=tuple(self._partitions[key] for key in chosen) if chosen else None,
+            partitions=data.get("partitions"),
         )
+
+
+class PageForm(forms.Form):
+    """Which page of a long list to show; one past the last shows the last."""
+
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def clean_page(self) -> int:
+        return self.cleaned_data["page"] or 1
+
+
+class OffsetsPageForm(PageForm):
+    """Which page of a connector's live offsets to show, and a filter on the partitions."""
+
+    q = forms.CharField(required=False, max_length=500, label="Filter partitions")
 
 
 class CommentForm(forms.Form):
@@ -190,12 +262,13 @@ class ImportForm(forms.Form):
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: show the diff only")
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
-    MAX_BYTES = 20 * 1024 * 1024
-
     def clean_file(self):
         upload = self.cleaned_data["file"]
-        if upload.size > self.MAX_BYTES:
-            raise forms.ValidationError("The file is larger than 20 MB.")
+        if upload.size > IMPORT_MAX_BYTES:
+            raise forms.ValidationError(
+                f"The file is {upload.size / 2**20:.1f} MB: an import takes at most "
+                f"{IMPORT_MAX_BYTES // 2**20} MB. Split it into smaller documents."
+            )
         return upload.read()
 
 

@@ -2,10 +2,12 @@
 export. Views stay thin: look up (404), check the role (403), pass a form, call a service."""
 
 import logging
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,6 +20,8 @@ from dashboard.edit_forms import (
     EditFilterForm,
     ExportForm,
     ImportForm,
+    OffsetsPageForm,
+    PageForm,
     SinkStageForm,
     SourceStageForm,
 )
@@ -43,6 +47,8 @@ ACTIONS = {
     "stage-restore": edits.stage_restore,
 }
 KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
+# Rows of live offsets per page of a connector's edit page.
+OFFSETS_PER_PAGE = 100
 
 # Which form fields each strategy shows (the strategy itself is chosen by the tabs).
 STRATEGY_FIELDS = {
@@ -88,27 +94,30 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     cluster = _get_cluster_for_user(request, cluster_name)
     if request.method == "POST":
         _require_editor(request)
+    listing = OffsetsPageForm(request.GET)
+    shown = listing.cleaned_data if listing.is_valid() else {"q": "", "page": 1}
     reader = edits.LiveReader(cluster)
     try:
         context = edits.read_connector(cluster=cluster, connector=connector, reader=reader)
-        current = _current_offsets(cluster, context, reader)
+        current = _current_offsets(context, reader, query=shown["q"], page=shown["page"])
     except edits.ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KAFKA_ERRORS as exc:
         return _page(request, cluster, connector, error=str(exc), status=503)
-
-    form_class = SourceStageForm if context.is_source else SinkStageForm
-    choices = (
-        {"partitions": [row["identity"] for row in current]}
-        if context.is_source
-        else {"partitions": [(row["topic"], row["partition"]) for row in current]}
-    )
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
     strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
     if strategy not in dict(strategies):
         strategy = strategies[0][0]
+    if request.method == "GET" and _htmx_target(request) == "current-offsets":
+        return render(
+            request,
+            "edits/connector.html#offsets",
+            {"context": context, "current": current, "q": shown["q"], "strategy": strategy},
+        )
+
+    form_class = SourceStageForm if context.is_source else SinkStageForm
     if request.method == "POST":
-        form = form_class(request.POST, **choices)
+        form = form_class(request.POST, partitions=current.partitions)
         if form.is_valid():
             try:
                 edit = edits.stage_edit(
@@ -119,14 +128,14 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
                     comment=form.cleaned_data.get("comment") or "",
                 )
             except edits.EditInputError as exc:
-                form.add_error(_form_field(form, exc.field), exc.message)
+                form.add_error(_form_field(form, exc.field, strategy), exc.message)
             except KAFKA_ERRORS as exc:
                 form.add_error(None, f"The cluster could not be read: {exc}")
             else:
                 return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
         status = 400
     else:
-        form = form_class(initial={"strategy": strategy}, **choices)
+        form = form_class(initial={"strategy": strategy}, partitions=current.partitions)
         status = 200
     return _page(
         request,
@@ -134,12 +143,17 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         connector,
         context=context,
         current=current,
+        q=shown["q"],
         form=form,
         strategies=strategies,
         strategy=strategy,
         shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
         status=status,
     )
+
+
+def _htmx_target(request: HttpRequest) -> str | None:
+    return request.htmx.target if request.htmx else None
 
 
 def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
@@ -160,39 +174,63 @@ def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
     )
 
 
-def _form_field(form, field: str | None) -> str | None:
+def _form_field(form, field: str | None, strategy: str) -> str | None:
+    if field == "partition" and strategy in ("set", "delete"):
+        return "existing"  # set and delete name an existing partition there
     if field in form.fields:
         return field
     return {"partition": "existing", "document": None}.get(field or "")
 
 
-def _current_offsets(cluster: Cluster, context, reader) -> list[dict]:
-    """Rows for the page: a source's partitions, or a sink's partitions with group and log."""
+@dataclass(frozen=True)
+class CurrentOffsets:
+    """One page of a connector's live offsets, and every partition the stage form accepts."""
+
+    page: Page
+    total: int
+    # Source: partition identities; sink: (topic, partition) pairs.
+    partitions: set
+
+
+def _current_offsets(context, reader, *, query: str, page: int) -> CurrentOffsets:
+    """The page of offsets asked for: every partition is known, only the page is rendered.
+
+    A source's offsets come from reading its topics whole (the runtime's view needs every
+    record); a sink's log bounds are asked for the partitions on the page only.
+    """
+    needle = query.casefold()
     if context.is_source:
-        rows = []
-        for record in edits.source_view(context=context, reader=reader).values():
-            rows.append(
-                {
-                    "identity": partition_identity(record.partition),
-                    "key": record.key_bytes.decode("utf-8", "backslashreplace"),
-                    "offset": record.value_bytes.decode("utf-8", "backslashreplace"),
-                }
-            )
-        return sorted(rows, key=lambda row: row["identity"])
+        records = sorted(
+            (record.partition_identity, record.key_bytes, record)
+            for record in edits.source_view(context=context, reader=reader).values()
+        )
+        found = [item for item in records if needle in item[0].casefold()]
+        shown = Paginator(found, OFFSETS_PER_PAGE).get_page(page)
+        shown.object_list = [
+            {
+                "label": identity,
+                "key": key.decode("utf-8", "backslashreplace"),
+                "offset": record.value_bytes.decode("utf-8", "backslashreplace"),
+            }
+            for identity, key, record in shown.object_list
+        ]
+        return CurrentOffsets(shown, len(records), {identity for identity, _, _ in records})
     timeout = settings.KAFKA_READ_TIMEOUT
     committed = groups.committed_offsets(reader.kafka, context.group_id, timeout=timeout)
     scope = edits.sink_partitions(context=context, reader=reader, committed=committed)
-    marks = groups.watermarks(reader.kafka, scope, timeout=timeout)
-    return [
+    found = [tp for tp in scope if needle in f"{tp[0]}-{tp[1]}".casefold()]
+    shown = Paginator(found, OFFSETS_PER_PAGE).get_page(page)
+    marks = groups.watermarks(reader.kafka, shown.object_list, timeout=timeout)
+    shown.object_list = [
         {
-            "topic": topic,
-            "partition": partition,
+            "label": f"{topic}-{partition}",
             "committed": committed.get((topic, partition)),
             "log_start": marks[(topic, partition)].low,
             "log_end": marks[(topic, partition)].high,
         }
-        for topic, partition in scope
+        for topic, partition in shown.object_list
     ]
+    return CurrentOffsets(shown, len(scope), set(scope))
 
 
 # --- One edit: the diff, review and apply -----------------------------------------------------
@@ -203,7 +241,11 @@ def _current_offsets(cluster: Cluster, context, reader) -> list[dict]:
 def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpResponse:
     cluster = _get_cluster_for_user(request, cluster_name)
     edit = _get_edit_for_user(request, cluster, pk)
-    return render(request, "edits/detail.html", _detail_context(request, edit))
+    listing = PageForm(request.GET)
+    diff = _diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
+    if _htmx_target(request) == "edit-diff":
+        return render(request, "edits/detail.html#diff", {"cluster": cluster, "edit": edit, **diff})
+    return render(request, "edits/detail.html", {**_detail_context(request, edit), **diff})
 
 
 @require_POST
@@ -242,12 +284,11 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     if not request.htmx and status == 200:
         return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
     edit.refresh_from_db()
-    template = "edits/detail.html#status" if request.htmx else "edits/detail.html"
+    context = _detail_context(request, edit, action_error=message)
+    if request.htmx:
+        return render(request, "edits/detail.html#status", context, status=status)
     return render(
-        request,
-        template,
-        _detail_context(request, edit, action_error=message),
-        status=status,
+        request, "edits/detail.html", {**context, **_diff_context(edit, 1)}, status=status
     )
 
 
@@ -275,12 +316,10 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("cancel", "Cancel", "secondary"))
     if edits.can_stage_restore(edit) and edits.can_stage(user):
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
-    changes = list(edit.changes.all())
     return {
         "cluster": edit.cluster,
         "edit": edit,
-        "changes": changes,
-        "rows": diff_rows(changes),
+        "inputs": _inputs(edit.parameters),
         "buttons": buttons,
         "timeline": edit.audit_events.order_by("at", "id"),
         "action_error": action_error,
@@ -292,6 +331,25 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         and is_author
         and edits.can_approve(user),
     }
+
+
+def _diff_context(edit: OffsetEdit, page: int) -> dict:
+    """A summary of the edit's diff and one page of its rows (a restore may touch thousands)."""
+    shown = Paginator(edit.changes.all(), edits.DIFF_PAGE_ROWS).get_page(page)
+    return {"counts": edit.change_counts(), "diff_page": shown, "rows": diff_rows(shown)}
+
+
+# How many items of a list input (the partitions typed for a sink edit) the page quotes.
+INPUT_ITEMS = 10
+
+
+def _inputs(parameters: dict) -> list[tuple[str, object]]:
+    shown = []
+    for name, value in parameters.items():
+        if isinstance(value, list) and len(value) > INPUT_ITEMS:
+            value = [*value[:INPUT_ITEMS], f"and {len(value) - INPUT_ITEMS:,} more"]
+        shown.append((name, value))
+    return shown
 
 
 def diff_rows(changes) -> list[dict]:
@@ -418,12 +476,22 @@ def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
             "form": form,
             "result": result,
             "previews": [
-                (preview, diff_rows([*preview.source_changes, *preview.sink_changes]))
-                for preview in (result.previews if result else [])
+                _preview_context(preview) for preview in (result.previews if result else [])
             ],
         },
         status=status,
     )
+
+
+def _preview_context(preview: edits.Preview) -> dict:
+    """A dry run's summary and first rows for one connector, however large the document."""
+    counts = preview.counts()
+    return {
+        "preview": preview,
+        "counts": counts,
+        "rows": diff_rows(preview.changes[: edits.DIFF_PAGE_ROWS]),
+        "not_shown": max(0, counts.total - edits.DIFF_PAGE_ROWS),
+    }
 
 
 @require_GET

@@ -343,8 +343,9 @@ def test_the_sink_page_stages_an_edit_for_chosen_partitions(client, fresh_demo, 
     client.force_login(editor)
     page = "/clusters/fresh/connectors/s3-sink-orders/edits/"
     html = client.get(page + "?strategy=offset").content.decode()
-    assert "connect-s3-sink-orders" in html and 'value="orders/0"' in html
-    response = client.post(page, {"strategy": "offset", "partitions": ["orders/0"], "value": "0"})
+    assert "connect-s3-sink-orders" in html and 'data-partition="orders-0"' in html
+    assert '<textarea name="partitions"' in html
+    response = client.post(page, {"strategy": "offset", "partitions": "orders-0", "value": "0"})
     assert response.status_code == 302
     (change,) = OffsetEdit.objects.get().changes.all()
     assert (change.topic, change.kafka_partition, change.after) == (

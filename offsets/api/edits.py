@@ -9,6 +9,8 @@ self-approval, 404 unknown cluster/connector/edit, 409 state conflicts, 503 Kafk
 import base64
 from collections.abc import Callable
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -21,18 +23,39 @@ from rest_framework.response import Response
 from offsets.api.clusters import KafkaUnavailableError
 from offsets.api.errors import errors
 from offsets.api.parsers import JSONParser
-from offsets.formats.edit_rules import parse_duration
+from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
-from offsets.models import Cluster, OffsetEdit
+from offsets.models import ChangeCounts, Cluster, OffsetEdit
 from offsets.services import edits, offsets_export
 from offsets.services.edits import StageRequest
+
+# An answer about a document holds its counts and the first rows of each diff: a document
+# may name tens of thousands of partitions.
+SHOWN = edits.DIFF_PAGE_ROWS
 
 
 class Conflict(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
     default_detail = "The edit is not in a state that allows this."
+
+
+class PayloadTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "payload_too_large"
+
+
+def _data(request: Request):
+    """The request's JSON body; one larger than the API reads answers 413 saying so."""
+    try:
+        return request.data
+    except RequestDataTooBig:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise PayloadTooLarge(
+            f"The request body is larger than {limit:,} bytes, the most the API reads "
+            "(DATA_UPLOAD_MAX_MEMORY_SIZE). Split the document, or upload it on the import page."
+        ) from None
 
 
 def _run(action: Callable):
@@ -275,12 +298,24 @@ class PreviewChangeOutput(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
 
 
+class CountsOutput(serializers.Serializer):
+    total = serializers.IntegerField(help_text="Partitions the diff touches")
+    changed = serializers.IntegerField()
+    added = serializers.IntegerField(help_text="New partitions (no offset before)")
+    deleted = serializers.IntegerField(help_text="Offsets deleted")
+
+
 class PreviewOutput(serializers.Serializer):
     connector = serializers.CharField()
     connector_type = serializers.CharField(help_text="source or sink")
     warnings = serializers.ListField(child=serializers.CharField())
-    unchanged = serializers.ListField(child=serializers.CharField())
-    changes = PreviewChangeOutput(many=True)
+    counts = CountsOutput()
+    changes = PreviewChangeOutput(many=True, help_text=f"The first changes, at most {SHOWN}")
+    changes_not_shown = serializers.IntegerField(help_text="Changes left out of `changes`")
+    unchanged = serializers.ListField(
+        child=serializers.CharField(), help_text="The first entries that change nothing"
+    )
+    unchanged_not_shown = serializers.IntegerField()
 
 
 class ImportPreviewOutput(serializers.Serializer):
@@ -290,40 +325,73 @@ class ImportPreviewOutput(serializers.Serializer):
     )
 
 
+class ImportedEditOutput(EditOutput):
+    """A staged edit, its diff's counts and first rows: its `url` has the whole diff."""
+
+    counts = CountsOutput()
+    changes = ChangeOutput(many=True, help_text=f"The first changes, at most {SHOWN}")
+    changes_not_shown = serializers.IntegerField(help_text="Changes left out of `changes`")
+
+    class Meta(EditOutput.Meta):
+        fields = [*EditOutput.Meta.fields, "counts", "changes", "changes_not_shown"]
+
+
 class ImportOutput(serializers.Serializer):
-    edits = EditDetailOutput(many=True)
+    edits = ImportedEditOutput(many=True)
     unchanged = serializers.DictField(child=serializers.CharField())
 
 
+def _counts(counts: ChangeCounts) -> dict:
+    return {
+        "total": counts.total,
+        "changed": counts.changed,
+        "added": counts.added,
+        "deleted": counts.deleted,
+    }
+
+
 def _preview_output(preview: edits.Preview) -> dict:
+    counts = preview.counts()
     return {
         "connector": preview.context.name,
         "connector_type": preview.context.type,
         "warnings": preview.warnings,
-        "unchanged": preview.unchanged,
-        "changes": [
-            {
-                "partition": c.partition,
-                "key": c.key_bytes.decode("utf-8", "backslashreplace"),
-                "before": c.before,
-                "after": c.after,
-                "is_new": c.is_new,
-                "is_delete": c.is_delete,
-                "warnings": list(c.warnings),
-            }
-            for c in preview.source_changes
-        ]
-        + [
-            {
-                "partition": {"kafka_topic": c.topic, "kafka_partition": c.partition},
-                "before": None if c.before is None else {"kafka_offset": c.before},
-                "after": None if c.after is None else {"kafka_offset": c.after},
-                "is_new": c.is_new,
-                "is_delete": c.is_delete,
-                "warnings": list(c.warnings),
-            }
-            for c in preview.sink_changes
-        ],
+        "counts": _counts(counts),
+        "changes": [_preview_change(change) for change in preview.changes[:SHOWN]],
+        "changes_not_shown": max(0, counts.total - SHOWN),
+        "unchanged": preview.unchanged[:SHOWN],
+        "unchanged_not_shown": max(0, len(preview.unchanged) - SHOWN),
+    }
+
+
+def _preview_change(change: SourceChange | SinkChange) -> dict:
+    if isinstance(change, SinkChange):
+        return {
+            "partition": {"kafka_topic": change.topic, "kafka_partition": change.partition},
+            "before": None if change.before is None else {"kafka_offset": change.before},
+            "after": None if change.after is None else {"kafka_offset": change.after},
+            "is_new": change.is_new,
+            "is_delete": change.is_delete,
+            "warnings": list(change.warnings),
+        }
+    return {
+        "partition": change.partition,
+        "key": change.key_bytes.decode("utf-8", "backslashreplace"),
+        "before": change.before,
+        "after": change.after,
+        "is_new": change.is_new,
+        "is_delete": change.is_delete,
+        "warnings": list(change.warnings),
+    }
+
+
+def _imported_output(edit: OffsetEdit) -> dict:
+    counts = edit.change_counts()
+    return {
+        **EditOutput(edit).data,
+        "counts": _counts(counts),
+        "changes": ChangeOutput(edit.changes.all()[:SHOWN], many=True).data,
+        "changes_not_shown": max(0, counts.total - SHOWN),
     }
 
 
@@ -339,14 +407,14 @@ def _preview_output(preview: edits.Preview) -> dict:
 @extend_schema(
     methods=["POST"],
     request=EditInput,
-    responses={201: EditDetailOutput, **errors(400, 404, 409, 415, 503)},
+    responses={201: EditDetailOutput, **errors(400, 404, 409, 413, 415, 503)},
 )
 @api_view(["GET", "POST"])
 @parser_classes([JSONParser])  # nested partitions and maps do not fit a form
 def edit_list(request: Request) -> Response:
     """List edits (newest first), or stage one: its diff against the live topics."""
     if request.method == "POST":
-        data = EditInput(data=request.data)
+        data = EditInput(data=_data(request))
         data.is_valid(raise_exception=True)
         if not edits.can_stage(request.user):
             raise PermissionDenied("Staging offset edits needs the editor role.")
@@ -464,14 +532,14 @@ def export(request: Request) -> Response:
     responses={
         201: ImportOutput,
         200: ImportPreviewOutput,
-        **errors(400, 404, 415, 503),
+        **errors(400, 404, 413, 415, 503),
     },
     summary="Stage edits from a KIP-875/KIP-199 document (never applies)",
 )
 @api_view(["POST"])
 @parser_classes([JSONParser])  # the document is JSON; a file upload goes to the page
 def import_offsets(request: Request) -> Response:
-    data = ImportInput(data=request.data)
+    data = ImportInput(data=_data(request))
     data.is_valid(raise_exception=True)
     options = data.validated_data
     if not options["dry_run"] and not edits.can_stage(request.user):
@@ -496,7 +564,7 @@ def import_offsets(request: Request) -> Response:
         )
     return Response(
         {
-            "edits": EditDetailOutput(result.edits, many=True).data,
+            "edits": [_imported_output(edit) for edit in result.edits],
             "unchanged": result.unchanged,
         },
         status=status.HTTP_201_CREATED,

@@ -20,6 +20,7 @@ _DESCRIPTIONS = {
     403: "Logged in, but the user lacks the role (or a session POST lacks its CSRF token).",
     404: "Unknown cluster, connector or edit.",
     409: "The edit's state does not allow this.",
+    413: "The body is larger than the API reads (DATA_UPLOAD_MAX_MEMORY_SIZE).",
     415: "The body's content type is not JSON, a form or multipart.",
     500: "The refresh process could not be started (the body says why).",
     503: "The cluster's Kafka could not be read.",

@@ -1,7 +1,7 @@
 """The domain models, one module per area; import them from here."""
 
 from offsets.models.cluster import Cluster
-from offsets.models.edits import AuditEvent, OffsetEdit, OffsetEditChange
+from offsets.models.edits import AuditEvent, ChangeCounts, OffsetEdit, OffsetEditChange
 from offsets.models.refresh import (
     CommitBucket,
     ConnectorSnapshot,
@@ -17,6 +17,7 @@ from offsets.models.refresh import (
 
 __all__ = [
     "AuditEvent",
+    "ChangeCounts",
     "Cluster",
     "CommitBucket",
     "ConnectorSnapshot",

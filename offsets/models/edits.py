@@ -6,12 +6,27 @@ checked (see ``offsets.services.edits``), never read-modify-save, so two people 
 cannot both win.
 """
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from offsets.models.cluster import Cluster
+
+
+@dataclass(frozen=True)
+class ChangeCounts:
+    """How many partitions a diff touches, by kind: the summary above one page of it."""
+
+    total: int
+    added: int
+    deleted: int
+
+    @property
+    def changed(self) -> int:
+        return self.total - self.added - self.deleted
 
 
 class OffsetEdit(models.Model):
@@ -129,6 +144,16 @@ class OffsetEdit(models.Model):
     @property
     def is_open(self) -> bool:
         return self.state in self.OPEN_STATES
+
+    def change_counts(self) -> ChangeCounts:
+        """Count the touched partitions in the database, without loading them."""
+        return ChangeCounts(
+            **self.changes.aggregate(
+                total=Count("pk"),
+                added=Count("pk", filter=Q(is_new=True)),
+                deleted=Count("pk", filter=Q(is_delete=True)),
+            )
+        )
 
 
 class OffsetEditChange(models.Model):

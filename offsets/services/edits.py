@@ -52,7 +52,7 @@ from offsets.formats.offsets_json import (
 from offsets.formats.status_records import StatusSnapshot, fold_status_records
 from offsets.kafka import client, groups, offsets_writer
 from offsets.kafka.client import KafkaUnavailable, TopicNotFound
-from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
+from offsets.models import AuditEvent, ChangeCounts, Cluster, OffsetEdit, OffsetEditChange
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +69,13 @@ SINK_STRATEGIES = (*edit_rules.SINK_STRATEGIES, "delete-offsets")
 # and measured no slower per record (78k records: 0.3 s against 0.8 s in batches of 10,000).
 LIVE_READ_SETTINGS = {"fetch.wait.max.ms": 10}
 LIVE_READ_BATCH = 1
+
+# An imported document is read and parsed whole, in memory: this bounds what one upload costs.
+IMPORT_MAX_BYTES = 20 * 1024 * 1024
+# How many rows of a diff one answer shows (a page of an edit, an import's preview), and how
+# many per-partition notes a message quotes: a connector may have tens of thousands.
+DIFF_PAGE_ROWS = 100
+NOTES_QUOTED = 10
 
 State = OffsetEdit.State
 Action = AuditEvent.Action
@@ -370,8 +377,20 @@ class Preview:
     unchanged: list[str] = field(default_factory=list)
 
     @property
+    def changes(self) -> list[SourceChange | SinkChange]:
+        return [*self.source_changes, *self.sink_changes]
+
+    @property
     def change_count(self) -> int:
         return len(self.source_changes) + len(self.sink_changes)
+
+    def counts(self) -> ChangeCounts:
+        changes = self.changes
+        return ChangeCounts(
+            total=len(changes),
+            added=sum(change.is_new for change in changes),
+            deleted=sum(change.is_delete for change in changes),
+        )
 
     def as_text(self) -> str:
         """Return the diff as lines for a terminal (import --dry-run)."""
@@ -421,7 +440,7 @@ def preview_edit(
         preview = _preview_sink(context, request, reader)
     preview.warnings = _context_warnings(context) + preview.warnings
     if not preview.change_count:
-        reason = "; ".join(preview.unchanged) or "every partition already has that offset"
+        reason = _quote_notes(preview.unchanged) or "every partition already has that offset"
         raise NothingToChange(f"Nothing to change: {reason}.", field=_main_field(request))
     return preview
 
@@ -435,6 +454,13 @@ def stage_edit(
     preview = preview_edit(cluster=cluster, connector=connector, request=request)
     with transaction.atomic():
         return _save(preview, cluster=cluster, user=user, comment=comment, action=Action.STAGED)
+
+
+def _quote_notes(notes: Sequence[str]) -> str:
+    """Join the first notes, counting the rest: one per partition can be tens of thousands."""
+    quoted = "; ".join(notes[:NOTES_QUOTED])
+    rest = len(notes) - NOTES_QUOTED
+    return f"{quoted}; and {rest:,} more" if rest > 0 else quoted
 
 
 def _main_field(request: StageRequest) -> str:
@@ -539,7 +565,7 @@ def _source_entries(
         )
     if strategy in ("set", "delete") and not exists:
         raise EditInputError(
-            "This partition has no offset in the topic"
+            f"{identity} has no offset in the topic"
             + ("; use 'add' to create it." if strategy == "set" else "."),
             field="partition",
         )

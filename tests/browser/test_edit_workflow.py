@@ -35,7 +35,8 @@ def test_an_edit_is_staged_approved_by_another_user_applied_and_audited(
     page.goto(f"{live_server.url}/clusters/fresh/live/")
     page.locator(f"tr[data-connector='{CONNECTOR}'] a:text('offsets & edits')").click()
     page.wait_for_selector("#current-offsets")
-    page.select_option("select[name=existing]", '{"filename":"/var/log/app/audit.log"}')
+    # The partition is typed, or picked from the suggestions of the table's page.
+    page.fill("input[name=existing]", '{"filename":"/var/log/app/audit.log"}')
     page.fill("textarea[name=offset]", '{"position": 4242}')
     page.fill("textarea[name=comment]", "Re-read the audit log from byte 4242")
     screenshot("edit-1-stage-form")

@@ -76,3 +76,25 @@ def resume_connector(settings: dict, name: str) -> None:
 def commit_source_offset(settings: dict, topic: str, key: bytes, value: bytes | None) -> None:
     """A task's offset commit (or a tombstone), written like the runtime's producer."""
     _write(settings, topic, [(key, value)])
+
+
+def commit_source_offsets(
+    settings: dict, topic: str, offsets: list[tuple[bytes, bytes | None]]
+) -> None:
+    """Many offset commits at once (a connector with many partitions)."""
+    _write(settings, topic, offsets)
+
+
+def create_connector(settings: dict, name: str, properties: dict[str, str]) -> None:
+    """A connector created with one task and then stopped, as its worker records it."""
+    task = {**properties, "task.class": properties["connector.class"] + "Task"}
+    _write(
+        settings,
+        "connect-configs",
+        [
+            (f"connector-{name}".encode(), jackson.dumps({"properties": properties})),
+            (f"task-{name}-0".encode(), jackson.dumps({"properties": task})),
+            (f"commit-{name}".encode(), jackson.dumps({"tasks": 1})),
+        ],
+    )
+    stop_connector(settings, name)
