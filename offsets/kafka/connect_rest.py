@@ -12,6 +12,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from offsets.formats.masking import mask_text
+
 # Target states a connector can be created in (KIP-980), as POST /connectors spells them.
 INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
 
@@ -39,7 +41,8 @@ class ConnectorStatus:
             name=body["name"],
             state=body["connector"]["state"],
             tasks=tuple(task["state"] for task in tasks),
-            traces=tuple(trace for trace in traces if trace),
+            # Traces may quote configs: masked here, as every trace read from Kafka is.
+            traces=tuple(mask_text(trace) for trace in traces if trace),
         )
 
     @property
