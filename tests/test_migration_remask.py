@@ -2,8 +2,8 @@
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
