@@ -53,7 +53,7 @@ from offsets.models import (
 )
 from offsets.services import background, connect_state
 from offsets.services.connect_state import ConnectorSummary
-from offsets.spark import history_files
+from offsets.spark import history_files, tuning
 
 logger = logging.getLogger(__name__)
 
@@ -74,68 +74,6 @@ def _ms_to_datetime(ms: int | None) -> datetime | None:
 def history_path(cluster: Cluster) -> Path:
     """Where the cluster's per-commit history (Parquet, one folder per run) lives."""
     return Path(settings.OFFSETS_HISTORY_PATH) / cluster.name / "commits"
-
-
-# A merge is small when the keys it merges are at most this many: it then runs in one
-# partition under SMALL_MERGE_CONF. The keys are those the last run stored (a full refresh
-# too: the read tasks fold the records into about one row per key, so the keys, not the
-# records read, are the merge's size); with none stored, the records to read count instead.
-SMALL_MERGE_MAX_KEYS = 200_000
-# An incremental refresh's planner keeps up to this many of the new records it reads on
-# through to find the ends (client.plan_snapshot), and Spark folds those in one task instead
-# of reading them again (`_compute_sources`). That is one read task's worth (`_read_tasks`):
-# more records are read from Kafka by parallel tasks, as before. Held in the driver: ~30 MB.
-PLANNER_KEEPS_RECORDS = 100_000
-
-# Up to this many keys, the small merge is one Python task (offsets.spark.one_task_merge)
-# rather than the SQL query of `transforms.merge_results`, whose planning alone (1.5-2.5 s)
-# took longer than an incremental refresh's whole merge. The task holds every row as a Python
-# dict: measured, 50,000 keys (and as many of the previous state) took 1.2 s and ~300 MB of
-# the worker, 200,000 keys 4.9 s and ~600 MB; past this, the SQL query's fixed cost is the
-# smaller part, and Spark keeps its rows compact and out of Python.
-ONE_TASK_MERGE_MAX_KEYS = 50_000
-
-
-# Spark's code generation off: whole-stage, and `factoryMode` (internal: the setting Spark's
-# own tests use to run on interpreted expressions; it also turns whole-stage code off). Set for
-# every small merge (SMALL_MERGE_CONF) and for an incremental refresh's one-task fold and merge
-# (`_compute_sources`): a range of one row into one Python task, whose generated code (the
-# range's stage, the projections of the Arrow collect) costs more than running it interpreted.
-# Measured on the benchmark's cluster, alternating in one session, 11 incrementals each way:
-# that collect took 147 ms instead of 157 ms (medians); with code generation the session's
-# first one also compiles three classes (~16 ms, Spark's CodegenMetrics).
-NO_CODEGEN_CONF = {
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-
-
-# Spark settings for a small merge (SMALL_MERGE_MAX_KEYS), set while its read and merge are
-# planned and run. With a few thousand rows Spark's fixed costs, not the data, were the time
-# of an incremental refresh (and of a full refresh's merge, after its read):
-# - no adaptive execution and one shuffle partition: adaptive execution ran each shuffle of the
-#   merge as a job of its own and re-planned the query after each;
-# - no code generation (interpreted expressions; `factoryMode` is internal, the setting Spark's
-#   own tests use to run without it): compiling the Java of a query shape new to the session
-#   took longer than running it (the merge job of the first incremental: ~1.2 s -> ~0.4 s);
-# - no broadcasts (hints and the size threshold off): with every input in one partition each
-#   join runs inside its task, where a broadcast is a Spark job of its own;
-# - one partition whatever the estimated sizes: Spark shuffles the sides of a join (for
-#   parallelism) once their estimated size passes maxSinglePartitionBytes, and estimates
-#   multiply through joins; and the Kafka read, whose size Spark cannot know, counts as
-#   defaultSizeInBytes (Long.MaxValue) until its cache is computed. So a merge planned while
-#   the read still ran (the first incremental of a session, the benchmark's) shuffled both
-#   sides of every join: 5-6 stages and 11-12 tasks (0.9-4 s) instead of one task (0.3-0.5 s).
-#   A small merge's folded read has at most about SMALL_MERGE_MAX_KEYS rows: ~20 MB.
-SMALL_MERGE_CONF = {
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.shuffle.partitions": "1",
-    **NO_CODEGEN_CONF,
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-    "spark.sql.optimizer.disableHints": "true",
-    "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
-    "spark.sql.defaultSizeInBytes": str(20 * 2**20),
-}
 
 
 @contextlib.contextmanager
@@ -203,9 +141,9 @@ class MergeFrames:
 def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
     """Cache the folded read for the block, and yield it with the merge's other inputs.
 
-    A small merge (SMALL_MERGE_MAX_KEYS) has every input in one partition that Spark knows is
+    A small merge (tuning.SMALL_MERGE_MAX_KEYS) has every input in one partition that Spark knows is
     one (SinglePartition): every grouping, window and join then runs inside one task, with no
-    shuffle and no extra stage. It and the read are planned under SMALL_MERGE_CONF (set
+    shuffle and no extra stage. It and the read are planned under tuning.SMALL_MERGE_CONF (set
     first: persist() plans the cached read). The read itself keeps its tasks (one per 100,000
     records): a full refresh reads in parallel, and only its folds, a row or so per key,
     meet in one partition.
@@ -215,7 +153,7 @@ def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
             yield MergeFrames(cached, cached, inputs.previous, small=False)
         return
     previous = inputs.previous
-    with spark_conf(spark, SMALL_MERGE_CONF), persisted(partials) as cached:
+    with spark_conf(spark, tuning.SMALL_MERGE_CONF), persisted(partials) as cached:
         # coalesce over the cache: a scan of a cached frame does not tell Spark how it is
         # partitioned, and each join and grouping over it then planned a shuffle (6 stages
         # where 1 does).
@@ -576,7 +514,7 @@ def _identify_and_plan(
     planner reads on from them to find the ends (`client.plan_snapshot`, `read_on`) instead
     of asking for the ends first. Asking for the IDs first costs one DescribeTopics request
     (~2-10 ms), which tells the planner the partition counts too. On its way the planner keeps
-    up to PLANNER_KEEPS_RECORDS of the records it reads on through, which Spark then folds
+    up to tuning.PLANNER_KEEPS_RECORDS of the records it reads on through, which Spark then folds
     without fetching them again.
     """
     described = client.describe_topics(kafka, list(starts), timeout=timeout)
@@ -590,7 +528,7 @@ def _identify_and_plan(
         kafka,
         starts,
         read_on=same,
-        keep_records=PLANNER_KEEPS_RECORDS,
+        keep_records=tuning.PLANNER_KEEPS_RECORDS,
         partition_counts={topic: facts.partitions for topic, facts in described.items()},
         timeout=timeout,
     )
@@ -799,10 +737,8 @@ def _compute_sources(
     spark = inputs.spark
     # The read tasks fold what they read (offsets.spark.partials) and write every commit to
     # the run's history files themselves (offsets.spark.history_files): Spark gets only the
-    # partial results per key, and merges them below. Before, the commits (one row each, 1M
-    # in the benchmark's full refresh) went through Spark's cache and its Parquet writer: the
-    # benchmark's warm full refresh took 20.1 s instead of 12.8 s, and 1.67 GiB instead of
-    # 1.24 GiB at its peak. A topic whose new records the planner kept (`sources.kept`) is
+    # partial results per key, and merges them below: the commits (a row each) never pass
+    # through Spark's cache or its Parquet writer. A topic whose new records the planner kept (`sources.kept`) is
     # folded from those, in one task, with no Kafka read. Topics with nothing new get no read
     # at all (not even an empty frame: each of its partitions would cost a task in every
     # stage below).
@@ -812,7 +748,7 @@ def _compute_sources(
         if any(end > start for start, end in plan.values())
     ]
     keys = inputs.stored_keys or total_records(sources)
-    one_task = keys <= ONE_TASK_MERGE_MAX_KEYS
+    one_task = keys <= tuning.ONE_TASK_MERGE_MAX_KEYS
     options = {
         "worker_topic": cluster.offsets_topic,
         "now_ms": now_ms,
@@ -833,7 +769,7 @@ def _compute_sources(
             "the planner read and writing the commit history (Parquet); merging the latest "
             "offsets, key drift, rewinds, buckets and malformed records"
         )
-        with spark_conf(spark, NO_CODEGEN_CONF):
+        with spark_conf(spark, tuning.NO_CODEGEN_CONF):
             results = fold_and_merge_in_one_task(
                 spark,
                 {
@@ -854,7 +790,7 @@ def _compute_sources(
             sources,
             inputs,
             reading_topics,
-            small=keys <= SMALL_MERGE_MAX_KEYS,
+            small=keys <= tuning.SMALL_MERGE_MAX_KEYS,
             one_task=one_task,
             run_dir=run_dir,
             phase=phase,
@@ -949,10 +885,8 @@ def total_records(sources: SourceResults) -> int:
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:
-    """About one Spark task per 100,000 records, at most SPARK_MAX_READ_TASKS (a Python task
-    has a fixed cost that small reads should not pay many times over)."""
     records = sum(end - start for start, end in plan.values())
-    return max(1, min(settings.SPARK_MAX_READ_TASKS, records // 100_000 + 1))
+    return tuning.read_tasks(records, settings.SPARK_MAX_READ_TASKS)
 
 
 def _sink_topics(

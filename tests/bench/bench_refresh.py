@@ -8,7 +8,6 @@ would miss the JVM.
 """
 
 import argparse
-import functools
 import os
 import shutil
 import statistics
@@ -279,11 +278,7 @@ def main() -> None:
         print(f"  {'':<48} {plain}", flush=True)
 
         from offsets.services.refresh import run_refresh
-        from offsets.spark.session import (
-            get_spark,
-            keep_python_workers,
-            wait_keeping_python_workers,
-        )
+        from offsets.spark.session import get_spark
 
         print("(c) Spark refresh", flush=True)
 
@@ -384,22 +379,15 @@ def main() -> None:
         if args.idle:
             # Spark stops idle Python workers after a minute without a Python task, and a new
             # worker imports everything again: what an --every loop with a longer period meets
-            # each round, unless its wait keeps them (offsets.spark.session).
+            # each round.
             print(
                 f"(f) an incremental after {args.idle} s without a refresh (an --every loop with a "
-                "period over a minute): waiting plainly, then keeping the Python workers",
+                "period over a minute)",
                 flush=True,
             )
-            idle_labels = [
-                f"after {args.idle} s, plain wait",
-                f"after {args.idle} s, workers kept",
-            ]
+            idle_labels = [f"after {args.idle} s idle"]
             time.sleep(args.idle)
             add_records_and_refresh(idle_labels[0], (args.repeats + 2) * 10**9, report=False)
-            wait_keeping_python_workers(
-                threading.Event(), args.idle, functools.partial(keep_python_workers, spark)
-            )
-            add_records_and_refresh(idle_labels[1], (args.repeats + 3) * 10**9, report=False)
         spark.stop()
 
         def median(labels: list[str]) -> float:

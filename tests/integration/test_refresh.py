@@ -34,7 +34,7 @@ from offsets.models.refresh import key_hash
 from offsets.services import refresh
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
-from offsets.spark import history_files, one_task_merge, session
+from offsets.spark import history_files, one_task_merge, session, tuning
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -471,8 +471,8 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     the new records into Spark: the records the planner kept on its way to the ends (a small
     read's), a read task's Kafka read past PLANNER_KEEPS_RECORDS."""
     if not one_task:
-        monkeypatch.setattr(refresh, "ONE_TASK_MERGE_MAX_KEYS", 0)
-        monkeypatch.setattr(refresh, "PLANNER_KEEPS_RECORDS", 0)
+        monkeypatch.setattr(tuning, "ONE_TASK_MERGE_MAX_KEYS", 0)
+        monkeypatch.setattr(tuning, "PLANNER_KEEPS_RECORDS", 0)
     one_task_merges = []
     merge = one_task_merge.merge_in_one_task
     monkeypatch.setattr(
@@ -554,7 +554,7 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     assert len(one_task_merges) == (2 if one_task else 0)
     assert kept_topics == (["connect-offsets"] if one_task else [])
     assert len(fills) == (2 if one_task else 3)
-    # It ran without generated code (refresh.NO_CODEGEN_CONF), and the settings were put back.
+    # It ran without generated code (tuning.NO_CODEGEN_CONF), and the settings were put back.
     for frame, factory_mode in folded:
         assert "WholeStageCodegenExec" not in plan_nodes(frame._jdf.queryExecution().executedPlan())
         assert factory_mode == "NO_CODEGEN"

@@ -14,7 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offsets.services import refresh
-from offsets.spark import kafka_source
+from offsets.spark import kafka_source, tuning
 from offsets.spark import transforms as T
 
 
@@ -89,7 +89,7 @@ def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(
     # The settings are the small run's only inside the block.
     assert (
         spark.conf.get("spark.sql.defaultSizeInBytes")
-        != refresh.SMALL_MERGE_CONF["spark.sql.defaultSizeInBytes"]
+        != tuning.SMALL_MERGE_CONF["spark.sql.defaultSizeInBytes"]
     )
 
 

@@ -1,5 +1,4 @@
 import contextlib
-import functools
 import logging
 import signal
 import threading
@@ -70,11 +69,7 @@ class Command(BaseCommand):
             RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting Spark")
         else:
             claimed = None
-        from offsets.spark.session import (
-            get_spark,
-            keep_python_workers,
-            wait_keeping_python_workers,
-        )
+        from offsets.spark.session import get_spark
 
         self.stop = threading.Event()
         if every is not None:
@@ -118,11 +113,7 @@ class Command(BaseCommand):
                         raise CommandError(f"Refresh failed: {run.error}")
                     return
                 self.reconcile_stale(found)
-                # A period over a minute would otherwise start each round with new Python
-                # workers (offsets.spark.session.KEEP_PYTHON_WORKERS_EVERY).
-                if wait_keeping_python_workers(
-                    self.stop, every, functools.partial(keep_python_workers, spark)
-                ):
+                if self.stop.wait(every):
                     self.stdout.write("Stopped.")
                     return
         except KeyboardInterrupt:  # the run is recorded as interrupted (run_refresh)
