@@ -1,8 +1,13 @@
 """Read facts about a connector from its configuration properties."""
 
-from collections.abc import Mapping
+import logging
+import re
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+import regex
 
 from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
 
@@ -15,8 +20,18 @@ __all__ = [
     "mask_secrets",
     "mask_text",
     "sink_group_id",
+    "sink_topics",
     "source_offsets_topics",
 ]
+
+logger = logging.getLogger(__name__)
+
+# What Kafka accepts as a topic name (Topic.validate): 1-249 of these characters, not . or ..
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# A connector's topics.regex is anyone's pattern: matching it against every topic of the
+# cluster may take at most this long in all, so that one pattern that backtracks without end
+# cannot hold a refresh or a page.
+SINK_PATTERN_SECONDS = 0.5
 
 _MIRROR_MAKER_2_CLASSES = (
     "MirrorSourceConnector",
@@ -73,6 +88,8 @@ def source_offsets_topics(
 ) -> OffsetsTopics:
     """Return a source connector's primary offsets topic and the worker's (KIP-618).
 
+    An ``offsets.storage.topic`` that is no valid topic name counts as none.
+
     ``Worker.offsetStoreForRegularSourceConnector``: with ``offsets.storage.topic`` set, the
     connector's topic is the primary store and the worker's global topic a secondary copy;
     when it names the worker's own topic there is just the one. (The runtime also compares
@@ -80,7 +97,8 @@ def source_offsets_topics(
     a distinct topic; that case is not detected here.)
     """
     own = properties.get("offsets.storage.topic")
-    if own is not None and own.strip() and own != worker_offsets_topic:
+    # A name Kafka cannot hold was never written to: the worker fails such a connector.
+    if own is not None and is_topic_name(own) and own != worker_offsets_topic:
         return OffsetsTopics(primary=own, worker=worker_offsets_topic, own_topic=True)
     return OffsetsTopics(primary=worker_offsets_topic, worker=worker_offsets_topic, own_topic=False)
 
@@ -89,3 +107,48 @@ def is_mirrormaker2(properties: Mapping[str, str | None]) -> bool:
     """Tell whether the connector is one of MirrorMaker 2's three connectors."""
     connector_class = (properties.get("connector.class") or "").strip()
     return connector_class.endswith(_MIRROR_MAKER_2_CLASSES)
+
+
+def is_topic_name(name: str) -> bool:
+    """Tell whether Kafka would accept `name` as a topic name."""
+    return name not in (".", "..") and _TOPIC_NAME.fullmatch(name) is not None
+
+
+def sink_topics(
+    listed: Iterable[str], pattern: str, existing: Iterable[str], *, connector: str = ""
+) -> set[str]:
+    """Return the existing topics a sink reads: those its `topics` lists, and those its
+    `topics.regex` (`pattern`) matches whole (internal `__` topics aside, as the consumer
+    leaves them).
+
+    A pattern Python cannot compile matches nothing, and so does the rest of a match that
+    runs past SINK_PATTERN_SECONDS; both are logged, neither fails the caller.
+    """
+    existing = set(existing)
+    topics = set(listed) & existing
+    if not pattern.strip():
+        return topics
+    try:
+        compiled = regex.compile(pattern.strip())
+    except (regex.error, ValueError, OverflowError) as exc:
+        logger.warning("Sink %r: topics.regex does not compile (%s)", connector, exc)
+        return topics
+    deadline = time.monotonic() + SINK_PATTERN_SECONDS
+    for topic in sorted(existing):
+        if topic.startswith("__"):
+            continue
+        left = deadline - time.monotonic()
+        try:
+            if left > 0 and compiled.fullmatch(topic, timeout=left):
+                topics.add(topic)
+                continue
+        except TimeoutError:
+            left = 0
+        if left <= 0:
+            logger.warning(
+                "Sink %r: topics.regex took over %.1f s; the topics not yet matched are left out",
+                connector,
+                SINK_PATTERN_SECONDS,
+            )
+            break
+    return topics

@@ -104,7 +104,7 @@ class OffsetEdit(models.Model):
     # Sink: the consumer group.
     primary_topic = models.CharField(max_length=249, blank=True)
     mirror_topic = models.CharField(max_length=249, blank=True)
-    group_id = models.CharField(max_length=255, blank=True)
+    group_id = models.TextField(blank=True)  # as long as a group id may be
     warnings = models.JSONField(default=list, blank=True)
     # A sink edit that deletes some of a group's partitions deletes the whole group, then
     # commits back every other partition (and the edit's own new values). Those offsets,

@@ -97,7 +97,9 @@ class ConnectorSnapshot(models.Model):
     deleted = models.BooleanField(default=False)
     mirrormaker2 = models.BooleanField(default=False)
     own_offsets_topic = models.CharField(max_length=249, blank=True)
-    sink_group = models.CharField(max_length=249, blank=True)
+    # A group id has no length limit short of Kafka's 32 KB strings: "connect-" and a
+    # 249-character name already pass 249.
+    sink_group = models.TextField(blank=True)
     config = models.JSONField(default=dict, blank=True)  # secrets masked before saving
     trace = models.TextField(blank=True)
     # Sources: partitions and their commits. Sinks: topic-partitions and lag.
@@ -271,7 +273,7 @@ class SinkPartitionLag(models.Model):
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="sink_lags")
     connector = models.CharField(max_length=249)
-    group = models.CharField(max_length=249)
+    group = models.TextField()  # as long as a group id may be (sink_group)
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
     committed = models.BigIntegerField(null=True, blank=True)  # null: the group never committed

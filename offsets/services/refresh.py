@@ -29,6 +29,7 @@ from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connection
 from django.db.models import Count
 from django.utils import timezone
 
+from offsets.formats.connectors import sink_topics
 from offsets.formats.history_rules import (
     LagPoint,
     LagStatus,
@@ -892,10 +893,9 @@ def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:
 def _sink_topics(
     connector: ConnectorSummary, existing: dict[str, int], committed: dict[tuple[str, int], int]
 ) -> set[str]:
-    topics = {topic for topic in connector.topics if topic in existing}
-    if connector.topics_regex:
-        pattern = re.compile(connector.topics_regex)
-        topics |= {topic for topic in existing if pattern.fullmatch(topic)}
+    topics = sink_topics(
+        connector.topics, connector.topics_regex, existing, connector=connector.name
+    )
     topics |= {topic for topic, _ in committed if topic in existing}
     return topics
 

@@ -3,13 +3,13 @@
 `transforms.merge_results` states the merge of the read tasks' folds (offsets.spark.partials)
 with the previous state as one SQL query. For an incremental refresh that query was most of
 the refresh's time while it had almost nothing to do: Spark's analyser and optimiser took
-1.5-2.5 s to plan it (measured with its query-planning tracker, issue 3's notes; no single rule
+1.5-2.5 s to plan it (measured with its query-planning tracker; no single rule
 dominates, it is the query's size: five CTEs over one relation, three joins, two windows and
 six unions), and its one task 0.7-1.0 s more to sort a few thousand rows with interpreted
 orderings. Planned here as `mapInArrow` over one partition, the same merge is a plan of four
 operators, and the task runs `merge_folds` over the rows in a Python worker.
 
-So a small merge (refresh.ONE_TASK_MERGE_MAX_KEYS: the whole merge fits one task's memory) runs
+So a small merge (tuning.ONE_TASK_MERGE_MAX_KEYS: the whole merge fits one task's memory) runs
 here, and a large one keeps the SQL query, whose groupings spread over the executors. Both
 give the same rows (tests/spark/test_one_task_merge.py checks them against each other).
 `merge_folds` is pure Python: no Spark is needed to run or test it.

@@ -9,7 +9,7 @@ Two routes give the same answers:
 - The refresh reads with `decode=connect-offsets-summary`: each read task folds its records
   (offsets.spark.partials) and the `merge_*` functions and `commit_history` below combine the
   folds. `effective_offsets`, `key_drift` and `flag_stalls` serve both routes. A small merge
-  (refresh.ONE_TASK_MERGE_MAX_KEYS), an incremental refresh's above all, runs the same rules in
+  (tuning.ONE_TASK_MERGE_MAX_KEYS), an incremental refresh's above all, runs the same rules in
   one task instead (offsets.spark.one_task_merge), tested against `merge_results`.
 Every function takes and returns DataFrames so that tests can feed them small hand-made frames.
 
@@ -341,7 +341,7 @@ def latest_by_key(valid: DataFrame, previous: DataFrame | None = None) -> DataFr
 # merge is then one query, analysed once. Built with the DataFrame API (a py4j call and an
 # analysis per operation, ~40 operations) the merge of an incremental refresh took its driver
 # 0.8-0.9 s to build in a warm session, longer than Spark's work on its few thousand rows; as
-# one text, 0.45-0.6 s (measured in the same session, issue 3's notes). Each function below
+# one text, 0.45-0.6 s (both measured in one warm session). Each function below
 # states one step as a SELECT over named relations; the DataFrame functions run one step
 # (the tests check each against the record-level model), `merge_results` chains them all.
 # Column names are quoted where they are also SQL words (key, count, last, rank).

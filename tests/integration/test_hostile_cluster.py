@@ -158,6 +158,18 @@ def connectors(draw, name: str | None = None) -> Connector:
         **draw(st.dictionaries(storable_text, config_values | st.none(), max_size=4)),
         **{key: SECRET for key in draw(st.lists(st.sampled_from(SECRET_NAMES), max_size=2))},
         "description": draw(st.sampled_from(SECRET_FORMS)),
+        # Settings the refresh acts on: a topic name Kafka cannot hold, a pattern that does
+        # not compile or backtracks without end.
+        **draw(
+            st.sampled_from(
+                [
+                    {},
+                    {"offsets.storage.topic": "../" + "t" * 300},
+                    {"topics.regex": "(a|aa)+$"},
+                    {"topics.regex": "(["},
+                ]
+            )
+        ),
         "connector.class": "io.example.SinkConnector" if sink else "io.example.SourceConnector",
         "tasks.max": "1",
     }

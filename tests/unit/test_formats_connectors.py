@@ -7,6 +7,7 @@ from offsets.formats.connectors import (
     is_mirrormaker2,
     mask_secrets,
     sink_group_id,
+    sink_topics,
     source_offsets_topics,
 )
 
@@ -138,3 +139,36 @@ def test_it_shows_config_provider_references_and_empty_values() -> None:
         "secret.token": None,
     }
     assert mask_secrets(properties) == properties
+
+
+@pytest.mark.parametrize(
+    "own", ["", "  ", ".", "..", "a" * 250, "has space", "../../etc", "ü-topic", "x\x00"]
+)
+def test_an_offsets_topic_kafka_could_not_hold_counts_as_none(own):
+    topics = source_offsets_topics({"offsets.storage.topic": own}, "connect-offsets")
+    assert topics.primary == "connect-offsets" and not topics.own_topic
+
+
+EXISTING = ["orders", "orders-eu", "audit-1", "__consumer_offsets", "payments"]
+
+
+def test_a_sink_reads_its_listed_topics_and_those_its_pattern_matches_whole():
+    assert sink_topics(["payments", "gone"], "orders.*", EXISTING) == {
+        "payments",
+        "orders",
+        "orders-eu",
+    }
+    assert sink_topics([], "_.*", EXISTING) == set()  # internal topics are never matched
+
+
+@pytest.mark.parametrize("pattern", ["(", "[a-", "a{2,1}", "*a"])
+def test_a_pattern_that_does_not_compile_matches_nothing_and_fails_nothing(pattern, caplog):
+    assert sink_topics(["orders"], pattern, EXISTING) == {"orders"}
+    assert "does not compile" in caplog.text
+
+
+def test_a_pattern_that_backtracks_without_end_is_cut_off_within_its_time_limit(caplog):
+    # Exponential on this topic: minutes without the limit (the test would hang).
+    topics = ["a" * 40 + "!", "orders"]
+    assert sink_topics([], "(a|aa)+$", topics) == set()
+    assert "took over 0.5 s" in caplog.text
