@@ -17,7 +17,6 @@ few times the same page of a plain connector of the same cluster.
 import itertools
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import pytest
@@ -129,17 +128,19 @@ FAULTS = [
 ]
 
 
-# These faults put the record under another name, or keep it from the database.
-FAULTS_OF_OTHER_NAMES = {"key-connector-unstorable", "key-partition-unstorable"}
-
-
-@dataclass
 class Connector:
-    name: str
-    sink: bool
-    config: dict[str, str | None]
-    trace: str
-    records: list[tuple[bytes, bytes | None, int, str | None]] = field(default_factory=list)
+    """One connector as a hostile user writes it (a plain class: hypothesis prints its repr)."""
+
+    def __init__(
+        self,
+        name: str,
+        sink: bool,
+        config: dict[str, str | None],
+        trace: str,
+        records: list[tuple[bytes, bytes | None, int, str | None]] | None = None,
+    ) -> None:
+        self.name, self.sink, self.config, self.trace = name, sink, config, trace
+        self.records = records if records is not None else []
 
     def __repr__(self) -> str:
         # Short: a failing example prints every connector, and values run to 500 KB.
@@ -388,18 +389,15 @@ def test_a_hostile_cluster_refreshes_and_every_page_answers_without_a_secret(
     assert run.malformed_by_reason.get(cluster.offsets_topic, {}) == dict(planned)
     # A config or status key with no name after its prefix is not one the parsers recognise
     # (Connect's REST API refuses an empty name too): the empty-named connector's three config
-    # records and two status records are counted, and its offsets (if any) are kept.
+    # records and two status records are counted, and it is stored only by its offsets.
     empty = any(c.name == "" for c in cluster_connectors)
     counts = run.malformed_by_reason
     assert sum(counts[cluster.configs_topic].values()) == 1 + 3 * empty
     assert sum(counts.get(cluster.status_topic, {}).values()) == 2 * empty
     assert counts[cluster.configs_topic]["value-not-json"] == 1
     stored = set(ConnectorSnapshot.objects.filter(cluster=cluster).values_list("name", flat=True))
-    assert stored == {
-        c.name
-        for c in cluster_connectors
-        if c.name or any(fault not in FAULTS_OF_OTHER_NAMES for *_, fault in c.records)
-    }
+    named = {c.name for c in cluster_connectors if c.name}
+    assert named <= stored <= named | {""}
 
     client.force_login(admin_user)
     edit = make_edit(cluster, admin_user, connector=cluster_connectors[-1].name)
@@ -407,10 +405,10 @@ def test_a_hostile_cluster_refreshes_and_every_page_answers_without_a_secret(
     for c in cluster_connectors[1:]:
         answers = fetch_all(client, cluster, c.name, edit.pk)
         # Every route answers for a stored connector as for the plain one, and in comparable
-        # time; one the refresh could not keep is a 404 on the refresh's pages.
+        # time; one the refresh did not keep (an empty name without offsets) may be a 404.
         for route, (status, elapsed) in answers.items():
             plain_status, plain_elapsed = yardstick[route]
-            if c.name in stored or route.startswith("export"):
+            if c.name in stored:
                 assert status == plain_status, (route, c.name[:50], status, plain_status)
             else:
                 assert status in (plain_status, 404), (route, c.name[:50], status)
