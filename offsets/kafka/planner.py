@@ -200,6 +200,7 @@ class _Planner:
         return max(self.lows.get(tp, 0), self.highs[tp] - 1)
 
     def _take(self, message) -> None:
+        """Note one message: a record read on through, or a partition's end."""
         tp = (message.topic(), message.partition())
         error = message.error()
         if error is not None:
@@ -221,6 +222,7 @@ class _Planner:
             self._keep(tp, message)
 
     def _keep(self, tp: TopicPartitionKey, message) -> None:
+        """Keep a record for the read, or stop keeping any past `keep_records`."""
         assert self.kept is not None
         self.kept[tp].append(
             (
