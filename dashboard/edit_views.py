@@ -29,8 +29,8 @@ from dashboard.formatting import attachment
 from offsets.formats import jackson
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offset_records import partition_identity
-from offsets.kafka import groups
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka import groups, reading
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, OffsetEdit
 from offsets.services import edits, offsets_export
 
@@ -220,7 +220,7 @@ def _current_offsets(context, reader, *, query: str, page: int) -> CurrentOffset
     scope = edits.sink_partitions(context=context, reader=reader, committed=committed)
     found = [tp for tp in scope if needle in f"{tp[0]}-{tp[1]}".casefold()]
     shown = Paginator(found, OFFSETS_PER_PAGE).get_page(page)
-    marks = groups.watermarks(reader.kafka, shown.object_list, timeout=timeout)
+    marks = reading.confirmed_watermarks(reader.kafka, shown.object_list, timeout=timeout)
     shown.object_list = [
         {
             "label": f"{topic}-{partition}",

@@ -31,7 +31,7 @@ from dashboard.rows import (
 )
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, ConnectorSnapshot
 from offsets.services import background, connect_state, snapshots
 

@@ -23,8 +23,8 @@ from offsets.demo import (
     continued_sink_flushes,
 )
 from offsets.formats.murmur2 import java_partition
-from offsets.kafka import client, handles
-from offsets.kafka.client import KafkaUnavailable
+from offsets.kafka import admin, groups, handles, producers
+from offsets.kafka.errors import KafkaUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def write_demo(
 ) -> SeedSummary:
     """Create the demo's topics on an EMPTY cluster and write every record; return counts."""
     started = time.monotonic()
-    existing = client.topic_partition_counts(settings)
+    existing = admin.topic_partition_counts(settings)
     clash = sorted(set(demo.topics) & set(existing))
     if clash:
         # Never write simulated offsets next to a real Connect cluster's.
@@ -56,10 +56,10 @@ def write_demo(
             f"Topic(s) {', '.join(clash)} exist already on {settings['bootstrap.servers']}: "
             "seed_demo only writes into a cluster without them (use a fresh embedded broker)."
         )
-    client.create_topics(
+    admin.create_topics(
         settings,
         [
-            client.TopicSpec(name, partitions, config)
+            admin.TopicSpec(name, partitions, config)
             for name, (partitions, config) in demo.topics.items()
         ],
     )
@@ -67,7 +67,7 @@ def write_demo(
     progress(f"created {len(demo.topics)} topics")
 
     counts: Counter[str] = Counter()
-    producer = client.java_producer(settings)
+    producer = producers.java_producer(settings)
     transactional: dict[str, Producer] = {}
     open_transaction: tuple[str, int] | None = None
 
@@ -83,7 +83,9 @@ def write_demo(
             continue
         txn_producer = transactional.get(record.transactional_id)
         if txn_producer is None:
-            txn_producer = client.java_producer(settings, transactional_id=record.transactional_id)
+            txn_producer = producers.java_producer(
+                settings, transactional_id=record.transactional_id
+            )
             # init_transactions fences any zombie with this id, as a new task generation does.
             txn_producer.init_transactions(30)
             transactional[record.transactional_id] = txn_producer
@@ -105,7 +107,7 @@ def write_demo(
     data_records = _write_data_topics(settings, demo, partitions)
     progress(f"{data_records:,} sink data records written")
     for group_id, offsets in demo.group_offsets.items():
-        client.alter_group_offsets(settings, group_id, offsets)
+        groups.alter_offsets(settings, group_id, offsets)
     progress(f"committed offsets of {len(demo.group_offsets)} sink groups")
     return SeedSummary(
         records_by_topic=dict(counts),
@@ -132,8 +134,8 @@ def keep_writing(
     replayed (nothing written) to find where each partition stands. Each flush is written at
     its time (missed ones at once), the exactly-once source's in a transaction.
     """
-    partitions = client.topic_partition_counts(settings)
-    producer = client.java_producer(settings)
+    partitions = admin.topic_partition_counts(settings)
+    producer = producers.java_producer(settings)
     transactional: dict[str, Producer] = {}
     written = 0
     sinks = continued_sink_flushes(options)
@@ -162,7 +164,7 @@ def _produce(target: Producer, record: Record, partitions: dict[str, int]) -> No
         value=record.value,
         partition=java_partition(record.key, partitions[record.topic]),
         timestamp=record.timestamp_ms,
-        on_delivery=client.raise_on_delivery_error,
+        on_delivery=producers.raise_on_delivery_error,
     )
 
 
@@ -179,7 +181,7 @@ def _write_offsets(
         if record.transactional_id is not None:
             target = transactional.get(record.transactional_id)
             if target is None:
-                target = client.java_producer(settings, transactional_id=record.transactional_id)
+                target = producers.java_producer(settings, transactional_id=record.transactional_id)
                 target.init_transactions(30)
                 transactional[record.transactional_id] = target
             target.begin_transaction()
@@ -201,12 +203,12 @@ def _write_sink_flush(settings: dict, producer: Producer, sink_flush: SinkFlush)
                 value=f'{{"id":{index},"partition":{partition},"ts":{stamp}}}'.encode(),
                 partition=partition,
                 timestamp=stamp,
-                on_delivery=client.raise_on_delivery_error,
+                on_delivery=producers.raise_on_delivery_error,
             )
             written += 1
     _flush(producer)
     for group_id, offsets in sink_flush.group_offsets.items():
-        client.alter_group_offsets(settings, group_id, offsets)
+        groups.alter_offsets(settings, group_id, offsets)
     return written
 
 
@@ -234,7 +236,7 @@ def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, 
     of the last batch + 1 (some Kafka-compatible brokers); Apache Kafka does not care.
     """
     producer = handles.producer(
-        {**settings, **client.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0}
+        {**settings, **handles.QUIET, "acks": "all", "batch.num.messages": 1, "linger.ms": 0}
     )
     written = 0
     for topic in demo.data_topics:
@@ -249,7 +251,7 @@ def _write_data_topics(settings: dict, demo: DemoCluster, partitions: dict[str, 
                             value=value,
                             partition=partition,
                             timestamp=stamp,
-                            on_delivery=client.raise_on_delivery_error,
+                            on_delivery=producers.raise_on_delivery_error,
                         )
                         break
                     except BufferError:

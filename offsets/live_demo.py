@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from offsets.kafka import client
+from offsets.kafka import admin, producers
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
@@ -228,10 +228,8 @@ class LiveDemo:
 
     def prepare_topics(self, kafka: dict) -> None:
         """Create the clicks topic (3 partitions) unless it exists."""
-        if self.clicks_topic not in client.topic_partition_counts(kafka):
-            client.create_topics(
-                kafka, [client.TopicSpec(self.clicks_topic, CLICKS_PARTITIONS, {})]
-            )
+        if self.clicks_topic not in admin.topic_partition_counts(kafka):
+            admin.create_topics(kafka, [admin.TopicSpec(self.clicks_topic, CLICKS_PARTITIONS, {})])
 
     def ensure(self) -> dict[str, str]:
         """Create the connectors the worker lacks; return what happened to each one.
@@ -400,8 +398,8 @@ class LineWriter:
     ) -> None:
         self.files = files
         self.topics = topics or {}
-        self.producer = client.java_producer(kafka) if self.topics else None
-        self.partitions = client.topic_partition_counts(kafka) if self.topics else {}
+        self.producer = producers.java_producer(kafka) if self.topics else None
+        self.partitions = admin.topic_partition_counts(kafka) if self.topics else {}
         self.lines_per_second = lines_per_second
         self.random = random.Random(seed)
         # Numbering goes on from the lines an earlier run wrote to the files.
@@ -443,7 +441,7 @@ class LineWriter:
                 topic,
                 value=line.rstrip("\n").encode(),
                 partition=number % partitions,
-                on_delivery=client.raise_on_delivery_error,
+                on_delivery=producers.raise_on_delivery_error,
             )
         self.producer.poll(0)
 

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
 from offsets.services import connect_state, snapshots
 

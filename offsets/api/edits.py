@@ -25,7 +25,7 @@ from offsets.api.errors import errors
 from offsets.api.parsers import JSONParser
 from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
 from offsets.formats.offsets_json import flat_map_problem
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import ChangeCounts, Cluster, OffsetEdit
 from offsets.services import edits, offsets_export
 from offsets.services.edits import StageRequest

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from offsets.formats.murmur2 import java_partition
-from offsets.kafka import client, handles
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka import admin, handles
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.producers import JAVA_RUNTIME_PRODUCER_SETTINGS
 
 logger = logging.getLogger(__name__)
 
@@ -102,19 +103,8 @@ def write_transaction(
     """
     if not writes:
         raise ValueError("nothing to write")
-    counts = client.topic_partition_counts(settings, timeout=timeout)
-    for topic in sorted({write.topic for write in writes}):
-        if topic not in counts:
-            raise TopicNotFound(f"Topic {topic!r} does not exist; nothing was written.")
-    producer = handles.producer(
-        {
-            **settings,
-            **client.QUIET,
-            **client.JAVA_RUNTIME_PRODUCER_SETTINGS,
-            **WRITER_SETTINGS,
-            "transactional.id": transactional_id,
-        }
-    )
+    counts = _partition_counts(settings, writes, timeout)
+    producer = _producer(settings, transactional_id, JAVA_RUNTIME_PRODUCER_SETTINGS)
     try:
         # Also fences an earlier producer with this id and resolves its open transaction.
         producer.init_transactions(timeout)
@@ -124,7 +114,6 @@ def write_transaction(
             f"Could not start a transaction as {transactional_id}: {_describe(exc)}. "
             "Nothing was written."
         ) from exc
-
     reports: dict[int, tuple[KafkaError | None, int, int]] = {}
 
     def delivered(index: int, error: KafkaError | None, message: object) -> None:
@@ -152,6 +141,29 @@ def write_transaction(
     return WriteResult(transactional_id=transactional_id, records=records)
 
 
+def _partition_counts(
+    settings: dict, writes: Sequence[OffsetWrite], timeout: float
+) -> dict[str, int]:
+    """Return the partition counts of the topics, or raise TopicNotFound for a missing one."""
+    counts = admin.topic_partition_counts(settings, timeout=timeout)
+    for topic in sorted({write.topic for write in writes}):
+        if topic not in counts:
+            raise TopicNotFound(f"Topic {topic!r} does not exist; nothing was written.")
+    return counts
+
+
+def _producer(settings: dict, transactional_id: str, runtime_settings: dict) -> Producer:
+    return handles.producer(
+        {
+            **settings,
+            **handles.QUIET,
+            **runtime_settings,
+            **WRITER_SETTINGS,
+            "transactional.id": transactional_id,
+        }
+    )
+
+
 @handles.released_after
 def fence(settings: dict, transactional_id: str, *, timeout: float = 30.0) -> None:
     """Fence any earlier producer with this id and let the broker settle its transaction.
@@ -159,14 +171,7 @@ def fence(settings: dict, transactional_id: str, *, timeout: float = 30.0) -> No
     After this returns, a transaction that producer left open has been aborted (or, if its
     commit had started, completed), so a read_committed read gives the final outcome.
     """
-    producer = handles.producer(
-        {
-            **settings,
-            **client.QUIET,
-            **WRITER_SETTINGS,
-            "transactional.id": transactional_id,
-        }
-    )
+    producer = _producer(settings, transactional_id, {})
     try:
         producer.init_transactions(timeout)
     except KafkaException as exc:

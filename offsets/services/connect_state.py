@@ -17,7 +17,7 @@ from offsets.formats.connectors import (
 )
 from offsets.formats.masking import prefix_between_tokens
 from offsets.formats.status_records import fold_status_records
-from offsets.kafka import client
+from offsets.kafka import reading, tuning
 from offsets.models import Cluster
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class ConnectState:
 def read_connect_state(*, cluster: Cluster) -> ConnectState:
     """Read the cluster's config and status topics now and summarise every connector.
 
-    Raises `client.KafkaUnavailable` or `client.TopicNotFound` when the cluster cannot be read.
+    Raises `KafkaUnavailable` or `TopicNotFound` when the cluster cannot be read.
     """
     kafka = cluster.kafka_settings()
     timeout = settings.KAFKA_READ_TIMEOUT
@@ -81,8 +81,8 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         cluster.configs_topic: [],
         cluster.status_topic: [],
     }
-    for record in client.read_topics(
-        client.short_read_settings(kafka),
+    for record in reading.read_topics(
+        tuning.short_read_settings(kafka),
         [cluster.configs_topic, cluster.status_topic],
         timeout=timeout,
     ):

@@ -50,8 +50,8 @@ from offsets.formats.offsets_json import (
     parse_kip875,
 )
 from offsets.formats.status_records import StatusSnapshot, fold_status_records
-from offsets.kafka import client, groups, offsets_writer
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka import admin, groups, offsets_writer, reading
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import AuditEvent, ChangeCounts, Cluster, OffsetEdit, OffsetEditChange
 
 logger = logging.getLogger(__name__)
@@ -161,16 +161,16 @@ class LiveReader:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.kafka = cluster.kafka_settings()
-        self._records: dict[str, list[client.RawRecord]] = {}
+        self._records: dict[str, list[reading.RawRecord]] = {}
         self._configs: ConfigSnapshot | None = None
         self._statuses: StatusSnapshot | None = None
         self._latest: dict[str, LatestOffsets] = {}
         self._counts: dict[str, int] | None = None
 
-    def records(self, topic: str) -> list[client.RawRecord]:
+    def records(self, topic: str) -> list[reading.RawRecord]:
         if topic not in self._records:
             self._records[topic] = list(
-                client.read_topic(
+                reading.read_topic(
                     {**self.kafka, **LIVE_READ_SETTINGS},
                     topic,
                     timeout=_read_timeout(),
@@ -200,7 +200,7 @@ class LiveReader:
 
     def partition_counts(self) -> dict[str, int]:
         if self._counts is None:
-            self._counts = client.topic_partition_counts(self.kafka, timeout=_read_timeout())
+            self._counts = admin.topic_partition_counts(self.kafka, timeout=_read_timeout())
         return self._counts
 
 
@@ -618,7 +618,7 @@ def _preview_sink(context: ConnectorContext, request: StageRequest, reader: Live
                 f"{topic}-{partition} does not exist on this cluster.", field="partitions"
             )
 
-    logs = groups.watermarks(kafka, scope, timeout=timeout)
+    logs = reading.confirmed_watermarks(kafka, scope, timeout=timeout)
     time_offsets: dict[tuple[str, int], int | None] = {}
     if strategy in ("datetime", "duration"):
         time_offsets = _checked_offsets_for_times(kafka, request, logs, timeout)
@@ -716,14 +716,14 @@ def _checked_offsets_for_times(
             "timestamps begin; use 'to earliest' instead.",
             field="at" if request.strategy == "datetime" else "duration",
         )
-    answers = groups.offsets_for_times(kafka, dict.fromkeys(logs, at_ms), timeout=timeout)
+    answers = admin.offsets_for_times(kafka, dict.fromkeys(logs, at_ms), timeout=timeout)
     for tp, answer in answers.items():
         watermark = logs[tp]
         log = PartitionLog(tp[0], tp[1], watermark.low, watermark.high)
         position = log.log_end if answer is None else answer
-        around = groups.RecordsAround(None, None)
+        around = reading.RecordsAround(None, None)
         if log.log_start < log.log_end and log.log_start <= position <= log.log_end:
-            around = groups.records_around(
+            around = reading.records_around(
                 kafka, tp[0], tp[1], position, log_start=log.log_start, timeout=timeout
             )
         check = edit_rules.check_offset_for_time(

@@ -14,7 +14,7 @@ from django.conf import settings
 from offsets.formats.offset_records import parse_offset_record, partition_identity
 from offsets.formats.offsets_json import PartitionOffset, to_kip199, to_kip875
 from offsets.kafka import groups
-from offsets.kafka.client import TopicNotFound
+from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster
 from offsets.services.edits import (
     ConnectorContext,

@@ -38,7 +38,8 @@ from offsets.formats.history_rules import (
 )
 from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
-from offsets.kafka import client
+from offsets.kafka import admin, groups, planner, reading
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -196,7 +197,7 @@ class SourceResults:
     recreated: dict[str, str] = field(default_factory=dict)
     # The new records of some topics, as the planner read them (`_identify_and_plan`):
     # {topic: records}. Spark folds these instead of reading them from Kafka again.
-    kept: dict[str, list[client.KeptRecord]] = field(default_factory=dict)
+    kept: dict[str, list[planner.KeptRecord]] = field(default_factory=dict)
     latest: list = field(default_factory=list)
     drift: list = field(default_factory=list)
     rewinds: list = field(default_factory=list)
@@ -348,7 +349,7 @@ def run_refresh(
         run.phase = f"failed: {run.error}"
         if isinstance(exc, RefreshOvertaken):
             logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
-        elif not isinstance(exc, client.KafkaUnavailable | client.TopicNotFound):
+        elif not isinstance(exc, KafkaUnavailable | TopicNotFound):
             logger.exception("Refresh of %s failed", cluster.name)
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
@@ -479,15 +480,15 @@ def _read_state_and_plan[T](
         snapshot, ids = planning.result()
     plans = snapshot.plans
     if cluster.offsets_topic not in plans:
-        raise client.TopicNotFound(
+        raise TopicNotFound(
             f"The offsets topic {cluster.offsets_topic!r} does not exist on "
             f"{cluster.bootstrap_servers}"
         )
     wanted = _offsets_topics(cluster, state.connectors)
     new = [topic for topic in wanted if topic not in starts]
     if new:
-        plans |= client.plan_reads(kafka, dict.fromkeys(new), timeout=timeout)
-        ids |= client.topic_ids(kafka, new, timeout=timeout)
+        plans |= planner.plan_snapshot(kafka, dict.fromkeys(new), timeout=timeout).plans
+        ids |= admin.ids_of(admin.describe_topics(kafka, new, timeout=timeout))
     # A topic of the previous refresh that no connector names any more is not read; topics
     # that do not exist (an own topic not created yet) are left out by plan_reads.
     plans = {topic: plans[topic] for topic in wanted if topic in plans}
@@ -508,24 +509,24 @@ def _identify_and_plan(
     stored_ids: dict[str, str],
     *,
     timeout: float,
-) -> tuple[client.Snapshot, dict[str, str]]:
+) -> tuple[planner.Snapshot, dict[str, str]]:
     """Plan the snapshot of the topics read before; return it and the topic IDs.
 
     A topic that still has the ID it was read under holds the previous positions, so the
-    planner reads on from them to find the ends (`client.plan_snapshot`, `read_on`) instead
+    planner reads on from them to find the ends (`planner.plan_snapshot`, `read_on`) instead
     of asking for the ends first. Asking for the IDs first costs one DescribeTopics request
     (~2-10 ms), which tells the planner the partition counts too. On its way the planner keeps
     up to tuning.PLANNER_KEEPS_RECORDS of the records it reads on through, which Spark then folds
     without fetching them again.
     """
-    described = client.describe_topics(kafka, list(starts), timeout=timeout)
-    ids = client.ids_of(described)
+    described = admin.describe_topics(kafka, list(starts), timeout=timeout)
+    ids = admin.ids_of(described)
     same = [
         topic
         for topic, known in starts.items()
         if known and stored_ids.get(topic) and ids.get(topic) == stored_ids[topic]
     ]
-    snapshot = client.plan_snapshot(
+    snapshot = planner.plan_snapshot(
         kafka,
         starts,
         read_on=same,
@@ -958,8 +959,8 @@ def _sample_sinks(
     if not sinks:
         return results
     kafka = cluster.kafka_settings()
-    existing = client.topic_partition_counts(kafka)
-    committed_by_group = client.sink_group_offsets(kafka, [c.sink_group for c in sinks])
+    existing = admin.topic_partition_counts(kafka)
+    committed_by_group = groups.committed_offsets_of(kafka, [c.sink_group for c in sinks])
     wanted: dict[str, list[tuple[str, int]]] = {}
     for connector in sinks:
         committed = committed_by_group.get(connector.sink_group, {})
@@ -968,7 +969,7 @@ def _sample_sinks(
             (topic, p) for topic in sorted(topics) for p in range(existing[topic])
         ]
     all_partitions = sorted({tp for tps in wanted.values() for tp in tps})
-    marks = client.watermarks(kafka, all_partitions)
+    marks = admin.watermarks(kafka, all_partitions)
     # Where each lagging connector's consumer stands: {(connector, partition): offset}. Two
     # sinks may read one topic from different offsets, each its own lag.
     positions: dict[tuple[str, tuple[str, int]], int] = {}
@@ -988,7 +989,7 @@ def _sample_sinks(
         if offsets == (position, marks[slot[1]][1]):
             reused[slot] = lag_ms
     asked = {slot: position for slot, position in positions.items() if slot not in reused}
-    stamps = client.timestamps_at(
+    stamps = reading.timestamps_at(
         kafka,
         {(tp, marks[tp][1] - 1) for _, tp in asked}
         | {(tp, position) for (_, tp), position in asked.items()},
@@ -998,7 +999,7 @@ def _sample_sinks(
     }
     # Nothing at high - 1: a topic of transactions ends with a commit marker, which no consumer
     # returns (an exactly-once source's output); its newest record is a little before.
-    newest |= client.newest_timestamps(
+    newest |= reading.newest_timestamps(
         kafka, {tp: marks[tp] for _, tp in asked if tp not in newest}
     )
 

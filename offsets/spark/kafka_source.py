@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from offsets.kafka import client
+from offsets.kafka import planner, reading
 
 NAME = "kafka-snapshot"
 
@@ -138,7 +138,7 @@ class KafkaSnapshotReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         ranges = self.ranges
         if ranges is None:
-            ranges = client.plan_read(
+            ranges = planner.plan_read(
                 self.settings, self.topic, isolation_level=self.isolation_level
             )
         # A list, not a tuple (Spark rejects tuples); [] would become one InputPartition(None).
@@ -165,7 +165,7 @@ class KafkaSnapshotReader(DataSourceReader):
             folded = fold_messages(
                 partition.topic,
                 partition.bucket_seconds,
-                client.read_range(
+                reading.read_range(
                     partition.settings,
                     partition.topic,
                     partition.ranges,
@@ -178,7 +178,7 @@ class KafkaSnapshotReader(DataSourceReader):
             )
             return
         columns: tuple[list, ...] = ([], [], [], [], [])
-        for messages in client.read_range(
+        for messages in reading.read_range(
             partition.settings,
             partition.topic,
             partition.ranges,
@@ -227,8 +227,8 @@ def _history_written(
     )
 
 
-def kept_records_table(topic: str, records: list[client.KeptRecord]) -> pa.Table:
-    """Records the planner kept (`client.plan_snapshot`) as raw records (ARROW_SCHEMA)."""
+def kept_records_table(topic: str, records: list[planner.KeptRecord]) -> pa.Table:
+    """Records the planner kept (`planner.plan_snapshot`) as raw records (ARROW_SCHEMA)."""
     columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
     return pa.Table.from_batches([raw_batch(topic, columns)])
 
@@ -255,12 +255,12 @@ def kept_records_frame(
     spark,
     topic: str,
     plan: dict[int, tuple[int, int]],
-    records: list[client.KeptRecord],
+    records: list[planner.KeptRecord],
     *,
     bucket_seconds: int,
     history_dir: str | None = None,
 ):
-    """The folds of records the planner already read (`client.plan_snapshot`): what
+    """The folds of records the planner already read (`planner.plan_snapshot`): what
     `decode=connect-offsets-summary` gives for `plan`, with `history_dir` as well.
 
     An incremental refresh's planner reads on through the new records to find the ends; for

@@ -350,7 +350,7 @@ def _batch(kind: str | None, topic: str, size: int, columns: dict[str, list]) ->
 def fold_messages(
     topic: str, bucket_seconds: int, message_lists: Iterable[list]
 ) -> Iterator[pa.RecordBatch]:
-    """Fold lists of confluent-kafka messages (as `client.read_range` yields them)."""
+    """Fold lists of confluent-kafka messages (as `reading.read_range` yields them)."""
 
     def feed(add: Callable) -> Iterator[None]:
         for messages in message_lists:

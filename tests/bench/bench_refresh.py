@@ -39,7 +39,7 @@ from offsets.formats import jackson  # noqa: E402
 from offsets.formats.history_rules import offset_progress  # noqa: E402
 from offsets.formats.murmur2 import java_partition  # noqa: E402
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
-from offsets.kafka import client  # noqa: E402
+from offsets.kafka import producers, reading  # noqa: E402
 from offsets.kafka.embedded import EmbeddedKafka  # noqa: E402
 from offsets.models import Cluster  # noqa: E402
 
@@ -158,7 +158,7 @@ def plain_python_refresh(
     last_progress: dict[tuple[str, bytes], float | None] = {}
     rewinds = 0
     for topic in topics:
-        for record in client.read_topic(settings, topic, timeout=30):
+        for record in reading.read_topic(settings, topic, timeout=30):
             parsed = parse_offset_record(record.key, record.value)
             if isinstance(parsed, MalformedRecord):
                 malformed[(topic, parsed.reason)] += 1
@@ -264,7 +264,7 @@ def main() -> None:
             "confluent-kafka, single-process loop",
             results,
             info.pid,
-            lambda: sum(1 for topic in topics for _ in client.read_topic(settings, topic)),
+            lambda: sum(1 for topic in topics for _ in reading.read_topic(settings, topic)),
         )
         print(f"  {'kcat':<48} {kcat_read(info.bootstrap_servers, topics)}", flush=True)
 
@@ -330,7 +330,7 @@ def main() -> None:
                 cluster=cluster, topic="connect-offsets"
             ).values_list("key_bytes", flat=True)
         ]
-        producer = client.java_producer(settings)
+        producer = producers.java_producer(settings)
 
         def add_records_and_refresh(label: str, first_value: int, *, report: bool) -> None:
             for index in range(new):

@@ -4,7 +4,7 @@ import pytest
 
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import client
+from offsets.kafka import reading
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -85,7 +85,7 @@ def test_an_edit_is_staged_approved_by_another_user_applied_and_audited(
     screenshot("edit-5-audit-log")
 
     # And Connect's runtime would now read the new offset.
-    records = client.read_topic(fresh_demo.settings, "connect-offsets", timeout=5)
+    records = reading.read_topic(fresh_demo.settings, "connect-offsets", timeout=5)
     latest = latest_offsets((r.key, r.value) for r in records).offsets
     assert latest[KEY].value_bytes == b'{"position":4242}'
 

@@ -6,19 +6,19 @@ to move offsets behind an edit's back.
 
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
-from offsets.kafka import client
+from offsets.kafka import admin, producers
 
 
 def _write(settings: dict, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
-    counts = client.topic_partition_counts(settings)
-    producer = client.java_producer(settings)
+    counts = admin.topic_partition_counts(settings)
+    producer = producers.java_producer(settings)
     for key, value in records:
         producer.produce(
             topic,
             key=key,
             value=value,
             partition=java_partition(key, counts[topic]),
-            on_delivery=client.raise_on_delivery_error,
+            on_delivery=producers.raise_on_delivery_error,
         )
     assert producer.flush(10) == 0
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 
 from offsets.formats import jackson
-from offsets.kafka import client
+from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.services import edits
 from offsets.services.edits import StageRequest
@@ -46,7 +46,7 @@ def run_in_thread(target, results, name):
 
 def audit_writes(fresh_demo):
     fast = {**fresh_demo.settings, "fetch.wait.max.ms": 10}
-    records = client.read_topic(fast, "connect-offsets", timeout=5, batch_size=1)
+    records = reading.read_topic(fast, "connect-offsets", timeout=5, batch_size=1)
     return [r for r in records if r.key == AUDIT_KEY]
 
 

@@ -21,7 +21,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from offsets.formats import jackson
-from offsets.kafka import client, groups
+from offsets.kafka import groups, reading
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.services import edits
 from offsets.services.edits import StageRequest
@@ -60,7 +60,7 @@ def topic_records(kafka: dict) -> dict:
     return {
         (topic, level): sorted(
             (r.partition, r.offset, r.key, r.value)
-            for r in client.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
+            for r in reading.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
         )
         for topic in EOS_TOPICS
         for level in ("read_committed", "read_uncommitted")

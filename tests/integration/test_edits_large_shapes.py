@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from offsets.formats import jackson
-from offsets.kafka import client, groups
+from offsets.kafka import admin, groups, reading
 from offsets.kafka.embedded import EmbeddedKafka
 from offsets.models import Cluster, OffsetEdit
 from tests.integration.connect_sim import commit_source_offsets, create_connector
@@ -43,13 +43,13 @@ def large_broker(tmp_path_factory) -> dict:
     info = broker.start(worker=False)
     settings = {"bootstrap.servers": info.bootstrap_servers}
     compact = {"cleanup.policy": "compact"}
-    client.create_topics(
+    admin.create_topics(
         settings,
         [
-            client.TopicSpec("connect-configs", 1, compact),
-            client.TopicSpec("connect-offsets", 25, compact),
-            client.TopicSpec("connect-status", 5, compact),
-            client.TopicSpec(TOPIC, TOPIC_PARTITIONS, {}),
+            admin.TopicSpec("connect-configs", 1, compact),
+            admin.TopicSpec("connect-offsets", 25, compact),
+            admin.TopicSpec("connect-status", 5, compact),
+            admin.TopicSpec(TOPIC, TOPIC_PARTITIONS, {}),
         ],
     )
     create_connector(
@@ -73,7 +73,7 @@ def large_broker(tmp_path_factory) -> dict:
         SINK,
         {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": TOPIC},
     )
-    client.alter_group_offsets(
+    groups.alter_offsets(
         settings, f"connect-{SINK}", {(TOPIC, p): 0 for p in range(TOPIC_PARTITIONS)}
     )
     yield settings
@@ -165,14 +165,14 @@ def test_a_partition_typed_into_the_stage_form_is_checked_against_the_live_offse
 def asked_bounds(monkeypatch) -> list[int]:
     """How many partitions each log-bounds request of the page asked about."""
     asked: list[int] = []
-    real = groups.watermarks
+    real = reading.confirmed_watermarks
 
     def counting(settings, partitions, **kwargs):
         partitions = list(partitions)
         asked.append(len(partitions))
         return real(settings, partitions, **kwargs)
 
-    monkeypatch.setattr(groups, "watermarks", counting)
+    monkeypatch.setattr(reading, "confirmed_watermarks", counting)
     return asked
 
 

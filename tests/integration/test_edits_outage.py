@@ -7,8 +7,9 @@ import pytest
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import write_demo
 from offsets.formats import jackson
-from offsets.kafka import client, groups
+from offsets.kafka import groups, reading
 from offsets.kafka.embedded import EmbeddedKafka
+from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.services import edits
 from offsets.services.edits import StageRequest
@@ -33,7 +34,7 @@ def snapshot(settings):
     return {
         (topic, level): [
             (r.partition, r.offset, r.key, r.value)
-            for r in client.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
+            for r in reading.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
         ]
         for topic in (EOS_TOPIC, "connect-offsets")
         for level in ("read_committed", "read_uncommitted")
@@ -284,7 +285,7 @@ def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_wha
 
     def alter_offsets(*args, **kwargs):
         if steps == ["delete"]:
-            raise client.KafkaUnavailable("injected: the coordinator is not available")
+            raise KafkaUnavailable("injected: the coordinator is not available")
         return original_alter(*args, **kwargs)
 
     monkeypatch.setattr(groups, "delete_group", delete_group)
@@ -318,7 +319,7 @@ def partial_delete_whose_second_step_answers_badly(fresh_demo, editor, approver,
 
     def alter_offsets(settings, group, offsets, **kwargs):
         original_alter(settings, group, land(offsets), **kwargs)
-        raise client.KafkaUnavailable("injected: the answer was lost")
+        raise KafkaUnavailable("injected: the answer was lost")
 
     monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
     return edits.apply_edit(edit=edit, user=approver), others

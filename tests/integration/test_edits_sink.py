@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Consumer
 
-from offsets.kafka import client, groups
+from offsets.kafka import admin, groups, reading
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.services import edits
 from offsets.services.edits import StageRequest
@@ -132,7 +132,7 @@ def test_a_date_time_in_the_middle_goes_to_the_first_record_at_or_after_it(
     target = committed(stopped_s3)[("orders", 2)]
     records = sorted(
         (record.offset, record.timestamp_ms)
-        for record in client.read_topic(stopped_s3.settings, "orders", timeout=5)
+        for record in reading.read_topic(stopped_s3.settings, "orders", timeout=5)
         if record.partition == 2
     )
     # Apache Kafka's answer: the first record whose timestamp is at or after the time.
@@ -146,7 +146,7 @@ def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_sta
     # What some Kafka-compatible brokers answer: offset 0 for any time. The record at 0 is
     # older than the time asked for, so the answer cannot be trusted.
     monkeypatch.setattr(
-        groups, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
+        admin, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
     )
     options = stopped_s3.demo.options
     middle = datetime.fromtimestamp((options.start_ms + options.end_ms) / 2000, tz=UTC)
@@ -181,7 +181,7 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
     # broker that answers 0 anyway is refused.
     with monkeypatch.context() as patch:
         patch.setattr(
-            groups, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
+            admin, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
         )
         with pytest.raises(edits.EditInputError) as error:
             edits.stage_edit(
@@ -200,9 +200,7 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
 def test_copying_from_another_group_takes_its_offsets_and_skips_what_it_lacks(
     stopped_s3, editor, approver
 ):
-    client.alter_group_offsets(
-        stopped_s3.settings, "replay-orders", {("orders", 0): 1, ("orders", 3): 2}
-    )
+    groups.alter_offsets(stopped_s3.settings, "replay-orders", {("orders", 0): 1, ("orders", 3): 2})
     before = committed(stopped_s3)
     edit = edits.stage_edit(
         cluster=stopped_s3.cluster,
@@ -333,7 +331,7 @@ def test_sink_offsets_moved_after_staging_make_a_conflict(stopped_s3, editor, ap
     )
     edits.submit_edit(edit=edit, user=editor)
     edits.approve_edit(edit=edit, user=approver)
-    client.alter_group_offsets(stopped_s3.settings, S3_GROUP, {("orders", 0): 2})
+    groups.alter_offsets(stopped_s3.settings, S3_GROUP, {("orders", 0): 2})
     edit = edits.apply_edit(edit=edit, user=approver)
     assert edit.state == OffsetEdit.State.CONFLICT
     assert "orders-0" in edit.error

@@ -9,7 +9,7 @@ from offsets.formats import jackson
 from offsets.formats.edit_rules import offsets_as_of, runtime_view
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import client
+from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.services import edits
 from offsets.services.edits import StageRequest
@@ -28,7 +28,7 @@ EOS_KEY = jackson.dumps_key(EOS, {"server": "orders-db"})
 def records(settings, topic, isolation_level="read_committed"):
     fast = {**settings, "fetch.wait.max.ms": 10}
     return list(
-        client.read_topic(fast, topic, isolation_level=isolation_level, timeout=5, batch_size=1)
+        reading.read_topic(fast, topic, isolation_level=isolation_level, timeout=5, batch_size=1)
     )
 
 

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from offsets.formats import jackson
 from offsets.formats.edit_rules import runtime_view
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import client, groups
+from offsets.kafka import groups, reading
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.services import edits, offsets_export
 from offsets.services.edits import StageRequest
@@ -29,7 +29,7 @@ class Crash(BaseException):
 
 def latest(settings, topic="connect-offsets"):
     fast = {**settings, "fetch.wait.max.ms": 10}
-    records = client.read_topic(fast, topic, timeout=5, batch_size=1)
+    records = reading.read_topic(fast, topic, timeout=5, batch_size=1)
     return latest_offsets((r.key, r.value) for r in records).offsets
 
 

@@ -5,7 +5,7 @@ import urllib.request
 import pytest
 from django.core.management import CommandError, call_command
 
-from offsets.kafka import client, embedded
+from offsets.kafka import admin, embedded, reading
 from offsets.kafka.embedded import EmbeddedKafka
 
 pytestmark = pytest.mark.integration
@@ -30,14 +30,14 @@ def test_it_starts_a_broker_and_a_worker_and_prints_their_addresses(settings):
         address = output.strip().splitlines()[-1]
         assert address.startswith("127.0.0.1:")
         assert isinstance(
-            client.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict
+            admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict
         )
         url = run("connect-url").strip()
         assert url.startswith("http://127.0.0.1:") and url in output
         # The worker is Apache Kafka Connect, on this broker's cluster.
         root = worker_root(url)
         assert root["version"].startswith("4.")
-        topics = client.topic_partition_counts({"bootstrap.servers": address}, timeout=5)
+        topics = admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5)
         assert set(embedded.WORKER_TOPICS.values()) <= set(topics)
         assert run("address").strip() == address
         assert address in run("status") and url in run("status")
@@ -58,9 +58,7 @@ def test_stop_ends_only_its_own_processes(settings, tmp_path):
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
         assert other.status() == other_info
-        client.topic_partition_counts(
-            {"bootstrap.servers": other_info.bootstrap_servers}, timeout=5
-        )
+        admin.topic_partition_counts({"bootstrap.servers": other_info.bootstrap_servers}, timeout=5)
     finally:
         other.stop()
 
@@ -139,7 +137,7 @@ def test_add_cluster_embedded_registers_the_broker_and_the_worker(settings):
         # Options on the command line win over the worker's own values.
         call_command("add_cluster", "seeded", "--embedded", "--offsets-topic", "connect-offsets")
         assert Cluster.objects.get(name="seeded").offsets_topic == "connect-offsets"
-        client.create_topics(cluster.kafka_settings(), [client.TopicSpec("t", 2, {})])
-        assert list(client.read_topic(cluster.kafka_settings(), "t", timeout=5)) == []
+        admin.create_topics(cluster.kafka_settings(), [admin.TopicSpec("t", 2, {})])
+        assert list(reading.read_topic(cluster.kafka_settings(), "t", timeout=5)) == []
     finally:
         run("stop")

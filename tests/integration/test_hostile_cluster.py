@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from offsets.formats import jackson
 from offsets.formats.offset_records import MAX_CONNECTOR_LENGTH
-from offsets.kafka import client
+from offsets.kafka import admin, producers
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun
 from offsets.services.refresh import run_refresh
 from tests.access import endpoints, sample_params
@@ -271,13 +271,13 @@ def write_cluster(bootstrap: str, connectors: list[Connector]) -> Cluster:
     number = next(_clusters)
     topics = {kind: f"hostile-{number}-{kind}" for kind in ("offsets", "configs", "status")}
     settings = {"bootstrap.servers": bootstrap}
-    admin = client.admin_client(settings)
+    kafka_admin = admin.admin_client(settings)
     # The broker refuses timestamps far in the future unless the topic allows them.
     far = {"message.timestamp.after.max.ms": str(2**63 - 1)}
-    futures = admin.create_topics([NewTopic(t, 1, 1, config=far) for t in topics.values()])
+    futures = kafka_admin.create_topics([NewTopic(t, 1, 1, config=far) for t in topics.values()])
     for future in futures.values():
         future.result(30)
-    producer = client.java_producer(settings)
+    producer = producers.java_producer(settings)
     for topic, key, value, timestamp in connect_records(connectors, topics):
         stamp = {"timestamp": timestamp} if timestamp is not None else {}
         producer.produce(
@@ -285,7 +285,7 @@ def write_cluster(bootstrap: str, connectors: list[Connector]) -> Cluster:
             key=key,
             value=value,
             partition=0,
-            on_delivery=client.raise_on_delivery_error,
+            on_delivery=producers.raise_on_delivery_error,
             **stamp,
         )
         producer.poll(0)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from offsets.kafka import client
+from offsets.kafka import admin
+from offsets.kafka.errors import KafkaUnavailable
 
 pytestmark = pytest.mark.integration
 
@@ -43,17 +44,18 @@ def test_the_garbage_collector_never_destroys_a_client(fresh_kafka):
     # break the cycle, and the client be destroyed later, on the thread that releases it.
     # In a child process: a collection here would also run the finalizers of earlier tests'
     # garbage.
-    client.create_topics({"bootstrap.servers": fresh_kafka}, [client.TopicSpec("t", 1, {})])
+    admin.create_topics({"bootstrap.servers": fresh_kafka}, [admin.TopicSpec("t", 1, {})])
     result = _run(
         """
         import gc, weakref
         from confluent_kafka.admin import AdminClient
-        from offsets.kafka import client, handles
+        from offsets.kafka import admin, handles
+        from offsets.kafka.errors import KafkaUnavailable
 
         gc.disable()
         try:
-            client.create_topics(SETTINGS, [client.TopicSpec("t", 1, {})])
-        except client.KafkaUnavailable as exc:
+            admin.create_topics(SETTINGS, [admin.TopicSpec("t", 1, {})])
+        except KafkaUnavailable as exc:
             print("failed as expected:", exc)
         left = [weakref.ref(o) for o in gc.get_objects() if isinstance(o, AdminClient)]
         print("clients left in a cycle:", len(left))
@@ -75,17 +77,17 @@ def test_list_offsets_from_new_clients_on_three_threads_does_not_crash(fresh_kaf
     # Before it asked for the metadata first, a new client's ListOffsets raced with its own
     # metadata update: a segfault in rd_kafka_topic_partition_list_query_leaders_async_worker,
     # in each of 4 runs of this loop (12 s, three threads) on this machine.
-    client.create_topics({"bootstrap.servers": fresh_kafka}, [client.TopicSpec("t", 3, {})])
+    admin.create_topics({"bootstrap.servers": fresh_kafka}, [admin.TopicSpec("t", 3, {})])
     result = _run(
         """
         import threading, time
-        from offsets.kafka import client
+        from offsets.kafka import admin
 
         stop = time.monotonic() + 12
         calls = []
         def loop():
             while time.monotonic() < stop:
-                client.watermarks(SETTINGS, [("t", 0), ("t", 1), ("t", 2)])
+                admin.watermarks(SETTINGS, [("t", 0), ("t", 1), ("t", 2)])
                 calls.append(1)
         threads = [threading.Thread(target=loop) for _ in range(3)]
         for thread in threads:
@@ -102,8 +104,8 @@ def test_list_offsets_from_new_clients_on_three_threads_does_not_crash(fresh_kaf
 
 def test_list_offsets_of_a_missing_partition_names_it(fresh_kafka):
     settings = {"bootstrap.servers": fresh_kafka}
-    client.create_topics(settings, [client.TopicSpec("t", 2, {})])
-    with pytest.raises(client.KafkaUnavailable, match=r"t\[2\]: no such partition"):
-        client.watermarks(settings, [("t", 1), ("t", 2)])
-    with pytest.raises(client.KafkaUnavailable, match=r"gone\[0\]: no such topic"):
-        client.watermarks(settings, [("gone", 0)])
+    admin.create_topics(settings, [admin.TopicSpec("t", 2, {})])
+    with pytest.raises(KafkaUnavailable, match=r"t\[2\]: no such partition"):
+        admin.watermarks(settings, [("t", 1), ("t", 2)])
+    with pytest.raises(KafkaUnavailable, match=r"gone\[0\]: no such topic"):
+        admin.watermarks(settings, [("gone", 0)])

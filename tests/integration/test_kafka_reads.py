@@ -2,14 +2,15 @@
 
 import pytest
 
-from offsets.kafka import client
+from offsets.kafka import admin, handles, planner, producers, reading, tuning
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 
 pytestmark = pytest.mark.integration
 
 
 def _fill(settings: dict, topic: str, partitions: int, records: int) -> None:
-    client.create_topics(settings, [client.TopicSpec(topic, partitions, {})])
-    producer = client.java_producer(settings)
+    admin.create_topics(settings, [admin.TopicSpec(topic, partitions, {})])
+    producer = producers.java_producer(settings)
     for index in range(records):
         producer.produce(
             topic, key=b"k%d" % index, value=b"v%d" % index, partition=index % partitions
@@ -20,8 +21,8 @@ def _fill(settings: dict, topic: str, partitions: int, records: int) -> None:
 def _fill_one_per_batch(settings: dict, topic: str, records: int) -> None:
     """One partition of records b"v0", b"v1", ..., one record per batch: the high
     watermark is then exact on every broker."""
-    client.create_topics(settings, [client.TopicSpec(topic, 1, {})])
-    producer = client.java_producer(settings)
+    admin.create_topics(settings, [admin.TopicSpec(topic, 1, {})])
+    producer = producers.java_producer(settings)
     for index in range(records):
         producer.produce(topic, key=b"k", value=b"v%d" % index, partition=0)
         producer.flush()
@@ -30,10 +31,12 @@ def _fill_one_per_batch(settings: dict, topic: str, records: int) -> None:
 def test_an_incremental_plan_starts_at_the_previous_end_and_finds_the_same_end(fresh_kafka):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)  # 20 records per partition, in multi-record batches
-    full = client.plan_reads(settings, {"t": None})
+    full = planner.plan_snapshot(settings, {"t": None}).plans
     assert full == {"t": {0: (0, 20), 1: (0, 20)}}
     # Nothing new since a read that ended at 20; one that ended at 5 has 15 to read.
-    assert client.plan_reads(settings, {"t": {0: 20, 1: 5}}) == {"t": {0: (20, 20), 1: (5, 20)}}
+    assert planner.plan_snapshot(settings, {"t": {0: 20, 1: 5}}).plans == {
+        "t": {0: (20, 20), 1: (5, 20)}
+    }
 
 
 def test_reading_on_from_vouched_positions_finds_the_same_ends_without_listing_offsets(
@@ -44,17 +47,17 @@ def test_reading_on_from_vouched_positions_finds_the_same_ends_without_listing_o
     _fill(settings, "u", 1, 3)
     starts = {"t": {0: 20, 1: 5}, "u": {0: 1}}
     asked: list[list] = []
-    log_bounds = client._log_bounds
+    log_bounds = admin.log_bounds
     monkeypatch.setattr(
-        client,
-        "_log_bounds",
+        admin,
+        "log_bounds",
         lambda settings, starts_of, ends_of, **kw: (
             asked.append(sorted(ends_of)) or log_bounds(settings, starts_of, ends_of, **kw)
         ),
     )
     expected = {"t": {0: (20, 20), 1: (5, 20)}, "u": {0: (1, 3)}}
-    assert client.plan_reads(settings, starts) == expected
-    assert client.plan_reads(settings, starts, read_on=["t"]) == expected
+    assert planner.plan_snapshot(settings, starts).plans == expected
+    assert planner.plan_snapshot(settings, starts, read_on=["t"]).plans == expected
     # Only the topic not vouched for had its ends listed.
     assert asked == [[("t", 0), ("t", 1), ("u", 0)], [("u", 0)]]
 
@@ -62,12 +65,16 @@ def test_reading_on_from_vouched_positions_finds_the_same_ends_without_listing_o
 def test_a_partition_far_behind_skips_ahead_to_its_last_record(fresh_kafka, monkeypatch):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill_one_per_batch(settings, "t", 30)
-    monkeypatch.setattr(client, "CATCH_UP_RECORDS", 10)
+    monkeypatch.setattr(tuning, "CATCH_UP_RECORDS", 10)
     skips: list[bool] = []
-    skip = client._skip_far_behind
-    monkeypatch.setattr(client, "_skip_far_behind", lambda *a: skips.append(skip(*a)) or skips[-1])
-    assert client.plan_reads(settings, {"t": {0: 2}}, read_on=["t"]) == {"t": {0: (2, 30)}}
-    assert client.plan_reads(settings, {"t": {0: 25}}, read_on=["t"]) == {"t": {0: (25, 30)}}
+    skip = planner._skip_far_behind
+    monkeypatch.setattr(planner, "_skip_far_behind", lambda *a: skips.append(skip(*a)) or skips[-1])
+    assert planner.plan_snapshot(settings, {"t": {0: 2}}, read_on=["t"]).plans == {
+        "t": {0: (2, 30)}
+    }
+    assert planner.plan_snapshot(settings, {"t": {0: 25}}, read_on=["t"]).plans == {
+        "t": {0: (25, 30)}
+    }
     assert skips == [True, False]
 
 
@@ -75,7 +82,7 @@ def _read_as_kept(settings: dict, topic: str, plan: dict) -> list[tuple]:
     """What a read of the planned ranges gets, as the planner keeps records."""
     return [
         (m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value())
-        for messages in client.read_range(settings, topic, plan)
+        for messages in reading.read_range(settings, topic, plan)
         for m in messages
     ]
 
@@ -94,7 +101,7 @@ def test_the_planner_keeps_the_records_it_reads_on_through(fresh_kafka):
     _fill(settings, "u", 1, 3)
     _fill(settings, "v", 1, 4)
     starts = {"t": {0: 20, 1: 5}, "u": {0: 1}, "v": {0: 4}}
-    snapshot = client.plan_snapshot(settings, starts, read_on=["t", "v"], keep_records=100)
+    snapshot = planner.plan_snapshot(settings, starts, read_on=["t", "v"], keep_records=100)
     assert snapshot.plans == {"t": {0: (20, 20), 1: (5, 20)}, "u": {0: (1, 3)}, "v": {0: (4, 4)}}
     # "t": exactly what a read of its planned ranges gets, in Kafka order per partition.
     # "u" was not read on (its ends were listed, its records not read); "v" has nothing new.
@@ -105,27 +112,27 @@ def test_the_planner_keeps_the_records_it_reads_on_through(fresh_kafka):
     assert [r[1] for r in kept] == list(range(5, 20))
     # Without keep_records, or past it, nothing is kept; the plans are the same.
     for keep in (0, 14):
-        again = client.plan_snapshot(settings, starts, read_on=["t", "v"], keep_records=keep)
+        again = planner.plan_snapshot(settings, starts, read_on=["t", "v"], keep_records=keep)
         assert (again.plans, again.records) == (snapshot.plans, {})
 
 
 def test_a_partition_that_skips_ahead_keeps_no_records(fresh_kafka, monkeypatch):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill_one_per_batch(settings, "t", 30)
-    monkeypatch.setattr(client, "CATCH_UP_RECORDS", 10)
+    monkeypatch.setattr(tuning, "CATCH_UP_RECORDS", 10)
     # 28 behind: it skipped the records from 2 to 28, so none are kept; 5 behind: all are.
-    far = client.plan_snapshot(settings, {"t": {0: 2}}, read_on=["t"], keep_records=100)
+    far = planner.plan_snapshot(settings, {"t": {0: 2}}, read_on=["t"], keep_records=100)
     assert (far.plans, far.records) == ({"t": {0: (2, 30)}}, {})
-    near = client.plan_snapshot(settings, {"t": {0: 25}}, read_on=["t"], keep_records=100)
+    near = planner.plan_snapshot(settings, {"t": {0: 25}}, read_on=["t"], keep_records=100)
     assert [(r[1], r[4]) for r in near.records["t"]] == [(i, b"v%d" % i) for i in range(25, 30)]
 
 
 def _without_end_of_partition(monkeypatch) -> None:
     """The planner's consumer reports no end-of-partition: only the high-watermark rule can
     end a partition."""
-    config = client.reader_config
+    config = reading.reader_config
     monkeypatch.setattr(
-        client,
+        reading,
         "reader_config",
         lambda settings, purpose, **kw: {
             **config(settings, purpose, **kw),
@@ -142,9 +149,9 @@ def test_partitions_with_new_records_end_at_their_high_watermark_without_end_of_
     # its last record.
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
-    expected = client.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100)
+    expected = planner.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100)
     _without_end_of_partition(monkeypatch)
-    snapshot = client.plan_snapshot(
+    snapshot = planner.plan_snapshot(
         settings, {"t": {0: 3, 1: 5}}, read_on=["t"], keep_records=100, timeout=10
     )
     assert snapshot.plans == expected.plans == {"t": {0: (3, 20), 1: (5, 20)}}
@@ -157,14 +164,14 @@ def test_a_partition_ending_in_a_transaction_marker_ends_past_the_marker(fresh_k
     # at 3 takes an offset without a record. Only end-of-partition can tell where it ends,
     # so the high-watermark rule must leave it alone.
     settings = {"bootstrap.servers": fresh_kafka}
-    client.create_topics(settings, [client.TopicSpec("t", 1, {})])
-    producer = client.java_producer(settings, transactional_id="test-planner-marker")
+    admin.create_topics(settings, [admin.TopicSpec("t", 1, {})])
+    producer = producers.java_producer(settings, transactional_id="test-planner-marker")
     producer.init_transactions(30)
     producer.begin_transaction()
     for index in range(3):
         producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
     producer.commit_transaction(30)
-    snapshot = client.plan_snapshot(settings, {"t": {0: 0}}, read_on=["t"], keep_records=100)
+    snapshot = planner.plan_snapshot(settings, {"t": {0: 0}}, read_on=["t"], keep_records=100)
     assert snapshot.plans == {"t": {0: (0, 4)}}
     assert [r[4] for r in snapshot.records["t"]] == [b"v0", b"v1", b"v2"]
 
@@ -173,37 +180,37 @@ def test_a_partition_holding_more_than_one_fetch_response_is_read_to_its_end(fre
     # 60,000 records of ~110 bytes: more than one fetch response holds (fetch.max.bytes and
     # the broker's own limits), so the read must go on fetching to the end.
     settings = {"bootstrap.servers": fresh_kafka}
-    client.create_topics(settings, [client.TopicSpec("big", 1, {})])
-    producer = client.java_producer(settings)
+    admin.create_topics(settings, [admin.TopicSpec("big", 1, {})])
+    producer = producers.java_producer(settings)
     for index in range(60_000):
         producer.produce("big", key=b"k%d" % index, value=b"v" * 100, partition=0)
         if index % 10_000 == 0:
             producer.flush()
     producer.flush()
-    offsets = [record.offset for record in client.read_topic(settings, "big", timeout=5)]
+    offsets = [record.offset for record in reading.read_topic(settings, "big", timeout=5)]
     assert offsets == list(range(60_000))
-    plan = client.plan_reads(settings, {"big": None}, timeout=5)
+    plan = planner.plan_snapshot(settings, {"big": None}, timeout=5).plans
     assert plan == {"big": {0: (0, 60_000)}}
-    read = client.read_range(settings, "big", plan["big"], timeout=5)
+    read = reading.read_range(settings, "big", plan["big"], timeout=5)
     assert sum(len(messages) for messages in read) == 60_000
 
 
 def test_the_planner_reads_without_the_clusters_bulk_fetch_tuning(fresh_kafka, monkeypatch):
     # The planner fetches a refresh's new records: with a cluster's bulk tuning (a large
     # fetch.min.bytes) every answer would wait out fetch.wait.max.ms. Its wait is its own
-    # (client.PLANNER_WAIT_MS).
+    # (tuning.PLANNER_WAIT_MS).
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 40)
     configs = []
-    consumer = client.handles.consumer
+    consumer = handles.consumer
     monkeypatch.setattr(
-        client.handles, "consumer", lambda config: configs.append(config) or consumer(config)
+        handles, "consumer", lambda config: configs.append(config) or consumer(config)
     )
-    snapshot = client.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"])
+    snapshot = planner.plan_snapshot(settings, {"t": {0: 3, 1: 5}}, read_on=["t"])
     assert snapshot.plans == {"t": {0: (3, 20), 1: (5, 20)}}
-    (planner,) = [c for c in configs if c["group.id"].startswith("offsets-dashboard-planner-")]
-    assert planner["fetch.min.bytes"] == 1
-    assert planner["fetch.wait.max.ms"] == client.PLANNER_WAIT_MS == 50
+    (planning,) = [c for c in configs if c["group.id"].startswith("offsets-dashboard-planner-")]
+    assert planning["fetch.min.bytes"] == 1
+    assert planning["fetch.wait.max.ms"] == tuning.PLANNER_WAIT_MS == 50
 
 
 def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end(fresh_kafka):
@@ -212,52 +219,52 @@ def test_a_previous_end_past_the_log_end_plans_nothing_and_moves_back_to_the_end
     # before its position and rebuilds from the beginning (refresh.recreated_topics).
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 1, 7)
-    assert client.plan_reads(settings, {"t": {0: 1_000}}) == {"t": {0: (7, 7)}}
+    assert planner.plan_snapshot(settings, {"t": {0: 1_000}}).plans == {"t": {0: (7, 7)}}
 
 
 def test_a_topic_deleted_and_created_again_has_a_new_topic_id(fresh_kafka):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "t", 2, 4)
-    first = client.topic_ids(settings, ["t", "missing"])
+    first = admin.ids_of(admin.describe_topics(settings, ["t", "missing"]))
     assert list(first) == ["t"] and len(first["t"]) == 22  # base64 of 16 bytes; missing: left out
-    assert client.topic_ids(settings, ["t"]) == first
-    client.admin_client(settings).delete_topics(["t"])["t"].result(10)
-    assert client.topic_ids(settings, ["t"]) == {}
+    assert admin.ids_of(admin.describe_topics(settings, ["t"])) == first
+    admin.admin_client(settings).delete_topics(["t"])["t"].result(10)
+    assert admin.ids_of(admin.describe_topics(settings, ["t"])) == {}
     _fill(settings, "t", 2, 4)
-    second = client.topic_ids(settings, ["t"])
+    second = admin.ids_of(admin.describe_topics(settings, ["t"]))
     assert second.keys() == {"t"} and second["t"] != first["t"]
 
 
 def test_topic_ids_of_a_broker_that_is_down_raise_kafka_unavailable():
-    with pytest.raises(client.KafkaUnavailable, match="did not answer within 2s"):
-        client.topic_ids({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2)
+    with pytest.raises(KafkaUnavailable, match="did not answer within 2s"):
+        admin.ids_of(admin.describe_topics({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2))
 
 
 def test_partition_counts_of_named_topics_leave_out_those_that_do_not_exist(fresh_kafka):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "a", 3, 3)
     _fill(settings, "b", 2, 2)
-    everything = client.topic_partition_counts(settings)
+    everything = admin.topic_partition_counts(settings)
     assert {"a": 3, "b": 2}.items() <= everything.items()
     # Described, not listed: the same counts, only of the topics named (each once); names no
     # topic can have, like missing topics, are left out.
-    assert client.topic_partition_counts(settings, ["b", "missing", "a", "b", "", "bad name!"]) == {
+    assert admin.topic_partition_counts(settings, ["b", "missing", "a", "b", "", "bad name!"]) == {
         "b": 2,
         "a": 3,
     }
-    assert client.topic_partition_counts(settings, []) == {}
+    assert admin.topic_partition_counts(settings, []) == {}
 
 
 def test_partition_counts_of_named_topics_on_a_broker_that_is_down_raise_kafka_unavailable():
-    with pytest.raises(client.KafkaUnavailable, match="did not answer within 2s"):
-        client.topic_partition_counts({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2)
+    with pytest.raises(KafkaUnavailable, match="did not answer within 2s"):
+        admin.topic_partition_counts({"bootstrap.servers": "127.0.0.1:1"}, ["t"], timeout=2)
 
 
 def test_read_topics_reads_every_record_of_several_topics_in_order(fresh_kafka):
     settings = {"bootstrap.servers": fresh_kafka}
     _fill(settings, "a", 2, 30)
     _fill(settings, "b", 1, 5)
-    records = list(client.read_topics(settings, ["a", "b"]))
+    records = list(reading.read_topics(settings, ["a", "b"]))
     by_partition: dict[tuple[str, int], list[int]] = {}
     for record in records:
         by_partition.setdefault((record.topic, record.partition), []).append(record.offset)
@@ -266,5 +273,5 @@ def test_read_topics_reads_every_record_of_several_topics_in_order(fresh_kafka):
         ("a", 1): list(range(15)),
         ("b", 0): list(range(5)),
     }
-    with pytest.raises(client.TopicNotFound, match="'missing'"):
-        list(client.read_topics(settings, ["a", "missing"]))
+    with pytest.raises(TopicNotFound, match="'missing'"):
+        list(reading.read_topics(settings, ["a", "missing"]))

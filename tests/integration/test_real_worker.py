@@ -16,7 +16,8 @@ from confluent_kafka import Consumer
 
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import client, embedded, groups
+from offsets.kafka import admin, embedded, groups, producers, reading
+from offsets.kafka.errors import TopicNotFound
 from offsets.live_demo import one_broker_mirror
 from offsets.models import (
     Cluster,
@@ -97,8 +98,8 @@ def byte_position(lines: list[str], count: int) -> int:
 def topic_values(kafka: dict, topic: str) -> list[str]:
     fast = {**kafka, "fetch.wait.max.ms": 10}
     try:
-        records = list(client.read_topic(fast, topic, timeout=5, batch_size=1))
-    except client.TopicNotFound:
+        records = list(reading.read_topic(fast, topic, timeout=5, batch_size=1))
+    except TopicNotFound:
         return []
     return [record.value.decode() for record in sorted(records, key=lambda r: r.offset)]
 
@@ -113,10 +114,10 @@ def wait_for_values(kafka: dict, topic: str, count: int, *, timeout: float = 60)
 
 
 def produce(kafka: dict, topic: str, values: list[str]) -> None:
-    client.create_topics(kafka, [client.TopicSpec(topic, 1, {})])
-    producer = client.java_producer(kafka)
+    admin.create_topics(kafka, [admin.TopicSpec(topic, 1, {})])
+    producer = producers.java_producer(kafka)
     for value in values:
-        producer.produce(topic, value=value.encode(), on_delivery=client.raise_on_delivery_error)
+        producer.produce(topic, value=value.encode(), on_delivery=producers.raise_on_delivery_error)
     assert producer.flush(10) == 0
 
 
@@ -178,7 +179,7 @@ def stopped(rest: ConnectRest, connector: str) -> None:
 def raw_keys(kafka: dict, topic: str, connector: str) -> set[bytes]:
     """The exact key bytes of the connector's live offsets in an offsets topic."""
     fast = {**kafka, "fetch.wait.max.ms": 10}
-    records = client.read_topic(fast, topic, timeout=5, batch_size=1)
+    records = reading.read_topic(fast, topic, timeout=5, batch_size=1)
     view = latest_offsets((r.key, r.value) for r in records).offsets
     return {key for key, record in view.items() if record.connector == connector}
 
@@ -419,7 +420,7 @@ def test_a_sink_whose_runtime_commits_nothing_is_shown_as_keeping_its_offsets_ou
 def test_a_sink_lagging_on_a_topic_of_transactions_has_its_lag_in_time(refreshed, fleet, kafka):
     connector, topic = fleet.names["txn-sink"], name("eos-out")
     fast = {**kafka, "fetch.wait.max.ms": 10}
-    records = list(client.read_topic(fast, topic, timeout=5, batch_size=1))
+    records = list(reading.read_topic(fast, topic, timeout=5, batch_size=1))
     assert [r.value.decode() for r in records] == FLEET_LINES[:3]
     (lag,) = SinkPartitionLag.objects.filter(cluster=refreshed, connector=connector)
     assert (lag.committed, lag.log_start) == (0, 0)
@@ -752,10 +753,10 @@ def test_history_outlives_the_compaction_of_the_offsets_topic_and_a_full_refresh
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     connector, offsets_topic = name("compacted"), name("compacted-offsets")
     # Segments roll at every record after 100 ms, and the cleaner takes any dirty segment.
-    client.create_topics(
+    admin.create_topics(
         kafka,
         [
-            client.TopicSpec(
+            admin.TopicSpec(
                 offsets_topic,
                 1,
                 {
@@ -789,7 +790,7 @@ def test_history_outlives_the_compaction_of_the_offsets_topic_and_a_full_refresh
     assert row.commits >= len(lines)
 
     def left_in_topic() -> int:
-        return sum(1 for _ in client.read_topic(kafka, offsets_topic, timeout=5))
+        return sum(1 for _ in reading.read_topic(kafka, offsets_topic, timeout=5))
 
     # The cleaner compacts the rolled segments: fewer records than commits remain.
     wait_until(left_in_topic, lambda left: left < row.commits, timeout=90, what="compaction")

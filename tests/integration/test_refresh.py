@@ -16,7 +16,7 @@ from offsets.demo_writer import write_demo
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import client
+from offsets.kafka import admin, groups, producers, reading
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -59,9 +59,9 @@ def refreshed(demo_cluster, spark, history_dir, seeded_demo):
 def expected_effective(settings_dict):
     """The runtime's view, read plainly: last write per key bytes; the own topic wins."""
     worker = latest_offsets(
-        (r.key, r.value) for r in client.read_topic(settings_dict, "connect-offsets")
+        (r.key, r.value) for r in reading.read_topic(settings_dict, "connect-offsets")
     )
-    own = latest_offsets((r.key, r.value) for r in client.read_topic(settings_dict, EOS_TOPIC))
+    own = latest_offsets((r.key, r.value) for r in reading.read_topic(settings_dict, EOS_TOPIC))
     effective = {key: rec.value_bytes for key, rec in worker.offsets.items()}
     effective.update(
         {
@@ -130,8 +130,8 @@ def test_rewinds_stalls_and_key_drift_come_out_as_seeded(refreshed):
 
 
 def test_commit_buckets_add_up_to_every_commit(refreshed, seeded_demo):
-    records = list(client.read_topic(seeded_demo.settings, "connect-offsets")) + list(
-        client.read_topic(seeded_demo.settings, EOS_TOPIC)
+    records = list(reading.read_topic(seeded_demo.settings, "connect-offsets")) + list(
+        reading.read_topic(seeded_demo.settings, EOS_TOPIC)
     )
     commits = sum(1 for r in records if r.value is not None)
     assert (
@@ -144,7 +144,7 @@ def assert_history_holds_every_commit_once(cluster):
     expected = {
         (topic, r.partition, r.offset)
         for topic in ("connect-offsets", EOS_TOPIC)
-        for r in client.read_topic(cluster.kafka_settings(), topic)
+        for r in reading.read_topic(cluster.kafka_settings(), topic)
         if r.value is not None
     }
     written = [
@@ -218,7 +218,7 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
     )
     # A second sink of the same topics whose group has read one record of orders[0] only.
     replay = replace(s3, name="orders-replay", sink_group="connect-orders-replay")
-    client.alter_group_offsets(fresh_demo.settings, replay.sink_group, {("orders", 0): 1})
+    groups.alter_offsets(fresh_demo.settings, replay.sink_group, {("orders", 0): 1})
     results = refresh._sample_sinks(
         cluster, [s3, replay], now_ms=int(time.time() * 1000), recent={}
     )
@@ -260,15 +260,15 @@ def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh
         for tp, offset in sorted(committed.items())
         if len(timestamps[tp[0]][tp[1]]) - offset > 2
     )
-    client.alter_group_offsets(fresh_demo.settings, "connect-s3-sink-orders", {moved: before + 1})
+    groups.alter_offsets(fresh_demo.settings, "connect-s3-sink-orders", {moved: before + 1})
     asked = []
-    timestamps_at = client.timestamps_at
+    timestamps_at = reading.timestamps_at
 
     def recording(settings, wanted, **kwargs):
         asked.extend(wanted)
         return timestamps_at(settings, wanted, **kwargs)
 
-    monkeypatch.setattr(client, "timestamps_at", recording)
+    monkeypatch.setattr(reading, "timestamps_at", recording)
     second = refresh._sample_sinks(
         cluster,
         connectors,
@@ -404,7 +404,7 @@ def own_cluster(db, fresh_kafka, history_dir):
 
 
 def produce(cluster, topic, records, partitions=25):
-    producer = client.java_producer(cluster.kafka_settings())
+    producer = producers.java_producer(cluster.kafka_settings())
     now = int(time.time() * 1000)
     for key, value in records:
         producer.produce(
@@ -620,11 +620,11 @@ def test_an_offsets_topic_deleted_and_created_again_is_rebuilt_from_the_beginnin
         ReadPosition.objects.filter(cluster=own_cluster).update(topic_id="")
     # The Connect cluster is rebuilt: its worker offsets topic deleted and created again, and
     # one connector commits once.
-    admin = client.admin_client(own_cluster.kafka_settings())
-    admin.delete_topics(["connect-offsets"])["connect-offsets"].result(10)
-    client.create_topics(
+    kafka_admin = admin.admin_client(own_cluster.kafka_settings())
+    kafka_admin.delete_topics(["connect-offsets"])["connect-offsets"].result(10)
+    admin.create_topics(
         own_cluster.kafka_settings(),
-        [client.TopicSpec("connect-offsets", 25, {"cleanup.policy": "compact"})],
+        [admin.TopicSpec("connect-offsets", 25, {"cleanup.policy": "compact"})],
     )
     produce(
         own_cluster, "connect-offsets", [(bytes(kept.key_bytes), jackson.dumps({"position": 5}))]

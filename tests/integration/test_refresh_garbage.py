@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import client
+from offsets.kafka import admin, producers
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.services import connect_state, edits, history
 from offsets.services.refresh import run_refresh
@@ -170,7 +170,7 @@ def good_connector(fresh_demo) -> str:
 
 def write(settings: dict, records: list[tuple]) -> None:
     """Write (topic, key, value[, reason[, timestamp_ms]]) records; no timestamp: now."""
-    producer = client.java_producer(settings)
+    producer = producers.java_producer(settings)
     for topic, key, value, *rest in records:
         timestamp = {"timestamp": rest[1]} if len(rest) > 1 else {}
         # Explicit partition 0: a null key has no murmur2 placement, and garbage needs none.
@@ -179,7 +179,7 @@ def write(settings: dict, records: list[tuple]) -> None:
             key=key,
             value=value,
             partition=0,
-            on_delivery=client.raise_on_delivery_error,
+            on_delivery=producers.raise_on_delivery_error,
             **timestamp,
         )
         producer.poll(0)
@@ -196,8 +196,8 @@ def accept_any_timestamp(settings: dict, topic: str) -> None:
         incremental_operation=AlterConfigOpType.SET,
     )
     resource = ConfigResource("topic", topic, incremental_configs=[entry])
-    admin = client.admin_client(settings)
-    for future in admin.incremental_alter_configs([resource]).values():
+    kafka_admin = admin.admin_client(settings)
+    for future in kafka_admin.incremental_alter_configs([resource]).values():
         future.result(30)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
-from offsets.kafka import client
+from offsets.kafka import admin, producers
 from offsets.models import Cluster, SourceOffset
 from offsets.services.refresh import run_refresh
 
@@ -17,9 +17,9 @@ def test_an_aborted_offset_write_is_not_counted(kafka_bootstrap, spark, settings
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     topic = f"connect-offsets-aborted-{int(time.time())}"
     kafka = {"bootstrap.servers": kafka_bootstrap}
-    client.create_topics(kafka, [client.TopicSpec(topic, 1, {"cleanup.policy": "compact"})])
+    admin.create_topics(kafka, [admin.TopicSpec(topic, 1, {"cleanup.policy": "compact"})])
     key = jackson.dumps_key("eos-source", {"db": "orders"})
-    producer = client.java_producer(kafka, transactional_id=f"test-{topic}")
+    producer = producers.java_producer(kafka, transactional_id=f"test-{topic}")
     producer.init_transactions(30)
     for offset, commit in ((1, True), (999, False)):
         producer.begin_transaction()

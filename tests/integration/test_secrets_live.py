@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from offsets.kafka import client as client_io
+from offsets.kafka import reading
 from offsets.models import ConnectorSnapshot, RefreshRun
 from offsets.services.refresh import run_refresh
 from tests.access import endpoints, sample_params
@@ -51,7 +51,7 @@ def test_after_a_real_refresh_nothing_shows_a_secret(
     # The secrets really are in the config topic the pages are built from ...
     raw = b"".join(
         r.value or b""
-        for r in client_io.read_topic(fresh_demo.settings, "connect-configs", timeout=5)
+        for r in reading.read_topic(fresh_demo.settings, "connect-configs", timeout=5)
     )
     assert all(secret.encode() in raw for secret in DEMO_CONNECTOR_SECRETS)
     # ... and the refresh stored the configurations masked already (not even the database).

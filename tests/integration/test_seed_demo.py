@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from confluent_kafka.admin import ConfigResource
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
@@ -14,7 +15,8 @@ from offsets.demo_writer import keep_writing
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record
-from offsets.kafka import client
+from offsets.kafka import admin, groups, reading
+from offsets.kafka.errors import KafkaUnavailable
 from offsets.services.connect_state import read_connect_state
 
 pytestmark = pytest.mark.integration
@@ -22,18 +24,24 @@ pytestmark = pytest.mark.integration
 EOS_TOPIC = "connect-offsets-orders-cdc-eos"
 
 
+def topic_config(settings: dict, topic: str) -> dict[str, str]:
+    resource = ConfigResource("topic", topic)
+    entries = admin.admin_client(settings).describe_configs([resource])[resource].result(30)
+    return {name: entry.value for name, entry in entries.items()}
+
+
 def read_all(seeded, topic):
-    return list(client.read_topic(seeded.settings, topic, timeout=10))
+    return list(reading.read_topic(seeded.settings, topic, timeout=10))
 
 
 def test_it_creates_the_internal_topics_with_connects_partition_counts_and_compaction(seeded_demo):
-    counts = client.topic_partition_counts(seeded_demo.settings)
+    counts = admin.topic_partition_counts(seeded_demo.settings)
     assert counts["connect-offsets"] == 25
     assert counts["connect-status"] == 5
     assert counts["connect-configs"] == 1
     assert counts[EOS_TOPIC] == 25
     for topic in ("connect-offsets", "connect-configs", "connect-status", EOS_TOPIC):
-        assert client.topic_config(seeded_demo.settings, topic)["cleanup.policy"] == "compact"
+        assert topic_config(seeded_demo.settings, topic)["cleanup.policy"] == "compact"
 
 
 @pytest.mark.parametrize(
@@ -172,14 +180,14 @@ def test_the_jdbc_history_has_a_rewind_and_a_stalled_table(seeded_demo):
 
 
 def test_sinks_have_lagging_group_offsets_and_the_external_sink_has_none(seeded_demo):
-    s3 = client.group_offsets(seeded_demo.settings, "connect-s3-sink-orders")
+    s3 = groups.committed_offsets(seeded_demo.settings, "connect-s3-sink-orders")
     assert set(s3) == {("orders", p) for p in range(6)} | {("payments", p) for p in range(3)}
     data = {t.name: t for t in seeded_demo.demo.data_topics}
     lags = {tp: len(data[tp[0]].timestamps[tp[1]]) - offset for tp, offset in s3.items()}
     assert all(lag >= 0 for lag in lags.values()) and sum(lags.values()) > 0
-    clicks = client.group_offsets(seeded_demo.settings, "search-indexer-clicks")
+    clicks = groups.committed_offsets(seeded_demo.settings, "search-indexer-clicks")
     assert len(clicks) == 4
-    assert client.group_offsets(seeded_demo.settings, "connect-bq-sink-events") == {}
+    assert groups.committed_offsets(seeded_demo.settings, "connect-bq-sink-events") == {}
     # The data records are really there: read one data topic back.
     records = read_all(seeded_demo, "clicks")
     assert len(records) == sum(len(p) for p in data["clicks"].timestamps)
@@ -213,7 +221,7 @@ def test_seed_demo_command_seeds_an_empty_cluster_and_refuses_to_seed_it_twice(d
     call_command(
         "seed_demo", "--cluster", "fresh", "--hours", "1", "--source-partitions", "3", stdout=out
     )
-    counts = client.topic_partition_counts({"bootstrap.servers": fresh_kafka})
+    counts = admin.topic_partition_counts({"bootstrap.servers": fresh_kafka})
     assert counts["connect-offsets"] == 25
     assert "dropped 1 lag samples of an earlier demo" in out.getvalue()
     assert not LagSample.objects.exists()
@@ -238,7 +246,7 @@ def test_seed_demo_bulk_flags_size_the_offsets_topic(db, fresh_kafka):
     )
     latest = latest_offsets(
         (r.key, r.value)
-        for r in client.read_topic({"bootstrap.servers": fresh_kafka}, "connect-offsets")
+        for r in reading.read_topic({"bootstrap.servers": fresh_kafka}, "connect-offsets")
     )
     bulk = [r for r in latest.offsets.values() if r.connector.startswith("bulk-source-")]
     assert len(bulk) == 100
@@ -251,8 +259,8 @@ def test_seed_demo_rejects_an_unknown_cluster(db):
 
 
 def test_reading_from_a_broker_that_is_down_raises_kafka_unavailable():
-    with pytest.raises(client.KafkaUnavailable, match="did not answer"):
-        client.topic_partition_counts({"bootstrap.servers": "127.0.0.1:1"}, timeout=1)
+    with pytest.raises(KafkaUnavailable, match="did not answer"):
+        admin.topic_partition_counts({"bootstrap.servers": "127.0.0.1:1"}, timeout=1)
 
 
 def test_status_values_use_the_runtime_field_order(seeded_demo):
@@ -271,10 +279,10 @@ def test_keep_writing_goes_on_committing_the_running_connectors(fresh_kafka):
         end_ms=int(time.time() * 1000) - 2_000, hours=0.05, flush_interval_ms=1_000, seed=5
     )
     # Only the topics are needed: what was seeded is replayed, not read back.
-    client.create_topics(
+    admin.create_topics(
         settings,
         [
-            client.TopicSpec(name, partitions, config)
+            admin.TopicSpec(name, partitions, config)
             for name, (partitions, config) in build_demo(options).topics.items()
         ],
     )
@@ -295,7 +303,7 @@ def test_keep_writing_goes_on_committing_the_running_connectors(fresh_kafka):
         deadline.cancel()
 
     def later(topic):
-        records = client.read_topic(settings, topic, timeout=10)
+        records = reading.read_topic(settings, topic, timeout=10)
         return [record for record in records if record.timestamp_ms > options.end_ms]
 
     worker, own = later("connect-offsets"), later(EOS_TOPIC)
@@ -306,9 +314,9 @@ def test_keep_writing_goes_on_committing_the_running_connectors(fresh_kafka):
     # The exactly-once source goes on committing in transactions on its own topic too.
     assert own and {jackson.loads(record.key)[0] for record in own} == {"orders-cdc-eos"}
     # The sinks' topics grow and the healthy groups commit.
-    assert list(client.read_topic(settings, "orders", timeout=10))
-    assert client.group_offsets(settings, "connect-s3-sink-orders")
-    assert not client.group_offsets(settings, "connect-jdbc-sink-audit")
+    assert list(reading.read_topic(settings, "orders", timeout=10))
+    assert groups.committed_offsets(settings, "connect-s3-sink-orders")
+    assert not groups.committed_offsets(settings, "connect-jdbc-sink-audit")
 
 
 def test_keep_writing_needs_the_end_time_the_cluster_was_seeded_with(db):

@@ -7,7 +7,8 @@ from concurrent.futures import Future
 
 import pytest
 
-from offsets.kafka import handles
+from offsets.kafka import admin, handles
+from offsets.kafka.errors import KafkaUnavailable
 
 NOWHERE = {"bootstrap.servers": "127.0.0.1:1"}
 
@@ -105,14 +106,19 @@ def test_a_function_marked_released_after_destroys_the_handles_it_made_when_it_r
 
 
 def test_an_admin_request_given_up_on_raises_kafka_unavailable_and_keeps_its_handle():
-    from offsets.kafka import client
-
-    admin = handles.admin_client(NOWHERE)
-    gone = weakref.ref(admin)
+    handle = handles.admin_client(NOWHERE)
+    gone = weakref.ref(handle)
     stuck, other = Future(), Future()  # never resolved by themselves: a broker gone mid-request
-    with pytest.raises(client.KafkaUnavailable, match=r"127\.0\.0\.1:1 did not answer within 0s"):
-        client.answer(stuck, admin=admin, outstanding=[stuck, other], settings=NOWHERE, timeout=0)
-    del admin
+    with pytest.raises(KafkaUnavailable, match=r"127\.0\.0\.1:1 did not answer within 0s"):
+        admin.wait_for(
+            handle,
+            {"stuck": stuck},
+            outstanding=[stuck, other],
+            settings=NOWHERE,
+            timeout=0,
+            failure=str,
+        )
+    del handle
     stuck.set_result(None)
     assert handles.release_unused() == 0  # `other` is still in flight
     other.set_result(None)
@@ -120,29 +126,66 @@ def test_an_admin_request_given_up_on_raises_kafka_unavailable_and_keeps_its_han
     assert gone() is None
 
 
-def test_an_admin_request_that_librdkafka_timed_out_raises_the_same_kafka_unavailable():
+def _failed(code: int) -> Future:
     from confluent_kafka import KafkaError, KafkaException
 
-    from offsets.kafka import client
+    future: Future = Future()
+    future.set_exception(KafkaException(KafkaError(code)))
+    return future
 
-    timed_out: Future = Future()
-    timed_out.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
-    refused: Future = Future()
-    refused.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
-    admin = handles.admin_client(NOWHERE)
-    with pytest.raises(client.KafkaUnavailable, match=r"127\.0\.0\.1:1 did not answer within 2s"):
-        client.answer(timed_out, admin=admin, outstanding=[timed_out], settings=NOWHERE, timeout=2)
-    # Any other error is the caller's to describe.
-    with pytest.raises(KafkaException):
-        client.answer(refused, admin=admin, outstanding=[refused], settings=NOWHERE, timeout=2)
+
+def test_an_admin_request_that_librdkafka_timed_out_raises_the_same_kafka_unavailable():
+    from confluent_kafka import KafkaError
+
+    handle = handles.admin_client(NOWHERE)
+    with pytest.raises(KafkaUnavailable, match=r"127\.0\.0\.1:1 did not answer within 2s"):
+        admin.wait_for(
+            handle,
+            {"t": _failed(KafkaError._TIMED_OUT)},
+            settings=NOWHERE,
+            timeout=2,
+            failure=str,
+        )
+
+
+def test_an_admin_request_that_failed_says_what_could_not_be_done():
+    from confluent_kafka import KafkaError
+
+    handle = handles.admin_client(NOWHERE)
+    refused = {"t": _failed(KafkaError.TOPIC_AUTHORIZATION_FAILED)}
+    with pytest.raises(KafkaUnavailable, match=r"Could not describe t: .*AUTHORIZATION"):
+        admin.wait_for(
+            handle,
+            refused,
+            settings=NOWHERE,
+            timeout=2,
+            failure=lambda t: f"Could not describe {t}",
+        )
+    # An expected failure is the caller's to handle; a not-ready one is asked again.
+    expected = admin.wait_for(
+        handle,
+        {"t": _failed(KafkaError.TOPIC_AUTHORIZATION_FAILED)},
+        settings=NOWHERE,
+        timeout=2,
+        failure=str,
+        expected=(KafkaError.TOPIC_AUTHORIZATION_FAILED,),
+    )
+    assert expected["t"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with pytest.raises(admin.NotReady):
+        admin.wait_for(
+            handle,
+            {"t": _failed(KafkaError.NOT_COORDINATOR)},
+            settings=NOWHERE,
+            timeout=2,
+            failure=str,
+            not_ready=(KafkaError.NOT_COORDINATOR,),
+        )
 
 
 def test_an_admin_request_that_is_answered_returns_its_result():
-    from offsets.kafka import client
-
     done: Future = Future()
     done.set_result("answer")
-    admin = handles.admin_client(NOWHERE)
-    assert client.answer(done, admin=admin, outstanding=[done], settings=NOWHERE, timeout=1) == (
-        "answer"
-    )
+    handle = handles.admin_client(NOWHERE)
+    assert admin.wait_for(handle, {"t": done}, settings=NOWHERE, timeout=1, failure=str) == {
+        "t": "answer"
+    }

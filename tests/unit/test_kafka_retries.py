@@ -3,7 +3,8 @@
 import pytest
 from confluent_kafka import KafkaError
 
-from offsets.kafka import client
+from offsets.kafka import admin, groups
+from offsets.kafka.errors import KafkaUnavailable
 
 
 def answers(monkeypatch, *replies):
@@ -13,8 +14,8 @@ def answers(monkeypatch, *replies):
         sent.append(group_id)
         return replies[min(len(sent), len(replies)) - 1]
 
-    monkeypatch.setattr(client, "_alter_group_offsets_once", once)
-    monkeypatch.setattr(client.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(groups, "_alter_offsets_once", once)
+    monkeypatch.setattr(admin.time, "sleep", lambda seconds: None)
     return sent
 
 
@@ -26,28 +27,28 @@ def test_a_coordinator_still_loading_is_asked_again_until_it_answers(monkeypatch
         [KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)],
         [],
     )
-    client.alter_group_offsets({}, "g", {("t", 0): 5})
+    groups.alter_offsets({}, "g", {("t", 0): 5})
     assert sent == ["g", "g", "g"]
 
 
 def test_any_other_error_fails_at_once(monkeypatch):
     sent = answers(monkeypatch, [KafkaError(KafkaError.UNKNOWN_MEMBER_ID)])
-    with pytest.raises(client.KafkaUnavailable, match="Could not set offsets of group g"):
-        client.alter_group_offsets({}, "g", {("t", 0): 5})
+    with pytest.raises(KafkaUnavailable, match="Could not set offsets of group g"):
+        groups.alter_offsets({}, "g", {("t", 0): 5})
     assert sent == ["g"]
 
 
 def test_a_coordinator_that_never_gets_ready_fails_after_the_timeout(monkeypatch):
     clock = iter(range(0, 1000))
-    monkeypatch.setattr(client.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(admin.time, "monotonic", lambda: next(clock))
     answers(monkeypatch, [KafkaError(KafkaError.NOT_COORDINATOR)])
-    with pytest.raises(client.KafkaUnavailable, match=r"(?i)coordinator"):
-        client.alter_group_offsets({}, "g", {("t", 0): 5}, timeout=5)
+    with pytest.raises(KafkaUnavailable, match=r"(?i)coordinator"):
+        groups.alter_offsets({}, "g", {("t", 0): 5}, timeout=5)
 
 
 def test_listing_offsets_asks_again_while_a_partition_has_no_ready_leader(monkeypatch):
     # What Apache Kafka answers just after a topic was deleted and created again.
-    replies = [client._LeaderNotReady("not leader"), client._LeaderNotReady("not leader"), [{}]]
+    replies = [admin.NotReady("not leader"), admin.NotReady("not leader"), [{}]]
     sent = []
 
     def once(settings, batches, **kwargs):
@@ -57,9 +58,9 @@ def test_listing_offsets_asks_again_while_a_partition_has_no_ready_leader(monkey
             raise reply
         return reply
 
-    monkeypatch.setattr(client, "_list_offsets_once", once)
-    monkeypatch.setattr(client.time, "sleep", lambda seconds: None)
-    assert client.list_offsets({}, [{("t", 0): None}]) == [{}]
+    monkeypatch.setattr(admin, "_list_offsets_once", once)
+    monkeypatch.setattr(admin.time, "sleep", lambda seconds: None)
+    assert admin.list_offsets({}, [{("t", 0): None}]) == [{}]
     assert len(sent) == 3
 
 
@@ -68,9 +69,9 @@ def test_listing_offsets_does_not_retry_other_failures(monkeypatch):
 
     def once(settings, batches, **kwargs):
         sent.append(batches)
-        raise client.KafkaUnavailable("no such partition")
+        raise KafkaUnavailable("no such partition")
 
-    monkeypatch.setattr(client, "_list_offsets_once", once)
-    with pytest.raises(client.KafkaUnavailable, match="no such partition"):
-        client.list_offsets({}, [{("t", 0): None}])
+    monkeypatch.setattr(admin, "_list_offsets_once", once)
+    with pytest.raises(KafkaUnavailable, match="no such partition"):
+        admin.list_offsets({}, [{("t", 0): None}])
     assert len(sent) == 1

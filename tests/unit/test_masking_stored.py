@@ -3,7 +3,7 @@
 import json
 
 from offsets.formats.masking import MASK, prefix_between_tokens
-from offsets.kafka import client
+from offsets.kafka import reading
 from offsets.models import Cluster
 from offsets.services import connect_state
 from offsets.services.refresh import describe_error
@@ -16,15 +16,15 @@ TRACE = (
 )
 
 
-def _record(topic: str, key: str, value: dict | bytes) -> client.RawRecord:
+def _record(topic: str, key: str, value: dict | bytes) -> reading.RawRecord:
     raw = value if isinstance(value, bytes) else json.dumps(value).encode()
-    return client.RawRecord(
+    return reading.RawRecord(
         topic=topic, partition=0, offset=0, timestamp_ms=0, key=key.encode(), value=raw
     )
 
 
-def _read_state(monkeypatch, records: list[client.RawRecord]) -> connect_state.ConnectState:
-    monkeypatch.setattr(client, "read_topics", lambda *args, **kwargs: iter(records))
+def _read_state(monkeypatch, records: list[reading.RawRecord]) -> connect_state.ConnectState:
+    monkeypatch.setattr(reading, "read_topics", lambda *args, **kwargs: iter(records))
     cluster = Cluster(
         name="c1",
         bootstrap_servers="localhost:1",

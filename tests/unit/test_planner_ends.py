@@ -1,8 +1,8 @@
-"""The planner's rule for ending a partition at its high watermark (client._end_at_high_watermarks)."""
+"""The planner's rule for ending a partition at its high watermark (planner._end_at_high_watermarks)."""
 
 from confluent_kafka import TopicPartition
 
-from offsets.kafka import client
+from offsets.kafka import planner
 
 
 class CachedWatermarks:
@@ -18,7 +18,7 @@ class CachedWatermarks:
 
 def test_a_partition_whose_last_record_reaches_its_high_watermark_ends_after_that_record():
     ends: dict = {}
-    client._end_at_high_watermarks(
+    planner._end_at_high_watermarks(
         CachedWatermarks({("t", 0): 20, ("t", 1): 11}), {("t", 0): 19, ("t", 1): 14}, ends
     )
     # ("t", 1): a high watermark below the last record (some Kafka-compatible brokers', with multi-record batches).
@@ -27,7 +27,7 @@ def test_a_partition_whose_last_record_reaches_its_high_watermark_ends_after_tha
 
 def test_a_partition_below_its_high_watermark_or_without_one_is_left_to_end_of_partition():
     ends: dict = {}
-    client._end_at_high_watermarks(
+    planner._end_at_high_watermarks(
         # 2 delivered, high watermark 4: a transaction marker (or an open transaction) follows.
         CachedWatermarks({("t", 0): 4}),
         {("t", 0): 2, ("t", 1): 7},  # ("t", 1): no fetch response yet (-1001)
@@ -38,5 +38,5 @@ def test_a_partition_below_its_high_watermark_or_without_one_is_left_to_end_of_p
 
 def test_a_partition_already_ended_keeps_its_end():
     ends = {("t", 0): 12}
-    client._end_at_high_watermarks(CachedWatermarks({("t", 0): 20}), {("t", 0): 19}, ends)
+    planner._end_at_high_watermarks(CachedWatermarks({("t", 0): 20}), {("t", 0): 19}, ends)
     assert ends == {("t", 0): 12}

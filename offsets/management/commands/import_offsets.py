@@ -4,7 +4,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.kafka.client import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
 from offsets.services import edits
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.kafka.client import KafkaUnavailable
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
+from offsets.kafka.errors import KafkaUnavailable
 from offsets.live_demo import RUNNING, LineWriter, LiveDemo
 from offsets.models import Cluster, LagSample
 

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import DemoClusterError, keep_writing, write_demo
-from offsets.kafka.client import KafkaUnavailable
+from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import Cluster, LagSample
 
 
