@@ -5,12 +5,13 @@ from datetime import UTC, datetime, timedelta
 
 from django import forms
 
+from offsets.edits.imports import IMPORT_MAX_BYTES
+from offsets.edits.preview import StageRequest
 from offsets.formats import jackson
 from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offset_records import partition_identity
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import OffsetEdit
-from offsets.services.edits import IMPORT_MAX_BYTES, StageRequest
 from offsets.services.offsets_export import requested_names
 
 SOURCE_CHOICES = [

@@ -2,12 +2,10 @@
 export. Views stay thin: look up (404), check the role (403), pass a form, call a service."""
 
 import logging
-from dataclasses import dataclass
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -26,25 +24,39 @@ from dashboard.edit_forms import (
     SourceStageForm,
 )
 from dashboard.formatting import attachment
+from offsets.edits.apply import apply_edit
+from offsets.edits.audit import audit_log
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    EditForbidden,
+    EditInputError,
+    EditStateConflict,
+)
+from offsets.edits.imports import import_document
+from offsets.edits.live import current_offsets
+from offsets.edits.preview import DIFF_PAGE_ROWS, Preview
+from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
+from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
+from offsets.edits.roles import can_approve, can_stage
+from offsets.edits.staging import can_stage_restore, stage_edit, stage_restore
 from offsets.formats import jackson
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offset_records import partition_identity
-from offsets.kafka import groups, reading
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, OffsetEdit
-from offsets.services import edits, offsets_export
+from offsets.services import offsets_export
 
 logger = logging.getLogger(__name__)
 
 ACTIONS = {
-    "submit": edits.submit_edit,
-    "approve": edits.approve_edit,
-    "reject": edits.reject_edit,
-    "cancel": edits.cancel_edit,
-    "apply": edits.apply_edit,
-    "reconcile": edits.reconcile_edit,
+    "submit": submit_edit,
+    "approve": approve_edit,
+    "reject": reject_edit,
+    "cancel": cancel_edit,
+    "apply": apply_edit,
+    "reconcile": reconcile_edit,
     # Stages a new edit (its page is shown next), committing back what this one lost.
-    "stage-restore": edits.stage_restore,
+    "stage-restore": stage_restore,
 }
 KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
 # Rows of live offsets per page of a connector's edit page.
@@ -81,7 +93,7 @@ def _get_edit_for_user(request: HttpRequest, cluster: Cluster, pk: int) -> Offse
 
 
 def _require_editor(request: HttpRequest) -> None:
-    if not edits.can_stage(request.user):
+    if not can_stage(request.user):
         raise PermissionDenied("Staging offset edits needs the editor role.")
 
 
@@ -96,14 +108,19 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         _require_editor(request)
     listing = OffsetsPageForm(request.GET)
     shown = listing.cleaned_data if listing.is_valid() else {"q": "", "page": 1}
-    reader = edits.LiveReader(cluster)
     try:
-        context = edits.read_connector(cluster=cluster, connector=connector, reader=reader)
-        current = _current_offsets(context, reader, query=shown["q"], page=shown["page"])
-    except edits.ConnectorNotFound as exc:
+        current = current_offsets(
+            cluster=cluster,
+            connector=connector,
+            query=shown["q"],
+            page=shown["page"],
+            per_page=OFFSETS_PER_PAGE,
+        )
+    except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KAFKA_ERRORS as exc:
         return _page(request, cluster, connector, error=str(exc), status=503)
+    context = current.context
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
     strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
     if strategy not in dict(strategies):
@@ -118,21 +135,8 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     form_class = SourceStageForm if context.is_source else SinkStageForm
     if request.method == "POST":
         form = form_class(request.POST, partitions=current.partitions)
-        if form.is_valid():
-            try:
-                edit = edits.stage_edit(
-                    cluster=cluster,
-                    connector=connector,
-                    user=request.user,
-                    request=form.stage_request(),
-                    comment=form.cleaned_data.get("comment") or "",
-                )
-            except edits.EditInputError as exc:
-                form.add_error(_form_field(form, exc.field, strategy), exc.message)
-            except KAFKA_ERRORS as exc:
-                form.add_error(None, f"The cluster could not be read: {exc}")
-            else:
-                return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
+        if form.is_valid() and (edit := _stage(request, cluster, connector, form, strategy)):
+            return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
         status = 400
     else:
         form = form_class(initial={"strategy": strategy}, partitions=current.partitions)
@@ -152,6 +156,25 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     )
 
 
+def _stage(
+    request: HttpRequest, cluster: Cluster, connector: str, form, strategy: str
+) -> OffsetEdit | None:
+    """Stage the form's edit, or put the service's complaint on the form and return None."""
+    try:
+        return stage_edit(
+            cluster=cluster,
+            connector=connector,
+            user=request.user,
+            request=form.stage_request(),
+            comment=form.cleaned_data.get("comment") or "",
+        )
+    except EditInputError as exc:
+        form.add_error(_form_field(form, exc.field, strategy), exc.message)
+    except KAFKA_ERRORS as exc:
+        form.add_error(None, f"The cluster could not be read: {exc}")
+    return None
+
+
 def _htmx_target(request: HttpRequest) -> str | None:
     return request.htmx.target if request.htmx else None
 
@@ -166,8 +189,8 @@ def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
             "edits": OffsetEdit.objects.filter(cluster=cluster, connector=connector).select_related(
                 "created_by"
             )[:50],
-            "audit_events": edits.audit_log(cluster=cluster, connector=connector),
-            "can_stage": edits.can_stage(request.user),
+            "audit_events": audit_log(cluster=cluster, connector=connector),
+            "can_stage": can_stage(request.user),
             **extra,
         },
         status=status,
@@ -180,57 +203,6 @@ def _form_field(form, field: str | None, strategy: str) -> str | None:
     if field in form.fields:
         return field
     return {"partition": "existing", "document": None}.get(field or "")
-
-
-@dataclass(frozen=True)
-class CurrentOffsets:
-    """One page of a connector's live offsets, and every partition the stage form accepts."""
-
-    page: Page
-    total: int
-    # Source: partition identities; sink: (topic, partition) pairs.
-    partitions: set
-
-
-def _current_offsets(context, reader, *, query: str, page: int) -> CurrentOffsets:
-    """The page of offsets asked for: every partition is known, only the page is rendered.
-
-    A source's offsets come from reading its topics whole (the runtime's view needs every
-    record); a sink's log bounds are asked for the partitions on the page only.
-    """
-    needle = query.casefold()
-    if context.is_source:
-        records = sorted(
-            (record.partition_identity, record.key_bytes, record)
-            for record in edits.source_view(context=context, reader=reader).values()
-        )
-        found = [item for item in records if needle in item[0].casefold()]
-        shown = Paginator(found, OFFSETS_PER_PAGE).get_page(page)
-        shown.object_list = [
-            {
-                "label": identity,
-                "key": key.decode("utf-8", "backslashreplace"),
-                "offset": record.value_bytes.decode("utf-8", "backslashreplace"),
-            }
-            for identity, key, record in shown.object_list
-        ]
-        return CurrentOffsets(shown, len(records), {identity for identity, _, _ in records})
-    timeout = settings.KAFKA_READ_TIMEOUT
-    committed = groups.committed_offsets(reader.kafka, context.group_id, timeout=timeout)
-    scope = edits.sink_partitions(context=context, reader=reader, committed=committed)
-    found = [tp for tp in scope if needle in f"{tp[0]}-{tp[1]}".casefold()]
-    shown = Paginator(found, OFFSETS_PER_PAGE).get_page(page)
-    marks = reading.confirmed_watermarks(reader.kafka, shown.object_list, timeout=timeout)
-    shown.object_list = [
-        {
-            "label": f"{topic}-{partition}",
-            "committed": committed.get((topic, partition)),
-            "log_start": marks[(topic, partition)].low,
-            "log_end": marks[(topic, partition)].high,
-        }
-        for topic, partition in shown.object_list
-    ]
-    return CurrentOffsets(shown, len(scope), set(scope))
 
 
 # --- One edit: the diff, review and apply -----------------------------------------------------
@@ -264,13 +236,13 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     else:
         try:
             result = service(edit=edit, user=request.user, comment=form.cleaned_data["comment"])
-        except edits.EditForbidden as exc:
+        except EditForbidden as exc:
             message, status = exc.message, 403
-        except edits.EditStateConflict as exc:
+        except EditStateConflict as exc:
             message, status = exc.message, 409
-        except edits.ConnectorNotFound as exc:
+        except ConnectorNotFound as exc:
             message, status = exc.message, 404
-        except edits.EditInputError as exc:  # stage-restore: nothing left to commit back
+        except EditInputError as exc:  # stage-restore: nothing left to commit back
             message, status = exc.message, 400
         except KAFKA_ERRORS as exc:
             message, status = f"The cluster could not be reached: {exc}", 503
@@ -297,24 +269,20 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
     is_author = edit.created_by_id == user.pk
     state = OffsetEdit.State
     buttons = []
-    if edit.state == state.DRAFT and is_author and edits.can_stage(user):
+    if edit.state == state.DRAFT and is_author and can_stage(user):
         buttons.append(("submit", "Submit for approval", "primary"))
-    if edit.state == state.SUBMITTED and edits.can_approve(user) and not is_author:
+    if edit.state == state.SUBMITTED and can_approve(user) and not is_author:
         buttons.append(("approve", "Approve", "primary"))
-    if edit.state == state.APPROVED and edits.can_approve(user):
+    if edit.state == state.APPROVED and can_approve(user):
         buttons.append(("apply", "Apply now", "danger"))
-    if edits.is_stale(edit) and edits.can_approve(user):
-        # Only once its apply cannot still be running (edits.stale_after).
+    if is_stale(edit) and can_approve(user):
+        # Only once its apply cannot still be running (stale_after).
         buttons.append(("reconcile", "Reconcile from Kafka", "primary"))
-    if (
-        edit.state in (state.SUBMITTED, state.APPROVED)
-        and edits.can_approve(user)
-        and not is_author
-    ):
+    if edit.state in (state.SUBMITTED, state.APPROVED) and can_approve(user) and not is_author:
         buttons.append(("reject", "Reject", "secondary"))
-    if edit.is_open and ((is_author and edits.can_stage(user)) or edits.can_approve(user)):
+    if edit.is_open and ((is_author and can_stage(user)) or can_approve(user)):
         buttons.append(("cancel", "Cancel", "secondary"))
-    if edits.can_stage_restore(edit) and edits.can_stage(user):
+    if can_stage_restore(edit) and can_stage(user):
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
     return {
         "cluster": edit.cluster,
@@ -324,18 +292,16 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         "timeline": edit.audit_events.order_by("at", "id"),
         "action_error": action_error,
         # An apply that may still be running: say from when it can be reconciled.
-        "reconcile_from": edit.apply_started_at + edits.stale_after()
-        if edit.state == state.APPLYING and edit.apply_started_at and not edits.is_stale(edit)
+        "reconcile_from": edit.apply_started_at + stale_after()
+        if edit.state == state.APPLYING and edit.apply_started_at and not is_stale(edit)
         else None,
-        "self_approval_blocked": edit.state == state.SUBMITTED
-        and is_author
-        and edits.can_approve(user),
+        "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
     }
 
 
 def _diff_context(edit: OffsetEdit, page: int) -> dict:
     """A summary of the edit's diff and one page of its rows (a restore may touch thousands)."""
-    shown = Paginator(edit.changes.all(), edits.DIFF_PAGE_ROWS).get_page(page)
+    shown = Paginator(edit.changes.all(), DIFF_PAGE_ROWS).get_page(page)
     return {"counts": edit.change_counts(), "diff_page": shown, "rows": diff_rows(shown)}
 
 
@@ -429,8 +395,8 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
             "cluster": cluster,
             "form": form,
             "edits": found[:200],
-            "audit_events": edits.audit_log(cluster=cluster),
-            "can_stage": edits.can_stage(request.user),
+            "audit_events": audit_log(cluster=cluster),
+            "can_stage": can_stage(request.user),
         },
     )
 
@@ -447,7 +413,7 @@ def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                result = edits.import_document(
+                result = import_document(
                     cluster=cluster,
                     user=request.user,
                     data=data["file"],
@@ -455,10 +421,10 @@ def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
                     dry_run=data["dry_run"],
                     comment=data["comment"],
                 )
-            except edits.EditInputError as exc:
+            except EditInputError as exc:
                 where = f"{exc.field}: " if exc.field else ""
                 form.add_error(None, f"Nothing was staged. {where}{exc.message}")
-            except edits.ConnectorNotFound as exc:
+            except ConnectorNotFound as exc:
                 form.add_error("connector", exc.message)
             except KAFKA_ERRORS as exc:
                 form.add_error(None, f"The cluster could not be read: {exc}")
@@ -483,14 +449,14 @@ def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     )
 
 
-def _preview_context(preview: edits.Preview) -> dict:
+def _preview_context(preview: Preview) -> dict:
     """A dry run's summary and first rows for one connector, however large the document."""
     counts = preview.counts()
     return {
         "preview": preview,
         "counts": counts,
-        "rows": diff_rows(preview.changes[: edits.DIFF_PAGE_ROWS]),
-        "not_shown": max(0, counts.total - edits.DIFF_PAGE_ROWS),
+        "rows": diff_rows(preview.changes[:DIFF_PAGE_ROWS]),
+        "not_shown": max(0, counts.total - DIFF_PAGE_ROWS),
     }
 
 
@@ -516,7 +482,7 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
                 connectors=options["names"] or None,
                 from_beginning=options["from_beginning"],
             )
-    except edits.ConnectorNotFound as exc:
+    except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KAFKA_ERRORS as exc:
         return JsonResponse({"error": str(exc)}, status=503)

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from offsets.edits.reconcile import stale_after
 from offsets.models import Cluster, OffsetEdit, OffsetEditChange
-from offsets.services import edits
 
 
 def make_cluster(name: str = "c1") -> Cluster:
@@ -40,7 +40,7 @@ def make_edit(cluster: Cluster, user, *, state: str = "draft", connector: str = 
 
 def make_stuck(edit: OffsetEdit, *, stale: bool = True) -> OffsetEdit:
     """Leave ``edit`` "applying" as a dead process would: older than stale_after() or not."""
-    age = edits.stale_after() + timedelta(seconds=5) if stale else timedelta(seconds=5)
+    age = stale_after() + timedelta(seconds=5) if stale else timedelta(seconds=5)
     OffsetEdit.objects.filter(pk=edit.pk).update(
         state=OffsetEdit.State.APPLYING, apply_started_at=timezone.now() - age
     )

@@ -8,8 +8,12 @@ to see it, hence ``transactional_db``.
 import pytest
 from django.db import OperationalError, connection
 
+from offsets.edits.apply import apply_edit
+from offsets.edits.preview import StageRequest
+from offsets.edits.reconcile import reconcile_edits
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.models import AuditEvent, OffsetEdit
-from offsets.services import edits
 from tests.db_faults import SqliteLock, require_sqlite, short_busy_timeout
 from tests.edits_factory import make_cluster, make_edit
 
@@ -114,7 +118,7 @@ def test_a_state_change_and_its_audit_entry_are_written_together(cluster, editor
         )
     try:
         with pytest.raises(Exception, match="disk I/O error"):
-            edits.approve_edit(edit=edit, user=approver)
+            approve_edit(edit=edit, user=approver)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TRIGGER refuse_approved_audit")
@@ -132,7 +136,7 @@ def test_an_apply_claim_and_its_audit_entry_are_written_together(cluster, editor
         )
     try:
         with pytest.raises(Exception, match="disk I/O error"):
-            edits.apply_edit(edit=edit, user=approver)
+            apply_edit(edit=edit, user=approver)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TRIGGER refuse_apply_audit")
@@ -176,30 +180,29 @@ def test_a_lock_after_the_kafka_commit_leaves_the_edit_applying_until_reconciled
 ):
     """Kafka has the edit, the database cannot say so: the edit stays "applying" (in doubt),
     never "failed", and reconcile_edits finds it applied."""
-    from offsets.services.edits import StageRequest
     from tests.integration.connect_sim import stop_connector
 
     stop_connector(fresh_demo.settings, "orders-cdc-eos")
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector="orders-cdc-eos",
         user=editor,
         request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    edit = edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    edit = approve_edit(edit=edit, user=approver)
     lock = SqliteLock("IMMEDIATE")
     try:
         with short_busy_timeout(), pytest.raises(OperationalError, match="locked"):
             # The lock is taken as the transaction is about to commit, and kept.
-            edits.apply_edit(edit=edit, user=approver, before_commit=lock.acquire)
+            apply_edit(edit=edit, user=approver, before_commit=lock.acquire)
     finally:
         lock.release()
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLYING
     assert actions(edit) == ["staged", "submitted", "approved", "apply-started"]
 
-    ((_settled, error),) = edits.reconcile_edits()
+    ((_settled, error),) = reconcile_edits()
     assert error == ""
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED

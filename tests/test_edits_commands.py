@@ -5,8 +5,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from offsets.edits.roles import can_approve, can_stage
 from offsets.models import OffsetEdit
-from offsets.services import edits
 from tests.edits_factory import make_cluster, make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
@@ -37,9 +37,9 @@ def test_the_demo_users_command_creates_an_editor_and_an_approver(db):
     from django.contrib.auth import get_user_model
 
     users = get_user_model().objects
-    assert edits.can_stage(users.get(username="editor"))
-    assert not edits.can_approve(users.get(username="editor"))
-    assert edits.can_approve(users.get(username="approver"))
+    assert can_stage(users.get(username="editor"))
+    assert not can_approve(users.get(username="editor"))
+    assert can_approve(users.get(username="approver"))
     assert "'editor'" in out.getvalue() and "'approver'" in out.getvalue()
 
 

@@ -7,9 +7,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from dashboard.edit_forms import SinkStageForm, SourceStageForm
+from offsets.edits.imports import IMPORT_MAX_BYTES
 from offsets.formats import jackson
 from offsets.models import OffsetEdit, OffsetEditChange
-from offsets.services.edits import IMPORT_MAX_BYTES
 from tests.edits_factory import make_cluster
 
 PARTITIONS = 20_000

@@ -1,6 +1,6 @@
 """Offset edits over REST: stage, list, show with the diff, review, apply, export, import.
 
-Thin views: an input serializer validates, a service in ``offsets.services.edits`` acts, an
+Thin views: an input serializer validates, a service in ``offsets.edits`` acts, an
 output serializer renders. The services enforce the roles, so the API, the pages and the
 commands answer the same way: 400 bad input (naming the field), 403 wrong role or
 self-approval, 404 unknown cluster/connector/edit, 409 state conflicts, 503 Kafka down.
@@ -23,16 +23,29 @@ from rest_framework.response import Response
 from offsets.api.clusters import KafkaUnavailableError
 from offsets.api.errors import errors
 from offsets.api.parsers import JSONParser
+from offsets.edits.apply import apply_edit
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    DocumentInputError,
+    EditForbidden,
+    EditInputError,
+    EditStateConflict,
+)
+from offsets.edits.imports import import_document
+from offsets.edits.preview import DIFF_PAGE_ROWS, Preview, StageRequest
+from offsets.edits.reconcile import reconcile_edit
+from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
+from offsets.edits.roles import can_stage
+from offsets.edits.staging import stage_edit, stage_restore
 from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import ChangeCounts, Cluster, OffsetEdit
-from offsets.services import edits, offsets_export
-from offsets.services.edits import StageRequest
+from offsets.services import offsets_export
 
 # An answer about a document holds its counts and the first rows of each diff: a document
 # may name tens of thousands of partitions.
-SHOWN = edits.DIFF_PAGE_ROWS
+SHOWN = DIFF_PAGE_ROWS
 
 
 class Conflict(APIException):
@@ -62,19 +75,19 @@ def _run(action: Callable):
     """Call a service and turn its errors into the API's status codes."""
     try:
         return action()
-    except edits.EditInputError as exc:
-        if isinstance(exc, edits.DocumentInputError) and exc.field not in (None, "document"):
+    except EditInputError as exc:
+        if isinstance(exc, DocumentInputError) and exc.field not in (None, "document"):
             # A place in an imported document (`orders-sink[0].partition`, a connector's name)
             # is not a request field: it nests under "document", as DRF nests a nested
             # serializer's errors. At the top level a connector called "cluster" or "0" would
             # pose as a request field or a list index.
             raise ValidationError({"document": {exc.field: [exc.message]}}) from exc
         raise ValidationError({exc.field or "non_field_errors": [exc.message]}) from exc
-    except edits.ConnectorNotFound as exc:
+    except ConnectorNotFound as exc:
         raise NotFound(exc.message) from exc
-    except edits.EditForbidden as exc:
+    except EditForbidden as exc:
         raise PermissionDenied(exc.message) from exc
-    except edits.EditStateConflict as exc:
+    except EditStateConflict as exc:
         raise Conflict(exc.message) from exc
     except (KafkaUnavailable, TopicNotFound) as exc:
         raise KafkaUnavailableError(str(exc)) from exc
@@ -350,7 +363,7 @@ def _counts(counts: ChangeCounts) -> dict:
     }
 
 
-def _preview_output(preview: edits.Preview) -> dict:
+def _preview_output(preview: Preview) -> dict:
     counts = preview.counts()
     return {
         "connector": preview.context.name,
@@ -416,11 +429,11 @@ def edit_list(request: Request) -> Response:
     if request.method == "POST":
         data = EditInput(data=_data(request))
         data.is_valid(raise_exception=True)
-        if not edits.can_stage(request.user):
+        if not can_stage(request.user):
             raise PermissionDenied("Staging offset edits needs the editor role.")
         cluster = _get_cluster(data.validated_data["cluster"])
         edit = _run(
-            lambda: edits.stage_edit(
+            lambda: stage_edit(
                 cluster=cluster,
                 connector=data.validated_data["connector"],
                 user=request.user,
@@ -469,22 +482,22 @@ def _action_view(service: Callable, summary: str, *, status: int = 200):
     return view
 
 
-edit_submit = _action_view(edits.submit_edit, "Submit a draft for approval (its author)")
-edit_approve = _action_view(edits.approve_edit, "Approve (an approver, not the author)")
-edit_reject = _action_view(edits.reject_edit, "Reject (an approver, not the author)")
-edit_cancel = _action_view(edits.cancel_edit, "Cancel (the author or an approver)")
+edit_submit = _action_view(submit_edit, "Submit a draft for approval (its author)")
+edit_approve = _action_view(approve_edit, "Approve (an approver, not the author)")
+edit_reject = _action_view(reject_edit, "Reject (an approver, not the author)")
+edit_cancel = _action_view(cancel_edit, "Cancel (the author or an approver)")
 edit_apply = _action_view(
-    edits.apply_edit, "Run the lock check and apply (an approver); 200 with the final state"
+    apply_edit, "Run the lock check and apply (an approver); 200 with the final state"
 )
 edit_reconcile = _action_view(
-    edits.reconcile_edit,
+    reconcile_edit,
     "Settle an edit stuck in applying from what Kafka holds (an approver); 409 while its "
     "apply may still be running",
 )
 
 
 edit_stage_restore = _action_view(
-    edits.stage_restore,
+    stage_restore,
     "Stage a new edit committing back what a failed partial sink delete lost (an editor); 201 "
     "with the new draft, 400 when nothing is left to commit back",
     status=201,
@@ -542,11 +555,11 @@ def import_offsets(request: Request) -> Response:
     data = ImportInput(data=_data(request))
     data.is_valid(raise_exception=True)
     options = data.validated_data
-    if not options["dry_run"] and not edits.can_stage(request.user):
+    if not options["dry_run"] and not can_stage(request.user):
         raise PermissionDenied("Importing offsets needs the editor role.")
     cluster = _get_cluster(options["cluster"])
     result = _run(
-        lambda: edits.import_document(
+        lambda: import_document(
             cluster=cluster,
             user=request.user,
             data=options["document"],

@@ -2,7 +2,7 @@
 
 An edit goes draft -> submitted -> approved -> applying -> applied | failed | conflict, or ends
 rejected or cancelled. State changes are conditional ``.update()`` calls whose row count is
-checked (see ``offsets.services.edits``), never read-modify-save, so two people acting at once
+checked (see ``offsets.edits``), never read-modify-save, so two people acting at once
 cannot both win.
 """
 

@@ -9,19 +9,16 @@ can read, so a sink's history is its current offsets.
 
 from collections.abc import Sequence
 
-from django.conf import settings
-
-from offsets.formats.offset_records import parse_offset_record, partition_identity
-from offsets.formats.offsets_json import PartitionOffset, to_kip199, to_kip875
-from offsets.kafka import groups
-from offsets.kafka.errors import TopicNotFound
-from offsets.models import Cluster
-from offsets.services.edits import (
+from offsets.edits.live import (
     ConnectorContext,
     LiveReader,
     read_connector,
     source_view,
 )
+from offsets.formats.offset_records import parse_offset_record, partition_identity
+from offsets.formats.offsets_json import PartitionOffset, to_kip199, to_kip875
+from offsets.kafka.errors import TopicNotFound
+from offsets.models import Cluster
 
 
 def requested_names(listed: str, exact: Sequence[str] = ()) -> list[str]:
@@ -61,9 +58,7 @@ def _entries(
     context: ConnectorContext, reader: LiveReader, from_beginning: bool
 ) -> list[PartitionOffset]:
     if not context.is_source:
-        committed = groups.committed_offsets(
-            reader.kafka, context.group_id, timeout=settings.KAFKA_READ_TIMEOUT
-        )
+        committed = reader.committed(context.group_id)
         return [
             PartitionOffset(
                 {"kafka_topic": topic, "kafka_partition": partition}, {"kafka_offset": offset}

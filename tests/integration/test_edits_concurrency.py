@@ -5,11 +5,14 @@ import threading
 import pytest
 from django.db import connection
 
+from offsets.edits.apply import apply_edit
+from offsets.edits.errors import EditStateConflict
+from offsets.edits.preview import StageRequest
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
-from offsets.services import edits
-from offsets.services.edits import StageRequest
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -19,7 +22,7 @@ AUDIT_KEY = jackson.dumps_key(AUDIT, AUDIT_PARTITION)
 
 
 def approved_edit(fresh_demo, editor, approver, position):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector=AUDIT,
         user=editor,
@@ -27,8 +30,8 @@ def approved_edit(fresh_demo, editor, approver, position):
             strategy="set", partition=AUDIT_PARTITION, offset={"position": position}
         ),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    return edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
 
 
 def run_in_thread(target, results, name):
@@ -61,7 +64,7 @@ def test_two_approvers_applying_the_same_edit_at_once_apply_it_exactly_once(
     def apply_as(user):
         def go():
             start.wait(5)
-            return edits.apply_edit(edit=OffsetEdit.objects.get(pk=edit.pk), user=user)
+            return apply_edit(edit=OffsetEdit.objects.get(pk=edit.pk), user=user)
 
         return go
 
@@ -100,7 +103,7 @@ def test_a_second_edit_of_the_same_connector_cannot_start_while_one_is_applying(
         release.wait(30)
 
     thread = run_in_thread(
-        lambda: edits.apply_edit(edit=first, user=approver, before_commit=hold_before_commit),
+        lambda: apply_edit(edit=first, user=approver, before_commit=hold_before_commit),
         results,
         "first",
     )
@@ -109,8 +112,8 @@ def test_a_second_edit_of_the_same_connector_cannot_start_while_one_is_applying(
         assert inside.wait(30), results
         # The first apply holds the claim: the database itself refuses a second "applying"
         # edit for the connector (the partial unique constraint).
-        with pytest.raises(edits.EditStateConflict, match="being applied right now"):
-            edits.apply_edit(edit=second, user=second_approver)
+        with pytest.raises(EditStateConflict, match="being applied right now"):
+            apply_edit(edit=second, user=second_approver)
         second.refresh_from_db()
         assert second.state == "approved"
     finally:
@@ -118,7 +121,7 @@ def test_a_second_edit_of_the_same_connector_cannot_start_while_one_is_applying(
         thread.join(60)
     assert results["first"].state == "applied"
     # Now the second may go, and its lock check sees the first's write: a conflict.
-    assert edits.apply_edit(edit=second, user=second_approver).state == "conflict"
+    assert apply_edit(edit=second, user=second_approver).state == "conflict"
 
 
 def test_the_database_refuses_two_applying_edits_for_one_connector(fresh_demo, editor, approver):
@@ -146,7 +149,7 @@ def test_another_dashboard_process_using_the_connectors_transactional_id_fences_
         # A second dashboard process (or reconcile_edits) initialises the same id.
         offsets_writer.fence(fresh_demo.settings, transactional_id, timeout=5)
 
-    edit = edits.apply_edit(edit=edit, user=approver, before_commit=another_process_starts)
+    edit = apply_edit(edit=edit, user=approver, before_commit=another_process_starts)
 
     # The fenced commit is refused by the broker; reading back settles the edit as not applied.
     assert edit.state == OffsetEdit.State.FAILED

@@ -20,11 +20,14 @@ from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.utils import timezone
 
+from offsets.edits.apply import apply_edit
+from offsets.edits.preview import StageRequest
+from offsets.edits.reconcile import stale_after
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.kafka import groups, reading
 from offsets.models import AuditEvent, OffsetEdit
-from offsets.services import edits
-from offsets.services.edits import StageRequest
 from tests.db_faults import database_url
 from tests.integration.connect_sim import stop_connector
 
@@ -43,12 +46,12 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 
+from offsets.edits.apply import apply_edit
 from offsets.models import OffsetEdit
-from offsets.services import edits
 
 edit = OffsetEdit.objects.get(pk=int(sys.argv[1]))
 user = get_user_model().objects.get(username=sys.argv[2])
-print(edits.apply_edit(edit=edit, user=user).state, flush=True)
+print(apply_edit(edit=edit, user=user).state, flush=True)
 """
 
 
@@ -76,11 +79,9 @@ def approved_edit(fresh_demo, editor, approver, kind: str) -> OffsetEdit:
         stop_connector(fresh_demo.settings, S3, tasks=2)
         connector = S3
         request = StageRequest(strategy="earliest", partitions=(("orders", 0), ("orders", 1)))
-    edit = edits.stage_edit(
-        cluster=fresh_demo.cluster, connector=connector, user=editor, request=request
-    )
-    edits.submit_edit(edit=edit, user=editor)
-    return edits.approve_edit(edit=edit, user=approver)
+    edit = stage_edit(cluster=fresh_demo.cluster, connector=connector, user=editor, request=request)
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
 
 
 def apply_and_kill_at(edit: OffsetEdit, approver, point: str, tmp_path: Path) -> None:
@@ -239,14 +240,14 @@ def killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path) -> tup
     group before the apply: what must be restored.
     """
     stop_connector(fresh_demo.settings, S3, tasks=2)
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector=S3,
         user=editor,
         request=StageRequest(strategy="delete-offsets", partitions=(DELETED,)),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    edit = edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    edit = approve_edit(edit=edit, user=approver)
     before = committed(fresh_demo)
     others = {tp: offset for tp, offset in before.items() if tp != DELETED}
     assert DELETED in before and len(others) >= 3, before
@@ -317,9 +318,9 @@ def test_the_page_stages_an_edit_that_commits_back_what_the_failed_delete_lost(
     assert committed(fresh_demo) == {}  # staging writes nothing
 
     # Four eyes and the lock check, as any edit: then the group holds what the delete meant.
-    edits.submit_edit(edit=restore, user=editor)
-    edits.approve_edit(edit=restore, user=approver)
-    assert edits.apply_edit(edit=restore, user=approver).state == OffsetEdit.State.APPLIED
+    submit_edit(edit=restore, user=editor)
+    approve_edit(edit=restore, user=approver)
+    assert apply_edit(edit=restore, user=approver).state == OffsetEdit.State.APPLIED
     assert committed(fresh_demo) == others  # every other partition back, DELETED still gone
 
     # Nothing is left to commit back, and the page says so.
@@ -339,7 +340,7 @@ def test_the_api_reconciles_a_stale_partial_sink_delete_as_failed_with_what_to_r
     response = client.post(url, {"comment": "web pod restarted"}, content_type="application/json")
     assert response.status_code == 409
     OffsetEdit.objects.filter(pk=edit.pk).update(
-        apply_started_at=edit.apply_started_at - edits.stale_after()
+        apply_started_at=edit.apply_started_at - stale_after()
     )
     response = client.post(url, {"comment": "web pod restarted"}, content_type="application/json")
 
@@ -354,7 +355,7 @@ def test_the_page_reconciles_a_stale_partial_sink_delete_as_failed_with_what_to_
 ):
     edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
     OffsetEdit.objects.filter(pk=edit.pk).update(
-        apply_started_at=edit.apply_started_at - edits.stale_after()
+        apply_started_at=edit.apply_started_at - stale_after()
     )
     client.force_login(approver)
     page = f"/clusters/{fresh_demo.cluster.name}/edits/{edit.pk}/"
@@ -373,14 +374,14 @@ def test_the_refresh_loop_reconciles_a_stale_partial_sink_delete(
     fresh_demo, editor, approver, tmp_path
 ):
     edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
-    young = edits.stage_edit(
+    young = stage_edit(
         cluster=fresh_demo.cluster,
         connector="orders-cdc-eos",
         user=editor,
         request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
     )
     OffsetEdit.objects.filter(pk=edit.pk).update(
-        apply_started_at=edit.apply_started_at - edits.stale_after()
+        apply_started_at=edit.apply_started_at - stale_after()
     )
     # Another connector's edit whose apply might still be running: the loop leaves it alone.
     OffsetEdit.objects.filter(pk=young.pk).update(

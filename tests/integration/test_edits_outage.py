@@ -6,13 +6,18 @@ import pytest
 
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import write_demo
+from offsets.edits.apply import apply_edit
+from offsets.edits.errors import EditStateConflict
+from offsets.edits.live import LiveReader
+from offsets.edits.preview import StageRequest
+from offsets.edits.reconcile import reconcile_edits
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.kafka import groups, reading
 from offsets.kafka.embedded import EmbeddedKafka
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from offsets.services import edits
-from offsets.services.edits import StageRequest
 from tests.conftest import DEMO_END_MS
 from tests.integration.broker_proxy import BrokerBehindProxy
 from tests.integration.connect_sim import stop_connector
@@ -42,14 +47,14 @@ def snapshot(settings):
 
 
 def approved_eos_edit(cluster, editor, approver):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=cluster,
         connector=EOS,
         user=editor,
         request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    return edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
 
 
 @pytest.fixture
@@ -79,7 +84,7 @@ def test_a_broker_unreachable_mid_apply_leaves_nothing_written_and_the_edit_fail
         time.sleep(1)  # long enough for a producer that sent at once to have sent
         broker_behind_proxy.proxy.cut()
 
-    edit = edits.apply_edit(edit=edit, user=approver, before_commit=cut_after_a_moment)
+    edit = apply_edit(edit=edit, user=approver, before_commit=cut_after_a_moment)
 
     assert edit.state == OffsetEdit.State.FAILED
     assert "nothing was written" in edit.error
@@ -114,7 +119,7 @@ def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
         cluster = Cluster.objects.create(name="doomed", bootstrap_servers=info.bootstrap_servers)
         edit = approved_eos_edit(cluster, editor, approver)
 
-        edit = edits.apply_edit(edit=edit, user=approver, before_commit=broker.stop)
+        edit = apply_edit(edit=edit, user=approver, before_commit=broker.stop)
     finally:
         broker.stop()
 
@@ -124,8 +129,8 @@ def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
         AuditEvent.objects.filter(edit=edit).order_by("at", "id").values_list("action", flat=True)
     ) == ["staged", "submitted", "approved", "apply-started", "failed"]
     # The database says what happened; the edit cannot be applied again by accident.
-    with pytest.raises(edits.EditStateConflict):
-        edits.apply_edit(edit=edit, user=approver)
+    with pytest.raises(EditStateConflict):
+        apply_edit(edit=edit, user=approver)
 
 
 # --- The broker lost during the lock check, and during a sink's apply. -----------------------
@@ -141,14 +146,14 @@ def proxied_demo(broker, name="flaky"):
 
 
 def approved_sink_edit(cluster, editor, approver, **request):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=cluster,
         connector=S3,
         user=editor,
         request=StageRequest(**(request or {"strategy": "earliest"})),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    return edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
 
 
 def cut_before(monkeypatch, broker, owner, name, when=lambda *args, **kwargs: True):
@@ -181,12 +186,12 @@ def test_a_broker_lost_during_a_source_lock_check_writes_nothing_and_gives_the_e
     cut_before(
         monkeypatch,
         broker_behind_proxy,
-        edits.LiveReader,
+        LiveReader,
         "records",
         when=lambda reader, topic: topic in (EOS_TOPIC, "connect-offsets"),
     )
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     # Truthful: nothing was written, so the edit is approved again and can be applied later.
     assert edit.state == OffsetEdit.State.APPROVED
@@ -198,7 +203,7 @@ def test_a_broker_lost_during_a_source_lock_check_writes_nothing_and_gives_the_e
     broker_behind_proxy.proxy.restore()
     assert snapshot(kafka) == before
     # And it can be applied once the broker is back.
-    assert edits.apply_edit(edit=edit, user=approver).state == OffsetEdit.State.APPLIED
+    assert apply_edit(edit=edit, user=approver).state == OffsetEdit.State.APPLIED
 
 
 @in_child_process  # librdkafka#4605 may abort the process: see librdkafka_abort.py
@@ -212,7 +217,7 @@ def test_a_broker_lost_during_a_sink_lock_check_leaves_the_group_alone(
     before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
     cut_before(monkeypatch, broker_behind_proxy, groups, "describe_group")
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == OffsetEdit.State.APPROVED
     assert edit.error.startswith("The lock check could not read the cluster:")
@@ -234,7 +239,7 @@ def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled
     before = groups.committed_offsets(kafka, S3_GROUP, timeout=5)
     cut_before(monkeypatch, broker_behind_proxy, groups, "alter_offsets")
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     # The request may or may not have reached the coordinator, and the read-back failed too:
     # the edit says so instead of guessing.
@@ -246,7 +251,7 @@ def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled
 
     monkeypatch.undo()
     broker_behind_proxy.proxy.restore()
-    (settled, error), *_ = edits.reconcile_edits(cluster=cluster)
+    (settled, error), *_ = reconcile_edits(cluster=cluster)
     assert error == "" and settled.pk == edit.pk
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.FAILED
@@ -291,7 +296,7 @@ def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_wha
     monkeypatch.setattr(groups, "delete_group", delete_group)
     monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == {}  # the truth on the broker
     assert edit.state == OffsetEdit.State.FAILED
@@ -322,7 +327,7 @@ def partial_delete_whose_second_step_answers_badly(fresh_demo, editor, approver,
         raise KafkaUnavailable("injected: the answer was lost")
 
     monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
-    return edits.apply_edit(edit=edit, user=approver), others
+    return apply_edit(edit=edit, user=approver), others
 
 
 DELETED = ("payments", 2)

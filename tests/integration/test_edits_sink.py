@@ -6,10 +6,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Consumer
 
+from offsets.edits.apply import apply_edit
+from offsets.edits.errors import EditInputError
+from offsets.edits.preview import StageRequest
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.kafka import admin, groups, reading
 from offsets.models import AuditEvent, OffsetEdit
-from offsets.services import edits
-from offsets.services.edits import StageRequest
 from tests.integration.connect_sim import stop_connector
 
 pytestmark = pytest.mark.integration
@@ -34,16 +37,16 @@ def log_ends(fresh_demo):
 
 
 def stage_and_apply(fresh_demo, editor, approver, connector=S3, **request):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector=connector,
         user=editor,
         request=StageRequest(**request),
         comment="test",
     )
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
-    return edits.apply_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
+    return apply_edit(edit=edit, user=approver)
 
 
 def committed(fresh_demo, group=S3_GROUP):
@@ -75,7 +78,7 @@ def test_an_offset_outside_the_log_is_clamped_with_a_visible_warning(stopped_s3,
     ends = log_ends(stopped_s3)
     # A partition the sink has not read to the end, so "the end" is a change.
     tp = next(tp for tp, offset in sorted(committed(stopped_s3).items()) if offset < ends[tp])
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
@@ -84,9 +87,9 @@ def test_an_offset_outside_the_log_is_clamped_with_a_visible_warning(stopped_s3,
     (change,) = edit.changes.all()
     assert change.after == {"kafka_offset": ends[tp]}
     assert "beyond the log end" in change.warnings[0] and "clamped" in change.warnings[0]
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "applied", edit.error
     assert committed(stopped_s3)[tp] == ends[tp]
 
@@ -150,8 +153,8 @@ def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_sta
     )
     options = stopped_s3.demo.options
     middle = datetime.fromtimestamp((options.start_ms + options.end_ms) / 2000, tz=UTC)
-    with pytest.raises(edits.EditInputError) as error:
-        edits.stage_edit(
+    with pytest.raises(EditInputError) as error:
+        stage_edit(
             cluster=stopped_s3.cluster,
             connector=S3,
             user=editor,
@@ -183,8 +186,8 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
         patch.setattr(
             admin, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
         )
-        with pytest.raises(edits.EditInputError) as error:
-            edits.stage_edit(
+        with pytest.raises(EditInputError) as error:
+            stage_edit(
                 cluster=stopped_s3.cluster,
                 connector=S3,
                 user=editor,
@@ -202,7 +205,7 @@ def test_copying_from_another_group_takes_its_offsets_and_skips_what_it_lacks(
 ):
     groups.alter_offsets(stopped_s3.settings, "replay-orders", {("orders", 0): 1, ("orders", 3): 2})
     before = committed(stopped_s3)
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
@@ -212,16 +215,16 @@ def test_copying_from_another_group_takes_its_offsets_and_skips_what_it_lacks(
         ("orders", 0),
         ("orders", 3),
     }
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "applied", edit.error
     assert committed(stopped_s3) == {**before, ("orders", 0): 1, ("orders", 3): 2}
 
 
 def test_copying_from_a_group_without_offsets_is_refused(stopped_s3, editor):
-    with pytest.raises(edits.EditInputError) as error:
-        edits.stage_edit(
+    with pytest.raises(EditInputError) as error:
+        stage_edit(
             cluster=stopped_s3.cluster,
             connector=S3,
             user=editor,
@@ -234,16 +237,16 @@ def test_deleting_some_partitions_offsets_warns_it_is_not_atomic_and_keeps_the_o
     stopped_s3, editor, approver
 ):
     before = committed(stopped_s3)
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
         request=StageRequest(strategy="delete-offsets", partitions=(("payments", 2),)),
     )
     assert any("not one atomic write" in w for w in edit.warnings)
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "applied", edit.error
     after = committed(stopped_s3)
     assert ("payments", 2) not in after
@@ -262,7 +265,7 @@ def test_deleting_every_partitions_offsets_deletes_the_group(stopped_s3, editor,
 
 
 def test_a_sink_with_topics_regex_covers_the_matching_topics(fresh_demo, editor):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector="jdbc-sink-audit",  # topics.regex audit-.*
         user=editor,
@@ -272,7 +275,7 @@ def test_a_sink_with_topics_regex_covers_the_matching_topics(fresh_demo, editor)
 
 
 def test_a_sink_that_never_commits_is_flagged_as_managing_offsets_externally(fresh_demo, editor):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector="bq-sink-events",
         user=editor,
@@ -283,14 +286,14 @@ def test_a_sink_that_never_commits_is_flagged_as_managing_offsets_externally(fre
 
 
 def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, approver):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
         request=StageRequest(strategy="earliest", partitions=(("orders", 0),)),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
     before = committed(stopped_s3)
     # A zombie sink task: a consumer that joined the connector's group and stays in it.
     member = Consumer(
@@ -309,7 +312,7 @@ def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, app
         member.poll(0.2)
     try:
         assert member.assignment(), "the test consumer never joined its group"
-        edit = edits.apply_edit(edit=edit, user=approver)
+        edit = apply_edit(edit=edit, user=approver)
     finally:
         member.close()
 
@@ -323,16 +326,16 @@ def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, app
 
 
 def test_sink_offsets_moved_after_staging_make_a_conflict(stopped_s3, editor, approver):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
         request=StageRequest(strategy="earliest", partitions=(("orders", 0),)),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
     groups.alter_offsets(stopped_s3.settings, S3_GROUP, {("orders", 0): 2})
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == OffsetEdit.State.CONFLICT
     assert "orders-0" in edit.error
     assert committed(stopped_s3)[("orders", 0)] == 2

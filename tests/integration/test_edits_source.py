@@ -5,14 +5,17 @@ from datetime import UTC, datetime
 
 import pytest
 
+from offsets.edits.apply import apply_edit
+from offsets.edits.errors import EditInputError, EditStateConflict
+from offsets.edits.preview import StageRequest
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.formats.edit_rules import offsets_as_of, runtime_view
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
-from offsets.services import edits
-from offsets.services.edits import StageRequest
 from tests.integration.connect_sim import commit_source_offset, resume_connector, stop_connector
 
 pytestmark = pytest.mark.integration
@@ -41,12 +44,12 @@ def values(view):
 
 
 def approve(edit, editor, approver):
-    edits.submit_edit(edit=edit, user=editor, comment="please")
-    return edits.approve_edit(edit=edit, user=approver, comment="ok")
+    submit_edit(edit=edit, user=editor, comment="please")
+    return approve_edit(edit=edit, user=approver, comment="ok")
 
 
 def stage(fresh_demo, editor, connector, **request):
-    return edits.stage_edit(
+    return stage_edit(
         cluster=fresh_demo.cluster,
         connector=connector,
         user=editor,
@@ -69,7 +72,7 @@ def test_setting_an_offset_writes_the_exact_key_on_the_java_partition_and_nothin
     assert edit.primary_topic == "connect-offsets" and edit.mirror_topic == ""
 
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver, comment="go")
+    edit = apply_edit(edit=edit, user=approver, comment="go")
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
     assert [c["name"] for c in edit.lock_checks] == [
@@ -108,7 +111,7 @@ def test_adding_a_partition_writes_jackson_key_bytes_in_the_order_given(
     assert change.is_new
 
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == "applied", edit.error
     view = latest(fresh_demo.settings, "connect-offsets")
@@ -116,10 +119,10 @@ def test_adding_a_partition_writes_jackson_key_bytes_in_the_order_given(
 
 
 def test_adding_a_partition_that_exists_or_setting_one_that_does_not_is_refused(fresh_demo, editor):
-    with pytest.raises(edits.EditInputError) as error:
+    with pytest.raises(EditInputError) as error:
         stage(fresh_demo, editor, AUDIT, strategy="add", partition=AUDIT_PARTITION, offset={"a": 1})
     assert error.value.field == "partition" and "use 'set'" in error.value.message
-    with pytest.raises(edits.EditInputError) as error:
+    with pytest.raises(EditInputError) as error:
         stage(
             fresh_demo, editor, AUDIT, strategy="set", partition={"filename": "x"}, offset={"a": 1}
         )
@@ -135,7 +138,7 @@ def test_deleting_a_partition_writes_a_tombstone_the_runtime_reads_as_no_offset(
     assert change.is_delete and change.after_bytes is None
 
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == "applied", edit.error
     assert AUDIT_KEY not in latest(fresh_demo.settings, "connect-offsets")
@@ -166,7 +169,7 @@ def test_restoring_to_a_time_brings_every_partition_back_to_its_value_then(
     )
     assert edit.changes.count() >= 1
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == "applied", edit.error
     now = values(runtime_view(connector, latest(settings, "connect-offsets")))
@@ -189,7 +192,7 @@ def test_an_own_topic_connector_is_written_in_its_topic_and_mirrored_in_one_tran
     assert edit.primary_topic == EOS_TOPIC and edit.mirror_topic == "connect-offsets"
     assert any("own offsets topic" in warning for warning in edit.warnings)
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == "applied", edit.error
     for topic in (EOS_TOPIC, "connect-offsets"):
@@ -205,7 +208,7 @@ def test_deleting_an_own_topic_partition_tombstones_both_topics_so_it_stays_dele
     stop_connector(settings, EOS)
     edit = stage(fresh_demo, editor, EOS, strategy="delete", partition={"server": "orders-db"})
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == "applied", edit.error
     own, worker = latest(settings, EOS_TOPIC), latest(settings, "connect-offsets")
@@ -225,7 +228,7 @@ def test_a_running_connector_fails_the_lock_check_and_nothing_is_written(
     approve(edit, editor, approver)
     count = len(records(fresh_demo.settings, "connect-offsets"))
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     # Refused: back to approved, so it can be applied once the connector is stopped.
     assert edit.state == OffsetEdit.State.APPROVED
@@ -236,7 +239,7 @@ def test_a_running_connector_fails_the_lock_check_and_nothing_is_written(
     assert AuditEvent.objects.filter(edit=edit, action="apply-refused").count() == 1
 
     stop_connector(fresh_demo.settings, connector)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "applied", edit.error
 
 
@@ -248,7 +251,7 @@ def test_a_paused_connector_is_not_stopped_enough(fresh_demo, editor, approver):
         fresh_demo, editor, connector, strategy="set", partition=partition, offset={"c": 1}
     )
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "approved"
     assert "PAUSED is not enough" in edit.error
 
@@ -259,7 +262,7 @@ def test_a_connector_resumed_after_approval_is_caught_at_apply(fresh_demo, edito
     )
     approve(edit, editor, approver)
     resume_connector(fresh_demo.settings, AUDIT)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "approved"
     assert not {c["name"]: c for c in edit.lock_checks}["connector-stopped"]["passed"]
 
@@ -275,7 +278,7 @@ def test_offsets_moved_after_staging_make_the_edit_a_conflict_and_nothing_is_wri
     # A task (or another tool) commits a new offset after the diff was made.
     commit_source_offset(settings, "connect-offsets", AUDIT_KEY, b'{"position":999}')
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == OffsetEdit.State.CONFLICT
     checks = {c["name"]: c for c in edit.lock_checks}
@@ -284,8 +287,8 @@ def test_offsets_moved_after_staging_make_the_edit_a_conflict_and_nothing_is_wri
     assert '{"position":999} now' in checks["nothing-moved"]["message"]
     assert latest(settings, "connect-offsets")[AUDIT_KEY].value_bytes == b'{"position":999}'
     assert AuditEvent.objects.filter(edit=edit, action="conflict").count() == 1
-    with pytest.raises(edits.EditStateConflict):
-        edits.apply_edit(edit=edit, user=approver)
+    with pytest.raises(EditStateConflict):
+        apply_edit(edit=edit, user=approver)
 
 
 def test_a_failure_before_the_commit_writes_nothing_at_all(fresh_demo, editor, approver):
@@ -312,7 +315,7 @@ def test_a_failure_before_the_commit_writes_nothing_at_all(fresh_demo, editor, a
         time.sleep(1)
         raise RuntimeError("simulated failure after producing, before the commit")
 
-    edit = edits.apply_edit(edit=edit, user=approver, before_commit=fail_before_commit)
+    edit = apply_edit(edit=edit, user=approver, before_commit=fail_before_commit)
 
     assert edit.state == OffsetEdit.State.FAILED
     assert "simulated failure" in edit.error and "nothing was committed" in edit.error
@@ -343,7 +346,7 @@ def test_a_drifted_partition_is_changed_under_every_byte_form(fresh_demo, editor
     assert all("Key drift" in c.warnings[0] for c in edit.changes.all())
     stop_connector(settings, connector)
     approve(edit, editor, approver)
-    assert edits.apply_edit(edit=edit, user=approver).state == "applied"
+    assert apply_edit(edit=edit, user=approver).state == "applied"
     after = runtime_view(connector, latest(settings, "connect-offsets"))
     assert {key: r.value_bytes for key, r in after.items()} == dict.fromkeys(forms, b'{"c":2}')
 
@@ -355,7 +358,7 @@ def test_a_deleted_connectors_remaining_offsets_can_be_edited_with_a_warning(
     edit = stage(fresh_demo, editor, connector, strategy="delete", partition={"table": "stock"})
     assert any("connector is deleted" in w for w in edit.warnings)
     approve(edit, editor, approver)
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "applied", edit.error
     assert "is deleted" in edit.lock_checks[0]["message"]
     view = runtime_view(connector, latest(fresh_demo.settings, "connect-offsets"))

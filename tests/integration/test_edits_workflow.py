@@ -7,13 +7,19 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from offsets.edits import apply
+from offsets.edits.apply import apply_edit
+from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditInputError, EditStateConflict
+from offsets.edits.imports import import_document
+from offsets.edits.preview import StageRequest
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.formats.edit_rules import runtime_view
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import groups, reading
 from offsets.models import AuditEvent, OffsetEdit
-from offsets.services import edits, offsets_export
-from offsets.services.edits import StageRequest
+from offsets.services import offsets_export
 from tests.integration.connect_sim import stop_connector
 
 pytestmark = pytest.mark.integration
@@ -34,14 +40,14 @@ def latest(settings, topic="connect-offsets"):
 
 
 def approved_audit_edit(fresh_demo, editor, approver, offset):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector=AUDIT,
         user=editor,
         request=StageRequest(strategy="set", partition=AUDIT_PARTITION, offset=offset),
     )
-    edits.submit_edit(edit=edit, user=editor)
-    return edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
 
 
 def test_an_edit_left_applying_after_its_commit_is_reconciled_as_applied(
@@ -52,9 +58,9 @@ def test_an_edit_left_applying_after_its_commit_is_reconciled_as_applied(
     def crash(*args, **kwargs):
         raise Crash
 
-    monkeypatch.setattr(edits, "_verify", crash)
+    monkeypatch.setattr(apply, "_verify", crash)
     with pytest.raises(Crash):
-        edits.apply_edit(edit=edit, user=approver)
+        apply_edit(edit=edit, user=approver)
     monkeypatch.undo()
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLYING  # what a restart finds
@@ -81,7 +87,7 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
         raise Crash
 
     with pytest.raises(Crash) as crashed:
-        edits.apply_edit(edit=edit, user=approver, before_commit=crash)
+        apply_edit(edit=edit, user=approver, before_commit=crash)
     # The dead process's producer goes away with it, its open transaction on the broker.
     del crashed
     gc.collect()
@@ -89,8 +95,8 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
     assert edit.state == OffsetEdit.State.APPLYING
     # Another apply of the same connector is refused while this one is unsettled.
     other = approved_audit_edit(fresh_demo, editor, approver, {"position": 7})
-    with pytest.raises(edits.EditStateConflict, match="being applied"):
-        edits.apply_edit(edit=other, user=approver)
+    with pytest.raises(EditStateConflict, match="being applied"):
+        apply_edit(edit=other, user=approver)
 
     call_command("reconcile_edits", "--min-age", "0", stdout=io.StringIO())
 
@@ -99,7 +105,7 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
     assert "interrupted before its write committed" in edit.error
     assert latest(fresh_demo.settings)[AUDIT_KEY].value_bytes == before
     # Settled, the connector can take the other edit.
-    assert edits.apply_edit(edit=other, user=approver).state == "applied"
+    assert apply_edit(edit=other, user=approver).state == "applied"
 
 
 # --- Roles ------------------------------------------------------------------------------------
@@ -108,25 +114,25 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
 def test_the_review_rules_hold_in_the_service_for_pages_api_and_commands_alike(
     fresh_demo, editor, approver, second_approver
 ):
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector=AUDIT,
         user=approver,  # approvers may stage too ...
         request=StageRequest(strategy="set", partition=AUDIT_PARTITION, offset={"position": 1}),
     )
-    with pytest.raises(edits.EditForbidden):
-        edits.submit_edit(edit=edit, user=editor)  # ... and only the author submits
-    edits.submit_edit(edit=edit, user=approver, comment="mine")
-    with pytest.raises(edits.EditForbidden, match="own edit"):
-        edits.approve_edit(edit=edit, user=approver)  # ... but never approve their own
-    with pytest.raises(edits.EditForbidden):
-        edits.approve_edit(edit=edit, user=editor)  # editors do not approve
-    edits.approve_edit(edit=edit, user=second_approver, comment="looks right")
-    with pytest.raises(edits.EditForbidden):
-        edits.apply_edit(edit=edit, user=editor)
-    with pytest.raises(edits.EditStateConflict):
-        edits.approve_edit(edit=edit, user=second_approver)  # approved already
-    edit = edits.apply_edit(edit=edit, user=approver)
+    with pytest.raises(EditForbidden):
+        submit_edit(edit=edit, user=editor)  # ... and only the author submits
+    submit_edit(edit=edit, user=approver, comment="mine")
+    with pytest.raises(EditForbidden, match="own edit"):
+        approve_edit(edit=edit, user=approver)  # ... but never approve their own
+    with pytest.raises(EditForbidden):
+        approve_edit(edit=edit, user=editor)  # editors do not approve
+    approve_edit(edit=edit, user=second_approver, comment="looks right")
+    with pytest.raises(EditForbidden):
+        apply_edit(edit=edit, user=editor)
+    with pytest.raises(EditStateConflict):
+        approve_edit(edit=edit, user=second_approver)  # approved already
+    edit = apply_edit(edit=edit, user=approver)
     assert edit.state == "applied"
     assert edit.approved_by == second_approver and edit.applied_by == approver
     comments = dict(AuditEvent.objects.filter(edit=edit).values_list("action", "comment"))
@@ -134,8 +140,8 @@ def test_the_review_rules_hold_in_the_service_for_pages_api_and_commands_alike(
 
 
 def test_an_unknown_connector_is_not_found(fresh_demo, editor):
-    with pytest.raises(edits.ConnectorNotFound):
-        edits.stage_edit(
+    with pytest.raises(ConnectorNotFound):
+        stage_edit(
             cluster=fresh_demo.cluster,
             connector="nope",
             user=editor,
@@ -287,17 +293,15 @@ def test_a_bad_entry_anywhere_in_an_import_stages_nothing_and_names_the_field(
             }
         ],
     }
-    with pytest.raises(edits.EditInputError) as error:
-        edits.import_document(cluster=fresh_demo.cluster, user=editor, data=json.dumps(document))
+    with pytest.raises(EditInputError) as error:
+        import_document(cluster=fresh_demo.cluster, user=editor, data=json.dumps(document))
     assert error.value.field == "s3-sink-orders[0].partition.kafka_partition"
     path = tmp_path / "bad.json"
     path.write_text('{"file-source-audit": [')
     with pytest.raises(CommandError, match=r"Nothing was staged\. document: invalid JSON"):
         call_command("import_offsets", "--cluster", "fresh", "--file", str(path), "--user", "erin")
-    with pytest.raises(edits.EditInputError) as error:
-        edits.import_document(
-            cluster=fresh_demo.cluster, user=editor, data=json.dumps({"nope": []})
-        )
+    with pytest.raises(EditInputError) as error:
+        import_document(cluster=fresh_demo.cluster, user=editor, data=json.dumps({"nope": []}))
     assert error.value.field == "nope"
     assert not OffsetEdit.objects.exists() and not AuditEvent.objects.exists()
 
@@ -306,7 +310,7 @@ def test_an_export_imported_back_changes_nothing(fresh_demo, editor):
     document = offsets_export.export_connectors(
         cluster=fresh_demo.cluster, connectors=[AUDIT, "s3-sink-orders"]
     )
-    result = edits.import_document(cluster=fresh_demo.cluster, user=editor, data=document)
+    result = import_document(cluster=fresh_demo.cluster, user=editor, data=document)
     assert result.edits == []
     assert set(result.unchanged) == {AUDIT, "s3-sink-orders"}
 
@@ -321,13 +325,13 @@ def test_a_stopped_sink_edit_from_an_import_applies_like_any_other(fresh_demo, e
             }
         ]
     }
-    result = edits.import_document(
+    result = import_document(
         cluster=fresh_demo.cluster, user=editor, data=document, connector="s3-sink-orders"
     )
     (edit,) = result.edits
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
-    assert edits.apply_edit(edit=edit, user=approver).state == "applied"
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
+    assert apply_edit(edit=edit, user=approver).state == "applied"
     assert (
         groups.committed_offsets(fresh_demo.settings, "connect-s3-sink-orders")[("payments", 0)]
         == 1

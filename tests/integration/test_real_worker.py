@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
+from offsets.edits.apply import apply_edit
+from offsets.edits.preview import StageRequest
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import admin, embedded, groups, producers, reading
@@ -27,8 +31,7 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.services import edits, snapshots
-from offsets.services.edits import StageRequest
+from offsets.services import snapshots
 from offsets.services.refresh import run_refresh
 from tests.conftest import REFRESH_MODELS
 from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, canonical, wait_until
@@ -155,20 +158,20 @@ def file_sink(path: Path, topic: str) -> dict:
 
 
 def stage_approve_apply(cluster, connector, editor, approver, **request) -> OffsetEdit:
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
     )
-    edits.submit_edit(edit=edit, user=editor)
-    edits.approve_edit(edit=edit, user=approver)
-    return edits.apply_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    approve_edit(edit=edit, user=approver)
+    return apply_edit(edit=edit, user=approver)
 
 
 def stage_and_approve(cluster, connector, editor, approver, **request) -> OffsetEdit:
-    edit = edits.stage_edit(
+    edit = stage_edit(
         cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
     )
-    edits.submit_edit(edit=edit, user=editor)
-    return edits.approve_edit(edit=edit, user=approver)
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
 
 
 def stopped(rest: ConnectRest, connector: str) -> None:
@@ -590,7 +593,7 @@ def test_the_lock_check_refuses_running_and_paused_connectors_and_accepts_stoppe
     )  # fmt: skip
 
     def refused(state: str) -> None:
-        result = edits.apply_edit(edit=edit, user=approver)
+        result = apply_edit(edit=edit, user=approver)
         assert result.state == OffsetEdit.State.APPROVED, f"{state}: {result.error}"
         checks = {c["name"]: c for c in result.lock_checks}
         assert not checks["connector-stopped"]["passed"], state
@@ -603,7 +606,7 @@ def test_the_lock_check_refuses_running_and_paused_connectors_and_accepts_stoppe
     refused("PAUSED")
     stopped(rest, connector)
 
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
     assert all(check["passed"] for check in edit.lock_checks)
@@ -637,7 +640,7 @@ def test_the_lock_check_refuses_a_stopped_sink_whose_group_has_a_live_member(
         while not member.assignment() and time.monotonic() < deadline:
             member.poll(0.2)
         assert member.assignment(), "the test consumer never joined the group"
-        edit = edits.apply_edit(edit=edit, user=approver)
+        edit = apply_edit(edit=edit, user=approver)
     finally:
         member.close()
 
@@ -677,7 +680,7 @@ def test_an_edit_of_a_file_whose_name_needs_escaping_writes_the_workers_key_and_
     (change,) = edit.changes.all()
     assert bytes(change.key_bytes) == worker_key
     assert jackson.loads(worker_key) == [connector, partition]
-    edit = edits.apply_edit(edit=edit, user=approver)
+    edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
     # Still one key: the edit overwrote the worker's record rather than adding a look-alike.

@@ -17,11 +17,12 @@ from collections import Counter, defaultdict
 import pytest
 from django.urls import reverse
 
+from offsets.edits.live import LiveReader, read_connector
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import admin, producers
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
-from offsets.services import connect_state, edits, history
+from offsets.services import connect_state, history
 from offsets.services.refresh import run_refresh
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -303,8 +304,8 @@ def test_garbage_in_every_connect_topic_is_counted_and_the_good_records_are_kept
     assert page.status_code == 200
     assert b"malformed records skipped" in page.content
 
-    reader = edits.LiveReader(cluster)
-    context = edits.read_connector(cluster=cluster, connector=name, reader=reader)
+    reader = LiveReader(cluster)
+    context = read_connector(cluster=cluster, connector=name, reader=reader)
     assert context.connector_state == good_snapshots[name]["runtime_state"]
     worker = latest_offsets((r.key, r.value) for r in reader.records(OFFSETS))
     assert {str(reason): n for reason, n in worker.malformed.items()} == expected[OFFSETS]

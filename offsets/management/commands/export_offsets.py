@@ -1,10 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from offsets.edits.errors import ConnectorNotFound
 from offsets.formats import jackson
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
 from offsets.services import offsets_export
-from offsets.services.edits import ConnectorNotFound
 
 
 class Command(BaseCommand):

@@ -4,9 +4,10 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from offsets.edits.errors import EditError, EditInputError
+from offsets.edits.imports import import_document
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
-from offsets.services import edits
 
 
 class Command(BaseCommand):
@@ -46,7 +47,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {options['file']}: {exc}") from exc
         try:
-            result = edits.import_document(
+            result = import_document(
                 cluster=cluster,
                 user=user,
                 data=data,
@@ -54,10 +55,10 @@ class Command(BaseCommand):
                 dry_run=options["dry_run"],
                 comment=options["comment"],
             )
-        except edits.EditInputError as exc:
+        except EditInputError as exc:
             where = f"{exc.field}: " if exc.field else ""
             raise CommandError(f"Nothing was staged. {where}{exc.message}") from exc
-        except (edits.EditError, KafkaUnavailable, TopicNotFound) as exc:
+        except (EditError, KafkaUnavailable, TopicNotFound) as exc:
             raise CommandError(f"Nothing was staged. {exc}") from exc
         for preview in result.previews:
             self.stdout.write(preview.as_text())

@@ -3,8 +3,8 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from offsets.edits.reconcile import reconcile_edits, stale_after
 from offsets.models import Cluster, OffsetEdit
-from offsets.services import edits
 
 
 class Command(BaseCommand):
@@ -43,12 +43,12 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError(f"Unknown user {options['user']!r}.")
         if options["min_age"] is None:
-            min_age = edits.stale_after()
+            min_age = stale_after()
         elif options["min_age"] < 0:
             raise CommandError("--min-age must be 0 or more.")
         else:
             min_age = timedelta(seconds=options["min_age"])
-        results = edits.reconcile_edits(cluster=cluster, min_age=min_age, user=user)
+        results = reconcile_edits(cluster=cluster, min_age=min_age, user=user)
         if not results:
             younger = OffsetEdit.objects.filter(state=OffsetEdit.State.APPLYING)
             if cluster is not None:

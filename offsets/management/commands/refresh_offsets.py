@@ -8,8 +8,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from offsets.edits.reconcile import reconcile_edits, stale_after
 from offsets.models import Cluster, RefreshRun
-from offsets.services import background, edits
+from offsets.services import background
 from offsets.services.refresh import INTERRUPTED, has_read_before, run_refresh
 
 logger = logging.getLogger(__name__)
@@ -182,10 +183,10 @@ class Command(BaseCommand):
         """Settle the cluster's edits left "applying" by a process that died.
 
         So a crash is settled even if nobody runs reconcile_edits. Only edits older than
-        edits.stale_after(): a live apply is never judged between its steps.
+        stale_after(): a live apply is never judged between its steps.
         """
         try:
-            results = edits.reconcile_edits(cluster=cluster, min_age=edits.stale_after())
+            results = reconcile_edits(cluster=cluster, min_age=stale_after())
         except Exception:
             # The refresh loop must outlive a bad round of reconciliation (a database hiccup).
             logger.exception("Reconciling the stale edits of %s failed", cluster.name)

@@ -1,0 +1,1 @@
+"""Offset edits: stage, review, lock-check, apply, verify, reconcile, audit (one module each)."""

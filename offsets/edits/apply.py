@@ -1,0 +1,229 @@
+"""Apply an approved edit: claim it, run the lock check, write, then verify by reading back."""
+
+import logging
+from collections.abc import Callable
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from offsets import faults
+from offsets.edits import audit
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    EditForbidden,
+    EditStateConflict,
+    SinkWriteIncomplete,
+)
+from offsets.edits.live import LiveReader
+from offsets.edits.lock_check import lock_check
+from offsets.edits.outcome import finish, partial, settle_live, settle_sink_group
+from offsets.edits.reconcile import reconcile
+from offsets.edits.roles import can_approve
+from offsets.edits.writes import write_sink, write_source
+from offsets.formats import edit_rules
+from offsets.kafka import offsets_writer
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.models import AuditEvent, OffsetEdit
+
+logger = logging.getLogger(__name__)
+
+State = OffsetEdit.State
+Action = AuditEvent.Action
+
+
+def apply_edit(
+    *,
+    edit: OffsetEdit,
+    user,
+    comment: str = "",
+    before_commit: Callable[[], None] | None = None,
+) -> OffsetEdit:
+    """Claim, lock-check, write, verify. Returns the edit in its final (or in-doubt) state.
+
+    Refused checks (connector running, group active, cluster unreachable during the check)
+    write nothing and return the edit to "approved" so it can be applied once fixed. Moved
+    offsets make it a "conflict": it must be staged again. ``before_commit`` is passed to the
+    transactional writer (tests use it to fail at the worst moment).
+    """
+    if not can_approve(user):
+        raise EditForbidden("Applying needs the approver role (approve_offsetedit).")
+    # The claim and its audit entry are one write: a database that fails between them must
+    # not leave an edit "applying" that the audit log never saw start.
+    with transaction.atomic():
+        _claim(edit, user)
+        audit.record_state(edit, Action.APPLY_STARTED, user, comment)
+    checks = _check(edit, user)
+    if checks is None:
+        return edit
+    return _write_and_verify(edit, user, checks, before_commit)
+
+
+def _claim(edit: OffsetEdit, user) -> None:
+    try:
+        # A savepoint, so the unique-constraint error does not poison an outer transaction.
+        with transaction.atomic():
+            claimed = OffsetEdit.objects.filter(pk=edit.pk, state=State.APPROVED).update(
+                state=State.APPLYING,
+                applied_by=user,
+                apply_started_at=timezone.now(),
+                updated=timezone.now(),
+                error="",
+            )
+    except IntegrityError:
+        raise EditStateConflict(
+            f"Another edit of {edit.connector} is being applied right now; nothing was done."
+        ) from None
+    if claimed != 1:
+        current = OffsetEdit.objects.filter(pk=edit.pk).values_list("state", flat=True).first()
+        raise EditStateConflict(
+            f"Edit #{edit.pk} is {current}, not approved: someone else got there first or it "
+            "was never approved. Nothing was done."
+        )
+
+
+def _check(edit: OffsetEdit, user) -> list[dict] | None:
+    """Run the lock check and return its results, or None once a failed check settled the edit."""
+    try:
+        results = lock_check(edit=edit)
+    except (KafkaUnavailable, ConnectorNotFound) as exc:
+        _release(edit, user, [], f"The lock check could not read the cluster: {exc}")
+        return None
+    except Exception as exc:
+        # Nothing has been written yet: give the claim back rather than strand the edit.
+        logger.exception("Lock check of edit %s failed", edit.pk)
+        _release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
+        return None
+    checks = [c.as_dict() for c in results]
+    failed = [c for c in results if not c.passed]
+    moved = [c for c in failed if c.name == edit_rules.NOTHING_MOVED]
+    if moved:
+        finish(edit, State.CONFLICT, Action.CONFLICT, user, checks=checks, error=moved[0].message)
+        return None
+    if failed:
+        refused = "; ".join(c.message for c in failed)
+        _release(edit, user, checks, f"The lock check refused the apply: {refused}")
+        return None
+    OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
+    return checks
+
+
+def _release(edit: OffsetEdit, user, checks: list[dict], message: str) -> None:
+    """Give the claim back: nothing was written, the edit can be applied again later."""
+    with transaction.atomic():
+        OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+            state=State.APPROVED, lock_checks=checks, error=message, updated=timezone.now()
+        )
+        edit.refresh_from_db()
+        audit.record(edit, Action.APPLY_REFUSED, user, "", {"checks": checks, "error": message})
+
+
+def _write_and_verify(
+    edit: OffsetEdit, user, checks: list[dict], before_commit: Callable[[], None] | None
+) -> OffsetEdit:
+    def pause_then_before_commit() -> None:
+        faults.pause_point("apply-before-commit")
+        if before_commit is not None:
+            before_commit()
+
+    try:
+        if edit.is_source:
+            written = write_source(edit, pause_then_before_commit)
+        else:
+            pause_then_before_commit()
+            written = write_sink(edit)
+    except offsets_writer.WriteNotCommitted as exc:
+        return _fail(edit, user, checks, str(exc), {"committed": False})
+    except TopicNotFound as exc:
+        return _fail(edit, user, checks, f"{exc} Nothing was written.", {"committed": False})
+    except SinkWriteIncomplete as exc:
+        return _settle_incomplete_sink(edit, user, checks, exc)
+    except Exception as exc:
+        # The outcome is unknown (a commit that timed out, a sink request that may have
+        # reached the coordinator): read the offsets back to find out.
+        logger.warning("Apply of edit %s ended in doubt: %s", edit.pk, exc)
+        return _settle_in_doubt(edit, user, checks, str(exc))
+    faults.pause_point("apply-after-commit")
+    return _verify(edit, user, checks, written)
+
+
+def _settle_incomplete_sink(
+    edit: OffsetEdit, user, checks: list[dict], exc: SinkWriteIncomplete
+) -> OffsetEdit:
+    """Judge a partial sink delete whose second step failed, on the WHOLE group.
+
+    The second step's answer was lost or refused, but its request may have landed (a lost
+    response looks the same): the same rule as reconciliation decides. The edit's own
+    partitions alone would call it applied while the others may have lost their offsets.
+    """
+    try:
+        now = LiveReader(edit.cluster).committed(edit.group_id)
+    except KafkaUnavailable as read_error:
+        restore = exc.restore
+        seen = (
+            f"The group could not be read back: {read_error}. Commit these offsets to "
+            f"restore them: {edit_rules.restore_text(restore)}"
+        )
+    else:
+        settled = settle_sink_group(edit, exc.restore, now)
+        if settled.outcome == "applied":
+            written = {"committed": len(exc.restore), "second_step_error": exc.cause}
+            return _verify(edit, user, checks, written)
+        if settled.outcome == "incomplete":
+            # Exactly the kept partitions that are not back (the message lists them).
+            restore, seen = settled.restore, f"Read back: {settled.message}"
+        else:
+            # Something else wrote to the group: every kept offset is left to check.
+            restore = exc.restore
+            seen = (
+                f"Read back: {settled.message} Commit these offsets to restore them: "
+                f"{edit_rules.restore_text(restore)}"
+            )
+    return _fail(
+        edit,
+        user,
+        checks,
+        f"The group was deleted but committing the other partitions again failed: "
+        f"{exc.cause}. {seen}",
+        partial(restore),
+    )
+
+
+def _verify(edit: OffsetEdit, user, checks: list[dict], written: dict) -> OffsetEdit:
+    try:
+        settled = settle_live(edit)
+    except (KafkaUnavailable, ConnectorNotFound) as exc:
+        # The commit was acknowledged, so the edit is applied; only the read-back failed.
+        extra = {**written, "verified": False, "verify_error": str(exc)}
+        return finish(edit, State.APPLIED, Action.APPLIED, user, checks=checks, extra=extra)
+    if settled.outcome == "applied":
+        extra = {**written, "verified": True, "verification": settled.message}
+        return finish(edit, State.APPLIED, Action.APPLIED, user, checks=checks, extra=extra)
+    extra = {**written, "verified": False}
+    if settled.outcome == "incomplete":
+        extra.update(partial(settled.restore))
+    return _fail(
+        edit,
+        user,
+        checks,
+        f"The write was acknowledged but reading it back disagrees: {settled.message}",
+        extra,
+    )
+
+
+def _settle_in_doubt(edit: OffsetEdit, user, checks: list[dict], error: str) -> OffsetEdit:
+    try:
+        return reconcile(edit, user, error=error)
+    except (KafkaUnavailable, ConnectorNotFound) as exc:
+        with transaction.atomic():
+            OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+                error=error, lock_checks=checks, updated=timezone.now()
+            )
+            edit.refresh_from_db()
+            details = {"error": error, "read_back_error": str(exc)}
+            audit.record(edit, Action.IN_DOUBT, user, "", details)
+        return edit
+
+
+def _fail(edit: OffsetEdit, user, checks: list[dict], error: str, extra: dict) -> OffsetEdit:
+    """Finish an apply as failed, audited "failed" with the lock check and the details."""
+    return finish(edit, State.FAILED, Action.FAILED, user, checks=checks, error=error, extra=extra)

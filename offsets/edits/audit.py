@@ -1,0 +1,46 @@
+"""Write and read the append-only audit log of offset edits."""
+
+from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
+
+
+def record(edit: OffsetEdit, action: str, user, comment: str, details: dict) -> AuditEvent:
+    """Append one event about ``edit``; a user of None (or unsaved) is recorded as "system"."""
+    return AuditEvent.objects.create(
+        cluster_id=edit.cluster_id,
+        connector=edit.connector,
+        edit=edit,
+        action=action,
+        actor=user if user is not None and user.pk else None,
+        actor_name=user.get_username() if user is not None and user.pk else "system",
+        comment=comment,
+        details=details,
+    )
+
+
+def record_state(edit: OffsetEdit, action: str, user, comment: str) -> OffsetEdit:
+    """Reload the edit after a state change and append the event with its new state."""
+    edit.refresh_from_db()
+    record(edit, action, user, comment, {"state": edit.state})
+    return edit
+
+
+def change_details(change: OffsetEditChange) -> dict:
+    """Return one touched partition as the audit log keeps it."""
+    details = {
+        "partition": change.partition,
+        "before": change.before,
+        "after": change.after,
+        "is_new": change.is_new,
+        "is_delete": change.is_delete,
+    }
+    if change.key_bytes is not None:
+        details["key"] = change.key_text
+    return details
+
+
+def audit_log(*, cluster: Cluster, connector: str | None = None, limit: int = 50):
+    """Return the newest audit events of a cluster (or one connector), newest first."""
+    events = AuditEvent.objects.filter(cluster=cluster).select_related("edit")
+    if connector is not None:
+        events = events.filter(connector=connector)
+    return events[:limit]

@@ -1,0 +1,54 @@
+"""The errors the edit workflow raises to the pages, the API and the commands."""
+
+from offsets.formats import edit_rules
+from offsets.kafka.errors import KafkaUnavailable
+
+
+class EditError(Exception):
+    """Base of the errors a caller shows to people; ``field`` names the input at fault."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class EditInputError(EditError):
+    """Bad input: the pages show it by the field, the API answers 400."""
+
+
+class DocumentInputError(EditInputError):
+    """Bad input at a place in an imported document; ``field`` is that place's path
+    (``orders-sink[0].partition``, a connector's name, or ``document`` for all of it)."""
+
+
+class NothingToChange(EditInputError):
+    """Every requested offset is already in place: there is no diff to stage."""
+
+
+class ConnectorNotFound(EditError):
+    """No such connector in the config topic nor in the offsets topic (404)."""
+
+
+class EditForbidden(EditError):
+    """The user may not do this (403): missing role, or approving their own edit."""
+
+
+class EditStateConflict(EditError):
+    """The edit is not in a state that allows this, or someone else acted first (409)."""
+
+
+class SinkWriteIncomplete(KafkaUnavailable):
+    """A partial sink delete deleted the group, then committing the other partitions failed.
+
+    Not "in doubt": the group is known to be gone, and the other partitions with it. Reading
+    the edit's own partitions back would say "applied"; ``restore`` holds what was lost.
+    """
+
+    def __init__(self, cause: str, restore: dict[tuple[str, int], int]) -> None:
+        super().__init__(
+            f"The group was deleted but committing the other partitions again failed: {cause}. "
+            f"Commit these offsets to restore them: {edit_rules.restore_text(restore)}"
+        )
+        self.cause = cause
+        self.restore = restore

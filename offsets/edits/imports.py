@@ -1,0 +1,134 @@
+"""Stage one draft edit per connector from an imported KIP-875 or KIP-199 document."""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    DocumentInputError,
+    EditForbidden,
+    EditInputError,
+    NothingToChange,
+)
+from offsets.edits.live import ConnectorContext, LiveReader, read_connector
+from offsets.edits.preview import Preview, StageRequest
+from offsets.edits.roles import can_stage
+from offsets.edits.staging import preview_edit, save_preview
+from offsets.formats.offsets_json import (
+    OffsetsDocumentError,
+    PartitionOffset,
+    load_document,
+    parse_kip199,
+    parse_kip875,
+)
+from offsets.models import AuditEvent, Cluster, OffsetEdit
+
+# An imported document is read and parsed whole, in memory: this bounds what one upload costs.
+IMPORT_MAX_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class ImportResult:
+    previews: list[Preview]
+    edits: list[OffsetEdit]
+    # Connectors named in the document whose offsets already match.
+    unchanged: dict[str, str]
+
+
+def import_document(
+    *,
+    cluster: Cluster,
+    user,
+    data: bytes | str | object,
+    connector: str = "",
+    dry_run: bool = False,
+    comment: str = "",
+) -> ImportResult:
+    """Stage one draft edit per connector from a KIP-875 or KIP-199 document.
+
+    Never applies anything. Everything is checked before anything is saved: a bad entry
+    anywhere stages nothing (EditInputError naming the field). With ``dry_run`` nothing is
+    saved at all and the previews are returned.
+    """
+    if not dry_run and not can_stage(user):
+        raise EditForbidden("Importing offsets needs the editor role (stage_offsetedit).")
+    try:
+        document = load_document(data) if isinstance(data, bytes | str) else data
+    except OffsetsDocumentError as exc:
+        raise DocumentInputError(exc.message, field=exc.field) from None
+    reader = LiveReader(cluster)
+    if connector:
+        contexts, entries = _read_kip875(cluster, reader, document, connector)
+    else:
+        contexts, entries = _read_kip199(cluster, reader, document)
+    previews: list[Preview] = []
+    unchanged: dict[str, str] = {}
+    for name, connector_entries in entries.items():
+        request = StageRequest(strategy="import", entries=tuple(connector_entries))
+        try:
+            previews.append(
+                preview_edit(
+                    cluster=cluster,
+                    connector=name,
+                    request=request,
+                    reader=reader,
+                    context=contexts[name],
+                )
+            )
+        except NothingToChange as exc:
+            unchanged[name] = exc.message
+        except EditInputError as exc:
+            where = f"{exc.field}: " if exc.field else ""
+            raise DocumentInputError(f"{where}{exc.message}", field=name) from None
+    if dry_run:
+        return ImportResult(previews=previews, edits=[], unchanged=unchanged)
+    with transaction.atomic():
+        edits = [
+            save_preview(
+                preview,
+                cluster=cluster,
+                user=user,
+                comment=comment,
+                action=AuditEvent.Action.IMPORTED,
+            )
+            for preview in previews
+        ]
+    return ImportResult(previews=previews, edits=edits, unchanged=unchanged)
+
+
+Parsed = tuple[dict[str, ConnectorContext], dict[str, list[PartitionOffset]]]
+
+
+def _read_kip875(cluster: Cluster, reader: LiveReader, document: object, connector: str) -> Parsed:
+    """Return the one named connector's context and entries."""
+    context = read_connector(cluster=cluster, connector=connector, reader=reader)
+    try:
+        entries = parse_kip875(document, connector_type=context.type)
+    except OffsetsDocumentError as exc:
+        raise DocumentInputError(exc.message, field=exc.field) from None
+    return {connector: context}, {connector: entries}
+
+
+def _read_kip199(cluster: Cluster, reader: LiveReader, document: object) -> Parsed:
+    """Return every connector the document names, with its context and entries."""
+    if isinstance(document, dict) and set(document) == {"offsets"}:
+        raise EditInputError(
+            "This is a KIP-875 document (one connector): say which connector it is for.",
+            field="connector",
+        )
+    try:
+        names = list(parse_kip199(document))
+    except OffsetsDocumentError as exc:
+        raise DocumentInputError(exc.message, field=exc.field) from None
+    contexts = {}
+    for name in names:
+        try:
+            contexts[name] = read_connector(cluster=cluster, connector=name, reader=reader)
+        except ConnectorNotFound as exc:
+            raise DocumentInputError(exc.message, field=name) from None
+    try:
+        entries = parse_kip199(document, connector_types={n: c.type for n, c in contexts.items()})
+    except OffsetsDocumentError as exc:
+        raise DocumentInputError(exc.message, field=exc.field) from None
+    return contexts, entries

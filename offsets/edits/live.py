@@ -1,0 +1,277 @@
+"""Read a connector's Connect topics and consumer group now, the way the runtime reads them."""
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+
+from offsets.edits.errors import ConnectorNotFound
+from offsets.formats import edit_rules
+from offsets.formats.config_records import ConfigSnapshot, fold_config_records
+from offsets.formats.connectors import (
+    connector_type,
+    is_mirrormaker2,
+    sink_group_id,
+    source_offsets_topics,
+)
+from offsets.formats.edit_rules import CheckResult
+from offsets.formats.offset_records import LatestOffsets, SourceOffsetRecord, latest_offsets
+from offsets.formats.status_records import StatusSnapshot, fold_status_records
+from offsets.kafka import admin, groups, reading
+from offsets.kafka.errors import TopicNotFound
+from offsets.models import Cluster
+
+# Live reads (staging, lock check, verification) run to the end of the topic and are waited
+# on by a person. At the end, the broker holds an empty fetch for fetch.wait.max.ms (500 ms by
+# default), and a consume call asking for a batch waits for it to fill until its timeout:
+# asking for one message at a time returns as soon as anything (the end included) arrives,
+# and is no slower per record.
+LIVE_READ_SETTINGS = {"fetch.wait.max.ms": 10}
+LIVE_READ_BATCH = 1
+
+
+class LiveReader:
+    """Read a cluster's Connect topics now, each at most once per instance.
+
+    One instance serves one step (a staging, a lock check, a verification); a new step needs
+    a new instance so it sees the topics as they are then.
+    """
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.kafka = cluster.kafka_settings()
+        self._records: dict[str, list[reading.RawRecord]] = {}
+        self._configs: ConfigSnapshot | None = None
+        self._statuses: StatusSnapshot | None = None
+        self._latest: dict[str, LatestOffsets] = {}
+        self._counts: dict[str, int] | None = None
+
+    def records(self, topic: str) -> list[reading.RawRecord]:
+        if topic not in self._records:
+            self._records[topic] = list(
+                reading.read_topic(
+                    {**self.kafka, **LIVE_READ_SETTINGS},
+                    topic,
+                    timeout=settings.KAFKA_READ_TIMEOUT,
+                    batch_size=LIVE_READ_BATCH,
+                )
+            )
+        return self._records[topic]
+
+    def configs(self) -> ConfigSnapshot:
+        if self._configs is None:
+            self._configs = fold_config_records(
+                (r.key, r.value) for r in self.records(self.cluster.configs_topic)
+            )
+        return self._configs
+
+    def statuses(self) -> StatusSnapshot:
+        if self._statuses is None:
+            self._statuses = fold_status_records(
+                (r.key, r.value) for r in self.records(self.cluster.status_topic)
+            )
+        return self._statuses
+
+    def latest(self, topic: str) -> LatestOffsets:
+        if topic not in self._latest:
+            self._latest[topic] = latest_offsets((r.key, r.value) for r in self.records(topic))
+        return self._latest[topic]
+
+    def partition_counts(self) -> dict[str, int]:
+        if self._counts is None:
+            self._counts = admin.topic_partition_counts(
+                self.kafka, timeout=settings.KAFKA_READ_TIMEOUT
+            )
+        return self._counts
+
+    def committed(self, group_id: str) -> dict[tuple[str, int], int]:
+        """Return the group's committed offsets now (not kept: each call asks again)."""
+        return groups.committed_offsets(self.kafka, group_id, timeout=settings.KAFKA_READ_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class ConnectorContext:
+    """What the config and status topics say about one connector, read live."""
+
+    name: str
+    type: str
+    deleted: bool
+    target_state: str | None
+    connector_state: str | None
+    task_states: dict[int, str]
+    mirrormaker2: bool
+    # Source: where its offsets live (primary = own topic when it has one).
+    primary_topic: str = ""
+    worker_topic: str = ""
+    own_topic: bool = False
+    # Sink: its consumer group and input topics.
+    group_id: str = ""
+    sink_topics: tuple[str, ...] = ()
+    sink_topics_regex: str = ""
+
+    @property
+    def is_source(self) -> bool:
+        return self.type == "source"
+
+    def stopped_check(self) -> CheckResult:
+        return edit_rules.check_connector_stopped(
+            connector=self.name,
+            deleted=self.deleted,
+            target_state=self.target_state,
+            connector_state=self.connector_state,
+            task_states=self.task_states,
+        )
+
+
+def read_connector(
+    *, cluster: Cluster, connector: str, reader: LiveReader | None = None
+) -> ConnectorContext:
+    """Return the connector's live context, or raise ConnectorNotFound."""
+    reader = reader or LiveReader(cluster)
+    config = reader.configs().connectors.get(connector)
+    status = reader.statuses().connectors.get(connector)
+    if config is None:
+        # The config may be compacted away while offsets remain: still a (deleted) source.
+        worker = reader.latest(cluster.offsets_topic)
+        if not any(record.connector == connector for record in worker.offsets.values()):
+            raise ConnectorNotFound(
+                f"No connector {connector!r} on {cluster.name}: it is neither in "
+                f"{cluster.configs_topic} nor in {cluster.offsets_topic}.",
+                field="connector",
+            )
+        properties: dict[str, str | None] = {}
+        deleted, target_state = True, None
+    else:
+        properties = config.properties or {}
+        deleted, target_state = config.deleted, config.target_state
+    kind = connector_type(properties)
+    task_states = (
+        {task: task_status.state for task, task_status in status.tasks.items()} if status else {}
+    )
+    common = {
+        "name": connector,
+        "type": kind,
+        "deleted": deleted,
+        "target_state": None if deleted else target_state,
+        "connector_state": status.state if status else None,
+        "task_states": task_states,
+        "mirrormaker2": is_mirrormaker2(properties),
+    }
+    if kind == "source":
+        topics = source_offsets_topics(properties, cluster.offsets_topic)
+        return ConnectorContext(
+            **common,
+            primary_topic=topics.primary,
+            worker_topic=topics.worker,
+            own_topic=topics.own_topic,
+        )
+    listed = tuple(t.strip() for t in (properties.get("topics") or "").split(",") if t.strip())
+    return ConnectorContext(
+        **common,
+        group_id=sink_group_id(connector, properties),
+        sink_topics=listed,
+        sink_topics_regex=(properties.get("topics.regex") or "").strip(),
+    )
+
+
+def source_view(
+    *, context: ConnectorContext, reader: LiveReader
+) -> dict[bytes, SourceOffsetRecord]:
+    """Return the connector's offsets as its tasks would read them now, by exact key bytes."""
+    worker = reader.latest(context.worker_topic).offsets
+    own = None
+    if context.own_topic:
+        try:
+            own = reader.latest(context.primary_topic).offsets
+        except TopicNotFound:
+            # The runtime creates the connector's topic when the connector first starts.
+            own = {}
+    return edit_rules.runtime_view(context.name, worker, own)
+
+
+def sink_partitions(
+    *, context: ConnectorContext, reader: LiveReader, committed: Iterable[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """Every partition of the sink's input topics, plus any its group has offsets for."""
+    counts = reader.partition_counts()
+    topics = [topic for topic in context.sink_topics if topic in counts]
+    if context.sink_topics_regex:
+        try:
+            pattern = re.compile(context.sink_topics_regex)
+        except re.error:
+            pattern = None
+        if pattern is not None:
+            topics += [t for t in counts if pattern.fullmatch(t) and not t.startswith("__")]
+    wanted = {(topic, p) for topic in set(topics) for p in range(counts[topic])}
+    wanted |= {tp for tp in committed if tp[0] in counts}
+    return sorted(wanted)
+
+
+@dataclass(frozen=True)
+class CurrentOffsets:
+    """One page of a connector's live offsets, and every partition the stage form accepts."""
+
+    context: ConnectorContext
+    page: Page
+    total: int
+    # Source: partition identities; sink: (topic, partition) pairs.
+    partitions: set
+
+
+def current_offsets(
+    *, cluster: Cluster, connector: str, query: str, page: int, per_page: int
+) -> CurrentOffsets:
+    """Return the page of a connector's live offsets whose label holds ``query``.
+
+    Every partition is known, only the page is rendered. A source's offsets come from reading
+    its topics whole (the runtime's view needs every record); a sink's log bounds are asked
+    for the partitions on the page only. Raises ConnectorNotFound.
+    """
+    reader = LiveReader(cluster)
+    context = read_connector(cluster=cluster, connector=connector, reader=reader)
+    needle = query.casefold()
+    if context.is_source:
+        return _source_offsets(context, reader, needle, page, per_page)
+    return _sink_offsets(context, reader, needle, page, per_page)
+
+
+def _source_offsets(
+    context: ConnectorContext, reader: LiveReader, needle: str, page: int, per_page: int
+) -> CurrentOffsets:
+    records = sorted(
+        (record.partition_identity, record.key_bytes, record)
+        for record in source_view(context=context, reader=reader).values()
+    )
+    found = [item for item in records if needle in item[0].casefold()]
+    shown = Paginator(found, per_page).get_page(page)
+    shown.object_list = [
+        {
+            "label": identity,
+            "key": key.decode("utf-8", "backslashreplace"),
+            "offset": record.value_bytes.decode("utf-8", "backslashreplace"),
+        }
+        for identity, key, record in shown.object_list
+    ]
+    return CurrentOffsets(context, shown, len(records), {identity for identity, _, _ in records})
+
+
+def _sink_offsets(
+    context: ConnectorContext, reader: LiveReader, needle: str, page: int, per_page: int
+) -> CurrentOffsets:
+    committed = reader.committed(context.group_id)
+    scope = sink_partitions(context=context, reader=reader, committed=committed)
+    found = [tp for tp in scope if needle in f"{tp[0]}-{tp[1]}".casefold()]
+    shown = Paginator(found, per_page).get_page(page)
+    marks = reading.confirmed_watermarks(reader.kafka, shown.object_list, timeout=settings.KAFKA_READ_TIMEOUT)
+    shown.object_list = [
+        {
+            "label": f"{topic}-{partition}",
+            "committed": committed.get((topic, partition)),
+            "log_start": marks[(topic, partition)].low,
+            "log_end": marks[(topic, partition)].high,
+        }
+        for topic, partition in shown.object_list
+    ]
+    return CurrentOffsets(context, shown, len(scope), set(scope))

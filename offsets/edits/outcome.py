@@ -1,0 +1,135 @@
+"""Read an edit's partitions back, judge whether its write landed, and record how it ended."""
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from django.db import transaction
+from django.utils import timezone
+
+from offsets.edits import audit
+from offsets.edits.live import LiveReader, read_connector, source_view
+from offsets.formats import edit_rules
+from offsets.formats.offset_records import SourceOffsetRecord
+from offsets.models import OffsetEdit, OffsetEditChange
+
+logger = logging.getLogger(__name__)
+
+# One touched partition: (label, before, after, current value read now).
+Values = list[tuple[str, object, object, object]]
+
+
+def as_bytes(value) -> bytes | None:
+    """Return a stored binary field as bytes (the database may hand back a memoryview)."""
+    return None if value is None else bytes(value)
+
+
+def sink_offset(value: dict | None) -> int | None:
+    """Return the offset of a stored sink value ({"kafka_offset": n}), or None."""
+    return None if value is None else int(value["kafka_offset"])
+
+
+def source_values(
+    changes: Iterable[OffsetEditChange], view: Mapping[bytes, SourceOffsetRecord]
+) -> Values:
+    return [
+        (
+            change.key_text,
+            as_bytes(change.before_bytes),
+            as_bytes(change.after_bytes),
+            view[key].value_bytes if (key := bytes(change.key_bytes)) in view else None,
+        )
+        for change in changes
+    ]
+
+
+def sink_values(
+    changes: Iterable[OffsetEditChange], committed: Mapping[tuple[str, int], int]
+) -> Values:
+    return [
+        (
+            f"{change.topic}-{change.kafka_partition}",
+            sink_offset(change.before),
+            sink_offset(change.after),
+            committed.get((change.topic, change.kafka_partition)),
+        )
+        for change in changes
+    ]
+
+
+def settle_live(edit: OffsetEdit) -> edit_rules.Settled:
+    """Read the edit's offsets now and decide whether its write landed.
+
+    A partial sink delete that reached its two steps (``sink_keep`` stored) is judged on the
+    whole group: its own partitions alone cannot tell whether the others came back.
+    """
+    reader = LiveReader(edit.cluster)
+    changes = list(edit.changes.all())
+    if edit.is_source:
+        context = read_connector(cluster=edit.cluster, connector=edit.connector, reader=reader)
+        view = source_view(context=context, reader=reader)
+        return edit_rules.settle(source_values(changes, view))
+    group = reader.committed(edit.group_id)
+    if edit.sink_keep is None:
+        return edit_rules.settle(sink_values(changes, group))
+    return settle_sink_group(edit, edit_rules.keep_from_json(edit.sink_keep), group)
+
+
+def settle_sink_group(
+    edit: OffsetEdit, keep: dict[tuple[str, int], int], group: dict[tuple[str, int], int]
+) -> edit_rules.Settled:
+    """Judge a partial sink delete on the whole group against what it must hold (``keep``)."""
+    changes = list(edit.changes.all())
+    return edit_rules.settle_sink_group(
+        sink_values(changes, group),
+        deleted=[(c.topic, c.kafka_partition) for c in changes if c.is_delete],
+        keep=keep,
+        group=group,
+    )
+
+
+def partial(restore: Mapping[tuple[str, int], int]) -> dict:
+    """Return the audit details of a group left partly committed, with what to restore."""
+    return {"committed": "partial", "restore": edit_rules.restore_details(restore)}
+
+
+def finish(
+    edit: OffsetEdit,
+    state: str,
+    action: str,
+    user,
+    *,
+    checks: list[dict] | None = None,
+    error: str = "",
+    extra: dict | None = None,
+    comment: str = "",
+) -> OffsetEdit:
+    """Leave "applying" for a final state and record it with every partition's values."""
+    fields = {
+        "state": state,
+        "error": error,
+        "finished_at": timezone.now(),
+        "updated": timezone.now(),
+    }
+    if checks is not None:
+        fields["lock_checks"] = checks
+    # The final state and its audit entry are one write: if the database fails here the edit
+    # stays "applying" (truthfully in doubt) for reconcile_edits, never settled unaudited.
+    with transaction.atomic():
+        moved = OffsetEdit.objects.filter(pk=edit.pk, state=OffsetEdit.State.APPLYING).update(
+            **fields
+        )
+        edit.refresh_from_db()
+        if moved != 1:
+            # Another process (reconcile_edits) settled it first; its record stands.
+            logger.info("Edit %s was settled elsewhere (now %s)", edit.pk, edit.state)
+            return edit
+        details = {
+            "state": state,
+            "checks": edit.lock_checks,
+            "changes": [audit.change_details(change) for change in edit.changes.all()],
+            **(extra or {}),
+        }
+        if error:
+            details["error"] = error
+        audit.record(edit, action, user, comment, details)
+    return edit

@@ -1,0 +1,118 @@
+"""What an edit asks for (StageRequest) and the diff it makes before it is saved (Preview)."""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from offsets.edits.live import ConnectorContext
+from offsets.formats import edit_rules
+from offsets.formats.edit_rules import SinkChange, SourceChange
+from offsets.formats.offsets_json import PartitionOffset
+from offsets.models import ChangeCounts
+
+SOURCE_STRATEGIES = ("set", "add", "delete", "restore")
+SINK_STRATEGIES = (*edit_rules.SINK_STRATEGIES, "delete-offsets")
+
+# How many rows of a diff one answer shows (a page of an edit, an import's preview): a
+# connector may have tens of thousands.
+DIFF_PAGE_ROWS = 100
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """What to change; which fields matter depends on the strategy."""
+
+    strategy: str
+    partition: dict | None = None  # source set/add/delete
+    offset: dict | None = None  # source set/add
+    at: datetime | None = None  # source restore, sink datetime
+    duration: timedelta | None = None  # sink duration
+    value: int | None = None  # sink offset (target) or shift (signed amount)
+    group: str = ""  # sink copy-group: the group to copy from
+    partitions: tuple[tuple[str, int], ...] | None = None  # sink scope; None = all
+    entries: tuple[PartitionOffset, ...] | None = None  # import
+
+    def parameters(self) -> dict:
+        """Return the inputs as JSON, for display and the audit log."""
+        params: dict = {}
+        if self.partition is not None:
+            params["partition"] = self.partition
+        if self.offset is not None:
+            params["offset"] = self.offset
+        if self.at is not None:
+            params["at"] = self.at.isoformat()
+        if self.duration is not None:
+            params["duration_seconds"] = self.duration.total_seconds()
+        if self.value is not None:
+            params["value"] = self.value
+        if self.group:
+            params["group"] = self.group
+        if self.partitions is not None:
+            params["partitions"] = [f"{t}-{p}" for t, p in self.partitions]
+        if self.entries is not None:
+            params["entries"] = len(self.entries)
+        return params
+
+
+@dataclass
+class Preview:
+    """A staged edit before it is saved: the diff and its warnings."""
+
+    context: ConnectorContext
+    strategy: str
+    parameters: dict
+    source_changes: list[SourceChange] = field(default_factory=list)
+    sink_changes: list[SinkChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[SourceChange | SinkChange]:
+        return [*self.source_changes, *self.sink_changes]
+
+    @property
+    def change_count(self) -> int:
+        return len(self.source_changes) + len(self.sink_changes)
+
+    def counts(self) -> ChangeCounts:
+        changes = self.changes
+        return ChangeCounts(
+            total=len(changes),
+            added=sum(change.is_new for change in changes),
+            deleted=sum(change.is_delete for change in changes),
+        )
+
+    def as_text(self) -> str:
+        """Return the diff as lines for a terminal (import --dry-run)."""
+        lines = [f"{self.context.name} ({self.context.type}): {self.change_count} change(s)"]
+        for warning in self.warnings:
+            lines.append(f"  ! {warning}")
+        for change in self.source_changes:
+            before = (
+                change.before_bytes.decode("utf-8", "backslashreplace")
+                if change.before_bytes
+                else "(none)"
+            )
+            after = (
+                change.after_bytes.decode("utf-8", "backslashreplace")
+                if change.after_bytes
+                else "(delete)"
+            )
+            lines.append(
+                f"  {_marker(change)} {change.key_bytes.decode('utf-8', 'backslashreplace')}"
+            )
+            lines.append(f"      {before} -> {after}")
+            lines.extend(f"      ! {w}" for w in change.warnings)
+        for change in self.sink_changes:
+            before = "(none)" if change.before is None else change.before
+            after = "(delete)" if change.after is None else change.after
+            lines.append(
+                f"  {_marker(change)} {change.topic}-{change.partition}: {before} -> {after}"
+            )
+            lines.extend(f"      ! {w}" for w in change.warnings)
+        for note in self.unchanged:
+            lines.append(f"  = {note}")
+        return "\n".join(lines)
+
+
+def _marker(change: SourceChange | SinkChange) -> str:
+    return "+" if change.is_new else ("-" if change.is_delete else "~")
