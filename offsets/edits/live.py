@@ -1,6 +1,5 @@
 """Read a connector's Connect topics and consumer group now, the way the runtime reads them."""
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -8,12 +7,13 @@ from django.conf import settings
 from django.core.paginator import Page, Paginator
 
 from offsets.edits.errors import ConnectorNotFound
-from offsets.formats import edit_rules
+from offsets.formats import edit_rules, jackson
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
 from offsets.formats.connectors import (
     connector_type,
     is_mirrormaker2,
     sink_group_id,
+    sink_topics,
     source_offsets_topics,
 )
 from offsets.formats.edit_rules import CheckResult
@@ -196,15 +196,10 @@ def sink_partitions(
 ) -> list[tuple[str, int]]:
     """Every partition of the sink's input topics, plus any its group has offsets for."""
     counts = reader.partition_counts()
-    topics = [topic for topic in context.sink_topics if topic in counts]
-    if context.sink_topics_regex:
-        try:
-            pattern = re.compile(context.sink_topics_regex)
-        except re.error:
-            pattern = None
-        if pattern is not None:
-            topics += [t for t in counts if pattern.fullmatch(t) and not t.startswith("__")]
-    wanted = {(topic, p) for topic in set(topics) for p in range(counts[topic])}
+    topics = sink_topics(
+        context.sink_topics, context.sink_topics_regex, counts, connector=context.name
+    )
+    wanted = {(topic, p) for topic in topics for p in range(counts[topic])}
     wanted |= {tp for tp in committed if tp[0] in counts}
     return sorted(wanted)
 
@@ -248,7 +243,9 @@ def _source_offsets(
     shown = Paginator(found, per_page).get_page(page)
     shown.object_list = [
         {
-            "label": identity,
+            # Escaped as Jackson writes a lone surrogate: still JSON, typed back it names the
+            # same partition, and the page can be encoded.
+            "label": jackson.escape_lone_surrogates(identity),
             "key": key.decode("utf-8", "backslashreplace"),
             "offset": record.value_bytes.decode("utf-8", "backslashreplace"),
         }
@@ -264,7 +261,9 @@ def _sink_offsets(
     scope = sink_partitions(context=context, reader=reader, committed=committed)
     found = [tp for tp in scope if needle in f"{tp[0]}-{tp[1]}".casefold()]
     shown = Paginator(found, per_page).get_page(page)
-    marks = reading.confirmed_watermarks(reader.kafka, shown.object_list, timeout=settings.KAFKA_READ_TIMEOUT)
+    marks = reading.confirmed_watermarks(
+        reader.kafka, shown.object_list, timeout=settings.KAFKA_READ_TIMEOUT
+    )
     shown.object_list = [
         {
             "label": f"{topic}-{partition}",

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from offsets.kafka import admin, reading, tuning
+from offsets import tuning
+from offsets.kafka import admin, reading
 from offsets.kafka.admin import TopicPartitionKey
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from offsets.kafka import admin, handles
 from offsets.kafka.admin import TopicPartitionKey, Watermarks
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
-from offsets.kafka.tuning import POLL_SECONDS, READER_SETTINGS, short_read_settings
+from offsets.tuning import POLL_SECONDS, READER_SETTINGS, short_read_settings
 
 # How far before a partition's end `newest_timestamps` looks for its last record. In a topic
 # written with transactions (an exactly-once source's output) the last offset is the commit

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from offsets import tuning
 from offsets.formats.config_records import fold_config_records
 from offsets.formats.connectors import (
     connector_type,
@@ -17,7 +18,7 @@ from offsets.formats.connectors import (
 )
 from offsets.formats.masking import prefix_between_tokens
 from offsets.formats.status_records import fold_status_records
-from offsets.kafka import reading, tuning
+from offsets.kafka import reading
 from offsets.models import Cluster
 
 logger = logging.getLogger(__name__)

@@ -29,6 +29,7 @@ from django.db import DEFAULT_DB_ALIAS, OperationalError, connection, connection
 from django.db.models import Count
 from django.utils import timezone
 
+from offsets import tuning
 from offsets.formats.connectors import sink_topics
 from offsets.formats.history_rules import (
     LagPoint,
@@ -55,7 +56,7 @@ from offsets.models import (
 )
 from offsets.services import background, connect_state
 from offsets.services.connect_state import ConnectorSummary
-from offsets.spark import history_files, tuning
+from offsets.spark import history_files
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets.spark import tuning
+from offsets import tuning
 from offsets.spark.kafka_source import KafkaSnapshotSource
 
 logger = logging.getLogger(__name__)

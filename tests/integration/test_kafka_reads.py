@@ -2,7 +2,8 @@
 
 import pytest
 
-from offsets.kafka import admin, handles, planner, producers, reading, tuning
+from offsets import tuning
+from offsets.kafka import admin, handles, planner, producers, reading
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 
 pytestmark = pytest.mark.integration

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from offsets import tuning
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import write_demo
 from offsets.formats import jackson
@@ -34,7 +35,7 @@ from offsets.models.refresh import key_hash
 from offsets.services import refresh
 from offsets.services.history import partition_history
 from offsets.services.refresh import run_refresh
-from offsets.spark import history_files, one_task_merge, session, tuning
+from offsets.spark import history_files, one_task_merge, session
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -1,6 +1,6 @@
 """The Spark session the refresh uses: its tuning (offsets.spark.tuning) reaches the JVM."""
 
-from offsets.spark.tuning import DRIVER_JAVA_OPTIONS, SESSION_CONF
+from offsets.tuning import DRIVER_JAVA_OPTIONS, SESSION_CONF
 
 
 def test_the_driver_jvm_compiles_with_c1_only_and_keeps_a_full_size_code_cache(spark):

@@ -13,8 +13,9 @@ import pytest
 from pyspark import StorageLevel
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from offsets import tuning
 from offsets.services import refresh
-from offsets.spark import kafka_source, tuning
+from offsets.spark import kafka_source
 from offsets.spark import transforms as T
 
 

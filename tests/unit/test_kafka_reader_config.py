@@ -1,4 +1,5 @@
-from offsets.kafka import reading, tuning
+from offsets import tuning
+from offsets.kafka import reading
 
 # A cluster's own bulk-read tuning, as an operator may set it (add_cluster --client-config).
 BULK_TUNING = {"fetch.min.bytes": "4000000", "fetch.wait.max.ms": "100"}
