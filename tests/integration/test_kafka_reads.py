@@ -1,5 +1,7 @@
 """The snapshot planner and the multi-topic reader against a real broker."""
 
+import time
+
 import pytest
 
 from offsets import tuning
@@ -172,6 +174,12 @@ def test_a_partition_ending_in_a_transaction_marker_ends_past_the_marker(fresh_k
     for index in range(3):
         producer.produce("t", key=b"k", value=b"v%d" % index, partition=0)
     producer.commit_transaction(30)
+    # The commit returns once the coordinator decided; the marker reaches the partition just
+    # after, and until then a read_committed reader sees an end at 0.
+    deadline = time.monotonic() + 30
+    while len(list(reading.read_topic(settings, "t", timeout=5))) < 3:
+        assert time.monotonic() < deadline, "the committed records never became readable"
+        time.sleep(0.1)
     snapshot = planner.plan_snapshot(settings, {"t": {0: 0}}, read_on=["t"], keep_records=100)
     assert snapshot.plans == {"t": {0: (0, 4)}}
     assert [r[4] for r in snapshot.records["t"]] == [b"v0", b"v1", b"v2"]
