@@ -27,10 +27,11 @@ from hypothesis import strategies as st
 
 from offsets.formats import jackson
 from offsets.formats.offset_records import MAX_CONNECTOR_LENGTH
-from offsets.kafka import admin, producers
+from offsets.kafka import admin
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun
 from offsets.services.refresh import run_refresh
 from tests.access import endpoints, sample_params
+from tests.connect_topics import write_records
 from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -277,19 +278,7 @@ def write_cluster(bootstrap: str, connectors: list[Connector]) -> Cluster:
     futures = kafka_admin.create_topics([NewTopic(t, 1, 1, config=far) for t in topics.values()])
     for future in futures.values():
         future.result(30)
-    producer = producers.java_producer(settings)
-    for topic, key, value, timestamp in connect_records(connectors, topics):
-        stamp = {"timestamp": timestamp} if timestamp is not None else {}
-        producer.produce(
-            topic,
-            key=key,
-            value=value,
-            partition=0,
-            on_delivery=producers.raise_on_delivery_error,
-            **stamp,
-        )
-        producer.poll(0)
-    assert producer.flush(60) == 0
+    write_records(settings, connect_records(connectors, topics))
     return Cluster.objects.create(
         name=f"hostile-{number}",
         bootstrap_servers=bootstrap,

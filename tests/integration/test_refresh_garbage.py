@@ -20,10 +20,11 @@ from django.urls import reverse
 from offsets.edits.live import LiveReader, read_connector
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import admin, producers
+from offsets.kafka import admin
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.services import connect_state, history
 from offsets.services.refresh import run_refresh
+from tests.connect_topics import write_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -171,20 +172,13 @@ def good_connector(fresh_demo) -> str:
 
 def write(settings: dict, records: list[tuple]) -> None:
     """Write (topic, key, value[, reason[, timestamp_ms]]) records; no timestamp: now."""
-    producer = producers.java_producer(settings)
-    for topic, key, value, *rest in records:
-        timestamp = {"timestamp": rest[1]} if len(rest) > 1 else {}
-        # Explicit partition 0: a null key has no murmur2 placement, and garbage needs none.
-        producer.produce(
-            topic,
-            key=key,
-            value=value,
-            partition=0,
-            on_delivery=producers.raise_on_delivery_error,
-            **timestamp,
-        )
-        producer.poll(0)
-    assert producer.flush(60) == 0
+    write_records(
+        settings,
+        (
+            (topic, key, value, rest[1] if len(rest) > 1 else None)
+            for topic, key, value, *rest in records
+        ),
+    )
 
 
 def accept_any_timestamp(settings: dict, topic: str) -> None:
