@@ -148,8 +148,9 @@ class AgedHtml:
 
 
 # Characters a download name never keeps: path separators, control characters (a CR or LF
-# would end the header) and surrogates (no UTF-8 form for `filename*`).
-_NOT_IN_FILENAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# would end the header) and surrogates (no UTF-8 form for `filename*`): the characters a name
+# cannot show as themselves, and the separators.
+_NOT_IN_FILENAME = re.compile(r"[/\\]|" + _INVISIBLE.pattern)
 
 
 def attachment(filename: str) -> str:
