@@ -261,7 +261,7 @@ def _refreshed_demo_rows(
     from django.db import transaction
 
     import offsets.models as models
-    from offsets.services.refresh import run_refresh
+    from offsets.refresh.run import run_refresh
 
     previous = settings.OFFSETS_HISTORY_PATH
     settings.OFFSETS_HISTORY_PATH = str(refresh_history_dir)

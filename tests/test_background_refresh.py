@@ -248,26 +248,27 @@ def test_a_run_whose_process_lives_or_runs_elsewhere_still_blocks(launched):
 
 @pytest.mark.django_db
 def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp_path):
-    from offsets.services import refresh
+    from offsets.refresh import plan, run
 
     settings.OFFSETS_HISTORY_PATH = str(tmp_path)
 
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(refresh, "_read_state_and_plan", ctrl_c)
+    monkeypatch.setattr(plan, "read_state_and_plan", ctrl_c)
     with pytest.raises(KeyboardInterrupt):
-        refresh.run_refresh(cluster=make.cluster("prod"))
-    run = RefreshRun.objects.get()
-    assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
-    assert run.finished_at is not None
+        run.run_refresh(cluster=make.cluster("prod"))
+    stored = RefreshRun.objects.get()
+    assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+    assert stored.finished_at is not None
 
 
 @pytest.mark.django_db
 def test_a_refresh_records_its_outcome_without_undoing_what_others_wrote_meanwhile(
     monkeypatch, settings, tmp_path
 ):
-    from offsets.services import refresh
+    from offsets.refresh import plan
+    from offsets.refresh.run import run_refresh
 
     settings.OFFSETS_HISTORY_PATH = str(tmp_path)
     beat = timezone.now()
@@ -277,8 +278,8 @@ def test_a_refresh_records_its_outcome_without_undoing_what_others_wrote_meanwhi
         RefreshRun.objects.update(heartbeat_at=beat, host="worker-2", pid=4242)
         raise RuntimeError("broker gone")
 
-    monkeypatch.setattr(refresh, "_read_state_and_plan", beaten_then_broken)
-    run = refresh.run_refresh(cluster=make.cluster("prod"))
+    monkeypatch.setattr(plan, "read_state_and_plan", beaten_then_broken)
+    run = run_refresh(cluster=make.cluster("prod"))
     stored = RefreshRun.objects.get(pk=run.pk)
     assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, "broker gone")
     assert (stored.heartbeat_at, stored.host, stored.pid) == (beat, "worker-2", 4242)

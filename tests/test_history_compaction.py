@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsets.models import Cluster
-from offsets.services import history, refresh
+from offsets.refresh import history_store
+from offsets.services import history
 from offsets.spark import history_files
 
 KEYS = 40
@@ -47,7 +48,7 @@ def cluster(settings, tmp_path):
 
 @pytest.fixture
 def root(cluster):
-    return refresh.history_path(cluster)
+    return history_store.history_path(cluster)
 
 
 def write_run(root, run: int, *connectors: str, per_key: int = 3) -> None:
@@ -220,7 +221,7 @@ def test_a_refresh_merges_the_runs_and_a_failed_merge_does_not_fail_it(cluster, 
         write_run(root, run, "jdbc")
     said = []
     monkeypatch.setattr(history_files, "MAX_RUN_FOLDERS", 4)
-    refresh._compact_history(cluster, said.append)
+    history_store.compact_history(cluster, said.append)
     assert [f.name for f in history_files.run_folders(root)] == ["run=1-5"]
     assert said == ["merged the history of runs 1-5 into one folder"]
 
@@ -231,6 +232,6 @@ def test_a_refresh_merges_the_runs_and_a_failed_merge_does_not_fail_it(cluster, 
         raise OSError("disk full")
 
     monkeypatch.setattr(pq, "write_table", broken)
-    refresh._compact_history(cluster, said.append)
+    history_store.compact_history(cluster, said.append)
     assert len(history_files.run_folders(root)) == 6
     assert len(said) == 1

@@ -6,7 +6,7 @@ import pytest
 
 from offsets.formats.history_rules import LagPoint
 from offsets.models import LagSample
-from offsets.services import refresh
+from offsets.refresh import sinks
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db
@@ -39,15 +39,15 @@ def test_the_window_is_each_partitions_samples_at_the_clusters_last_samplings(se
             sample(cluster, "gone", 0, at, 300 + index)
     sample(other, "a", 0, start + timedelta(hours=2), 999)  # another cluster's sampling
 
-    window = refresh._recent_samples(cluster, ["a", "gone"])
+    window = sinks.recent_samples(cluster, ["a", "gone"])
 
     assert window == {
         ("a", "t", 0): [LagPoint(117, 883), LagPoint(118, 882), LagPoint(119, 881)],
         ("a", "t", 1): [LagPoint(217, 783), LagPoint(219, 781)],
     }
-    assert refresh._recent_samples(cluster, []) == {}
+    assert sinks.recent_samples(cluster, []) == {}
     settings.LAG_WINDOW_SAMPLES = 1
-    assert refresh._recent_samples(cluster, ["a"]) == {}
+    assert sinks.recent_samples(cluster, ["a"]) == {}
 
 
 def test_samples_past_the_retention_are_dropped_but_the_window_stays(settings):
@@ -63,14 +63,14 @@ def test_samples_past_the_retention_are_dropped_but_the_window_stays(settings):
     def ages(of):
         return sorted((s.committed for s in LagSample.objects.filter(cluster=of)), reverse=True)
 
-    refresh._drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
+    sinks.drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
     assert ages(cluster) == [6, 1]  # older than 7 days: gone
     assert ages(other) == days
 
     # 60 days later (refreshes further apart than the retention), the window's two samplings
     # stay, 61 and 66 days old.
     later = now + timedelta(days=60)
-    refresh._drop_expired_lag_samples(other, now_ms=int(later.timestamp() * 1000))
+    sinks.drop_expired_lag_samples(other, now_ms=int(later.timestamp() * 1000))
     assert ages(other) == [6, 1]
 
 
@@ -80,5 +80,5 @@ def test_a_retention_of_zero_keeps_every_sample(settings):
     now = make.now()
     for age in (400, 40, 4):
         sample(cluster, "a", 0, now - timedelta(days=age), age)
-    refresh._drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
+    sinks.drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
     assert LagSample.objects.filter(cluster=cluster).count() == 3

@@ -3,7 +3,7 @@
 import pytest
 
 from offsets.models import RefreshRun
-from offsets.services import refresh
+from offsets.refresh import runs
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db
@@ -21,14 +21,14 @@ def test_runs_that_ended_before_the_retention_are_deleted_but_the_last_success_s
     recent_failure = make.run(cluster, RefreshRun.Status.FAILED, ago=29 * DAY)
     others = make.run(other, ago=90 * DAY)
 
-    assert refresh.drop_expired_runs(cluster, now=make.now()) == 4
+    assert runs.drop_expired_runs(cluster, now=make.now()) == 4
     kept = set(RefreshRun.objects.values_list("pk", flat=True))
     assert kept == {old_success.pk, stuck.pk, recent_failure.pk, others.pk}
     assert not kept & {run.pk for run in old_failures}
 
     # Once a newer run succeeds, the old success goes too.
     make.run(cluster, ago=60)
-    assert refresh.drop_expired_runs(cluster, now=make.now()) == 1
+    assert runs.drop_expired_runs(cluster, now=make.now()) == 1
     assert not RefreshRun.objects.filter(pk=old_success.pk).exists()
 
 
@@ -36,5 +36,5 @@ def test_zero_keeps_every_run(settings):
     settings.REFRESH_RUN_RETENTION_DAYS = 0
     cluster = make.cluster("prod")
     make.run(cluster, RefreshRun.Status.FAILED, ago=400 * DAY)
-    assert refresh.drop_expired_runs(cluster, now=make.now()) == 0
+    assert runs.drop_expired_runs(cluster, now=make.now()) == 0
     assert RefreshRun.objects.count() == 1

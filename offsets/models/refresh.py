@@ -1,4 +1,4 @@
-"""What a refresh computes (offsets/services/refresh.py) and the pages read.
+"""What a refresh computes (offsets/refresh/) and the pages read.
 
 One row per thing the pages show, kept current by each refresh; history that must survive
 compaction of the offsets topic (commit counts per bucket, rewinds, lag samples) is appended

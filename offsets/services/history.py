@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from offsets.models import Cluster
-from offsets.services.refresh import history_path
+from offsets.refresh.history_store import history_path
 from offsets.spark.history_files import connector_folder, run_folders
 
 _COLUMNS = [

@@ -54,7 +54,7 @@ def main() -> int:
     from offsets.demo_writer import write_demo
     from offsets.kafka.embedded import EmbeddedKafka
     from offsets.models import Cluster
-    from offsets.services.refresh import run_refresh
+    from offsets.refresh.run import run_refresh
     from offsets.spark.session import get_spark
     from tests.load import AppServer, create_users, demo_targets, report, run_load
 

@@ -39,7 +39,8 @@ from django.db import connection, transaction  # noqa: E402
 
 from offsets.formats.history_rules import LagPoint  # noqa: E402
 from offsets.models import Cluster, CommitBucket, LagSample  # noqa: E402
-from offsets.services import history, refresh  # noqa: E402
+from offsets.refresh import history_store, store  # noqa: E402
+from offsets.services import history  # noqa: E402
 from offsets.spark import history_files  # noqa: E402
 
 
@@ -132,7 +133,7 @@ def main() -> None:
     )
     fill_lag_samples(cluster, args.refreshes, args.sink_partitions)
     before, old = timed(lambda: every_sample_window(cluster, sinks))
-    after, new = timed(lambda: refresh._recent_samples(cluster, sinks))
+    after, new = timed(lambda: sinks.recent_samples(cluster, sinks))
     assert dict(old) == dict(new), "the two windows differ"
     print(f"  {LagSample.objects.count():,} samples kept")
     print(f"  window read, every sample (before)   {before * 1000:8.1f} ms")
@@ -140,13 +141,13 @@ def main() -> None:
         f"  window read, last samplings (now)    {after * 1000:8.1f} ms   {before / after:6.1f}x faster"
     )
     started = time.perf_counter()
-    refresh._drop_expired_lag_samples(cluster, now_ms=int(time.time() * 1000) + 7 * 86_400_000)
+    sinks.drop_expired_lag_samples(cluster, now_ms=int(time.time() * 1000) + 7 * 86_400_000)
     print(
         f"  retention: dropping all but the window's samples took {time.perf_counter() - started:.2f} s, "
         f"{LagSample.objects.count():,} left"
     )
 
-    root = refresh.history_path(cluster)
+    root = history_store.history_path(cluster)
     print(f"History: {args.refreshes} run folders of {args.keys} commits ...", flush=True)
     for run in range(1, args.refreshes + 1):
         write_run(root, run, args.keys)
@@ -175,7 +176,7 @@ def main() -> None:
 
     # The loop's own cost of merging: folders written one refresh at a time, merged as they come.
     looping = Cluster(name="loop")
-    loop_root = refresh.history_path(looping)
+    loop_root = history_store.history_path(looping)
     spent, merges = 0.0, 0
     for run in range(1, args.refreshes + 1):
         write_run(loop_root, run, args.keys)
@@ -234,7 +235,7 @@ def add_bucket_counts(cluster: Cluster) -> None:
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=5)
     counts = {(f"source-{connector}", start): 5 for connector in range(50)}
     with transaction.atomic():
-        refresh.add_commit_buckets(cluster, counts)
+        store.add_commit_buckets(cluster, counts)
         transaction.set_rollback(True)
 
 

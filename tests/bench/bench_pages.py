@@ -277,7 +277,7 @@ def write_history(cluster, connector: str, offsets: list, *, commits: int) -> No
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from offsets.services.refresh import history_path
+    from offsets.refresh.history_store import history_path
 
     folder = history_path(cluster) / "run=1" / f"connector={connector}"
     folder.mkdir(parents=True)

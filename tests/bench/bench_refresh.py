@@ -277,7 +277,7 @@ def main() -> None:
         )
         print(f"  {'':<48} {plain}", flush=True)
 
-        from offsets.services.refresh import run_refresh
+        from offsets.refresh.run import run_refresh
         from offsets.spark.session import get_spark
 
         print("(c) Spark refresh", flush=True)

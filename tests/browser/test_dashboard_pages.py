@@ -18,9 +18,9 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.refresh.run import run_refresh
 from offsets.services import background
 from offsets.services.history import partition_history
-from offsets.services.refresh import run_refresh
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -29,7 +29,7 @@ from offsets.formats import jackson
 from offsets.formats.offset_records import MAX_CONNECTOR_LENGTH
 from offsets.kafka import admin
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun
-from offsets.services.refresh import run_refresh
+from offsets.refresh.run import run_refresh
 from tests.access import endpoints, sample_params
 from tests.connect_topics import write_records
 from tests.edits_factory import make_edit

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from offsets.kafka import embedded
 from offsets.kafka.connect_rest import ConnectRest
 from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag, SourceOffset
-from offsets.services.refresh import run_refresh
+from offsets.refresh.run import run_refresh
 
 pytestmark = pytest.mark.integration
 

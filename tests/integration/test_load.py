@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from offsets.models import RefreshRun
-from offsets.services.refresh import run_refresh
+from offsets.refresh.run import run_refresh
 from tests.db_faults import database_url
 from tests.load import AppServer, create_users, demo_targets, report, run_load
 

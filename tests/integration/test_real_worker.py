@@ -31,8 +31,8 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.refresh.run import run_refresh
 from offsets.services import snapshots
-from offsets.services.refresh import run_refresh
 from tests.conftest import REFRESH_MODELS
 from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, canonical, wait_until
 

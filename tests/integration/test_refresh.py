@@ -32,9 +32,11 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.models.refresh import key_hash
-from offsets.services import refresh
+from offsets.refresh import history_store, sinks, store
+from offsets.refresh import plan as planning
+from offsets.refresh.results import ms_to_datetime
+from offsets.refresh.run import run_refresh
 from offsets.services.history import partition_history
-from offsets.services.refresh import run_refresh
 from offsets.spark import history_files, one_task_merge, session
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -150,7 +152,7 @@ def assert_history_holds_every_commit_once(cluster):
     }
     written = [
         (row["topic"], row["kafka_partition"], row["kafka_offset"])
-        for path in refresh.history_path(cluster).glob("run=*/connector=*/*.parquet")
+        for path in history_store.history_path(cluster).glob("run=*/connector=*/*.parquet")
         for row in pq.read_table(path).to_pylist()
     ]
     assert len(written) == len(set(written))
@@ -220,9 +222,7 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
     # A second sink of the same topics whose group has read one record of orders[0] only.
     replay = replace(s3, name="orders-replay", sink_group="connect-orders-replay")
     groups.alter_offsets(fresh_demo.settings, replay.sink_group, {("orders", 0): 1})
-    results = refresh._sample_sinks(
-        cluster, [s3, replay], now_ms=int(time.time() * 1000), recent={}
-    )
+    results = sinks.sample_sinks(cluster, [s3, replay], now_ms=int(time.time() * 1000), recent={})
     timestamps = {t.name: t.timestamps for t in fresh_demo.demo.data_topics}
     committed = {
         "s3-sink-orders": fresh_demo.demo.group_offsets["connect-s3-sink-orders"],
@@ -249,7 +249,7 @@ def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh
 
     cluster = fresh_demo.cluster
     connectors = connect_state.read_connect_state(cluster=cluster).connectors
-    first = refresh._sample_sinks(cluster, connectors, now_ms=int(time.time() * 1000), recent={})
+    first = sinks.sample_sinks(cluster, connectors, now_ms=int(time.time() * 1000), recent={})
     SinkPartitionLag.objects.bulk_create(first.lags)
     timestamps = {t.name: t.timestamps for t in fresh_demo.demo.data_topics}
     # Move the s3 sink's position one record on in a partition where it lags by more than
@@ -270,12 +270,12 @@ def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh
         return timestamps_at(settings, wanted, **kwargs)
 
     monkeypatch.setattr(reading, "timestamps_at", recording)
-    second = refresh._sample_sinks(
+    second = sinks.sample_sinks(
         cluster,
         connectors,
         now_ms=int(time.time() * 1000),
         recent={},
-        known=refresh._known_time_lags(cluster),
+        known=sinks.known_time_lags(cluster),
     )
 
     stamps = timestamps[moved[0]][moved[1]]
@@ -370,7 +370,7 @@ def test_the_sinks_lag_is_sampled_while_the_snapshot_is_planned(refreshed, spark
     # took longer than Spark's part of an incremental refresh. Here the planner waits until
     # the sampling has started: before, it would have waited for nothing.
     sampling_started = threading.Event()
-    sample_sinks, identify_and_plan = refresh._sample_sinks, refresh._identify_and_plan
+    sample_sinks, identify_and_plan = sinks.sample_sinks, planning.identify_and_plan
     planner_saw_sampling = []
 
     def sample(*args, **kwargs):
@@ -381,8 +381,8 @@ def test_the_sinks_lag_is_sampled_while_the_snapshot_is_planned(refreshed, spark
         planner_saw_sampling.append(sampling_started.wait(timeout=20))
         return identify_and_plan(*args, **kwargs)
 
-    monkeypatch.setattr(refresh, "_sample_sinks", sample)
-    monkeypatch.setattr(refresh, "_identify_and_plan", plan)
+    monkeypatch.setattr(sinks, "sample_sinks", sample)
+    monkeypatch.setattr(planning, "identify_and_plan", plan)
     now_ms = (int(time.time()) + 3600) * 1000  # later than the fixture's refresh
     run = run_refresh(cluster=refreshed, spark=spark, now_ms=now_ms)
     assert run.status == RefreshRun.Status.SUCCEEDED, run.error
@@ -391,7 +391,7 @@ def test_the_sinks_lag_is_sampled_while_the_snapshot_is_planned(refreshed, spark
     sampled = set(
         SinkPartitionLag.objects.filter(cluster=refreshed).values_list("sampled_at", flat=True)
     )
-    assert sampled == {refresh._ms_to_datetime(now_ms)}
+    assert sampled == {ms_to_datetime(now_ms)}
 
 
 @pytest.fixture
@@ -521,10 +521,10 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     # At most one run folder: this refresh's history is merged with the first one's.
     monkeypatch.setattr(history_files, "MAX_RUN_FOLDERS", 1)
     updated = []
-    update = refresh._update_source_offsets
+    update = store.update_source_offsets
     monkeypatch.setattr(
-        refresh,
-        "_update_source_offsets",
+        store,
+        "update_source_offsets",
         lambda changed: (updated.extend(pk for pk, _ in changed), update(changed)),
     )
     run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms)
@@ -538,7 +538,7 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     incremental = comparable(own_cluster)
     assert len(incremental[2]) == seeded_rewinds + 1
     first, second = RefreshRun.objects.filter(cluster=own_cluster).order_by("pk")
-    folders = history_files.run_folders(refresh.history_path(own_cluster))
+    folders = history_files.run_folders(history_store.history_path(own_cluster))
     assert [f.name for f in folders] == [f"run={first.pk}-{second.pk}"]
     assert_history_holds_every_commit_once(own_cluster)
     points = partition_history(
@@ -632,7 +632,7 @@ def test_an_offsets_topic_deleted_and_created_again_is_rebuilt_from_the_beginnin
     )
 
     said = []
-    with mock.patch.object(refresh, "_sample_sinks", wraps=refresh._sample_sinks) as sampling:
+    with mock.patch.object(sinks, "sample_sinks", wraps=sinks.sample_sinks) as sampling:
         run = run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms, progress=said.append)
     assert run.status == "succeeded" and run.full, run.error
     # The state is read and the topics planned twice, the sinks sampled once.

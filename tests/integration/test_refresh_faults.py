@@ -20,8 +20,8 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.services import refresh
-from offsets.services.refresh import run_refresh
+from offsets.refresh import compute, history_store, runs, sinks
+from offsets.refresh.run import run_refresh
 from tests.conftest import DEMO_END_MS
 from tests.db_faults import SqliteLock, short_busy_timeout
 from tests.integration.broker_proxy import BrokerBehindProxy
@@ -114,12 +114,12 @@ def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served
         if cut_at in text:
             proxied.proxy.cut()
 
-    compute_sources, sample_sinks = refresh._compute_sources, refresh._sample_sinks
+    compute_sources, sample_sinks = compute.compute_sources, sinks.sample_sinks
     spark_done = threading.Event()
 
     def compute_then_cut(*args, **kwargs):
         try:
-            compute_sources(*args, **kwargs)
+            return compute_sources(*args, **kwargs)
             cut_the_broker(SAMPLING_SINK_LAG)
         finally:
             spark_done.set()
@@ -128,8 +128,8 @@ def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served
         spark_done.wait(timeout=120)
         return sample_sinks(*args, **kwargs)
 
-    monkeypatch.setattr(refresh, "_compute_sources", compute_then_cut)
-    monkeypatch.setattr(refresh, "_sample_sinks", sample_sinks_after_spark)
+    monkeypatch.setattr(compute, "compute_sources", compute_then_cut)
+    monkeypatch.setattr(sinks, "sample_sinks", sample_sinks_after_spark)
     run = run_refresh(cluster=cluster, spark=spark, full=True, progress=cut_the_broker)
 
     assert any(cut_at in text for text in seen)
@@ -142,7 +142,7 @@ def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served
     assert run.phase.startswith("failed: ")
     assert stored_results(cluster) == before
     # The failed run's partial history (Parquet) is gone; the good run's stays.
-    history = refresh.history_path(cluster)
+    history = history_store.history_path(cluster)
     assert not (history / f"run={run.pk}").exists()
     assert (history / f"run={good.pk}").exists()
 
@@ -181,7 +181,7 @@ def test_a_database_locked_while_the_refresh_saves_is_waited_for_not_a_failed_ru
 ):
     from offsets.models import Cluster
 
-    monkeypatch.setattr(refresh, "DB_RETRY_DELAYS", (0.3, 0.3, 0.6, 1.2, 2.4))
+    monkeypatch.setattr(runs, "DB_RETRY_DELAYS", (0.3, 0.3, 0.6, 1.2, 2.4))
     cluster = Cluster.objects.create(name="busy", bootstrap_servers=proxied.bootstrap_servers)
     lock = SqliteLock("IMMEDIATE")
 

@@ -22,8 +22,8 @@ from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import admin
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
+from offsets.refresh.run import run_refresh
 from offsets.services import connect_state, history
-from offsets.services.refresh import run_refresh
 from tests.connect_topics import write_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]

@@ -8,7 +8,7 @@ from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import admin, producers
 from offsets.models import Cluster, SourceOffset
-from offsets.services.refresh import run_refresh
+from offsets.refresh.run import run_refresh
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

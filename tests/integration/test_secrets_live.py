@@ -12,7 +12,7 @@ import pytest
 
 from offsets.kafka import reading
 from offsets.models import ConnectorSnapshot, RefreshRun
-from offsets.services.refresh import run_refresh
+from offsets.refresh.run import run_refresh
 from tests.access import endpoints, sample_params
 from tests.edits_factory import make_edit
 

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsets.models import Cluster
-from offsets.services import history, refresh
+from offsets.refresh import history_store
+from offsets.services import history
 from offsets.spark import history_files
 from offsets.spark import partials as P
 
@@ -78,7 +79,7 @@ def write(commits, run_dir, writer: str) -> None:
 @pytest.fixture(params=["spark", "task"])
 def two_runs(request, spark, cluster):
     """An incremental history: two runs, each with the commits it read."""
-    root = refresh.history_path(cluster)
+    root = history_store.history_path(cluster)
     first = commit_rows(spark, "jdbc", 0, rewind_key=7).unionByName(commit_rows(spark, ODD_NAME, 0))
     write(first, root / "run=1", request.param)
     write(commit_rows(spark, "jdbc", COMMITS), root / "run=2", request.param)
@@ -88,7 +89,7 @@ def two_runs(request, spark, cluster):
 def test_a_read_task_writes_the_same_files_as_sparks_writer(spark, cluster):
     """Same folders, columns, types and rows in the same order as Spark's partitioned writer,
     which wrote the history of older runs: readers cannot tell them apart."""
-    root = refresh.history_path(cluster)
+    root = history_store.history_path(cluster)
     commits = commit_rows(spark, "jdbc", 0, rewind_key=7).unionByName(
         commit_rows(spark, ODD_NAME, 0)
     )
@@ -181,7 +182,7 @@ def test_a_read_task_passes_the_folds_on_and_writes_its_commits_in_bounded_sorte
         {"kind": [P.KEY, P.RECORDS], "topic": ["connect-offsets"] * 2, "count": [1, 7]}
     )
     batches = [*commits.to_batches(max_chunksize=1_500), *folds.to_batches()]
-    run_dir = refresh.history_path(cluster) / "run=1"
+    run_dir = history_store.history_path(cluster) / "run=1"
 
     passed = list(history_files.write_commit_batches(batches, run_dir, "part-task"))
 

@@ -14,7 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from offsets import tuning
-from offsets.services import refresh
+from offsets.refresh import compute
 from offsets.spark import kafka_source
 from offsets.spark import transforms as T
 
@@ -57,7 +57,7 @@ def previous_state(spark):
 
 
 def merge_inputs(spark):
-    return refresh.MergeInputs(
+    return compute.MergeInputs(
         spark=spark,
         previous_table=previous_table(),
         stored_keys=1,
@@ -78,7 +78,7 @@ def test_a_small_merge_is_planned_without_a_shuffle_before_its_read_is_cached(
     read = unread_kafka_frame(spark, tasks=read_tasks)
     inputs = merge_inputs(spark)
     options = {"worker_topic": "connect-offsets", "now_ms": 10**12, "stall_after_ms": 60_000}
-    with refresh.merge_frames(spark, read, inputs, small=True) as merging:
+    with compute.merge_frames(spark, read, inputs, small=True) as merging:
         results = merging.merge(inputs, one_task=route == "one task", **options)
         plan = results._jdf.queryExecution().executedPlan().toString()
         # The read keeps its tasks: the folds meet in one partition only after the cache.
@@ -98,10 +98,10 @@ def test_the_merge_leaves_a_persisted_inputs_cache_and_no_views_behind(spark):
     """A large run gives the merge its persisted read as itself (no coalesce). Dropping a
     temporary view through spark.catalog uncaches any cached plan equal to the view's, which
     would make the merge read Kafka a second time."""
-    own = refresh._string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]})
-    running = refresh._string_frame(spark, {"connector": ["c"]})
+    own = compute.string_frame(spark, {"connector": ["c"], "own_topic": ["c-offsets"]})
+    running = compute.string_frame(spark, {"connector": ["c"]})
     views_before = {table.name for table in spark.catalog.listTables()}
-    with refresh.persisted(unread_kafka_frame(spark)) as partials:
+    with compute.persisted(unread_kafka_frame(spark)) as partials:
         results = T.merge_results(
             partials,
             previous_state(spark),

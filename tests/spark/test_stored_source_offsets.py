@@ -4,11 +4,8 @@ import pytest
 from django.db import transaction
 
 from offsets.models import Cluster, SourceOffset
-from offsets.services.refresh import (
-    _previous_state,
-    _save_source_offsets,
-    stored_source_offsets,
-)
+from offsets.refresh.compute import previous_state
+from offsets.refresh.store import save_source_offsets, stored_source_offsets
 
 pytestmark = pytest.mark.django_db
 
@@ -46,13 +43,13 @@ def stored_offsets(cluster: Cluster) -> dict[str, tuple]:
 
 def test_the_previous_state_reads_the_rows_the_save_compares_with():
     cluster = Cluster.objects.create(name="prod", bootstrap_servers="localhost:9092")
-    _save_source_offsets(cluster, [result_row("a", 10, commits=1), result_row("b", 5, commits=2)])
-    assert _previous_state(cluster)[1] == stored_source_offsets(cluster)
+    save_source_offsets(cluster, [result_row("a", 10, commits=1), result_row("b", 5, commits=2)])
+    assert previous_state(cluster)[1] == stored_source_offsets(cluster)
 
 
 def test_a_save_retried_from_the_rows_read_at_the_start_gives_the_same_rows():
     cluster = Cluster.objects.create(name="prod", bootstrap_servers="localhost:9092")
-    _save_source_offsets(cluster, [result_row("a", 10, commits=1), result_row("b", 5, commits=2)])
+    save_source_offsets(cluster, [result_row("a", 10, commits=1), result_row("b", 5, commits=2)])
     stored = stored_source_offsets(cluster)
     before = dict(stored)
     # Key a moves on, b is gone, c is new.
@@ -61,10 +58,10 @@ def test_a_save_retried_from_the_rows_read_at_the_start_gives_the_same_rows():
     # The first try fails inside its transaction (as a busy database makes it) and is rolled
     # back; the retry starts from the same stored rows.
     with pytest.raises(RuntimeError), transaction.atomic():
-        _save_source_offsets(cluster, latest, stored)
+        save_source_offsets(cluster, latest, stored)
         raise RuntimeError("database is locked")
     assert stored == before
-    _save_source_offsets(cluster, latest, stored)
+    save_source_offsets(cluster, latest, stored)
 
     assert stored_offsets(cluster) == {
         "hash-a": ({"position": 20}, 20, 2),

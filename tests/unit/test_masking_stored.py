@@ -5,8 +5,8 @@ import json
 from offsets.formats.masking import MASK, prefix_between_tokens
 from offsets.kafka import reading
 from offsets.models import Cluster
+from offsets.refresh.runs import describe_error
 from offsets.services import connect_state
-from offsets.services.refresh import describe_error
 from offsets.spark import partials
 
 TRACE = (

@@ -1,6 +1,6 @@
-"""Telling a topic deleted and created again since the last refresh (refresh.recreated_topics)."""
+"""Telling a topic deleted and created again since the last refresh (offsets.refresh.plan.recreated_topics)."""
 
-from offsets.services.refresh import recreated_topics
+from offsets.refresh.plan import recreated_topics
 
 T = "connect-offsets"
 READ = {(T, 0): 360, (T, 1): 178, (T, 2): 0}

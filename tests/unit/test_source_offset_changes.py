@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from offsets.services.refresh import SOURCE_OFFSET_FIELDS, _changed_fields
+from offsets.refresh.store import SOURCE_OFFSET_FIELDS, changed_fields
 
 
 def stored_values(**changes) -> list:
@@ -34,7 +34,7 @@ def test_a_key_with_new_commits_updates_only_the_fields_they_changed():
         )
     )
     row = {"offset_json": '{"incrementing":9}'}
-    assert _changed_fields(stored_values(), new, row) == {
+    assert changed_fields(stored_values(), new, row) == {
         "offset_text": '{"incrementing":9}',
         "kafka_offset": 180,
         "progress": 9.0,
@@ -46,15 +46,15 @@ def test_a_key_with_new_commits_updates_only_the_fields_they_changed():
 
 def test_a_flag_change_alone_leaves_the_offset_alone_and_an_unchanged_key_changes_nothing():
     row = {"offset_json": '{"incrementing":5}'}
-    assert _changed_fields(stored_values(), tuple(stored_values(stalled=True)), row) == {
+    assert changed_fields(stored_values(), tuple(stored_values(stalled=True)), row) == {
         "stalled": True
     }
-    assert _changed_fields(stored_values(), tuple(stored_values()), row) == {}
+    assert changed_fields(stored_values(), tuple(stored_values()), row) == {}
 
 
 def test_a_tombstone_clears_the_parsed_offset():
     new = tuple(stored_values(offset_text=None))
-    assert _changed_fields(stored_values(), new, {"offset_json": None}) == {
+    assert changed_fields(stored_values(), new, {"offset_json": None}) == {
         "offset_text": None,
         "offset": None,
     }

@@ -10,8 +10,10 @@ from django.utils import timezone
 
 from offsets.edits.reconcile import reconcile_edits, stale_after
 from offsets.models import Cluster, RefreshRun
+from offsets.refresh.plan import has_read_before
+from offsets.refresh.run import run_refresh
+from offsets.refresh.runs import INTERRUPTED
 from offsets.services import background
-from offsets.services.refresh import INTERRUPTED, has_read_before, run_refresh
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,241 @@
+"""A refresh from start to end: plan, compute, sample the sinks, save, record the run.
+
+    run_refresh(cluster=cluster)            # incremental: only records not read before
+    run_refresh(cluster=cluster, full=True) # rebuild from the beginning of the topics
+
+A failure at any phase records a failed RefreshRun and leaves the previous results exactly as
+they were.
+"""
+
+import functools
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import OperationalError, connection
+from django.utils import timezone
+
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.models import Cluster, RefreshRun
+from offsets.refresh import compute, history_store, plan, runs, sinks, store
+from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
+from offsets.services import background, connect_state
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Refreshed:
+    """Everything one refresh computed, ready to save."""
+
+    state: connect_state.ConnectState
+    plan: SourcePlan
+    inputs: compute.MergeInputs
+    sources: SourceResults
+    sinks: SinkResults
+    full: bool
+
+
+class _Phases:
+    """Records the run's phase for the pages and tells it to the caller, timed from the start."""
+
+    def __init__(self, run: RefreshRun, say: Progress, started: float):
+        self.run, self.say, self.started = run, say, started
+
+    def __call__(self, text: str) -> None:
+        try:
+            RefreshRun.objects.filter(pk=self.run.pk).update(phase=text)
+        except OperationalError as exc:
+            # Progress is for people watching; a busy database must not fail the run for it.
+            if connection.in_atomic_block:
+                raise
+            logger.warning("Could not record the refresh's phase (%s): %s", text, exc)
+        self.say(f"[{time.monotonic() - self.started:6.1f}s] {text}")
+
+
+def run_refresh(
+    *,
+    cluster: Cluster,
+    full: bool = False,
+    progress: Progress | None = None,
+    spark=None,
+    now_ms: int | None = None,
+    run: RefreshRun | None = None,
+) -> RefreshRun:
+    """Refresh one cluster's results; return the recorded run (succeeded or failed).
+
+    `run` is a RUNNING run claimed beforehand (offsets.services.background.start_refresh
+    claims one so that two refreshes of a cluster never run at once); without it the
+    refresh records a new run.
+    """
+    say = progress or (lambda text: None)
+    started = time.monotonic()
+    if run is None:
+        run = RefreshRun.objects.create(
+            cluster=cluster,
+            started_at=timezone.now(),
+            full=full,
+            phase="starting",
+            **background.this_process(),
+        )
+    phase = _Phases(run, say, started)
+    run_dir = history_store.run_folder(cluster, run.pk)
+    try:
+        now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        done = _compute(
+            cluster, run, full=full, spark=spark, now_ms=now_ms, run_dir=run_dir, phase=phase
+        )
+        _save(cluster, done, now_ms=now_ms, run_dir=run_dir, phase=phase)
+        _succeeded(cluster, run, done)
+    except KeyboardInterrupt:
+        # Ctrl-C: recorded, so that the run does not block the next refresh as "running".
+        shutil.rmtree(run_dir, ignore_errors=True)
+        RefreshRun.objects.filter(pk=run.pk).update(
+            status=RefreshRun.Status.FAILED,
+            finished_at=timezone.now(),
+            seconds=time.monotonic() - started,
+            error=runs.INTERRUPTED,
+            phase=f"failed: {runs.INTERRUPTED}",
+        )
+        raise
+    except Exception as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        _failed(cluster, run, exc)
+    _finish(cluster, run, started, say)
+    return run
+
+
+def _compute(
+    cluster: Cluster,
+    run: RefreshRun,
+    *,
+    full: bool,
+    spark,
+    now_ms: int,
+    run_dir: Path,
+    phase: Progress,
+) -> Refreshed:
+    """Plan the read, run the Spark phase and sample the sinks' lag beside it.
+
+    The sinks' lag is sampled from Kafka on another thread, from as soon as the connectors are
+    known until the Spark phase ends, so that it is never on the critical path. The sampling
+    reads no database (its recent samples are read here, on this thread).
+    """
+    phase("reading connector configs and status; planning the offsets topics snapshot")
+    with ThreadPoolExecutor(max_workers=1) as side:
+        sampling: Future[SinkResults] | None = None
+
+        def prepare(state: connect_state.ConnectState, *, full: bool) -> compute.MergeInputs:
+            nonlocal sampling
+            if sampling is None:  # sampled once, also when a recreated topic rebuilds
+                names = [c.name for c in sinks.sink_connectors(state.connectors)]
+                sampling = side.submit(
+                    sinks.sample_sinks,
+                    cluster,
+                    state.connectors,
+                    now_ms=now_ms,
+                    recent=sinks.recent_samples(cluster, names),
+                    known=sinks.known_time_lags(cluster),
+                )
+            return compute.merge_inputs(spark, cluster, state.connectors, full=full)
+
+        state, planned, inputs = plan.read_state_and_plan(
+            cluster, full=full, prepare=functools.partial(prepare, full=full)
+        )
+        if planned.recreated:
+            # What was read from the old topic is gone: the stored results are rebuilt.
+            for topic, how in planned.recreated.items():
+                phase(f"{topic} was deleted and created again since the last refresh ({how})")
+            phase("rebuilding from the beginning of the topics (a full refresh)")
+            full = run.full = True
+            RefreshRun.objects.filter(pk=run.pk).update(full=True)
+            state, planned, inputs = plan.read_state_and_plan(
+                cluster, full=True, prepare=functools.partial(prepare, full=True)
+            )
+        _say_plan(phase, state, planned)
+        sources = compute.compute_sources(
+            cluster, planned, inputs, now_ms=now_ms, run_dir=run_dir, phase=phase
+        )
+        phase(f"read {sources.records_read():,} records; sampling sink lag")
+        assert sampling is not None  # started by the first prepare
+        return Refreshed(state, planned, inputs, sources, sampling.result(), full)
+
+
+def _say_plan(phase: Progress, state: connect_state.ConnectState, planned: SourcePlan) -> None:
+    phase(f"{len(state.connectors)} connectors")
+    for topic, partitions in planned.plans.items():
+        phase(
+            f"{topic}: {planned.new_records(topic):,} new records in {len(partitions)} partitions"
+        )
+    phase(f"computing offsets and history with Spark ({planned.total_records():,} records)")
+
+
+def _save(
+    cluster: Cluster, done: Refreshed, *, now_ms: int, run_dir: Path, phase: Progress
+) -> None:
+    """Save the results in one transaction, then tidy the history's run folders."""
+    phase("saving results")
+    runs.with_db_retries(
+        "saving the results",
+        lambda: store.save(
+            cluster,
+            done.state,
+            done.plan,
+            done.sources,
+            done.sinks,
+            full=done.full,
+            now_ms=now_ms,
+            stored_rows=done.inputs.stored_rows,
+        ),
+    )
+    if done.full:
+        history_store.drop_other_runs(cluster, keep=run_dir)
+    else:
+        history_store.compact_history(cluster, phase)
+
+
+def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:
+    run.status = RefreshRun.Status.SUCCEEDED
+    run.records_read = done.sources.records_read()
+    run.records_by_topic = done.sources.records_by_topic
+    run.malformed_by_reason = runs.malformed_by_reason(cluster, done.state, done.sources.malformed)
+    run.malformed = sum(
+        count for reasons in run.malformed_by_reason.values() for count in reasons.values()
+    )
+    run.phase = "done"
+
+
+def _failed(cluster: Cluster, run: RefreshRun, exc: Exception) -> None:
+    run.status = RefreshRun.Status.FAILED
+    run.error = runs.describe_error(exc)
+    run.phase = f"failed: {run.error}"
+    if isinstance(exc, store.RefreshOvertaken):
+        logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
+    elif not isinstance(exc, KafkaUnavailable | TopicNotFound):
+        logger.exception("Refresh of %s failed", cluster.name)
+
+
+def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) -> None:
+    """Record the run's outcome, expire old runs and tell the caller how it went."""
+    run.finished_at = timezone.now()
+    run.seconds = time.monotonic() - started
+    # Only what this module decides: the run's heartbeat, host and pid are written by others
+    # meanwhile (background.heartbeat, the command taking a claimed run over).
+    runs.with_db_retries(
+        "recording the run", lambda: run.save(update_fields=runs.RUN_OUTCOME_FIELDS)
+    )
+    try:
+        runs.drop_expired_runs(cluster, now=run.finished_at)
+    except OperationalError as exc:
+        # Housekeeping: the next refresh tries again.
+        logger.warning("Could not delete the old refresh runs of %s: %s", cluster.name, exc)
+    say(
+        f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
+        f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"
+    )

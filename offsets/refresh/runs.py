@@ -1,0 +1,115 @@
+"""A refresh run's record: its outcome, its error for people, its counts, and old runs' expiry."""
+
+import logging
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import OperationalError, connection
+
+from offsets.formats.masking import mask_text
+from offsets.models import Cluster, RefreshRun
+from offsets.services import connect_state
+
+logger = logging.getLogger(__name__)
+
+# Waits between attempts at the refresh's database writes when the database is locked (SQLite:
+# another writer held the lock past the busy timeout) or the connection dropped (PostgreSQL
+# restarting). Minutes of Spark work are not thrown away for a database busy for a moment.
+DB_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+# What a run stopped by Ctrl-C says (run_refresh, and refresh_offsets while Spark starts).
+INTERRUPTED = "Interrupted (Ctrl-C)."
+
+# The fields of a RefreshRun that `run_refresh` fills in when the run ends.
+RUN_OUTCOME_FIELDS = [
+    "status",
+    "full",
+    "phase",
+    "records_read",
+    "records_by_topic",
+    "malformed",
+    "malformed_by_reason",
+    "error",
+    "finished_at",
+    "seconds",
+]
+
+
+def drop_expired_runs(cluster: Cluster, *, now: datetime) -> int:
+    """Delete the cluster's runs that ended over REFRESH_RUN_RETENTION_DAYS ago; return how many.
+
+    A `--every 60` loop records 1,440 runs a day. The last successful run stays whatever its
+    age (the pages say how old the results on show are), and so does every run still going.
+    """
+    days = settings.REFRESH_RUN_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    last_success = (
+        RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.SUCCEEDED)
+        .order_by("-started_at", "-pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    deleted, _ = (
+        RefreshRun.objects.filter(cluster=cluster, finished_at__lt=now - timedelta(days=days))
+        .exclude(status=RefreshRun.Status.RUNNING)
+        .exclude(pk=last_success)
+        .delete()
+    )
+    return deleted
+
+
+def with_db_retries[T](what: str, write: Callable[[], T]) -> T:
+    """Run a database write, again after DB_RETRY_DELAYS while the database is unavailable.
+
+    The write must be one transaction (a failed attempt leaves nothing behind). Inside an outer
+    transaction (tests) nothing is retried: the outer transaction is what failed.
+    """
+    for delay in (*DB_RETRY_DELAYS, None):
+        try:
+            return write()
+        except OperationalError as exc:
+            if delay is None or connection.in_atomic_block:
+                raise
+            logger.warning("Refresh: %s failed (%s); trying again in %.1fs", what, exc, delay)
+            # A connection the error left unusable (PostgreSQL restarted) is replaced.
+            connection.close_if_unusable_or_obsolete()
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def malformed_by_reason(
+    cluster: Cluster, state: connect_state.ConnectState, offsets_malformed: list[dict]
+) -> dict[str, dict[str, int]]:
+    """Count this run's malformed records: {topic: {reason: count}}.
+
+    Offsets topics: the records read by this run (an incremental run only sees new ones).
+    Config and status topics: every record, since each refresh reads them whole.
+    """
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in offsets_malformed:
+        reasons = counts[row["topic"]]
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + row["count"]
+    for topic, reasons in (
+        (cluster.configs_topic, state.config_malformed),
+        (cluster.status_topic, state.status_malformed),
+    ):
+        for reason, count in reasons.items():
+            counts[topic][reason] = counts[topic].get(reason, 0) + count
+    return {topic: dict(sorted(reasons.items())) for topic, reasons in sorted(counts.items())}
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line message for the user; Spark wraps executor errors in long traces.
+
+    Masked before it is cut: an error may quote a record or a config value.
+    """
+    text = mask_text(str(exc).strip()) or type(exc).__name__
+    for name in ("KafkaUnavailable", "TopicNotFound"):
+        match = re.search(rf"{name}: (.+)", text)
+        if match:
+            return match.group(1).strip()
+    return text.splitlines()[0][:500] if "\n" in text else text[:500]

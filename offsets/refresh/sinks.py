@@ -1,0 +1,258 @@
+"""The sinks' lag: each sink partition's lag in records and in time, rated with Burrow's rules."""
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from offsets.formats.connectors import sink_topics
+from offsets.formats.history_rules import LagPoint, LagStatus, partition_lag_status
+from offsets.kafka import admin, groups, reading
+from offsets.models import Cluster, LagSample, SinkPartitionLag
+from offsets.refresh.results import KnownTimeLags, SinkResults, ms_to_datetime
+from offsets.services.connect_state import ConnectorSummary
+
+# A sink connector's partition: (connector, (topic, partition)).
+Slot = tuple[str, tuple[str, int]]
+# Recent lag samples: {(connector, topic, partition): points, oldest first}.
+RecentSamples = dict[tuple[str, str, int], list[LagPoint]]
+
+
+def sink_connectors(connectors: list[ConnectorSummary]) -> list[ConnectorSummary]:
+    return [c for c in connectors if c.type == "sink" and not c.deleted]
+
+
+def consumer_position(committed: int | None, log_start: int) -> int:
+    """Where a sink's consumer reads next: its committed offset, or the log start when it
+    never committed or its offset fell below the log start (connect-formats.md)."""
+    return max(committed if committed is not None else log_start, log_start)
+
+
+def known_time_lags(cluster: Cluster) -> KnownTimeLags:
+    """The lags in time of the cluster's lagging sink partitions at the last refresh, with
+    the offsets they were measured between (`sample_sinks` reuses them)."""
+    known: KnownTimeLags = {}
+    rows = SinkPartitionLag.objects.filter(
+        cluster=cluster, lag_records__gt=0, lag_ms__isnull=False
+    ).values_list("connector", "topic", "partition", "committed", "log_start", "log_end", "lag_ms")
+    for connector, topic, partition, committed, low, high, lag_ms in rows:
+        known[(connector, (topic, partition))] = ((consumer_position(committed, low), high), lag_ms)
+    return known
+
+
+def sample_sinks(
+    cluster: Cluster,
+    connectors: list[ConnectorSummary],
+    *,
+    now_ms: int,
+    recent: RecentSamples,
+    known: KnownTimeLags | None = None,
+) -> SinkResults:
+    """Sample every sink partition's lag and rate it with `recent` (`recent_samples`).
+
+    Reads Kafka only, not the database: it runs beside the Spark phase, on another thread.
+    """
+    sinks = sink_connectors(connectors)
+    results = SinkResults()
+    if not sinks:
+        return results
+    kafka = cluster.kafka_settings()
+    existing = admin.topic_partition_counts(kafka)
+    committed = groups.committed_offsets_of(kafka, [c.sink_group for c in sinks])
+    committed = {c.name: committed.get(c.sink_group, {}) for c in sinks}
+    wanted = {
+        c.name: [
+            (topic, p)
+            for topic in sorted(_topics_of(c, existing, committed[c.name]))
+            for p in range(existing[topic])
+        ]
+        for c in sinks
+    }
+    marks = admin.watermarks(kafka, sorted({tp for tps in wanted.values() for tp in tps}))
+    # Where each lagging connector's consumer stands. Two sinks may read one topic from
+    # different offsets, each its own lag.
+    positions: dict[Slot, int] = {}
+    for connector in sinks:
+        for tp in wanted[connector.name]:
+            position = consumer_position(committed[connector.name].get(tp), marks[tp][0])
+            if position < marks[tp][1]:
+                positions[(connector.name, tp)] = position
+    lags_ms = _time_lags(kafka, positions, marks, known or {})
+    sampled_at = ms_to_datetime(now_ms)
+    for connector in sinks:
+        if not committed[connector.name]:
+            # preCommit returns {} for connectors that store offsets themselves: no lag to report.
+            results.externally_managed.add(connector.name)
+        for tp in wanted[connector.name]:
+            _add_partition(
+                results,
+                cluster,
+                connector,
+                tp,
+                committed=committed[connector.name].get(tp),
+                marks=marks[tp],
+                lag_ms=lags_ms.get((connector.name, tp)),
+                recent=recent.get((connector.name, *tp), []),
+                sampled_at=sampled_at,
+            )
+    return results
+
+
+def _topics_of(
+    connector: ConnectorSummary, existing: dict[str, int], committed: dict[tuple[str, int], int]
+) -> set[str]:
+    """The topics a sink reads: those its config names or matches, and those it committed."""
+    topics = sink_topics(
+        connector.topics, connector.topics_regex, existing, connector=connector.name
+    )
+    topics |= {topic for topic, _ in committed if topic in existing}
+    return topics
+
+
+def _time_lags(
+    kafka: dict,
+    positions: dict[Slot, int],
+    marks: dict[tuple[str, int], tuple[int, int]],
+    known: KnownTimeLags,
+) -> dict[Slot, int]:
+    """Each lagging partition's lag in time: the newest record's timestamp less that of the
+    record at the consumer's position.
+
+    A partition whose position and log end are both where they were at the last refresh
+    (`known`) has the same two records, so its lag is reused rather than read again: reading
+    the two records of every lagging partition is a fetch per partition on every refresh,
+    also for a sink that has not moved. (A topic deleted and created again whose offsets came
+    back to the same two keeps the old value until one moves.)
+    """
+    lags: dict[Slot, int] = {}
+    for slot, position in positions.items():
+        offsets, lag_ms = known.get(slot, (None, None))
+        if offsets == (position, marks[slot[1]][1]):
+            lags[slot] = lag_ms
+    asked = {slot: position for slot, position in positions.items() if slot not in lags}
+    last = {tp: marks[tp][1] - 1 for _, tp in asked}
+    stamps = reading.timestamps_at(
+        kafka, set(last.items()) | {(tp, position) for (_, tp), position in asked.items()}
+    )
+    newest = {tp: stamps[(tp, offset)] for tp, offset in last.items() if (tp, offset) in stamps}
+    # Nothing at high - 1: a topic of transactions ends with a commit marker, which no consumer
+    # returns (an exactly-once source's output); its newest record is a little before.
+    newest |= reading.newest_timestamps(kafka, {tp: marks[tp] for tp in last if tp not in newest})
+    for (connector, tp), position in asked.items():
+        newest_at, oldest_unread = newest.get(tp), stamps.get((tp, position))
+        if newest_at is not None and oldest_unread is not None:
+            lags[(connector, tp)] = max(newest_at - oldest_unread, 0)
+    return lags
+
+
+def _add_partition(
+    results: SinkResults,
+    cluster: Cluster,
+    connector: ConnectorSummary,
+    tp: tuple[str, int],
+    *,
+    committed: int | None,
+    marks: tuple[int, int],
+    lag_ms: int | None,
+    recent: list[LagPoint],
+    sampled_at: datetime,
+) -> None:
+    """Add one sink partition's current lag and its sample to `results`."""
+    low, high = marks
+    # A partition with no commit counts from the log start (connect-formats.md).
+    lag = max(high - consumer_position(committed, low), 0)
+    if lag == 0:
+        lag_ms = 0
+    window = [
+        *recent[-(settings.LAG_WINDOW_SAMPLES - 1) :],
+        LagPoint(committed if committed is not None else low, lag),
+    ]
+    status = (
+        LagStatus.OK
+        if connector.name in results.externally_managed
+        else partition_lag_status(window, consuming=connector.consuming)
+    )
+    topic, partition = tp
+    results.lags.append(
+        SinkPartitionLag(
+            cluster=cluster,
+            connector=connector.name,
+            group=connector.sink_group,
+            topic=topic,
+            partition=partition,
+            committed=committed,
+            log_start=low,
+            log_end=high,
+            lag_records=lag,
+            lag_ms=lag_ms,
+            status=status,
+            sampled_at=sampled_at,
+        )
+    )
+    results.samples.append(
+        LagSample(
+            cluster=cluster,
+            connector=connector.name,
+            topic=topic,
+            partition=partition,
+            sampled_at=sampled_at,
+            committed=committed,
+            log_end=high,
+            lag_records=lag,
+            lag_ms=lag_ms,
+        )
+    )
+
+
+def recent_samples(cluster: Cluster, connectors: list[str]) -> RecentSamples:
+    """The lag samples of every sink partition at the cluster's last N-1 samplings, oldest
+    first (samples with no committed offset left out).
+
+    A refresh samples every sink at one time (`sampled_at`), so the window is found as those
+    times first, through the (cluster, sampled_at) index, and only their rows are read: the
+    table holds every sample of the retention period.
+    """
+    window: RecentSamples = defaultdict(list)
+    times = last_samplings(cluster, settings.LAG_WINDOW_SAMPLES - 1)
+    if not times or not connectors:
+        return window
+    samples = (
+        LagSample.objects.filter(
+            cluster=cluster, connector__in=connectors, sampled_at__gte=times[-1]
+        )
+        .order_by("sampled_at")
+        .values_list("connector", "topic", "partition", "committed", "lag_records")
+    )
+    for connector, topic, partition, committed, lag in samples:
+        if committed is not None:
+            window[(connector, topic, partition)].append(LagPoint(committed, lag))
+    return window
+
+
+def last_samplings(cluster: Cluster, count: int) -> list[datetime]:
+    """The times of the cluster's last `count` lag samplings, newest first."""
+    if count <= 0:
+        return []
+    return list(
+        LagSample.objects.filter(cluster=cluster)
+        .order_by("-sampled_at")
+        .values_list("sampled_at", flat=True)
+        .distinct()[:count]
+    )
+
+
+def drop_expired_lag_samples(cluster: Cluster, *, now_ms: int) -> None:
+    """Delete lag samples older than LAG_SAMPLE_RETENTION_DAYS (0: keep every sample).
+
+    A refresh adds a sample per sink partition, so a `--every` loop would grow the table
+    without end. The samples of the last LAG_WINDOW_SAMPLES samplings stay whatever their age:
+    Burrow's rules need them when refreshes are further apart than the retention.
+    """
+    days = settings.LAG_SAMPLE_RETENTION_DAYS
+    if days <= 0:
+        return
+    cutoff = ms_to_datetime(now_ms) - timedelta(days=days)
+    window = last_samplings(cluster, settings.LAG_WINDOW_SAMPLES)
+    if window:
+        cutoff = min(cutoff, window[-1])
+    LagSample.objects.filter(cluster=cluster, sampled_at__lt=cutoff).delete()

@@ -1,0 +1,138 @@
+"""One ConnectorSnapshot per connector: the figures the connectors list shows, from the saved results."""
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count
+from django.utils import timezone
+
+from offsets.formats.history_rules import LagStatus, connector_lag_status
+from offsets.models import (
+    Cluster,
+    ConnectorSnapshot,
+    KeyDrift,
+    MalformedCount,
+    SinkPartitionLag,
+    SourceOffset,
+)
+from offsets.refresh.results import SinkResults
+from offsets.services.connect_state import ConnectorSummary
+
+
+@dataclass
+class SourceStats:
+    """A source connector's live offsets, summed over its partitions."""
+
+    partitions: int = 0
+    last: datetime | None = None
+    rewinds: int = 0
+    stalled: int = 0
+
+
+def save_snapshots(
+    cluster: Cluster, connectors: list[ConnectorSummary], sinks: SinkResults
+) -> None:
+    """Replace the cluster's ConnectorSnapshot rows: one per connector Connect knows, and one
+    per connector whose config is gone entirely (compacted tombstone) but whose offsets remain."""
+    stats = _source_stats(cluster)
+    drift = dict(
+        KeyDrift.objects.filter(cluster=cluster).values_list("connector").annotate(n=Count("id"))
+    )
+    malformed: dict[str, int] = defaultdict(int)
+    for name, count in (
+        MalformedCount.objects.filter(cluster=cluster)
+        .exclude(connector="")
+        .values_list("connector", "count")
+    ):
+        malformed[name] += count
+    lags: dict[str, list[SinkPartitionLag]] = defaultdict(list)
+    for lag in sinks.lags:
+        lags[lag.connector].append(lag)
+    updated_at = timezone.now()
+    snapshots = [
+        ConnectorSnapshot(
+            cluster=cluster,
+            **_connector_fields(connector),
+            **_offsets_fields(connector, stats.get(connector.name, SourceStats()), lags, sinks),
+            drifted_partitions=drift.get(connector.name, 0),
+            malformed=malformed.get(connector.name, 0),
+            updated_at=updated_at,
+        )
+        for connector in connectors
+    ]
+    for name in sorted(set(stats) - {c.name for c in connectors}):
+        entry = stats[name]
+        snapshots.append(
+            ConnectorSnapshot(
+                cluster=cluster,
+                name=name,
+                type="source",
+                deleted=True,
+                partitions=entry.partitions,
+                last_commit_at=entry.last,
+                rewinds=entry.rewinds,
+                drifted_partitions=drift.get(name, 0),
+                malformed=malformed.get(name, 0),
+                updated_at=updated_at,
+            )
+        )
+    ConnectorSnapshot.objects.filter(cluster=cluster).delete()
+    ConnectorSnapshot.objects.bulk_create(snapshots)
+
+
+def _source_stats(cluster: Cluster) -> dict[str, SourceStats]:
+    """Each connector's live source offsets (effective, not tombstones), summed."""
+    stats: dict[str, SourceStats] = defaultdict(SourceStats)
+    for name, last, rewinds, stalled in SourceOffset.objects.filter(
+        cluster=cluster, effective=True, offset_text__isnull=False
+    ).values_list("connector", "last_commit_at", "rewinds", "stalled"):
+        entry = stats[name]
+        entry.partitions += 1
+        entry.last = max(filter(None, (entry.last, last)), default=None)
+        entry.rewinds += rewinds
+        entry.stalled += int(stalled)
+    return stats
+
+
+def _connector_fields(connector: ConnectorSummary) -> dict:
+    """What Connect's config and status topics say of the connector."""
+    return {
+        "name": connector.name,
+        "type": connector.type,
+        "connector_class": connector.connector_class,
+        "target_state": connector.target_state,
+        "runtime_state": connector.runtime_state or "",
+        "task_states": {str(k): v for k, v in connector.task_states.items()},
+        "task_count": connector.task_count,
+        "deleted": connector.deleted,
+        "mirrormaker2": connector.mirrormaker2,
+        "own_offsets_topic": connector.own_offsets_topic or "",
+        "sink_group": connector.sink_group or "",
+        "config": connector.config,
+        "trace": connector.trace or "",
+    }
+
+
+def _offsets_fields(
+    connector: ConnectorSummary,
+    entry: SourceStats,
+    lags: dict[str, list[SinkPartitionLag]],
+    sinks: SinkResults,
+) -> dict:
+    """The connector's offsets figures: a sink's lag from its partitions, a source's stats."""
+    sink_lags = lags.get(connector.name, [])
+    external = connector.name in sinks.externally_managed
+    lagging = connector.type == "sink" and not external
+    return {
+        "partitions": len(sink_lags) if connector.type == "sink" else entry.partitions,
+        "last_commit_at": entry.last,
+        "rewinds": entry.rewinds,
+        "stalled_partitions": entry.stalled,
+        "offsets_managed_externally": external,
+        "lag_records": sum(lag.lag_records for lag in sink_lags) if lagging else None,
+        "lag_ms": max((lag.lag_ms or 0 for lag in sink_lags), default=0) if lagging else None,
+        "lag_status": connector_lag_status([LagStatus(lag.status) for lag in sink_lags])
+        if lagging
+        else "",
+    }
