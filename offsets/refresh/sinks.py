@@ -173,35 +173,21 @@ def _add_partition(
         else partition_lag_status(window, consuming=connector.consuming)
     )
     topic, partition = tp
+    measured = {
+        "cluster": cluster,
+        "connector": connector.name,
+        "topic": topic,
+        "partition": partition,
+        "committed": committed,
+        "log_end": high,
+        "lag_records": lag,
+        "lag_ms": lag_ms,
+        "sampled_at": sampled_at,
+    }
     results.lags.append(
-        SinkPartitionLag(
-            cluster=cluster,
-            connector=connector.name,
-            group=connector.sink_group,
-            topic=topic,
-            partition=partition,
-            committed=committed,
-            log_start=low,
-            log_end=high,
-            lag_records=lag,
-            lag_ms=lag_ms,
-            status=status,
-            sampled_at=sampled_at,
-        )
+        SinkPartitionLag(**measured, group=connector.sink_group, log_start=low, status=status)
     )
-    results.samples.append(
-        LagSample(
-            cluster=cluster,
-            connector=connector.name,
-            topic=topic,
-            partition=partition,
-            sampled_at=sampled_at,
-            committed=committed,
-            log_end=high,
-            lag_records=lag,
-            lag_ms=lag_ms,
-        )
-    )
+    results.samples.append(LagSample(**measured))
 
 
 def recent_samples(cluster: Cluster, connectors: list[str]) -> RecentSamples:

@@ -119,8 +119,9 @@ def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served
 
     def compute_then_cut(*args, **kwargs):
         try:
-            return compute_sources(*args, **kwargs)
+            results = compute_sources(*args, **kwargs)
             cut_the_broker(SAMPLING_SINK_LAG)
+            return results
         finally:
             spark_done.set()
 
