@@ -1,7 +1,7 @@
 """How the pages write numbers, durations, ages, JSON maps and statuses (pure functions).
 
-Plain f-strings and `html.escape`: the tables call these thousands of times per page, where
-Django's lazy-aware `format_html` would cost several times more.
+Plain f-strings and `html.escape`: the table templates call these thousands of times per
+page, where Django's lazy-aware `format_html` would cost several times more.
 """
 
 import re
@@ -114,12 +114,24 @@ def ago_html(at: datetime | None, now: datetime) -> SafeString:
     return SafeString(f'<span title="{at:%Y-%m-%d %H:%M:%S} UTC">{since(at, now)} ago</span>')
 
 
+# Where a row template leaves a time for `AgedHtml` to fill (`{% age_hole %}`): an HTML
+# comment, which no autoescaped value can hold, so only the template's own markup makes one.
+_AGE_HOLE = re.compile(r"<!--age (\S+)-->")
+
+
+def age_hole(at: datetime | None) -> SafeString:
+    """A hole for `at`'s age in HTML that `AgedHtml.from_html` reads; 'never' without a time."""
+    if at is None:
+        return NEVER
+    return SafeString(f"<!--age {at.isoformat()}-->")
+
+
 class AgedHtml:
     """HTML that stays the same until the next refresh but for its ages ('3m 05s ago').
 
-    Rows and fragments are cached per refresh run (dashboard/page_cache.py) as this: the text
-    with a hole for each time, filled in against the time of each request by `render()`. So
-    a cached page pays one `ago_html` per time shown, not the whole row's formatting again.
+    Table rows are cached per refresh run (dashboard/page_cache.py) as this: the rendered
+    template with a hole for each time, filled in against the time of each request by
+    `render()`. So a cached page pays one `ago_html` per time shown, not the rows' template.
     """
 
     __slots__ = ("parts",)
@@ -133,6 +145,15 @@ class AgedHtml:
             else:
                 merged.append(part if isinstance(part, datetime) else str(part))
         self.parts = tuple(merged)
+
+    @classmethod
+    def from_html(cls, html: str) -> "AgedHtml":
+        """The rendered HTML with each `age_hole` made a hole for its time."""
+        # re.split puts each hole's captured time between the texts around it.
+        parts = _AGE_HOLE.split(html)
+        return cls(
+            datetime.fromisoformat(part) if index % 2 else part for index, part in enumerate(parts)
+        )
 
     def __getstate__(self) -> tuple[str | datetime, ...]:
         return self.parts

@@ -23,12 +23,6 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
-from dashboard.rows import (
-    connector_rows,
-    rewind_rows,
-    sink_partition_rows,
-    source_partition_rows,
-)
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -197,9 +191,17 @@ def _connectors_page(
         rows = snapshots.connectors(cluster=cluster, **form.filters())
         page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
         snapshots.with_partition_status(page.object_list, cluster=cluster)
-        base_url = reverse("connectors", args=[cluster.name])
-        html = connector_rows(page.object_list, base_url, export_url)
-        return html, page.paginator.count, page.number
+        for snapshot in page.object_list:
+            snapshot.reasons = snapshots.status_reasons(snapshot)
+        html = render_to_string(
+            "dashboard/rows/connectors.html",
+            {
+                "snapshots": page.object_list,
+                "base_url": reverse("connectors", args=[cluster.name]),
+                "export_url": export_url,
+            },
+        )
+        return AgedHtml.from_html(html), page.paginator.count, page.number
 
     # The name too: the rows' links carry it, and a renamed cluster keeps its key.
     params = {**form.filters(), "page": form.cleaned_data["page"], "cluster": cluster.name}
@@ -299,7 +301,6 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
                 context.update(_lag_charts(cluster, snapshot))
         else:
             context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
-            context["rewind_rows"] = rewind_rows(context["rewinds"])
             context["drifts"] = snapshots.key_drifts(cluster=cluster, connector=snapshot.name)
         worst = None
         if snapshot.type == "sink":
@@ -326,8 +327,12 @@ def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tupl
                 sort=form.cleaned_data["sort"],
             )
             page = snapshots.paginate(rows, form.cleaned_data["page"], PARTITIONS_PER_PAGE)
-            html = sink_partition_rows(
-                page.object_list, externally_managed=snapshot.offsets_managed_externally
+            html = render_to_string(
+                "dashboard/rows/sink_partitions.html",
+                {
+                    "lags": page.object_list,
+                    "externally_managed": snapshot.offsets_managed_externally,
+                },
             )
         else:
             rows = snapshots.source_partitions(
@@ -344,9 +349,15 @@ def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tupl
                 by_keys=True,
                 probe=SEARCH_PROBE if form.cleaned_data["q"] else 0,
             )
-            connector_url = reverse("connector", args=[cluster.name, snapshot.name])
-            html = source_partition_rows(page.object_list, connector_url, cluster.offsets_topic)
-        return html, page.paginator.count, page.number
+            html = render_to_string(
+                "dashboard/rows/source_partitions.html",
+                {
+                    "offsets": page.object_list,
+                    "connector_url": reverse("connector", args=[cluster.name, snapshot.name]),
+                    "worker_topic": cluster.offsets_topic,
+                },
+            )
+        return AgedHtml.from_html(html), page.paginator.count, page.number
 
     params = {key: form.cleaned_data[key] for key in ("q", "sort", "page")}
     # What the rows show beside the partitions: links under the cluster's name, the worker's

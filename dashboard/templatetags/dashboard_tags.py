@@ -2,7 +2,7 @@
 
 from datetime import datetime
 from html import escape
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django import template
 from django.http import QueryDict
@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 
 from dashboard import formatting
+from offsets.formats.connector_paths import to_segment
 
 register = template.Library()
 
@@ -18,6 +19,12 @@ register.filter("duration_ms", formatting.duration_ms)
 register.filter("compact_json", formatting.compact_json)
 register.filter("name_html", formatting.name_html)
 register.filter("name_text", formatting.name_text)
+
+
+@register.filter
+def connector_segment(name: str) -> str:
+    """A connector's name as its URL path segment, percent-encoded (any name makes one)."""
+    return quote(to_segment(name), safe="~")
 
 
 @register.filter
@@ -37,6 +44,12 @@ def seconds(value: float | None) -> str:
 def age(value: datetime | None) -> str:
     """How long ago: 45s, 12m 05s, 2h 03m, 3d 4h."""
     return formatting.since(value, timezone.now())
+
+
+@register.simple_tag
+def age_hole(at: datetime | None) -> str:
+    """Where a cached row's age goes: filled in for each request (formatting.AgedHtml)."""
+    return formatting.age_hole(at)
 
 
 @register.simple_tag

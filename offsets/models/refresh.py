@@ -124,6 +124,11 @@ class ConnectorSnapshot(models.Model):
     def __str__(self) -> str:
         return f"{self.cluster}/{self.name}"
 
+    @property
+    def failed_tasks(self) -> int:
+        """How many of its tasks the refresh saw FAILED (Connect leaves the connector RUNNING)."""
+        return sum(state == "FAILED" for state in self.task_states.values())
+
 
 class SourceOffset(models.Model):
     """The latest offset of one source partition in one offsets topic (last write per key bytes).

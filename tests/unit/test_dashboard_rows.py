@@ -4,6 +4,7 @@ import pickle
 from datetime import UTC, datetime, timedelta
 
 from django.http import QueryDict
+from django.template import engines
 
 from dashboard.formatting import NEVER, AgedHtml
 from dashboard.templatetags.dashboard_tags import query_string
@@ -26,6 +27,22 @@ def test_it_joins_adjacent_text_once_and_survives_the_cache():
     copy = pickle.loads(pickle.dumps(html))
     now = COMMIT + timedelta(minutes=1)
     assert copy.render(now) == html.render(now)
+
+
+def test_a_rendered_template_keeps_a_hole_where_it_wrote_a_time():
+    template = engines["django"].from_string(
+        "{% load dashboard_tags %}<td>{% age_hole at %}</td><td>{% age_hole none %}</td>"
+    )
+    html = AgedHtml.from_html(template.render({"at": COMMIT, "none": None}))
+    assert html.parts == ("<td>", COMMIT, f"</td><td>{NEVER}</td>")
+    assert pickle.loads(pickle.dumps(html)).parts == html.parts
+
+
+def test_a_value_that_looks_like_a_hole_stays_text():
+    template = engines["django"].from_string("<td>{{ name }}</td>")
+    name = f"<!--age {COMMIT.isoformat()}-->"
+    html = AgedHtml.from_html(template.render({"name": name}))
+    assert html.parts == ("<td>&lt;!--age 2026-01-02T03:04:05+00:00--&gt;</td>",)
 
 
 def test_query_strings_keep_the_other_parameters_in_their_order():
