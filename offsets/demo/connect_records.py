@@ -20,6 +20,20 @@ def _status_value(state: str, worker: str, generation: int, trace: str | None = 
     return dumps({"state": state, "trace": trace, "worker_id": worker, "generation": generation})
 
 
+def _status(
+    options: DemoOptions,
+    of: str,
+    state: str,
+    worker: str,
+    generation: int,
+    at: int,
+    trace: str | None = None,
+) -> Record:
+    """A status-topic record of `of` ("connector-<name>" or "task-<name>-<n>")."""
+    value = _status_value(state, worker, generation, trace)
+    return Record(options.status_topic, f"status-{of}".encode(), value, at)
+
+
 def _target_state_value(state: str) -> bytes:
     # KafkaConfigBackingStore.putTargetState: older workers know no STOPPED, so `state` says
     # PAUSED and `state.v2` carries the real state.
@@ -113,20 +127,17 @@ def _operator_ms(options: DemoOptions) -> int:
 def _paused(
     spec: ConnectorSpec, options: DemoOptions, worker: str, generation: int
 ) -> list[Record]:
-    cfg, status, name = options.configs_topic, options.status_topic, spec.name
+    cfg, name = options.configs_topic, spec.name
     at = _operator_ms(options)
     records = [
         Record(cfg, f"target-state-{name}".encode(), _target_state_value("PAUSED"), at),
-        Record(
-            status,
-            f"status-connector-{name}".encode(),
-            _status_value("PAUSED", worker, generation),
-            at + 50,
-        ),
+        _status(options, f"connector-{name}", "PAUSED", worker, generation, at + 50),
     ]
     for task in range(spec.tasks):
-        value = _status_value("PAUSED", WORKERS[task % 2], generation)
-        records.append(Record(status, f"status-task-{name}-{task}".encode(), value, at + 60))
+        worker_of_task = WORKERS[task % 2]
+        records.append(
+            _status(options, f"task-{name}-{task}", "PAUSED", worker_of_task, generation, at + 60)
+        )
     return records
 
 
@@ -139,12 +150,7 @@ def _stopped(
     return [
         Record(cfg, f"target-state-{name}".encode(), _target_state_value("STOPPED"), at),
         Record(cfg, f"commit-{name}".encode(), dumps({"tasks": 0}), at + 20),
-        Record(
-            status,
-            f"status-connector-{name}".encode(),
-            _status_value("STOPPED", worker, generation),
-            at + 50,
-        ),
+        _status(options, f"connector-{name}", "STOPPED", worker, generation, at + 50),
         Record(status, f"status-task-{name}-0".encode(), None, at + 60),
     ]
 
@@ -165,19 +171,9 @@ def _deleted(spec: ConnectorSpec, options: DemoOptions) -> list[Record]:
 def _failed(
     spec: ConnectorSpec, options: DemoOptions, worker: str, generation: int
 ) -> list[Record]:
-    status, name, trace = options.status_topic, spec.name, spec.failed_trace
+    name, trace = spec.name, spec.failed_trace
     at = failure_ms(options)
     return [
-        Record(
-            status,
-            f"status-task-{name}-0".encode(),
-            _status_value("FAILED", WORKERS[0], generation, trace),
-            at,
-        ),
-        Record(
-            status,
-            f"status-connector-{name}".encode(),
-            _status_value("FAILED", worker, generation, trace),
-            at + 30,
-        ),
+        _status(options, f"task-{name}-0", "FAILED", WORKERS[0], generation, at, trace),
+        _status(options, f"connector-{name}", "FAILED", worker, generation, at + 30, trace),
     ]
