@@ -87,7 +87,6 @@ def line_chart(
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
     times = [t for t, _ in points] + [t for t, _, _ in marked]
     values = [value for _, value in points] + [value for _, value, _ in marked]
-    t0, t1 = min(times), max(times)
     low, high = (0.0 if zero_based else min(values)), max(values)
     if zero_based:
         low = min(low, min(values))
@@ -95,24 +94,13 @@ def line_chart(
     labels = _labels(y_ticks, durations)
     # Room for the longest label (~6.5 px a character at 11 px), never less than LEFT.
     left = max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
+    t0, t1 = min(times), max(times)
     if t1 == t0:
         t0, t1 = t0 - 60, t1 + 60
-    x_scale = (right - left) / (t1 - t0)
-    y_scale = (bottom - TOP) / (high - low)
-
-    def x(t: float) -> float:
-        return round(left + (t - t0) * x_scale, 1)
-
-    def y(v: float) -> float:
-        return round(bottom - (v - low) * y_scale, 1)
-
+    frame = _Frame(left, right, bottom, t0, t1, low, high)
     thinned = _thin(points, MAX_POINTS)
-    # Formatted straight to one decimal: round() and then str() would each convert the float
-    # to decimal digits, twice the cost for the same text.
-    line = "M" + " L".join(
-        f"{left + (t - t0) * x_scale:.1f},{bottom - (value - low) * y_scale:.1f}"
-        for t, value in thinned
-    )
+    line = frame.path(thinned)
+    x, y = frame.x, frame.y
     area = f"{line} L{x(thinned[-1][0])},{bottom} L{x(thinned[0][0])},{bottom} Z"
     return Chart(
         title=title,
@@ -131,6 +119,34 @@ def line_chart(
         bottom=bottom,
         right=right,
     )
+
+
+class _Frame:
+    """The plot area: maps (epoch seconds, value) to SVG coordinates."""
+
+    def __init__(
+        self, left: int, right: int, bottom: int, t0: float, t1: float, low: float, high: float
+    ) -> None:
+        self.left, self.bottom, self.t0, self.low = left, bottom, t0, low
+        self.x_scale = (right - left) / (t1 - t0)
+        self.y_scale = (bottom - TOP) / (high - low)
+
+    def x(self, t: float) -> float:
+        return round(self.left + (t - self.t0) * self.x_scale, 1)
+
+    def y(self, v: float) -> float:
+        return round(self.bottom - (v - self.low) * self.y_scale, 1)
+
+    def path(self, points: Sequence[tuple[float, float]]) -> str:
+        """SVG path data through the points."""
+        left, t0, x_scale = self.left, self.t0, self.x_scale
+        bottom, low, y_scale = self.bottom, self.low, self.y_scale
+        # Formatted straight to one decimal: round() and then str() would each convert the
+        # float to decimal digits, twice the cost for the same text.
+        return "M" + " L".join(
+            f"{left + (t - t0) * x_scale:.1f},{bottom - (value - low) * y_scale:.1f}"
+            for t, value in points
+        )
 
 
 def _drawable(value: float) -> float:

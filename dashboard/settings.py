@@ -270,7 +270,7 @@ SNAPSHOT_STALE_SECONDS = envint("SNAPSHOT_STALE_SECONDS", "1800")
 # Seconds between the pages' htmx polls of their tables; faster while a refresh runs.
 PAGE_POLL_SECONDS = envint("PAGE_POLL_SECONDS", "15")
 PAGE_POLL_SECONDS_WHILE_REFRESHING = envint("PAGE_POLL_SECONDS_WHILE_REFRESHING", "2")
-# A running refresh records a sign of life this often (0: never, as before heartbeats); one
+# A running refresh records a sign of life this often (0: never); one
 # RUNNING without a sign of life for REFRESH_ABANDONED_SECONDS lost its process and no longer
 # blocks a new one.
 REFRESH_HEARTBEAT_SECONDS = envint("REFRESH_HEARTBEAT_SECONDS", "30")

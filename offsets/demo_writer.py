@@ -48,6 +48,27 @@ def write_demo(
 ) -> SeedSummary:
     """Create the demo's topics on an EMPTY cluster and write every record; return counts."""
     started = time.monotonic()
+    partitions = _create_topics(settings, demo)
+    progress(f"created {len(demo.topics)} topics")
+    counts, transactions = _write_connect_records(settings, demo, partitions, progress)
+    progress(f"{sum(counts.values()):,} Connect records written ({transactions} transactions)")
+
+    data_records = _write_data_topics(settings, demo, partitions)
+    progress(f"{data_records:,} sink data records written")
+    for group_id, offsets in demo.group_offsets.items():
+        groups.alter_offsets(settings, group_id, offsets)
+    progress(f"committed offsets of {len(demo.group_offsets)} sink groups")
+    return SeedSummary(
+        records_by_topic=dict(counts),
+        transactions=transactions,
+        data_records=data_records,
+        groups=len(demo.group_offsets),
+        seconds=time.monotonic() - started,
+    )
+
+
+def _create_topics(settings: dict, demo: DemoCluster) -> dict[str, int]:
+    """Create the demo's topics, refusing a cluster that has any of them; return their sizes."""
     existing = admin.topic_partition_counts(settings)
     clash = sorted(set(demo.topics) & set(existing))
     if clash:
@@ -63,9 +84,17 @@ def write_demo(
             for name, (partitions, config) in demo.topics.items()
         ],
     )
-    partitions = {name: count for name, (count, _) in demo.topics.items()}
-    progress(f"created {len(demo.topics)} topics")
+    return {name: count for name, (count, _) in demo.topics.items()}
 
+
+def _write_connect_records(
+    settings: dict,
+    demo: DemoCluster,
+    partitions: dict[str, int],
+    progress: Callable[[str], None],
+) -> tuple[Counter[str], int]:
+    """Write the config, status and offsets records; return the records per topic and the
+    number of transactions."""
     counts: Counter[str] = Counter()
     producer = producers.java_producer(settings)
     transactional: dict[str, Producer] = {}
@@ -102,20 +131,7 @@ def write_demo(
     if open_transaction is not None:
         transactional[open_transaction[0]].commit_transaction(30)
     _flush(producer)
-    progress(f"{sum(counts.values()):,} Connect records written ({transactions} transactions)")
-
-    data_records = _write_data_topics(settings, demo, partitions)
-    progress(f"{data_records:,} sink data records written")
-    for group_id, offsets in demo.group_offsets.items():
-        groups.alter_offsets(settings, group_id, offsets)
-    progress(f"committed offsets of {len(demo.group_offsets)} sink groups")
-    return SeedSummary(
-        records_by_topic=dict(counts),
-        transactions=transactions,
-        data_records=data_records,
-        groups=len(demo.group_offsets),
-        seconds=time.monotonic() - started,
-    )
+    return counts, transactions
 
 
 @handles.released_after

@@ -104,11 +104,11 @@ POLL_SECONDS = 0.02
 READER_WAIT_MS = 20
 READER_SETTINGS = {"fetch.wait.max.ms": READER_WAIT_MS}
 
-# The snapshot planner's fetch wait. On Kafka the wait matters only when no planned partition
-# has a record to send (a fetch with records is answered at once): a refresh with nothing
-# new, or partitions ending in a transaction marker, cost it once. Brokers that stop filling
-# an answer once the wait has passed (some Kafka-compatible ones) answer a refresh's new
-# records in fewer rounds with 50 ms than with 20.
+# The snapshot planner's fetch wait. The planner reads with fetch.min.bytes 1
+# (short_read_settings), so Kafka answers a fetch as soon as one planned partition has a
+# record to send and the wait is paid only when none has: once in a refresh with nothing new,
+# or whose partitions end in a transaction marker (a control record the consumer never
+# hands over). The figure is the bound on that one wait, small beside a refresh's Spark work.
 PLANNER_WAIT_MS = 50
 
 # The planner reads on from a previous position through at most this many records per
@@ -117,6 +117,15 @@ CATCH_UP_RECORDS = 20_000
 
 # How many messages the planner takes off the queue at a time; fewer means it was drained.
 PLANNER_BATCH = 1000
+
+
+# Live reads of the edits (staging, lock check, verification) run to the end of the topic and
+# are waited on by a person. At the end, the broker holds an empty fetch for fetch.wait.max.ms
+# (500 ms by default), and a consume call asking for a batch waits for it to fill until its
+# timeout: asking for one message at a time returns as soon as anything (the end included)
+# arrives, and is no slower per record.
+LIVE_READ_SETTINGS = {"fetch.wait.max.ms": 10}
+LIVE_READ_BATCH = 1
 
 
 def short_read_settings(settings: dict, *, wait_ms: int = READER_WAIT_MS) -> dict:

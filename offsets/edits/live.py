@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 
+from offsets import tuning
 from offsets.edits.errors import ConnectorNotFound
 from offsets.formats import edit_rules, jackson
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
@@ -22,14 +23,6 @@ from offsets.formats.status_records import StatusSnapshot, fold_status_records
 from offsets.kafka import admin, groups, reading
 from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster
-
-# Live reads (staging, lock check, verification) run to the end of the topic and are waited
-# on by a person. At the end, the broker holds an empty fetch for fetch.wait.max.ms (500 ms by
-# default), and a consume call asking for a batch waits for it to fill until its timeout:
-# asking for one message at a time returns as soon as anything (the end included) arrives,
-# and is no slower per record.
-LIVE_READ_SETTINGS = {"fetch.wait.max.ms": 10}
-LIVE_READ_BATCH = 1
 
 
 class LiveReader:
@@ -52,10 +45,10 @@ class LiveReader:
         if topic not in self._records:
             self._records[topic] = list(
                 reading.read_topic(
-                    {**self.kafka, **LIVE_READ_SETTINGS},
+                    {**self.kafka, **tuning.LIVE_READ_SETTINGS},
                     topic,
                     timeout=settings.KAFKA_READ_TIMEOUT,
-                    batch_size=LIVE_READ_BATCH,
+                    batch_size=tuning.LIVE_READ_BATCH,
                 )
             )
         return self._records[topic]

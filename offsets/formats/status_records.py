@@ -8,7 +8,7 @@ destroyed (or, for a topic record, "no longer used"). Nothing here raises on bad
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from offsets.formats import jackson
@@ -134,60 +134,72 @@ def fold_status_records(records: Iterable[tuple[bytes | None, bytes | None]]) ->
     connector's status and all its task statuses, but not its topic records (the runtime
     writes separate tombstones for those).
     """
-    connectors: dict[str, _Status] = {}
-    tasks: dict[str, dict[int, TaskStatus]] = {}
-    topics: dict[str, dict[str, None]] = {}
+    folded = _Folded()
     malformed: list[MalformedStatusRecord] = []
     for raw_key, raw_value in records:
         # StringDeserializer: undecodable bytes become U+FFFD rather than an error.
         key = None if raw_key is None else bytes(raw_key).decode("utf-8", "replace")
         value_bytes = None if raw_value is None else bytes(raw_value)
         try:
-            if key is None:
-                raise _Skip(StatusMalformedReason.KEY_NULL, "the key is null")
-            if key.startswith(CONNECTOR_STATUS_PREFIX):
-                name = key.removeprefix(CONNECTOR_STATUS_PREFIX)
-                if not name:
-                    raise _Skip(StatusMalformedReason.KEY_NOT_RECOGNISED, "no connector name")
-                _check_name(name)
-                if value_bytes is None:
-                    connectors.pop(name, None)
-                    tasks.pop(name, None)
-                else:
-                    connectors[name] = _parse_status(value_bytes)
-            elif key.startswith(TASK_STATUS_PREFIX):
-                name, task = _task_id(key)
-                if value_bytes is None:
-                    tasks.get(name, {}).pop(task, None)
-                else:
-                    status = _parse_status(value_bytes)
-                    tasks.setdefault(name, {})[task] = TaskStatus(
-                        connector=name,
-                        task=task,
-                        state=status.state,
-                        trace=status.trace,
-                        worker_id=status.worker_id,
-                        generation=status.generation,
-                    )
-            elif key.startswith(TOPIC_STATUS_PREFIX):
-                topic, name = _topic_key(key)
-                if value_bytes is None:
-                    topics.get(name, {}).pop(topic, None)
-                else:
-                    _check_topic_status(value_bytes)
-                    topics.setdefault(name, {})[topic] = None
-            else:
-                raise _Skip(StatusMalformedReason.KEY_NOT_RECOGNISED, f"unknown key {key!r}")
+            _fold_record(folded, key, value_bytes)
         except _Skip as skip:
             malformed.append(MalformedStatusRecord(skip.reason, skip.detail, key, value_bytes))
+    return StatusSnapshot(connectors=_connector_statuses(folded), malformed=malformed)
 
+
+@dataclass
+class _Folded:
+    """The latest status of each connector, task and topic, as the fold goes."""
+
+    connectors: dict[str, _Status] = field(default_factory=dict)
+    tasks: dict[str, dict[int, TaskStatus]] = field(default_factory=dict)
+    # Per connector, its topics in the order first seen (a dict as an ordered set).
+    topics: dict[str, dict[str, None]] = field(default_factory=dict)
+
+
+def _fold_record(folded: _Folded, key: str | None, value_bytes: bytes | None) -> None:
+    """Apply one record to the fold, or raise _Skip."""
+    if key is None:
+        raise _Skip(StatusMalformedReason.KEY_NULL, "the key is null")
+    if key.startswith(CONNECTOR_STATUS_PREFIX):
+        name = key.removeprefix(CONNECTOR_STATUS_PREFIX)
+        if not name:
+            raise _Skip(StatusMalformedReason.KEY_NOT_RECOGNISED, "no connector name")
+        _check_name(name)
+        if value_bytes is None:
+            folded.connectors.pop(name, None)
+            folded.tasks.pop(name, None)
+        else:
+            folded.connectors[name] = _parse_status(value_bytes)
+    elif key.startswith(TASK_STATUS_PREFIX):
+        name, task = _task_id(key)
+        if value_bytes is None:
+            folded.tasks.get(name, {}).pop(task, None)
+        else:
+            status = asdict(_parse_status(value_bytes))
+            folded.tasks.setdefault(name, {})[task] = TaskStatus(
+                connector=name, task=task, **status
+            )
+    elif key.startswith(TOPIC_STATUS_PREFIX):
+        topic, name = _topic_key(key)
+        if value_bytes is None:
+            folded.topics.get(name, {}).pop(topic, None)
+        else:
+            _check_topic_status(value_bytes)
+            folded.topics.setdefault(name, {})[topic] = None
+    else:
+        raise _Skip(StatusMalformedReason.KEY_NOT_RECOGNISED, f"unknown key {key!r}")
+
+
+def _connector_statuses(folded: _Folded) -> dict[str, ConnectorStatus]:
+    """Each connector the fold left a status, a task or a topic of."""
     snapshot: dict[str, ConnectorStatus] = {}
-    for name in [*connectors, *tasks, *topics]:
+    for name in [*folded.connectors, *folded.tasks, *folded.topics]:
         if name in snapshot:
             continue
-        status = connectors.get(name)
-        connector_tasks = tasks.get(name, {})
-        connector_topics = topics.get(name, {})
+        status = folded.connectors.get(name)
+        connector_tasks = folded.tasks.get(name, {})
+        connector_topics = folded.topics.get(name, {})
         if status is None and not connector_tasks and not connector_topics:
             continue
         snapshot[name] = ConnectorStatus(
@@ -199,7 +211,7 @@ def fold_status_records(records: Iterable[tuple[bytes | None, bytes | None]]) ->
             tasks=dict(sorted(connector_tasks.items())),
             topics=frozenset(connector_topics),
         )
-    return StatusSnapshot(connectors=snapshot, malformed=malformed)
+    return snapshot
 
 
 def _parse_status(value_bytes: bytes) -> _Status:

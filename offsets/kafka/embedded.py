@@ -320,49 +320,14 @@ class EmbeddedKafka:
         java = _java()
         broker_cp = _classpath("broker")
         worker_cp = _classpath("worker") if worker else ""
-        for wanted, what in ((port, "broker"), (connect_port, "Connect worker")):
-            if wanted and not port_is_free(wanted):
-                raise EmbeddedKafkaError(
-                    f"Port {wanted} on 127.0.0.1 is taken: choose another for the {what}"
-                    " or leave it out for a free one."
-                )
+        _check_ports(port, connect_port)
         port = port or free_port()
         address = f"127.0.0.1:{port}"
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        server = self._write_broker_config(port, advertised or address)
         run_dir = self.run_dir.resolve()
-        data_dir = run_dir / "kafka-data"
-        shutil.rmtree(data_dir, ignore_errors=True)
-        (run_dir / "log4j2.properties").write_text(LOG4J2)
-        server = run_dir / "broker.properties"
-        server.write_text(
-            broker_properties(
-                data_dir=data_dir,
-                port=port,
-                controller_port=free_port(),
-                advertised=advertised or address,
-            )
-        )
         jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
         broker_log = run_dir / "broker.log"
-        format_storage = [
-            "kafka.tools.StorageTool",
-            "format",
-            "-t",
-            cluster_id(),
-            "-c",
-            str(server),
-        ]
-        formatted = subprocess.run(
-            [java, *jvm, "-cp", broker_cp, *format_storage, "--ignore-formatted"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if formatted.returncode != 0:
-            raise EmbeddedKafkaError(
-                "Formatting the broker's storage failed:\n"
-                + (formatted.stderr or formatted.stdout)[-2000:]
-            )
+        _format_storage([java, *jvm, "-cp", broker_cp], server, timeout)
         broker = self._start_process(
             [java, *jvm, "-cp", broker_cp, "kafka.Kafka", str(server)],
             broker_log,
@@ -385,6 +350,22 @@ class EmbeddedKafka:
                 raise
         self.state_path.write_text(json.dumps(asdict(info)))
         return info
+
+    def _write_broker_config(self, port: int, advertised: str) -> Path:
+        """Write the broker's and logging's configuration on empty storage; return the
+        broker's."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = self.run_dir.resolve()
+        data_dir = run_dir / "kafka-data"
+        shutil.rmtree(data_dir, ignore_errors=True)
+        (run_dir / "log4j2.properties").write_text(LOG4J2)
+        server = run_dir / "broker.properties"
+        server.write_text(
+            broker_properties(
+                data_dir=data_dir, port=port, controller_port=free_port(), advertised=advertised
+            )
+        )
+        return server
 
     def _start_worker(self, info, java, jvm, classpath, connect_port, timeout) -> RuntimeInfo:
         run_dir = self.run_dir.resolve()
@@ -486,3 +467,28 @@ class EmbeddedKafka:
             time.sleep(0.05)
         if is_runtime_process(pid, self.run_dir):
             os.kill(pid, signal.SIGKILL)
+
+
+def _check_ports(port: int | None, connect_port: int | None) -> None:
+    for wanted, what in ((port, "broker"), (connect_port, "Connect worker")):
+        if wanted and not port_is_free(wanted):
+            raise EmbeddedKafkaError(
+                f"Port {wanted} on 127.0.0.1 is taken: choose another for the {what}"
+                " or leave it out for a free one."
+            )
+
+
+def _format_storage(java_cp: list[str], server: Path, timeout: float) -> None:
+    """Format the broker's storage for KRaft (a no-op on storage formatted already)."""
+    format_storage = ["kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(server)]
+    formatted = subprocess.run(
+        [*java_cp, *format_storage, "--ignore-formatted"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if formatted.returncode != 0:
+        raise EmbeddedKafkaError(
+            "Formatting the broker's storage failed:\n"
+            + (formatted.stderr or formatted.stdout)[-2000:]
+        )

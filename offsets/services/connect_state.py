@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from offsets import tuning
-from offsets.formats.config_records import fold_config_records
+from offsets.formats.config_records import ConnectorConfig, fold_config_records
 from offsets.formats.connectors import (
     connector_type,
     is_mirrormaker2,
@@ -17,7 +17,7 @@ from offsets.formats.connectors import (
     source_offsets_topics,
 )
 from offsets.formats.masking import prefix_between_tokens
-from offsets.formats.status_records import fold_status_records
+from offsets.formats.status_records import ConnectorStatus, fold_status_records
 from offsets.kafka import reading
 from offsets.models import Cluster
 
@@ -74,62 +74,15 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
 
     Raises `KafkaUnavailable` or `TopicNotFound` when the cluster cannot be read.
     """
-    kafka = cluster.kafka_settings()
-    timeout = settings.KAFKA_READ_TIMEOUT
-    # Both topics in one read: their fetches overlap (each is a few small fetches, and each
-    # fetch may wait up to fetch.wait.max.ms at the end of the data).
-    records: dict[str, list[tuple[bytes | None, bytes | None]]] = {
-        cluster.configs_topic: [],
-        cluster.status_topic: [],
-    }
-    for record in reading.read_topics(
-        tuning.short_read_settings(kafka),
-        [cluster.configs_topic, cluster.status_topic],
-        timeout=timeout,
-    ):
-        records[record.topic].append((record.key, record.value))
+    records = _read_config_and_status(cluster)
     config_records = records[cluster.configs_topic]
     status_records = records[cluster.status_topic]
     configs = fold_config_records(config_records)
     statuses = fold_status_records(status_records)
-    summaries = []
-    for name in sorted(configs.connectors):
-        config = configs.connectors[name]
-        properties = config.properties or {}
-        status = statuses.connectors.get(name)
-        kind = connector_type(properties)
-        topics = (
-            source_offsets_topics(properties, cluster.offsets_topic) if kind == "source" else None
-        )
-        summaries.append(
-            ConnectorSummary(
-                name=name,
-                type=kind,
-                # `or ""`: the property may be present with a JSON null value.
-                connector_class=properties.get("connector.class") or "",
-                target_state=config.target_state,
-                runtime_state=status.state if status and not config.deleted else None,
-                task_states=(
-                    {task_id: task.state for task_id, task in sorted(status.tasks.items())}
-                    if status and not config.deleted
-                    else {}
-                ),
-                task_count=config.task_count,
-                deleted=config.deleted,
-                mirrormaker2=is_mirrormaker2(properties),
-                own_offsets_topic=topics.primary if topics and topics.own_topic else None,
-                sink_group=sink_group_id(name, properties) if kind == "sink" else None,
-                worker_id=status.worker_id if status else None,
-                # Error messages quote configs and URLs: masked once here, for every page,
-                # API answer and export.
-                trace=mask_text(status.trace) if status and status.trace else None,
-                config=mask_secrets(properties),
-                topics=tuple(
-                    t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()
-                ),
-                topics_regex=(properties.get("topics.regex") or "").strip(),
-            )
-        )
+    summaries = [
+        _summary(name, configs.connectors[name], statuses.connectors.get(name), cluster)
+        for name in sorted(configs.connectors)
+    ]
     return ConnectState(
         connectors=summaries,
         malformed_config_records=len(configs.malformed),
@@ -139,6 +92,58 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         status_malformed=dict(Counter(str(record.reason) for record in statuses.malformed)),
         config_examples=_examples(configs.malformed),
         status_examples=_examples(statuses.malformed),
+    )
+
+
+def _read_config_and_status(cluster: Cluster) -> dict[str, list[tuple[bytes | None, bytes | None]]]:
+    """Return the (key, value) records of the cluster's config and status topics, by topic."""
+    # Both topics in one read: their fetches overlap (each is a few small fetches, and each
+    # fetch may wait up to fetch.wait.max.ms at the end of the data).
+    records: dict[str, list[tuple[bytes | None, bytes | None]]] = {
+        cluster.configs_topic: [],
+        cluster.status_topic: [],
+    }
+    for record in reading.read_topics(
+        tuning.short_read_settings(cluster.kafka_settings()),
+        [cluster.configs_topic, cluster.status_topic],
+        timeout=settings.KAFKA_READ_TIMEOUT,
+    ):
+        records[record.topic].append((record.key, record.value))
+    return records
+
+
+def _summary(
+    name: str, config: ConnectorConfig, status: ConnectorStatus | None, cluster: Cluster
+) -> ConnectorSummary:
+    """One connector as the pages show it, from its folded config and status."""
+    properties = config.properties or {}
+    kind = connector_type(properties)
+    topics = source_offsets_topics(properties, cluster.offsets_topic) if kind == "source" else None
+    running = status if status and not config.deleted else None
+    return ConnectorSummary(
+        name=name,
+        type=kind,
+        # `or ""`: the property may be present with a JSON null value.
+        connector_class=properties.get("connector.class") or "",
+        target_state=config.target_state,
+        runtime_state=running.state if running else None,
+        task_states=(
+            {task_id: task.state for task_id, task in sorted(running.tasks.items())}
+            if running
+            else {}
+        ),
+        task_count=config.task_count,
+        deleted=config.deleted,
+        mirrormaker2=is_mirrormaker2(properties),
+        own_offsets_topic=topics.primary if topics and topics.own_topic else None,
+        sink_group=sink_group_id(name, properties) if kind == "sink" else None,
+        worker_id=status.worker_id if status else None,
+        # Error messages quote configs and URLs: masked once here, for every page,
+        # API answer and export.
+        trace=mask_text(status.trace) if status and status.trace else None,
+        config=mask_secrets(properties),
+        topics=tuple(t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()),
+        topics_regex=(properties.get("topics.regex") or "").strip(),
     )
 
 

@@ -4,11 +4,11 @@ import itertools
 
 from offsets.demo import (
     DemoOptions,
-    _offset_records,
     connector_specs,
     continued_offset_records,
     continued_sink_flushes,
 )
+from offsets.demo.source_offsets import offset_records
 from offsets.formats import jackson
 
 OPTIONS = DemoOptions(end_ms=1_700_000_000_000, hours=1, seed=3)
@@ -48,7 +48,7 @@ def test_only_the_running_connectors_go_on_committing():
 
 def test_offsets_go_on_from_where_the_window_left_them():
     key = jackson.dumps_key("file-source-app-logs", {"filename": "/var/log/app/events.log"})
-    last = [r for r in _offset_records(OPTIONS) if r.key == key][-1]
+    last = [r for r in offset_records(OPTIONS) if r.key == key][-1]
     later = next(
         r for _, records in continued_offset_records(OPTIONS) for r in records if r.key == key
     )

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from offsets.edits.errors import ConnectorNotFound
 from offsets.formats import jackson
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
-from offsets.models import Cluster
+from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.services import offsets_export
 
 
@@ -14,9 +14,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--cluster", required=True, help="Name of a cluster added with add_cluster"
-        )
+        add_cluster_argument(parser)
         parser.add_argument("--connectors", default="", help="Comma-separated names (default: all)")
         parser.add_argument(
             "--format",
@@ -30,9 +28,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: object) -> None:
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
-        if cluster is None:
-            raise CommandError(f"Unknown cluster {options['cluster']!r}.")
+        cluster = get_cluster(options["cluster"])
         names = [n.strip() for n in options["connectors"].split(",") if n.strip()]
         kind = options["format"] or ("kip875" if len(names) == 1 else "kip199")
         if kind == "kip875" and len(names) != 1:

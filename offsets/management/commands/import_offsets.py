@@ -1,13 +1,12 @@
 import sys
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from offsets.edits.errors import EditError, EditInputError
 from offsets.edits.imports import import_document
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
-from offsets.models import Cluster
+from offsets.management.arguments import add_cluster_argument, get_cluster, get_user
 
 
 class Command(BaseCommand):
@@ -18,9 +17,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--cluster", required=True, help="Name of a cluster added with add_cluster"
-        )
+        add_cluster_argument(parser)
         parser.add_argument("--file", required=True, help="The JSON document ('-' for stdin)")
         parser.add_argument("--connector", default="", help="The connector of a KIP-875 document")
         parser.add_argument("--dry-run", action="store_true", help="Print the diff, stage nothing")
@@ -28,15 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--comment", default="", help="Why the offsets change")
 
     def handle(self, *args: object, **options: object) -> None:
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
-        if cluster is None:
-            raise CommandError(f"Unknown cluster {options['cluster']!r}.")
-        user = None
-        if options["user"]:
-            user = get_user_model().objects.filter(username=options["user"]).first()
-            if user is None:
-                raise CommandError(f"Unknown user {options['user']!r}.")
-        elif not options["dry_run"]:
+        cluster = get_cluster(options["cluster"])
+        user = get_user(options["user"])
+        if user is None and not options["dry_run"]:
             raise CommandError("Staging needs --user (an editor); --dry-run does not.")
         try:
             data = (

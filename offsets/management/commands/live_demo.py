@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.live_demo import RUNNING, LineWriter, LiveDemo
+from offsets.management.arguments import get_cluster
 from offsets.models import Cluster, LagSample
 
 # How often the loop wakes up to write the lines due.
@@ -67,11 +68,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: object) -> None:
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
-        if cluster is None:
-            raise CommandError(
-                f"Unknown cluster {options['cluster']!r}: add it with add_cluster first."
-            )
+        cluster = get_cluster(options["cluster"])
         if not cluster.connect_url:
             raise CommandError(
                 f"Cluster {cluster.name} has no Connect URL: add it with add_cluster --embedded"

@@ -1,10 +1,10 @@
 from datetime import timedelta
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from offsets.edits.reconcile import reconcile_edits, stale_after
-from offsets.models import Cluster, OffsetEdit
+from offsets.management.arguments import get_cluster, get_user
+from offsets.models import OffsetEdit
 
 
 class Command(BaseCommand):
@@ -34,14 +34,8 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         cluster = None
         if options["cluster"]:
-            cluster = Cluster.objects.filter(name=options["cluster"]).first()
-            if cluster is None:
-                raise CommandError(f"Unknown cluster {options['cluster']!r}.")
-        user = None
-        if options["user"]:
-            user = get_user_model().objects.filter(username=options["user"]).first()
-            if user is None:
-                raise CommandError(f"Unknown user {options['user']!r}.")
+            cluster = get_cluster(options["cluster"])
+        user = get_user(options["user"])
         if options["min_age"] is None:
             min_age = stale_after()
         elif options["min_age"] < 0:

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from offsets.edits.reconcile import reconcile_edits, stale_after
+from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, RefreshRun
 from offsets.refresh.plan import has_read_before
 from offsets.refresh.run import run_refresh
@@ -27,9 +28,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--cluster", required=True, help="Name of a cluster added with add_cluster"
-        )
+        add_cluster_argument(parser)
         parser.add_argument(
             "--full", action="store_true", help="Rebuild from the beginning of the topics"
         )
@@ -52,36 +51,50 @@ class Command(BaseCommand):
         run_id: int | None = None,
         **options: object,
     ) -> None:
-        found = Cluster.objects.filter(name=cluster).first()
-        if found is None:
-            raise CommandError(f"Unknown cluster {cluster!r}: add it with add_cluster first.")
+        found = get_cluster(cluster)
         if every is not None and every <= 0:
             raise CommandError("--every must be a positive number of seconds.")
-        if run_id is not None:
-            claimed = self.claimed_run(found, run_id, every)
-        elif every is None:
-            # Each refresh claims its run as the dashboard's button does: two refreshes of one
-            # cluster at once (a loop beside a button press, two cron jobs) would each add the
-            # same new commits to the counts. The refresh's save refuses the second one to
-            # save; the claim keeps it from starting. Claimed before Spark starts (seconds),
-            # so that a refresh that may not run says so at once.
-            claimed = background.claim_refresh(cluster=found, full=full)
-            if claimed is None:
-                running = background.running_refresh(cluster=found)
-                raise CommandError(f"{self.already_running(found, running)} Not started.")
-            RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting Spark")
-        else:
-            claimed = None
-        from offsets.spark.session import get_spark
-
+        claimed = self.first_run(found, full=full, every=every, run_id=run_id)
         self.stop = threading.Event()
         if every is not None:
             signal.signal(signal.SIGTERM, self.on_signal)
             signal.signal(signal.SIGINT, self.on_signal)
+        spark = self.start_spark(claimed)
+        try:
+            self.refresh_rounds(found, full=full, every=every, spark=spark, claimed=claimed)
+        except KeyboardInterrupt:  # the run is recorded as interrupted (run_refresh)
+            raise CommandError("Interrupted.") from None
+        finally:
+            spark.stop()
+
+    def first_run(
+        self, cluster: Cluster, *, full: bool, every: float | None, run_id: int | None
+    ) -> RefreshRun | None:
+        """The run the first round fills in: the one named by --run-id, or one claimed now
+        for a single refresh. A loop claims each round's run as the round starts."""
+        if run_id is not None:
+            return self.claimed_run(cluster, run_id, every)
+        if every is not None:
+            return None
+        # Each refresh claims its run as the dashboard's button does: two refreshes of one
+        # cluster at once (a loop beside a button press, two cron jobs) would each add the
+        # same new commits to the counts. The refresh's save refuses the second one to
+        # save; the claim keeps it from starting. Claimed before Spark starts (seconds),
+        # so that a refresh that may not run says so at once.
+        claimed = background.claim_refresh(cluster=cluster, full=full)
+        if claimed is None:
+            running = background.running_refresh(cluster=cluster)
+            raise CommandError(f"{self.already_running(cluster, running)} Not started.")
+        RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting Spark")
+        return claimed
+
+    def start_spark(self, claimed: RefreshRun | None):
+        from offsets.spark.session import get_spark
+
         try:
             # Spark may take a minute to start: the claimed run shows signs of life meanwhile.
             with background.heartbeat(claimed) if claimed else contextlib.nullcontext():
-                spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+                return get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
         # The claimed run would otherwise say "running" until it is deemed abandoned.
         except KeyboardInterrupt:
             if claimed is not None:
@@ -91,38 +104,45 @@ class Command(BaseCommand):
             if claimed is not None:
                 self.fail_claimed(claimed, f"Spark could not start: {exc}")
             raise
+
+    def refresh_rounds(
+        self,
+        cluster: Cluster,
+        *,
+        full: bool,
+        every: float | None,
+        spark,
+        claimed: RefreshRun | None,
+    ) -> None:
+        """Refresh once, or every `every` seconds until stopped, skipping rounds while
+        another refresh of the cluster runs."""
         skipped_for = None  # the other refresh this loop last said it skips rounds for
-        try:
-            while True:
-                run = claimed or background.claim_refresh(cluster=found, full=full)
-                claimed = None
-                if run is None:
-                    # Said once per other refresh, not every round it lasts.
-                    running = background.running_refresh(cluster=found)
-                    if running is None or running.pk != skipped_for:
-                        skipped_for = running.pk if running else None
-                        self.stdout.write(
-                            self.style.WARNING(
-                                f"{self.already_running(found, running)} "
-                                "Skipping rounds while it runs."
-                            )
+        while True:
+            run = claimed or background.claim_refresh(cluster=cluster, full=full)
+            claimed = None
+            if run is None:
+                # Said once per other refresh, not every round it lasts.
+                running = background.running_refresh(cluster=cluster)
+                if running is None or running.pk != skipped_for:
+                    skipped_for = running.pk if running else None
+                    self.stdout.write(
+                        self.style.WARNING(
+                            f"{self.already_running(cluster, running)} "
+                            "Skipping rounds while it runs."
                         )
-                else:
-                    with background.heartbeat(run):
-                        run = self.refresh_once(found, full=full, spark=spark, run=run)
-                    full = False  # only the first round of a loop rebuilds
-                if every is None:
-                    if run.status != RefreshRun.Status.SUCCEEDED:
-                        raise CommandError(f"Refresh failed: {run.error}")
-                    return
-                self.reconcile_stale(found)
-                if self.stop.wait(every):
-                    self.stdout.write("Stopped.")
-                    return
-        except KeyboardInterrupt:  # the run is recorded as interrupted (run_refresh)
-            raise CommandError("Interrupted.") from None
-        finally:
-            spark.stop()
+                    )
+            else:
+                with background.heartbeat(run):
+                    run = self.refresh_once(cluster, full=full, spark=spark, run=run)
+                full = False  # only the first round of a loop rebuilds
+            if every is None:
+                if run.status != RefreshRun.Status.SUCCEEDED:
+                    raise CommandError(f"Refresh failed: {run.error}")
+                return
+            self.reconcile_stale(cluster)
+            if self.stop.wait(every):
+                self.stdout.write("Stopped.")
+                return
 
     def already_running(self, cluster: Cluster, running: RefreshRun | None) -> str:
         if running is None:  # it ended between the claim and this question

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import DemoClusterError, keep_writing, write_demo
 from offsets.kafka.errors import KafkaUnavailable
+from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, LagSample
 
 
@@ -18,9 +19,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--cluster", required=True, help="Name of a cluster added with add_cluster"
-        )
+        add_cluster_argument(parser)
         parser.add_argument(
             "--seed", type=int, default=42, help="Random seed (same seed, same records)"
         )
@@ -50,11 +49,18 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: object) -> None:
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
-        if cluster is None:
-            raise CommandError(
-                f"Unknown cluster {options['cluster']!r}: add it with add_cluster first."
-            )
+        cluster = get_cluster(options["cluster"])
+        demo_options = self.demo_options(cluster, options)
+        if options["keep_writing"]:
+            if not options["end_time"]:
+                raise CommandError(
+                    "--keep-writing needs the --end-time the cluster was seeded with."
+                )
+            self.keep_writing(cluster, demo_options)
+        else:
+            self.seed(cluster, demo_options)
+
+    def demo_options(self, cluster: Cluster, options: dict) -> DemoOptions:
         for name in ("hours", "flush_interval_ms", "source_partitions"):
             if options[name] <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive.")
@@ -66,7 +72,7 @@ class Command(BaseCommand):
                 end_ms = int(datetime.fromisoformat(options["end_time"]).timestamp() * 1000)
             except ValueError as exc:
                 raise CommandError(f"--end-time: {exc}") from exc
-        demo_options = DemoOptions(
+        return DemoOptions(
             end_ms=end_ms,
             seed=options["seed"],
             hours=options["hours"],
@@ -79,13 +85,8 @@ class Command(BaseCommand):
             configs_topic=cluster.configs_topic,
             status_topic=cluster.status_topic,
         )
-        if options["keep_writing"]:
-            if not options["end_time"]:
-                raise CommandError(
-                    "--keep-writing needs the --end-time the cluster was seeded with."
-                )
-            self.keep_writing(cluster, demo_options)
-            return
+
+    def seed(self, cluster: Cluster, demo_options: DemoOptions) -> None:
         demo = build_demo(demo_options)
         self.stdout.write(
             f"Seeding {cluster.name} ({cluster.bootstrap_servers}) with seed {demo_options.seed}, {demo_options.hours:g} h of history"

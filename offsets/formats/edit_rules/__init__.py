@@ -1,0 +1,85 @@
+"""The rules of an offset edit, as pure functions: diffs, sink targets, lock-check decisions.
+
+Nothing here touches Kafka or the database; the services read the live topics, call these,
+and act on the answers. One module per part of an edit: `inputs` (what people type),
+`checks` (the lock checks at apply time), `source` and `sink` (what an edit changes) and
+`settle` (reading an interrupted edit back).
+"""
+
+from offsets.formats.edit_rules.checks import (
+    CHECK_LABELS,
+    CONNECTOR_STOPPED,
+    GROUP_INACTIVE,
+    NOTHING_MOVED,
+    SINGLE_APPLY,
+    CheckResult,
+    Observed,
+    check_connector_stopped,
+    check_group_inactive,
+    check_nothing_moved,
+    check_single_apply,
+)
+from offsets.formats.edit_rules.inputs import MAX_DURATION, EditRuleError, parse_duration
+from offsets.formats.edit_rules.settle import (
+    Settled,
+    keep_as_json,
+    keep_from_json,
+    restore_details,
+    restore_text,
+    settle,
+    settle_sink_group,
+)
+from offsets.formats.edit_rules.sink import (
+    SINK_STRATEGIES,
+    PartitionLog,
+    SinkChange,
+    SinkTarget,
+    check_offset_for_time,
+    clamp,
+    sink_target,
+)
+from offsets.formats.edit_rules.source import (
+    SourceChange,
+    SourceDiff,
+    offsets_as_of,
+    restore_diff,
+    runtime_view,
+    source_diff,
+)
+
+__all__ = [
+    "CHECK_LABELS",
+    "CONNECTOR_STOPPED",
+    "GROUP_INACTIVE",
+    "MAX_DURATION",
+    "NOTHING_MOVED",
+    "SINGLE_APPLY",
+    "SINK_STRATEGIES",
+    "CheckResult",
+    "EditRuleError",
+    "Observed",
+    "PartitionLog",
+    "Settled",
+    "SinkChange",
+    "SinkTarget",
+    "SourceChange",
+    "SourceDiff",
+    "check_connector_stopped",
+    "check_group_inactive",
+    "check_nothing_moved",
+    "check_offset_for_time",
+    "check_single_apply",
+    "clamp",
+    "keep_as_json",
+    "keep_from_json",
+    "offsets_as_of",
+    "parse_duration",
+    "restore_details",
+    "restore_diff",
+    "restore_text",
+    "runtime_view",
+    "settle",
+    "settle_sink_group",
+    "sink_target",
+    "source_diff",
+]

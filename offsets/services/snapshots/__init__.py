@@ -1,0 +1,96 @@
+"""Read what the last refresh stored, for the pages and the API (no Kafka I/O here).
+
+Every function returns a bounded number of queries whatever the number of rows: the pages
+show 1,000 connectors and 10,000 partitions, so nothing here may query once per row. One
+module per page: `overview`, `connector_list`, `connector_detail`; `refresh_state` for the
+freshness banner, `choices` for filters and sorts, `paging` for pages of rows.
+"""
+
+from offsets.services.snapshots.choices import (
+    CONNECTOR_SORTS,
+    CONNECTOR_STATES,
+    CONNECTOR_TYPES,
+    DELETED,
+    ERR_REASONS,
+    LAG_STATUSES,
+    MAX_COMMIT_BUCKETS,
+    MAX_LAG_SAMPLES,
+    PARTITION_SORTS,
+    SINK_PARTITION_SORTS,
+    STATE_CHOICES,
+    severity_rank,
+)
+from offsets.services.snapshots.connector_detail import (
+    Bucket,
+    LagPoint,
+    commit_buckets,
+    default_chart_partition,
+    export_document,
+    export_entries,
+    get_source_partition,
+    key_drifts,
+    lag_series,
+    rewinds,
+    sink_partitions,
+    source_partitions,
+)
+from offsets.services.snapshots.connector_list import (
+    connector_of,
+    connectors,
+    get_connector,
+    status_reasons,
+    with_partition_status,
+)
+from offsets.services.snapshots.overview import (
+    ClusterRuns,
+    ClusterSummary,
+    ConnectorCounts,
+    cluster_runs,
+    cluster_summaries,
+    connector_counts,
+    summarize,
+)
+from offsets.services.snapshots.paging import paginate
+from offsets.services.snapshots.refresh_state import RefreshState, refresh_state
+
+__all__ = [
+    "CONNECTOR_SORTS",
+    "CONNECTOR_STATES",
+    "CONNECTOR_TYPES",
+    "DELETED",
+    "ERR_REASONS",
+    "LAG_STATUSES",
+    "MAX_COMMIT_BUCKETS",
+    "MAX_LAG_SAMPLES",
+    "PARTITION_SORTS",
+    "SINK_PARTITION_SORTS",
+    "STATE_CHOICES",
+    "Bucket",
+    "ClusterRuns",
+    "ClusterSummary",
+    "ConnectorCounts",
+    "LagPoint",
+    "RefreshState",
+    "cluster_runs",
+    "cluster_summaries",
+    "commit_buckets",
+    "connector_counts",
+    "connector_of",
+    "connectors",
+    "default_chart_partition",
+    "export_document",
+    "export_entries",
+    "get_connector",
+    "get_source_partition",
+    "key_drifts",
+    "lag_series",
+    "paginate",
+    "refresh_state",
+    "rewinds",
+    "severity_rank",
+    "sink_partitions",
+    "source_partitions",
+    "status_reasons",
+    "summarize",
+    "with_partition_status",
+]

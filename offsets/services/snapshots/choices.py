@@ -1,0 +1,82 @@
+"""What the pages may filter and sort by, and how lag statuses rank."""
+
+from django.db.models import (
+    Case,
+    F,
+    IntegerField,
+    Value,
+    When,
+)
+
+# Runtime states a connector can be in (AbstractStatus.State), plus "DELETED" for a connector
+# whose config is gone but whose offsets remain.
+CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
+DELETED = "DELETED"
+STATE_CHOICES = (*CONNECTOR_STATES, DELETED)
+CONNECTOR_TYPES = ("source", "sink")
+# A connector's status is the worst of its partitions' (Burrow); STALL, STOP and REWIND are
+# shown as ERR at connector level, and kept as the reason beside it.
+LAG_STATUSES = ("OK", "WARN", "STALL", "STOP", "REWIND", "ERR")
+ERR_REASONS = ("STALL", "STOP", "REWIND")
+SEVERITY_RANKS = {"OK": 1, "WARN": 2, "REWIND": 3, "STALL": 4, "STOP": 5, "ERR": 6}
+
+# Sort keys offered to users -> model fields (nulls always last).
+CONNECTOR_SORTS = {
+    "name": "name",
+    "type": "type",
+    "state": "state_order",
+    "tasks": "task_count",
+    "partitions": "partitions",
+    "lag_records": "lag_records",
+    "lag_ms": "lag_ms",
+    "status": "severity",
+    "last_commit": "last_commit_at",
+    "malformed": "malformed",
+}
+PARTITION_SORTS = {
+    "partition": "identity",
+    "last_commit": "last_commit_at",
+    "commits": "commits",
+    "rewinds": "rewinds",
+}
+SINK_PARTITION_SORTS = {
+    "partition": "topic",
+    "lag_records": "lag_records",
+    "lag_ms": "lag_ms",
+    "status": "severity",
+}
+
+# Charts read at most this many points; older ones are left out.
+MAX_COMMIT_BUCKETS = 288
+MAX_LAG_SAMPLES = 500
+
+
+def severity_case(field: str) -> Case:
+    """Return an expression ranking `field` by lag status, worst highest, for sorting."""
+    return Case(
+        *(When(**{field: status}, then=Value(rank)) for status, rank in SEVERITY_RANKS.items()),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+
+
+def severity_rank(status: str | None) -> int:
+    return SEVERITY_RANKS.get(status or "", 0)
+
+
+# Sort fields that may be NULL; the others sort without NULLS LAST, which lets an index
+# give the order (SQLite cannot use an ascending index for "ASC NULLS LAST").
+_NULLABLE = {"task_count", "lag_records", "lag_ms", "last_commit_at"}
+
+
+def order_by(sorts: dict[str, str], sort: str) -> list:
+    """Return the ORDER BY of a user's sort key ("-" first: descending), nulls last."""
+    descending = sort.startswith("-")
+    field = sorts[sort.lstrip("-")]
+    expression = F(field)
+    nulls_last = True if field in _NULLABLE else None
+    return [
+        expression.desc(nulls_last=nulls_last)
+        if descending
+        else expression.asc(nulls_last=nulls_last)
+    ]

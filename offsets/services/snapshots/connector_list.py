@@ -1,0 +1,146 @@
+"""The connectors list: filters, sorts and the reasons behind a connector's status."""
+
+from django.db.models import (
+    Case,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+
+from offsets.models import (
+    Cluster,
+    ConnectorSnapshot,
+    SinkPartitionLag,
+)
+from offsets.services.snapshots.choices import (
+    CONNECTOR_SORTS,
+    CONNECTOR_STATES,
+    DELETED,
+    ERR_REASONS,
+    order_by,
+    severity_case,
+    severity_rank,
+)
+
+
+def connectors(
+    *,
+    cluster: Cluster,
+    q: str = "",
+    type: str = "",
+    state: str = "",
+    status: str = "",
+    sort: str = "name",
+) -> QuerySet[ConnectorSnapshot]:
+    """Return the cluster's connector snapshots filtered and sorted, one query when evaluated.
+
+    Call `with_partition_status()` on the rows shown to get the reasons of their status.
+    """
+    rows = (
+        ConnectorSnapshot.objects.filter(cluster=cluster)
+        # The list never shows configs; they can be large.
+        .defer("config")
+    )
+    # Sort expressions are compiled only when used: each costs ORM time on every request.
+    field = sort.lstrip("-")
+    if field == "status":
+        rows = rows.annotate(severity=severity_case("lag_status"))
+    elif field == "state":
+        rows = rows.annotate(
+            state_order=Case(
+                When(deleted=True, then=Value(len(CONNECTOR_STATES))),
+                *(
+                    When(runtime_state=name, then=Value(index))
+                    for index, name in enumerate(CONNECTOR_STATES)
+                ),
+                default=Value(len(CONNECTOR_STATES) + 1),
+                output_field=IntegerField(),
+            )
+        )
+    if q:
+        rows = rows.filter(name__icontains=q)
+    if type:
+        rows = rows.filter(type=type)
+    if state == DELETED:
+        rows = rows.filter(deleted=True)
+    elif state:
+        rows = rows.filter(runtime_state=state, deleted=False)
+    if status in ("OK", "WARN", "ERR"):
+        rows = rows.filter(lag_status=status)
+    elif status in ERR_REASONS:
+        rows = rows.filter(_has_reason(status))
+    return rows.order_by(*order_by(CONNECTOR_SORTS, sort), "name")
+
+
+def _has_reason(reason: str) -> Q:
+    partition_has = Exists(
+        SinkPartitionLag.objects.filter(
+            cluster=OuterRef("cluster"), connector=OuterRef("name"), status=reason
+        )
+    )
+    if reason == "STALL":
+        return partition_has | Q(type="source", stalled_partitions__gt=0)
+    if reason == "REWIND":
+        return partition_has | Q(type="source", rewinds__gt=0)
+    return partition_has
+
+
+def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
+    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions."""
+    reasons = []
+    worst = getattr(snapshot, "worst_partition_status", None)
+    if worst in ERR_REASONS:
+        reasons.append(worst)
+    if snapshot.type == "source":
+        if snapshot.stalled_partitions and "STALL" not in reasons:
+            reasons.append("STALL")
+        if snapshot.rewinds and "REWIND" not in reasons:
+            reasons.append("REWIND")
+    return reasons
+
+
+def with_partition_status(
+    rows: list[ConnectorSnapshot], *, cluster: Cluster
+) -> list[ConnectorSnapshot]:
+    """Set `worst_partition_status` on each sink of `rows` (one query for all of them)."""
+    sinks = [row.name for row in rows if row.type == "sink"]
+    worst: dict[str, str] = {}
+    if sinks:
+        statuses = (
+            SinkPartitionLag.objects.filter(cluster=cluster, connector__in=sinks)
+            .values_list("connector", "status")
+            # Without the model's ordering, whose columns would join the DISTINCT and make
+            # it return every partition.
+            .order_by()
+            .distinct()
+        )
+        for connector, status in statuses:
+            if severity_rank(status) > severity_rank(worst.get(connector)):
+                worst[connector] = status
+    for row in rows:
+        row.worst_partition_status = worst.get(row.name)
+    return rows
+
+
+def get_connector(*, cluster_name: str, name: str) -> ConnectorSnapshot | None:
+    """Return a connector's snapshot with its cluster (one query; two for a sink)."""
+    snapshot = (
+        ConnectorSnapshot.objects.select_related("cluster")
+        .filter(cluster__name=cluster_name, name=name)
+        .first()
+    )
+    if snapshot is not None:
+        with_partition_status([snapshot], cluster=snapshot.cluster)
+    return snapshot
+
+
+def connector_of(cluster: Cluster, name: str) -> ConnectorSnapshot | None:
+    """Return a connector's snapshot in a cluster read already (one query).
+
+    Call `with_partition_status()` on it before `status_reasons()`.
+    """
+    return ConnectorSnapshot.objects.filter(cluster=cluster, name=name).first()

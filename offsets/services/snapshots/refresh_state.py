@@ -1,0 +1,103 @@
+"""What the pages say about freshness: a cluster's latest refresh and latest success."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.timesince import timesince
+
+from offsets.models import (
+    Cluster,
+    RefreshRun,
+)
+
+
+@dataclass(frozen=True)
+class RefreshState:
+    """The latest refresh of a cluster and the latest that succeeded (they may be the same)."""
+
+    last_run: RefreshRun | None
+    last_success: RefreshRun | None
+
+    @property
+    def running(self) -> RefreshRun | None:
+        run = self.last_run
+        return run if run is not None and run.status == RefreshRun.Status.RUNNING else None
+
+    @property
+    def failed(self) -> RefreshRun | None:
+        run = self.last_run
+        return run if run is not None and run.status == RefreshRun.Status.FAILED else None
+
+    @property
+    def never_refreshed(self) -> bool:
+        return self.last_success is None
+
+    @property
+    def snapshot_at(self) -> datetime | None:
+        """When the results on show were computed (the end of the last successful run)."""
+        run = self.last_success
+        return (run.finished_at or run.started_at) if run else None
+
+    @property
+    def stale(self) -> bool:
+        """True when the results on show are older than settings.SNAPSHOT_STALE_SECONDS."""
+        at = self.snapshot_at
+        limit = timedelta(seconds=settings.SNAPSHOT_STALE_SECONDS)
+        return at is not None and timezone.now() - at > limit
+
+    @property
+    def silent_since(self) -> datetime | None:
+        """The running refresh's last sign of life (its last heartbeat, or its start), when it
+        has missed two heartbeats: its process may be gone. None otherwise (or when heartbeats
+        are off)."""
+        run = self.running
+        interval = settings.REFRESH_HEARTBEAT_SECONDS
+        if run is None or interval <= 0:
+            return None
+        last = run.heartbeat_at or run.started_at
+        return last if timezone.now() - last > timedelta(seconds=2 * interval) else None
+
+    @property
+    def abandoned_after(self) -> int:
+        """Seconds without a sign of life after which a running refresh stops blocking."""
+        return settings.REFRESH_ABANDONED_SECONDS
+
+    @property
+    def age_seconds(self) -> int | None:
+        """How old the results on show are, in whole seconds (None: there are none)."""
+        at = self.snapshot_at
+        return None if at is None else max(0, int((timezone.now() - at).total_seconds()))
+
+    @property
+    def warning(self) -> str | None:
+        """Why the results on show may be out of date, in a sentence; None when they are not.
+
+        The API says it in words, beside the fields, as the pages' banner does: a script that
+        only reads the numbers should still be told that they are not current.
+        """
+        at = self.snapshot_at
+        shown = (
+            f"Showing the results of the last successful refresh, {timesince(at)} old "
+            f"({at:%Y-%m-%d %H:%M:%S %Z})."
+            if at is not None
+            else "There are no earlier results to show."
+        )
+        failed = self.failed
+        if failed is not None:
+            ended = failed.finished_at or failed.started_at
+            error = failed.error or "no error recorded"
+            return f"The last refresh failed {timesince(ended)} ago: {error} {shown}"
+        if self.stale:
+            return f"Stale: no refresh has succeeded for {timesince(at)}. {shown}"
+        return None
+
+
+def refresh_state(*, cluster: Cluster) -> RefreshState:
+    """Return the latest refresh run and the latest successful one (two queries)."""
+    runs = RefreshRun.objects.filter(cluster=cluster).order_by("-started_at", "-pk")
+    last_run = runs.first()
+    if last_run is not None and last_run.status == RefreshRun.Status.SUCCEEDED:
+        return RefreshState(last_run, last_run)
+    return RefreshState(last_run, runs.filter(status=RefreshRun.Status.SUCCEEDED).first())
