@@ -4,6 +4,7 @@ Every variable is read through a small typed helper that fails loudly on a bad v
 and secrets can come from a file (``<NAME>_FILE``) instead of the environment.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -44,6 +45,20 @@ def envsecret(name: str, default: str) -> str:
         except OSError as exc:
             raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from None
     return os.getenv(name, default)
+
+
+def envnetworks(name: str, default: str) -> list[str]:
+    """Read comma-separated IP addresses or CIDR networks, e.g. 10.0.0.0/8,2001:db8::/32."""
+    networks = envlist(name, default)
+    for item in networks:
+        try:
+            ipaddress.ip_network(item)
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{name} must list IP addresses or networks such as 10.0.0.0/8 or 192.0.2.7, "
+                f"not {item!r} ({exc})"
+            ) from None
+    return networks
 
 
 # Local runs (make demo, the tests) default to DEBUG on; a deployment sets DEBUG=false, and
@@ -284,6 +299,20 @@ REFRESH_RUN_RETENTION_DAYS = envint("REFRESH_RUN_RETENTION_DAYS", "30")
 KAFKA_READ_TIMEOUT = envint("KAFKA_READ_TIMEOUT", "10")
 # Seconds an offset edit's write (transaction commit, group offsets change) may take.
 KAFKA_WRITE_TIMEOUT = envint("KAFKA_WRITE_TIMEOUT", "30")
+
+# /metrics (docs/metrics.md) is never open by default: a scraper sends METRICS_TOKEN as
+# "Authorization: Bearer <token>", or calls from an address in METRICS_ALLOWED_ADDRESSES.
+METRICS_TOKEN = envsecret("METRICS_TOKEN", "")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    # A short token can be guessed by a scraper-shaped brute force over the network.
+    raise ImproperlyConfigured(
+        "METRICS_TOKEN must be at least 16 characters, e.g. the output of: "
+        "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    )
+METRICS_ALLOWED_ADDRESSES = envnetworks("METRICS_ALLOWED_ADDRESSES", "")
+# Sink topic-partitions given series of their own; past it only per-connector series remain,
+# so one huge sink cannot swamp Prometheus (0: never any per-partition series).
+METRICS_MAX_SINK_PARTITIONS = envint("METRICS_MAX_SINK_PARTITIONS", "10000")
 
 LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
 LOGGING = {

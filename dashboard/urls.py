@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import views
+from dashboard import metrics, views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -28,6 +28,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("offsets.api.urls")),
+    # No login: a token or the caller's address (dashboard/metrics.py).
+    path("metrics", metrics.metrics, name="metrics"),
 ]
 
 # A database outage met outside a view (the session save) answers 503 too.
