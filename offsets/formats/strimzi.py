@@ -59,7 +59,7 @@ def configmap_name(connector: str) -> str:
     """
     base = _NOT_IN_NAME.sub("-", connector.lower())
     base = re.sub(r"-{2,}|\.{2,}", lambda m: m.group(0)[0], base).strip("-.")
-    if base == connector and len(base) + len(_NAME_SUFFIX) <= _NAME_MAX:
+    if base and base == connector and len(base) + len(_NAME_SUFFIX) <= _NAME_MAX:
         return base + _NAME_SUFFIX
     digest = hashlib.sha256(connector.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     room = _NAME_MAX - len(_NAME_SUFFIX) - len(digest) - 1
@@ -156,7 +156,9 @@ def load_yaml(data: bytes | str) -> object:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = getattr(exc, "context", None)
         problem = getattr(exc, "problem", None) or str(exc)
+        problem = f"{context}, {problem}" if context else problem
         raise OffsetsDocumentError("document", f"invalid YAML{where}: {problem}") from None
 
 
@@ -270,3 +272,16 @@ class _Loader(yaml.SafeLoader):
         raise yaml.scanner.ScannerError(
             None, None, f"{what}: anchors and aliases are not accepted", self.get_mark()
         )
+
+
+def _construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    # YAML reads the escape "\ud83d\ude00" as two lone surrogates, where JSON (and so a JSON
+    # ConfigMap's reader) reads one character.
+    value = loader.construct_scalar(node)
+    return _SURROGATE_PAIR.sub(
+        lambda pair: pair.group().encode("utf-16", "surrogatepass").decode("utf-16"), value
+    )
+
+
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
