@@ -7,7 +7,7 @@ from django import forms
 
 from offsets.edits.imports import IMPORT_MAX_BYTES
 from offsets.edits.preview import StageRequest
-from offsets.formats import jackson
+from offsets.formats import jackson, strimzi
 from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offset_records import partition_identity
 from offsets.formats.offsets_json import flat_map_problem
@@ -256,9 +256,14 @@ class EditFilterForm(forms.Form):
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="KIP-199 {connector: [...]} or KIP-875 {offsets: [...]}")
+    file = forms.FileField(
+        help_text="KIP-199 {connector: [...]}, KIP-875 {offsets: [...]}, or a Strimzi "
+        "offsets ConfigMap (YAML or JSON)"
+    )
     connector = forms.CharField(
-        required=False, max_length=249, help_text="Only for a KIP-875 document"
+        required=False,
+        max_length=249,
+        help_text="For a KIP-875 document, or a ConfigMap that does not name its connector",
     )
     dry_run = forms.BooleanField(required=False, initial=True, label="Dry run: show the diff only")
     comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
@@ -286,15 +291,39 @@ class ExportForm(forms.Form):
     connectors = forms.CharField(required=False, help_text="a,b (none: all connectors)")
     connector = ConnectorNamesField(required=False)
     format = forms.ChoiceField(
-        choices=[("", "auto"), ("kip875", "KIP-875"), ("kip199", "KIP-199")], required=False
+        choices=[
+            ("", "auto"),
+            ("kip875", "KIP-875"),
+            ("kip199", "KIP-199"),
+            ("strimzi", "Strimzi ConfigMap"),
+        ],
+        required=False,
     )
     from_beginning = forms.BooleanField(required=False)
+    configmap_name = forms.CharField(
+        required=False, max_length=253, help_text="Strimzi: default <connector>-offsets"
+    )
+    namespace = forms.CharField(required=False, max_length=63, help_text="Strimzi: optional")
+
+    def clean_configmap_name(self) -> str:
+        name = self.cleaned_data["configmap_name"]
+        if name and (problem := strimzi.name_problem(name)):
+            raise forms.ValidationError(f"The ConfigMap name {problem}.")
+        return name
+
+    def clean_namespace(self) -> str:
+        namespace = self.cleaned_data["namespace"]
+        if namespace and (problem := strimzi.namespace_problem(namespace)):
+            raise forms.ValidationError(f"The namespace {problem}.")
+        return namespace
 
     def clean(self):
         data = super().clean()
         names = requested_names(data.get("connectors") or "", data.get("connector") or [])
         data["names"] = names
         data["format"] = data.get("format") or ("kip875" if len(names) == 1 else "kip199")
-        if data["format"] == "kip875" and len(names) != 1:
-            self.add_error("connectors", "KIP-875 exports exactly one connector.")
+        if data["format"] in ("kip875", "strimzi") and len(names) != 1:
+            self.add_error("connectors", "KIP-875 and Strimzi export exactly one connector.")
+        if data["format"] == "strimzi" and data.get("from_beginning"):
+            self.add_error("from_beginning", "A Strimzi ConfigMap holds the latest offsets only.")
         return data

@@ -39,7 +39,7 @@ from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
 from offsets.edits.roles import can_approve, can_stage
 from offsets.edits.staging import can_stage_restore, stage_edit, stage_restore
-from offsets.formats import jackson
+from offsets.formats import jackson, strimzi
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -463,12 +463,14 @@ def _preview_context(preview: Preview) -> dict:
 @require_GET
 @login_required
 def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    """Download offsets: one connector as KIP-875, several or all as KIP-199."""
+    """Download offsets: one connector as KIP-875 or a Strimzi ConfigMap, several as KIP-199."""
     cluster = _get_cluster_for_user(request, cluster_name)
     form = ExportForm(request.GET)
     if not form.is_valid():
         return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
     options = form.cleaned_data
+    if options["format"] == "strimzi":
+        return _export_configmap(cluster, options)
     try:
         if options["format"] == "kip875":
             document = offsets_export.export_connector(
@@ -490,4 +492,27 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     suffix = "-history" if options["from_beginning"] else ""
     response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
     response["Content-Disposition"] = attachment(f"{cluster.name}-{label}{suffix}-offsets.json")
+    return response
+
+
+def _export_configmap(cluster: Cluster, options: dict) -> HttpResponse:
+    """Download one connector's offsets as the ConfigMap Strimzi's alterOffsets reads."""
+    connector = options["names"][0]
+    try:
+        configmap = offsets_export.export_configmap(
+            cluster=cluster,
+            connector=connector,
+            name=options["configmap_name"],
+            namespace=options["namespace"],
+        )
+    except ConnectorNotFound as exc:
+        raise Http404(exc.message) from exc
+    except KAFKA_ERRORS as exc:
+        return JsonResponse({"error": str(exc)}, status=503)
+    except ValueError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    response = HttpResponse(strimzi.dump_yaml(configmap), content_type="application/yaml")
+    response["Content-Disposition"] = attachment(
+        f"{cluster.name}-{connector}-offsets-configmap.yaml"
+    )
     return response

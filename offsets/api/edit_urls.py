@@ -2,11 +2,11 @@
 
 from django.urls import path
 
-from offsets.api import edits
+from offsets.api import edits, exports
 
 urlpatterns = [
     path("", edits.edit_list, name="api-edits"),
-    path("export/", edits.export, name="api-edits-export"),
+    path("export/", exports.export, name="api-edits-export"),
     path("import/", edits.import_offsets, name="api-edits-import"),
     path("<int:pk>/", edits.edit_detail, name="api-edit"),
     path("<int:pk>/submit/", edits.edit_submit, name="api-edit-submit"),

@@ -1,4 +1,4 @@
-"""Offset edits over REST: stage, list, show with the diff, review, apply, export, import.
+"""Offset edits over REST: stage, list, show with the diff, review, apply, import.
 
 Thin views: an input serializer validates, a service in ``offsets.edits`` acts, an
 output serializer renders. The services enforce the roles, so the API, the pages and the
@@ -12,8 +12,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
@@ -41,7 +40,6 @@ from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import ChangeCounts, Cluster, OffsetEdit
-from offsets.services import offsets_export
 
 # An answer about a document holds its counts and the first rows of each diff: a document
 # may name tens of thousands of partitions.
@@ -71,7 +69,7 @@ def _data(request: Request):
         ) from None
 
 
-def _run(action: Callable):
+def run_service(action: Callable):
     """Call a service and turn its errors into the API's status codes."""
     try:
         return action()
@@ -93,7 +91,7 @@ def _run(action: Callable):
         raise KafkaUnavailableError(str(exc)) from exc
 
 
-def _get_cluster(name: str) -> Cluster:
+def get_cluster(name: str) -> Cluster:
     cluster = Cluster.objects.filter(name=name).first()
     if cluster is None:
         raise NotFound(f"No cluster {name!r}.")
@@ -181,39 +179,14 @@ class EditFilter(serializers.Serializer):
     state = serializers.ChoiceField(choices=OffsetEdit.State.choices, required=False)
 
 
-class ExportInput(serializers.Serializer):
-    cluster = serializers.CharField()
-    connectors = serializers.CharField(required=False, default="", help_text="a,b (default all)")
-    connector = serializers.ListField(
-        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
-        required=False,
-        default=list,
-        help_text="one name per parameter, kept exactly (commas and spaces included)",
-    )
-    # Not "format": DRF reserves that query parameter for choosing a renderer.
-    shape = serializers.ChoiceField(
-        choices=["kip875", "kip199"],
-        required=False,
-        help_text="kip875 for one connector (default when one is named), else kip199",
-    )
-    from_beginning = serializers.BooleanField(required=False, default=False)
-
-    def validate(self, attrs):
-        names = offsets_export.requested_names(attrs["connectors"], attrs["connector"])
-        attrs["names"] = names
-        attrs["shape"] = attrs.get("shape") or ("kip875" if len(names) == 1 else "kip199")
-        if attrs["shape"] == "kip875" and len(names) != 1:
-            raise ValidationError({"connectors": ["kip875 exports exactly one connector."]})
-        return attrs
-
-
 class ImportInput(serializers.Serializer):
     cluster = serializers.CharField()
     connector = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="for a KIP-875 document"
     )
     document = serializers.JSONField(
-        help_text="KIP-199 {connector: [...]} or KIP-875 {offsets: [...]}"
+        help_text="KIP-199 {connector: [...]}, KIP-875 {offsets: [...]}, or a Strimzi "
+        "offsets ConfigMap: as an object, or its YAML as a string"
     )
     dry_run = serializers.BooleanField(required=False, default=False)
     comment = serializers.CharField(required=False, allow_blank=True, default="")
@@ -431,8 +404,8 @@ def edit_list(request: Request) -> Response:
         data.is_valid(raise_exception=True)
         if not can_stage(request.user):
             raise PermissionDenied("Staging offset edits needs the editor role.")
-        cluster = _get_cluster(data.validated_data["cluster"])
-        edit = _run(
+        cluster = get_cluster(data.validated_data["cluster"])
+        edit = run_service(
             lambda: stage_edit(
                 cluster=cluster,
                 connector=data.validated_data["connector"],
@@ -446,7 +419,7 @@ def edit_list(request: Request) -> Response:
     query.is_valid(raise_exception=True)
     found = OffsetEdit.objects.select_related("cluster", "created_by", "approved_by", "applied_by")
     if "cluster" in query.validated_data:
-        found = found.filter(cluster=_get_cluster(query.validated_data["cluster"]))
+        found = found.filter(cluster=get_cluster(query.validated_data["cluster"]))
     if "connector" in query.validated_data:
         found = found.filter(connector=query.validated_data["connector"])
     if "state" in query.validated_data:
@@ -474,7 +447,7 @@ def _action_view(service: Callable, summary: str, *, status: int = 200):
         data = CommentInput(data=request.data)
         data.is_valid(raise_exception=True)
         edit = _get_edit(pk)
-        edit = _run(
+        edit = run_service(
             lambda: service(edit=edit, user=request.user, comment=data.validated_data["comment"])
         )
         return Response(EditDetailOutput(edit).data, status=status)
@@ -505,49 +478,13 @@ edit_stage_restore = _action_view(
 
 
 @extend_schema(
-    parameters=[ExportInput],
-    responses={
-        200: OpenApiResponse(
-            OpenApiTypes.OBJECT,
-            description="KIP-875 {offsets: [...]} or KIP-199 {connector: [...], ...}",
-        ),
-        **errors(400, 404, 503),
-    },
-    summary="Export offsets as KIP-875 (one connector) or KIP-199 (several or all)",
-)
-@api_view(["GET"])
-def export(request: Request) -> Response:
-    query = ExportInput(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    options = query.validated_data
-    cluster = _get_cluster(options["cluster"])
-    if options["shape"] == "kip875":
-        document = _run(
-            lambda: offsets_export.export_connector(
-                cluster=cluster,
-                connector=options["names"][0],
-                from_beginning=options["from_beginning"],
-            )
-        )
-    else:
-        document = _run(
-            lambda: offsets_export.export_connectors(
-                cluster=cluster,
-                connectors=options["names"] or None,
-                from_beginning=options["from_beginning"],
-            )
-        )
-    return Response(document)
-
-
-@extend_schema(
     request=ImportInput,
     responses={
         201: ImportOutput,
         200: ImportPreviewOutput,
         **errors(400, 404, 413, 415, 503),
     },
-    summary="Stage edits from a KIP-875/KIP-199 document (never applies)",
+    summary="Stage edits from a KIP-875/KIP-199 document or Strimzi ConfigMap (never applies)",
 )
 @api_view(["POST"])
 @parser_classes([JSONParser])  # the document is JSON; a file upload goes to the page
@@ -557,8 +494,8 @@ def import_offsets(request: Request) -> Response:
     options = data.validated_data
     if not options["dry_run"] and not can_stage(request.user):
         raise PermissionDenied("Importing offsets needs the editor role.")
-    cluster = _get_cluster(options["cluster"])
-    result = _run(
+    cluster = get_cluster(options["cluster"])
+    result = run_service(
         lambda: import_document(
             cluster=cluster,
             user=request.user,

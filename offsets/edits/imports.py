@@ -1,4 +1,4 @@
-"""Stage one draft edit per connector from an imported KIP-875 or KIP-199 document."""
+"""Stage one draft edit per connector from an imported KIP-875/KIP-199 document or ConfigMap."""
 
 from dataclasses import dataclass
 
@@ -15,6 +15,7 @@ from offsets.edits.live import ConnectorContext, LiveReader, read_connector
 from offsets.edits.preview import Preview, StageRequest
 from offsets.edits.roles import can_stage
 from offsets.edits.staging import preview_edit, save_preview
+from offsets.formats import strimzi
 from offsets.formats.offsets_json import (
     OffsetsDocumentError,
     PartitionOffset,
@@ -47,16 +48,17 @@ def import_document(
 ) -> ImportResult:
     """Stage one draft edit per connector from a KIP-875 or KIP-199 document.
 
-    Never applies anything. Everything is checked before anything is saved: a bad entry
+    ``data`` may also be a Strimzi offsets ConfigMap (YAML or JSON; see
+    ``offsets.formats.strimzi``), read as the KIP-875 document it holds for ``connector`` or
+    the connector it names. Never applies anything. Everything is checked before anything is saved: a bad entry
     anywhere stages nothing (EditInputError naming the field). With ``dry_run`` nothing is
     saved at all and the previews are returned.
     """
     if not dry_run and not can_stage(user):
         raise EditForbidden("Importing offsets needs the editor role (stage_offsetedit).")
-    try:
-        document = load_document(data) if isinstance(data, bytes | str) else data
-    except OffsetsDocumentError as exc:
-        raise DocumentInputError(exc.message, field=exc.field) from None
+    document = _load_upload(data) if isinstance(data, bytes | str) else data
+    if strimzi.is_kubernetes_object(document):
+        document, connector = _read_configmap(document, connector)
     reader = LiveReader(cluster)
     if connector:
         contexts, entries = _read_kip875(cluster, reader, document, connector)
@@ -95,6 +97,47 @@ def import_document(
             for preview in previews
         ]
     return ImportResult(previews=previews, edits=edits, unchanged=unchanged)
+
+
+def _load_upload(data: bytes | str) -> object:
+    """Parse an upload as JSON, else (when it does not even start like JSON) as YAML."""
+    try:
+        return load_document(data)
+    except OffsetsDocumentError as exc:
+        json_error = exc
+    head = data.lstrip()[:1] if isinstance(data, str) else data.lstrip()[:1].decode("latin-1")
+    if head in ("{", "[", '"', ""):
+        raise DocumentInputError(json_error.message, field=json_error.field)
+    try:
+        document = strimzi.load_yaml(data)
+    except OffsetsDocumentError as exc:
+        raise DocumentInputError(
+            f"neither JSON ({json_error.message}) nor a YAML ConfigMap ({exc.message})",
+            field="document",
+        ) from None
+    if not strimzi.is_kubernetes_object(document):
+        raise DocumentInputError(
+            f"{json_error.message}; as YAML it is no Kubernetes ConfigMap either",
+            field="document",
+        )
+    return document
+
+
+def _read_configmap(document: object, connector: str) -> tuple[dict, str]:
+    """The KIP-875 document a ConfigMap holds, and its connector: the one given, else its own."""
+    try:
+        configmap = strimzi.parse_configmap(document)
+    except OffsetsDocumentError as exc:
+        raise DocumentInputError(exc.message, field=exc.field) from None
+    connector = connector or configmap.connector or ""
+    if not connector:
+        raise EditInputError(
+            "This ConfigMap does not name its connector (no "
+            f"{strimzi.CONNECTOR_ANNOTATION} annotation nor KafkaConnector owner): "
+            "say which connector it is for.",
+            field="connector",
+        )
+    return configmap.document, connector
 
 
 Parsed = tuple[dict[str, ConnectorContext], dict[str, list[PartitionOffset]]]

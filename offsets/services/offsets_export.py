@@ -1,5 +1,8 @@
 """Export connectors' offsets as KIP-875 (one connector) or KIP-199 (several) JSON.
 
+One connector also exports as the ConfigMap Strimzi's ``KafkaConnector`` reads on
+``alterOffsets`` (``offsets.formats.strimzi``).
+
 Source offsets are read live from the offsets topics the way the runtime reads them; sink
 offsets are the consumer groups' committed offsets. ``from_beginning`` lists a source
 connector's whole history instead: every record of its primary offsets topic in topic order,
@@ -15,6 +18,7 @@ from offsets.edits.live import (
     read_connector,
     source_view,
 )
+from offsets.formats import strimzi
 from offsets.formats.offset_records import parse_offset_record, partition_identity
 from offsets.formats.offsets_json import PartitionOffset, to_kip199, to_kip875
 from offsets.kafka.errors import TopicNotFound
@@ -33,6 +37,18 @@ def export_connector(*, cluster: Cluster, connector: str, from_beginning: bool =
     reader = LiveReader(cluster)
     context = read_connector(cluster=cluster, connector=connector, reader=reader)
     return to_kip875(_entries(context, reader, from_beginning))
+
+
+def export_configmap(
+    *, cluster: Cluster, connector: str, name: str = "", namespace: str = ""
+) -> dict:
+    """Return one connector's latest offsets as a Strimzi offsets ConfigMap.
+
+    Raises ConnectorNotFound, or ValueError for a bad name or namespace or offsets too large
+    for a ConfigMap.
+    """
+    document = export_connector(cluster=cluster, connector=connector)
+    return strimzi.to_configmap(document, connector=connector, name=name, namespace=namespace)
 
 
 def export_connectors(

@@ -1,3 +1,5 @@
+"""Stage offset edits from a KIP-199 or KIP-875 document or a Strimzi offsets ConfigMap."""
+
 import sys
 from pathlib import Path
 
@@ -11,15 +13,20 @@ from offsets.management.arguments import add_cluster_argument, get_cluster, get_
 
 class Command(BaseCommand):
     help = (
-        "Stage offset edits (one draft per connector) from a KIP-199 document, or a KIP-875 "
-        "document with --connector. Never applies anything: the edits are reviewed, approved "
+        "Stage offset edits (one draft per connector) from a KIP-199 document, a KIP-875 "
+        "document with --connector, or a Strimzi offsets ConfigMap (YAML or JSON, for the "
+        "connector it names or --connector). Never applies anything: the edits are reviewed, approved "
         "and applied like any other. --dry-run prints the diff and stages nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_cluster_argument(parser)
-        parser.add_argument("--file", required=True, help="The JSON document ('-' for stdin)")
-        parser.add_argument("--connector", default="", help="The connector of a KIP-875 document")
+        parser.add_argument(
+            "--file", required=True, help="The JSON document or ConfigMap ('-' for stdin)"
+        )
+        parser.add_argument(
+            "--connector", default="", help="The connector of a KIP-875 document or ConfigMap"
+        )
         parser.add_argument("--dry-run", action="store_true", help="Print the diff, stage nothing")
         parser.add_argument("--user", help="Stage as this user (needs the editor role)")
         parser.add_argument("--comment", default="", help="Why the offsets change")
