@@ -285,6 +285,25 @@ KAFKA_READ_TIMEOUT = envint("KAFKA_READ_TIMEOUT", "10")
 # Seconds an offset edit's write (transaction commit, group offsets change) may take.
 KAFKA_WRITE_TIMEOUT = envint("KAFKA_WRITE_TIMEOUT", "30")
 
+# Alerts (offsets/services/alerts.py): e-mail goes through Django's SMTP settings.
+EMAIL_HOST = os.getenv("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", "25")
+EMAIL_HOST_USER = os.getenv("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
+# Seconds an SMTP connection may wait: a mail server that hangs must not hold the sender.
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", "10")
+DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "connect-offsets@localhost")
+# Seconds one webhook request may take before the delivery counts as failed.
+ALERT_WEBHOOK_TIMEOUT = envint("ALERT_WEBHOOK_TIMEOUT", "5")
+# A failed delivery is tried again after ALERT_RETRY_SECONDS, then twice as long each time,
+# ALERT_MAX_ATTEMPTS times in all (30 s, 1 m, 2 m, 4 m, 8 m, then it stays failed).
+ALERT_RETRY_SECONDS = envint("ALERT_RETRY_SECONDS", "30")
+ALERT_MAX_ATTEMPTS = envint("ALERT_MAX_ATTEMPTS", "6")
+# The dashboard's public address, for the links in alerts (e.g. https://connect-dash.example.com).
+ALERT_DASHBOARD_URL = os.getenv("ALERT_DASHBOARD_URL", "").rstrip("/")
+
 LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
