@@ -285,15 +285,24 @@ KAFKA_READ_TIMEOUT = envint("KAFKA_READ_TIMEOUT", "10")
 # Seconds an offset edit's write (transaction commit, group offsets change) may take.
 KAFKA_WRITE_TIMEOUT = envint("KAFKA_WRITE_TIMEOUT", "30")
 
-# Alerts (offsets/services/alerts.py): e-mail goes through Django's SMTP settings.
-EMAIL_HOST = os.getenv("EMAIL_HOST", "localhost")
-EMAIL_PORT = envint("EMAIL_PORT", "25")
-EMAIL_HOST_USER = os.getenv("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
-EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
-# Seconds an SMTP connection may wait: a mail server that hangs must not hold the sender.
-EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", "10")
+# Alerts (offsets/services/alerts.py) send e-mail through Django's default mailer (MAILERS,
+# Django 6.1's successor of the EMAIL_* settings), configured from the usual EMAIL_* variables.
+MAILERS = {
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": os.getenv("EMAIL_HOST", "localhost"),
+            "port": envint("EMAIL_PORT", "25"),
+            "username": os.getenv("EMAIL_HOST_USER", ""),
+            "password": envsecret("EMAIL_HOST_PASSWORD", ""),
+            "use_tls": envbool("EMAIL_USE_TLS", "false"),
+            "use_ssl": envbool("EMAIL_USE_SSL", "false"),
+            # Seconds an SMTP connection may wait: a mail server that hangs must not hold the
+            # sender.
+            "timeout": envint("EMAIL_TIMEOUT", "10"),
+        },
+    }
+}
 DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "connect-offsets@localhost")
 # Seconds one webhook request may take before the delivery counts as failed.
 ALERT_WEBHOOK_TIMEOUT = envint("ALERT_WEBHOOK_TIMEOUT", "5")

@@ -76,27 +76,22 @@ def post_json(url: str, body: str) -> None:
 
 
 def send_email(addresses: list[str], message: Message) -> None:
-    """Send a plain-text e-mail through Django's EMAIL_* settings."""
+    """Send a plain-text e-mail through Django's default mailer (settings.MAILERS)."""
+    options = settings.MAILERS.get("default", {}).get("OPTIONS", {})
+    server = f"The mail server {options.get('host', '?')}:{options.get('port', '?')}"
     try:
         send_mail(
             alert_messages.email_subject(message),
             alert_messages.email_body(message),
             settings.DEFAULT_FROM_EMAIL,
             addresses,
-            fail_silently=False,
         )
     except TimeoutError:
         raise DeliveryFailed(
-            f"The mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT} did not answer within "
-            f"{settings.EMAIL_TIMEOUT} s (EMAIL_TIMEOUT)."
+            f"{server} did not answer within {options.get('timeout')} s (EMAIL_TIMEOUT)."
         ) from None
     except (smtplib.SMTPException, OSError, ValueError) as exc:
-        raise DeliveryFailed(
-            _described(
-                f"The mail server {settings.EMAIL_HOST}:{settings.EMAIL_PORT} refused the "
-                f"message: {exc}"
-            )
-        ) from None
+        raise DeliveryFailed(_described(f"{server} failed: {exc}")) from None
 
 
 def _described(text: str) -> str:
