@@ -13,7 +13,7 @@ from offsets.refresh import plan
 from offsets.refresh.run import run_refresh
 from offsets.services import alert_delivery, alerts
 from tests import factories
-from tests.test_alerts_delivery import Receiver
+from tests.alert_receivers import Receiver
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from offsets.models import AlertDelivery, AlertRule, RefreshRun
 from offsets.refresh.run import run_refresh
 from offsets.services import alert_delivery
-from tests.test_alerts_delivery import Receiver
+from tests.alert_receivers import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
