@@ -314,6 +314,34 @@ METRICS_ALLOWED_ADDRESSES = envnetworks("METRICS_ALLOWED_ADDRESSES", "")
 # so one huge sink cannot swamp Prometheus (0: never any per-partition series).
 METRICS_MAX_SINK_PARTITIONS = envint("METRICS_MAX_SINK_PARTITIONS", "10000")
 
+# Alerts (offsets/services/alerts.py) send e-mail through Django's default mailer (MAILERS,
+# Django 6.1's successor of the EMAIL_* settings), configured from the usual EMAIL_* variables.
+MAILERS = {
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {
+            "host": os.getenv("EMAIL_HOST", "localhost"),
+            "port": envint("EMAIL_PORT", "25"),
+            "username": os.getenv("EMAIL_HOST_USER", ""),
+            "password": envsecret("EMAIL_HOST_PASSWORD", ""),
+            "use_tls": envbool("EMAIL_USE_TLS", "false"),
+            "use_ssl": envbool("EMAIL_USE_SSL", "false"),
+            # Seconds an SMTP connection may wait: a mail server that hangs must not hold the
+            # sender.
+            "timeout": envint("EMAIL_TIMEOUT", "10"),
+        },
+    }
+}
+DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "connect-offsets@localhost")
+# Seconds one webhook request may take before the delivery counts as failed.
+ALERT_WEBHOOK_TIMEOUT = envint("ALERT_WEBHOOK_TIMEOUT", "5")
+# A failed delivery is tried again after ALERT_RETRY_SECONDS, then twice as long each time,
+# ALERT_MAX_ATTEMPTS times in all (30 s, 1 m, 2 m, 4 m, 8 m, then it stays failed).
+ALERT_RETRY_SECONDS = envint("ALERT_RETRY_SECONDS", "30")
+ALERT_MAX_ATTEMPTS = envint("ALERT_MAX_ATTEMPTS", "6")
+# The dashboard's public address, for the links in alerts (e.g. https://connect-dash.example.com).
+ALERT_DASHBOARD_URL = os.getenv("ALERT_DASHBOARD_URL", "").rstrip("/")
+
 LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,

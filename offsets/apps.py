@@ -6,5 +6,5 @@ class OffsetsConfig(AppConfig):
     verbose_name = "Kafka Connect offsets"
 
     def ready(self) -> None:
-        # The offset-edit admin pages, kept in their own module beside the feature.
-        from offsets import admin_edits  # noqa: F401
+        # The offset-edit and alert admin pages, kept in their own modules beside the features.
+        from offsets import admin_alerts, admin_edits  # noqa: F401

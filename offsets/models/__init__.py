@@ -1,5 +1,6 @@
 """The domain models, one module per area; import them from here."""
 
+from offsets.models.alerts import AlertDelivery, AlertRule, AlertState
 from offsets.models.cluster import Cluster
 from offsets.models.edits import AuditEvent, ChangeCounts, OffsetEdit, OffsetEditChange
 from offsets.models.refresh import (
@@ -16,6 +17,9 @@ from offsets.models.refresh import (
 )
 
 __all__ = [
+    "AlertDelivery",
+    "AlertRule",
+    "AlertState",
     "AuditEvent",
     "ChangeCounts",
     "Cluster",

@@ -23,7 +23,7 @@ from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
 from offsets.refresh import compute, history_store, plan, runs, sinks, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
-from offsets.services import background, connect_state
+from offsets.services import alerts, background, connect_state
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ def _failed(cluster: Cluster, run: RefreshRun, exc: Exception) -> None:
 
 
 def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) -> None:
-    """Record the run's outcome, expire old runs and tell the caller how it went."""
+    """Record the run's outcome, expire old runs, queue alerts and tell the caller how it went."""
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
     # Only what this module decides: the run's heartbeat, host and pid are written by others
@@ -235,6 +235,10 @@ def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) ->
     except OperationalError as exc:
         # Housekeeping: the next refresh tries again.
         logger.warning("Could not delete the old refresh runs of %s: %s", cluster.name, exc)
+    # After the run is recorded, so that "refresh failing" sees it. It only queues messages
+    # (sent by offsets.services.alert_delivery) and never raises: alerts cannot hold up or
+    # fail the refresh.
+    alerts.evaluate_after_refresh(cluster=cluster)
     say(
         f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
         f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"

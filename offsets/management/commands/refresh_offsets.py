@@ -14,7 +14,7 @@ from offsets.models import Cluster, RefreshRun
 from offsets.refresh.plan import has_read_before
 from offsets.refresh.run import run_refresh
 from offsets.refresh.runs import INTERRUPTED
-from offsets.services import background
+from offsets.services import alert_delivery, background
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,8 @@ class Command(BaseCommand):
         "Read a cluster's Connect topics with Spark and refresh the dashboard's offsets, commit "
         "history and sink lag. Incremental by default; --every keeps one Spark session and "
         "refreshes on that period until SIGTERM/SIGINT, and each round also reconciles the "
-        "cluster's edits left applying by a dead process (see reconcile_edits)."
+        "cluster's edits left applying by a dead process (see reconcile_edits). Alerts the refresh "
+        "queues are sent on a thread of their own (see send_alerts)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -135,6 +136,8 @@ class Command(BaseCommand):
                 with background.heartbeat(run):
                     run = self.refresh_once(cluster, full=full, spark=spark, run=run)
                 full = False  # only the first round of a loop rebuilds
+            # On a thread: a receiver that hangs holds neither this round nor the next.
+            alert_delivery.send_in_background()
             if every is None:
                 if run.status != RefreshRun.Status.SUCCEEDED:
                     raise CommandError(f"Refresh failed: {run.error}")
