@@ -65,6 +65,7 @@ demo: install kafka-runtime ## Start Kafka and a Connect worker with live connec
 	$(PY) manage.py live_demo --cluster $(LIVE_CLUSTER) --setup-only
 	scripts/demo-processes start $(LIVE_CLUSTER) $(DEMO_CLUSTER) $(DEMO_END)
 	$(PY) manage.py demo_users --url http://127.0.0.1:$(DEMO_PORT)/
+	@echo "Prometheus metrics: curl http://127.0.0.1:$(DEMO_PORT)/metrics"
 	@echo "Stop the server with Ctrl-C; make demo-stop stops it too, with the loops, the worker and the broker."
 	scripts/demo-processes serve $(DEMO_PORT) || test $$? = 143  # 143: ended by make demo-stop
 
