@@ -6,6 +6,7 @@ partitions) on the project's 2-core machine with the embedded Apache Kafka broke
 docs/performance.md keeps the dated runs.
 """
 
+import math
 
 # --- The session (offsets.spark.session.get_spark) -------------------------------------------
 
@@ -49,46 +50,29 @@ def read_tasks(records: int, max_tasks: int) -> int:
 
 # --- The merge ------------------------------------------------------------------------------
 
-# Up to this many keys the merge is one Python task (offsets.spark.one_task_merge) rather than
-# the SQL query of transforms.merge_results, whose planning alone (1.5-2.5 s) took longer than
-# an incremental refresh's whole merge. The task holds every row as a Python dict: 50,000 keys
-# took 1.2 s and ~300 MB of the worker, 200,000 keys 4.9 s and ~600 MB.
-ONE_TASK_MERGE_MAX_KEYS = 50_000
+# The merge (offsets.spark.merge) runs its rules in Python over every row of a partition at
+# once, each row a dict: 50,000 keys took a task 1.2 s and ~300 MB of its Python worker,
+# 200,000 keys 4.9 s and ~600 MB. So a merge gets a task per this many keys, which bounds a
+# worker's memory and spreads a large merge over the executors' cores; below it, the merge is
+# one task with no shuffle.
+KEYS_PER_MERGE_TASK = 50_000
 
-# Up to this many keys a SQL merge is small: it runs in one partition under SMALL_MERGE_CONF.
-# The keys are those the last run stored (the read tasks fold records into about a row per
-# key); with none stored, the records to read count instead.
-SMALL_MERGE_MAX_KEYS = 200_000
 
-# Code generation off (whole-stage, and `factoryMode`, the internal setting Spark's own tests
-# use to run interpreted). For a one-row range into one Python task, generating and compiling
-# the code costs more than running it interpreted: 147 ms against 157 ms for that collect
-# (medians of 11 incrementals each way), plus ~16 ms compiling three classes in a session's
-# first one.
+def merge_tasks(keys: int) -> int:
+    """How many Spark tasks merge about `keys` keys."""
+    return max(1, math.ceil(keys / KEYS_PER_MERGE_TASK))
+
+
+# A merge of one task runs without generated code (whole-stage, and `factoryMode`, the
+# internal setting Spark's own tests use to run interpreted): its JVM side moves a few
+# thousand rows between Python stages, and generating and compiling code for that costs more
+# than running it interpreted. An incremental merge of 10,000 kept records into 2,000 keys:
+# 0.47 s against 0.52 s (medians of 19 each, interleaved in one session, on a loaded 2-core
+# machine). A merge of several tasks keeps generated code: it moves a row or two per key
+# through a shuffle, millions of rows for a large cluster, and was not measured without it.
 NO_CODEGEN_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-
-# A small merge of a few thousand rows costs Spark's fixed costs, not the data's:
-# - no adaptive execution and one shuffle partition: adaptive execution ran each shuffle as a
-#   job of its own and re-planned the query after each;
-# - no code generation: compiling a query shape new to the session took longer than running
-#   it (the first incremental's merge job: ~1.2 s against ~0.4 s);
-# - no broadcasts: with every input in one partition a join runs inside its task, where a
-#   broadcast is a job of its own;
-# - one partition whatever the estimated sizes: estimates multiply through joins, and the
-#   Kafka read counts as Long.MaxValue bytes until its cache is computed, so a merge planned
-#   while the read still ran shuffled both sides of every join (5-6 stages, 0.9-4 s, against
-#   one task, 0.3-0.5 s). A small merge's folded read is at most ~20 MB.
-SMALL_MERGE_CONF = {
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.shuffle.partitions": "1",
-    **NO_CODEGEN_CONF,
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-    "spark.sql.optimizer.disableHints": "true",
-    "spark.sql.maxSinglePartitionBytes": str(2**63 - 1),
-    "spark.sql.defaultSizeInBytes": str(20 * 2**20),
 }
 
 

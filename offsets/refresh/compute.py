@@ -4,7 +4,6 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,79 +35,6 @@ def spark_conf(spark, conf: dict[str, str]):
                 spark.conf.set(key, value)
 
 
-@contextlib.contextmanager
-def persisted(frame):
-    """Cache a DataFrame for the block (persist), and drop the cache after it (unpersist)."""
-    frame = frame.persist()
-    try:
-        yield frame
-    finally:
-        frame.unpersist()
-
-
-@dataclass
-class MergeFrames:
-    """What `merge_results` merges, ready for it (`merge_frames`)."""
-
-    read: object  # the folded read, cached: `session.fill` it to read Kafka, a task per part
-    partials: object  # the same for the merge (one partition for a small merge)
-    previous: object | None
-    small: bool
-
-    def connectors(self, inputs: "MergeInputs") -> tuple[object, object]:
-        """The connectors' own topics (connector, own_topic) and the running ones (connector)
-        as frames, for the SQL merge: built only for it (the one-task merge takes the values
-        themselves), in one partition for a small merge like every other input."""
-        spark = inputs.spark
-        own = string_frame(
-            spark,
-            {"connector": list(inputs.own_topics), "own_topic": list(inputs.own_topics.values())},
-        )
-        running = string_frame(spark, {"connector": sorted(inputs.running)})
-        return (own.coalesce(1), running.coalesce(1)) if self.small else (own, running)
-
-    def merge(self, inputs: "MergeInputs", *, one_task: bool, **options):
-        """The merge's results (`transforms.RESULT_SCHEMA`): one Python task
-        (offsets.spark.one_task_merge) or the SQL query of `transforms.merge_results`."""
-        from offsets.spark import transforms as T
-        from offsets.spark.one_task_merge import merge_in_one_task
-
-        if one_task:
-            return merge_in_one_task(
-                self.partials, self.previous, inputs.own_topics, inputs.running, **options
-            )
-        own_topics, running = self.connectors(inputs)
-        return T.merge_results(self.partials, self.previous, own_topics, running, **options)
-
-
-@contextlib.contextmanager
-def merge_frames(spark, partials, inputs: "MergeInputs", *, small: bool):
-    """Cache the folded read for the block, and yield it with the merge's other inputs.
-
-    A small merge (tuning.SMALL_MERGE_MAX_KEYS) has every input in one partition that Spark knows is
-    one (SinglePartition): every grouping, window and join then runs inside one task, with no
-    shuffle and no extra stage. It and the read are planned under tuning.SMALL_MERGE_CONF (set
-    first: persist() plans the cached read). The read itself keeps its tasks (one per 100,000
-    records): a full refresh reads in parallel, and only its folds, a row or so per key,
-    meet in one partition.
-    """
-    if not small:
-        with persisted(partials) as cached:
-            yield MergeFrames(cached, cached, inputs.previous, small=False)
-        return
-    previous = inputs.previous
-    with spark_conf(spark, tuning.SMALL_MERGE_CONF), persisted(partials) as cached:
-        # coalesce over the cache: a scan of a cached frame does not tell Spark how it is
-        # partitioned, and each join and grouping over it then planned a shuffle (6 stages
-        # where 1 does).
-        yield MergeFrames(
-            cached,
-            cached.coalesce(1),
-            previous.coalesce(1) if previous is not None else None,
-            small=True,
-        )
-
-
 @dataclass
 class MergeInputs:
     """The merge's inputs that need no Kafka read (`merge_inputs`)."""
@@ -123,21 +49,6 @@ class MergeInputs:
     own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
     running: frozenset[str]  # connectors that commit offsets now
 
-    @functools.cached_property
-    def previous(self):
-        """`previous_table` as a STATE_SCHEMA frame (None for a full refresh), built when a
-        merge over a Spark read first asks for it.
-
-        The one-task fold and merge of the planner's records, an incremental refresh's usual
-        route, takes the table itself: built up front beside the planning, the frame was JVM
-        work that route never used.
-        """
-        from offsets.spark.transforms import STATE_SCHEMA
-
-        if self.previous_table is None:
-            return None
-        return self.spark.createDataFrame(self.previous_table, STATE_SCHEMA)
-
 
 def merge_inputs(
     spark, cluster: Cluster, connectors: list[ConnectorSummary], *, full: bool
@@ -146,10 +57,8 @@ def merge_inputs(
 
     Built while the snapshot is planned (`offsets.refresh.plan.read_state_and_plan`): that is mostly waiting on
     the broker, and the merge's inputs were ~0.3-0.5 s of its building, which is what an
-    incremental refresh's merge waited for. Spark frames are built when a route uses them
-    (`MergeInputs.previous`, and the SQL merge's two small connector frames,
-    `MergeFrames.connectors`): the one-task merge, an incremental refresh's, takes the
-    values themselves. A frame of the previous state costs ~0.02-0.03 s.
+    incremental refresh's merge waited for. The previous state stays an Arrow table until the
+    merge makes its frame.
     """
     from offsets.spark.session import get_spark
 
@@ -174,9 +83,7 @@ def previous_state(cluster: Cluster):
     """Return the stored per-key state as an Arrow table (STATE_SCHEMA) and as the stored
     rows the save compares its results with (`StoredRows`).
 
-    An Arrow table, for a frame of one partition and no pandas conversion
-    (`MergeInputs.previous`; through pandas, a few thousand rows were split over every core,
-    a task each in every stage of the merge).
+    An Arrow table, for a frame with no pandas conversion (`merge.previous_frame`).
 
     The save reuses the rows read here rather than read them again (~0.03 s of an incremental
     refresh of 2,000 keys): only a refresh writes SourceOffset rows, and the save's lock and
@@ -185,7 +92,7 @@ def previous_state(cluster: Cluster):
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from offsets.spark.transforms import STATE_COLUMNS, STATE_SCHEMA
+    from offsets.spark.schemas import STATE_COLUMNS, STATE_SCHEMA
 
     def ms(moment: datetime | None) -> int | None:
         return None if moment is None else int(moment.timestamp() * 1000)
@@ -225,18 +132,6 @@ def previous_state(cluster: Cluster):
     return table, stored
 
 
-def string_frame(spark, columns: dict[str, list[str]]):
-    """A small DataFrame of string columns.
-
-    From Arrow, not from a list of tuples: PySpark ships those to a Python worker to unpickle,
-    a Python task in every query that reads the frame.
-    """
-    import pyarrow as pa
-
-    table = pa.table({name: pa.array(values, pa.string()) for name, values in columns.items()})
-    return spark.createDataFrame(table)
-
-
 def compute_sources(
     cluster: Cluster,
     plan: SourcePlan,
@@ -246,68 +141,25 @@ def compute_sources(
     run_dir: Path,
     phase: Progress,
 ) -> SourceResults:
-    from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import kept_records_table
-    from offsets.spark.one_task_merge import fold_and_merge_in_one_task
+    """Fold the new records and merge them with the previous state: the refresh's results.
 
-    spark = inputs.spark
-    # The read tasks fold what they read (offsets.spark.partials) and write every commit to
-    # the run's history files themselves (offsets.spark.history_files): Spark gets only the
-    # partial results per key, and merges them below: the commits (a row each) never pass
-    # through Spark's cache or its Parquet writer. A topic whose new records the planner kept
-    # (`plan.kept`) is folded from those, in one task, with no Kafka read. Topics with nothing new get no read
-    # at all (not even an empty frame: each of its partitions would cost a task in every
-    # stage below).
+    The read tasks fold what they read (offsets.spark.partials) and write every commit to the
+    run's history files themselves (offsets.spark.history_files): Spark gets only the partial
+    results per key, and merges them with the previous state (offsets.spark.merge), so the
+    commits (a row each) never pass through Spark. Topics with nothing new get no read at all
+    (not even an empty frame: each of its partitions would cost a task).
+    """
     reading_topics = plan.reading_topics()
-    keys = inputs.stored_keys or plan.total_records()
-    one_task = keys <= tuning.ONE_TASK_MERGE_MAX_KEYS
-    options = {
-        "worker_topic": cluster.offsets_topic,
-        "now_ms": now_ms,
-        "stall_after_ms": settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
-    }
-    if (
-        reading_topics
-        and one_task
-        and inputs.previous_table is not None
-        and all(topic in plan.kept for topic in reading_topics)
-    ):
-        # Every new record was kept by the planner, and the merge is one task: that task folds
-        # them too, one Spark job with one Python stage (a cached fold and a merge job after
-        # it were ~0.35-0.4 s more of the benchmark's incremental refresh; the fold as a frame
-        # of its own in the same task ~0.13 s more).
+    if reading_topics:
         phase(
-            f"folding the {sum(len(plan.kept[t]) for t in reading_topics):,} new records "
-            "the planner read and writing the commit history (Parquet); merging the latest "
-            "offsets, key drift, rewinds, buckets and malformed records"
+            "reading, folding and writing the commit history (Parquet); "
+            "merging the latest offsets, key drift, rewinds, buckets and malformed records"
         )
-        with spark_conf(spark, tuning.NO_CODEGEN_CONF):
-            results = fold_and_merge_in_one_task(
-                spark,
-                {
-                    topic: (plan.plans[topic], kept_records_table(topic, plan.kept[topic]))
-                    for topic in reading_topics
-                },
-                inputs.previous_table,
-                inputs.own_topics,
-                inputs.running,
-                bucket_seconds=settings.COMMIT_BUCKET_SECONDS,
-                history_dir=str(run_dir),
-                **options,
-            )
-            collected = T.collect_results(results)
     else:
-        collected = _read_and_merge(
-            cluster,
-            plan,
-            inputs,
-            reading_topics,
-            small=keys <= tuning.SMALL_MERGE_MAX_KEYS,
-            one_task=one_task,
-            run_dir=run_dir,
-            phase=phase,
-            **options,
-        )
+        phase("merging the latest offsets, key drift and stalls")
+    collected = _read_and_merge(
+        cluster, plan, inputs, reading_topics, now_ms=now_ms, run_dir=run_dir
+    )
     return SourceResults.collected(plan, collected)
 
 
@@ -317,24 +169,52 @@ def _read_and_merge(
     inputs: MergeInputs,
     reading_topics: list[str],
     *,
-    small: bool,
-    one_task: bool,
+    now_ms: int,
     run_dir: Path,
-    phase: Progress,
-    **options,
 ) -> dict[str, list[dict]]:
-    """Read and fold the new records in Spark tasks (or fold those the planner kept), cache
-    the folds, and merge them with the previous state: the collected results by name."""
+    """Fold the new records in Spark tasks (read from Kafka, or those the planner kept) and
+    merge them with the previous state: the collected results by name.
+
+    One Spark job: the read tasks write the commit history as they fold, and their folds go
+    straight on to the merge.
+    """
     from pyspark.sql import DataFrame
 
-    from offsets.spark import transforms as T
-    from offsets.spark.kafka_source import DECODE_SUMMARY, NAME, kept_records_frame
-    from offsets.spark.partials import SUMMARY_SCHEMA
-    from offsets.spark.session import fill
+    from offsets.spark import merge
 
     spark = inputs.spark
+    frames = _folded_reads(spark, cluster, plan, reading_topics, run_dir=run_dir)
+    read_tasks = sum(_read_tasks(plan.plans[t]) for t in reading_topics if t not in plan.kept)
+    # The keys the last run stored; with none stored, the records to read count instead.
+    keys = inputs.stored_keys or plan.total_records()
+    # A merge of one task runs without generated code (tuning.NO_CODEGEN_CONF); the settings
+    # are read when the query is planned, which collecting it does.
+    one_task = tuning.merge_tasks(keys) == 1
+    with spark_conf(spark, tuning.NO_CODEGEN_CONF if one_task else {}):
+        results = merge.merge_results(
+            spark,
+            functools.reduce(DataFrame.unionByName, frames) if frames else None,
+            inputs.previous_table,
+            inputs.own_topics,
+            inputs.running,
+            keys=keys,
+            parallel_read=read_tasks > 1,
+            worker_topic=cluster.offsets_topic,
+            now_ms=now_ms,
+            stall_after_ms=settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
+        )
+        return merge.collect_results(results)
+
+
+def _folded_reads(
+    spark, cluster: Cluster, plan: SourcePlan, reading_topics: list[str], *, run_dir: Path
+) -> list:
+    """A frame of the folds (partials.SUMMARY_SCHEMA) of each topic's new records: the
+    records the planner kept, or a read of Kafka whose tasks fold what they read."""
+    from offsets.spark.kafka_source import NAME, kept_records_frame
+
     kafka_json = json.dumps(cluster.kafka_settings())
-    frames = [
+    return [
         kept_records_frame(
             spark,
             topic,
@@ -349,7 +229,6 @@ def _read_and_merge(
         .option("kafka.settings", kafka_json)
         .option("ranges", json.dumps({str(p): list(r) for p, r in plan.plans[topic].items()}))
         .option("max_tasks", str(_read_tasks(plan.plans[topic])))
-        .option("decode", DECODE_SUMMARY)
         .option("bucket_seconds", str(settings.COMMIT_BUCKET_SECONDS))
         # A broker gone mid-read fails the run after this long, not after 30 s.
         .option("timeout", str(settings.KAFKA_READ_TIMEOUT))
@@ -357,34 +236,6 @@ def _read_and_merge(
         .load()
         for topic in reading_topics
     ]
-    reading = bool(frames)
-    partials = (
-        functools.reduce(DataFrame.unionByName, frames)
-        if frames
-        else spark.createDataFrame([], SUMMARY_SCHEMA)
-    )
-    # On the way out the pool waits for the read, then the cache is dropped.
-    with (
-        merge_frames(spark, partials, inputs, small=small) as merging,
-        ThreadPoolExecutor(max_workers=1) as pool,
-    ):
-        if reading:
-            phase(
-                "reading, folding and writing the commit history (Parquet); "
-                "merging the latest offsets, key drift, rewinds, buckets and malformed records"
-            )
-        else:
-            phase("merging the latest offsets, key drift and stalls")
-        # The read (a job that fills the cache, writing the history on the way) starts now,
-        # and the merge below is built while it runs: Spark computes each cached partition
-        # once (a task that needs a partition another task is computing waits for it), so
-        # Kafka is read once, and the merge's building overlaps the read.
-        read = pool.submit(fill, merging.read) if reading else None
-        results = merging.merge(inputs, one_task=one_task, reading=reading, **options)
-        collected = T.collect_results(results)
-        if read is not None:
-            read.result()
-    return collected
 
 
 def _read_tasks(plan: dict[int, tuple[int, int]]) -> int:

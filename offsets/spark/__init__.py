@@ -1,4 +1,4 @@
-"""The Spark side of the refresh: a Kafka data source, pure DataFrame transforms, the session.
+"""The Spark side of the refresh: a Kafka data source that folds, the merge, the session.
 
 Nothing here imports Django: executors run this code without the project's settings.
 """

@@ -1,19 +1,19 @@
-"""A PySpark Python data source that reads a Kafka topic as a consistent snapshot.
+"""A PySpark Python data source that reads and folds an offsets topic as a consistent snapshot.
 
     spark.read.format("kafka-snapshot")
         .option("topic", "connect-offsets")
         .option("kafka.settings", json.dumps({"bootstrap.servers": "...", ...}))
         .option("ranges", json.dumps({"0": [start, end], ...}))   # optional: planned here
         .option("max_tasks", "8")
-        .option("decode", "connect-offsets")   # optional: parse while reading
+        .option("bucket_seconds", "300")
+        .option("history_dir", "/path/to/run")   # optional: where the commits go
         .option("timeout", "30")   # optional: seconds without a record before the read fails
         .load()
 
-With `decode=connect-offsets-summary` (and `bucket_seconds`), each task also folds what it
-read into partial results (offsets.spark.partials) and Spark gets those plus one slim row per
-commit instead of every parsed record. With `history_dir` as well, the tasks write the commit
-rows there as the per-commit history (offsets.spark.history_files) and Spark gets only the
-folds.
+Each task folds what it read into partial results (offsets.spark.partials), and Spark gets
+those plus one slim row per commit instead of every record. With `history_dir`, the tasks
+write the commit rows there as the per-commit history (offsets.spark.history_files) and Spark
+gets only the folds.
 
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
 Python task has a fixed cost). The ranges are fixed when the read is planned, so every action
@@ -34,6 +34,8 @@ from offsets.kafka import planner, reading
 
 NAME = "kafka-snapshot"
 
+# Raw records of one topic: the records the planner kept travel to their fold as these
+# (`kept_records_frame`).
 SCHEMA = StructType(
     [
         StructField("topic", StringType(), False),
@@ -55,13 +57,6 @@ ARROW_SCHEMA = pa.schema(
         pa.field("value", pa.binary(), True),
     ]
 )
-ROWS_PER_BATCH = 50_000
-# With this `decode` option the source yields parsed offsets records (transforms.PARSED_SCHEMA)
-# instead of raw ones: the parse runs in the same Python task as the read.
-DECODE_CONNECT_OFFSETS = "connect-offsets"
-# With this one it yields partial folds (partials.SUMMARY_SCHEMA): see offsets.spark.partials.
-DECODE_SUMMARY = "connect-offsets-summary"
-DECODINGS = (DECODE_CONNECT_OFFSETS, DECODE_SUMMARY)
 
 
 @dataclass
@@ -72,7 +67,6 @@ class KafkaRanges(InputPartition):
     topic: str
     ranges: dict[int, tuple[int, int]]
     isolation_level: str
-    decode: str | None = None
     bucket_seconds: int = 300
     timeout: float = 30.0
     history_dir: str | None = None
@@ -97,15 +91,9 @@ class KafkaSnapshotSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        if self.options.get("decode") == DECODE_CONNECT_OFFSETS:
-            from offsets.spark.transforms import PARSED_SCHEMA
+        from offsets.spark.partials import SUMMARY_SCHEMA
 
-            return PARSED_SCHEMA
-        if self.options.get("decode") == DECODE_SUMMARY:
-            from offsets.spark.partials import SUMMARY_SCHEMA
-
-            return SUMMARY_SCHEMA
-        return SCHEMA
+        return SUMMARY_SCHEMA
 
     def reader(self, schema: StructType) -> "KafkaSnapshotReader":
         return KafkaSnapshotReader(self.options)
@@ -119,15 +107,8 @@ class KafkaSnapshotReader(DataSourceReader):
         self.max_tasks = int(options.get("max_tasks", "8"))
         # A broker that goes away mid-read fails the task after this long without a record.
         self.timeout = float(options.get("timeout", "30"))
-        self.decode = options.get("decode")
-        if self.decode not in (None, *DECODINGS):
-            raise ValueError(
-                f"Unknown decode option {self.decode!r} (known: {', '.join(DECODINGS)})"
-            )
         self.bucket_seconds = int(options.get("bucket_seconds", "300"))
         self.history_dir = options.get("history_dir")
-        if self.history_dir and self.decode != DECODE_SUMMARY:
-            raise ValueError(f"The history_dir option needs decode={DECODE_SUMMARY}")
         ranges = options.get("ranges")
         self.ranges = (
             {int(p): (int(start), int(end)) for p, (start, end) in json.loads(ranges).items()}
@@ -148,7 +129,6 @@ class KafkaSnapshotReader(DataSourceReader):
                 self.topic,
                 group,
                 self.isolation_level,
-                self.decode,
                 self.bucket_seconds,
                 self.timeout,
                 self.history_dir,
@@ -159,51 +139,22 @@ class KafkaSnapshotReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaRanges):
             return  # nothing to read: Spark's stand-in for an empty partition list
-        if partition.decode == DECODE_SUMMARY:
-            from offsets.spark.partials import fold_messages
+        from offsets.spark.partials import fold_messages
 
-            folded = fold_messages(
-                partition.topic,
-                partition.bucket_seconds,
-                reading.read_range(
-                    partition.settings,
-                    partition.topic,
-                    partition.ranges,
-                    isolation_level=partition.isolation_level,
-                    timeout=partition.timeout,
-                ),
-            )
-            yield from _history_written(
-                folded, partition.history_dir, partition.topic, partition.ranges
-            )
-            return
-        columns: tuple[list, ...] = ([], [], [], [], [])
-        for messages in reading.read_range(
-            partition.settings,
+        folded = fold_messages(
             partition.topic,
-            partition.ranges,
-            isolation_level=partition.isolation_level,
-            timeout=partition.timeout,
-        ):
-            for message in messages:
-                columns[0].append(message.partition())
-                columns[1].append(message.offset())
-                columns[2].append(message.timestamp()[1])
-                columns[3].append(message.key())
-                columns[4].append(message.value())
-            if len(columns[0]) >= ROWS_PER_BATCH:
-                yield self._batch(partition, columns)
-                columns = ([], [], [], [], [])
-        if columns[0]:
-            yield self._batch(partition, columns)
-
-    @staticmethod
-    def _batch(partition: KafkaRanges, columns: tuple[list, ...]) -> pa.RecordBatch:
-        if partition.decode == DECODE_CONNECT_OFFSETS:
-            from offsets.spark.transforms import parse_columns
-
-            return parse_columns(partition.topic, *columns)
-        return raw_batch(partition.topic, columns)
+            partition.bucket_seconds,
+            reading.read_range(
+                partition.settings,
+                partition.topic,
+                partition.ranges,
+                isolation_level=partition.isolation_level,
+                timeout=partition.timeout,
+            ),
+        )
+        yield from _history_written(
+            folded, partition.history_dir, partition.topic, partition.ranges
+        )
 
 
 def raw_batch(topic: str, columns) -> pa.RecordBatch:
@@ -227,30 +178,6 @@ def _history_written(
     )
 
 
-def kept_records_table(topic: str, records: list[planner.KeptRecord]) -> pa.Table:
-    """Records the planner kept (`planner.plan_snapshot`) as raw records (ARROW_SCHEMA)."""
-    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
-    return pa.Table.from_batches([raw_batch(topic, columns)])
-
-
-def fold_kept_batches(
-    topic: str,
-    plan: dict[int, tuple[int, int]],
-    batches: Iterator[pa.RecordBatch],
-    *,
-    bucket_seconds: int,
-    history_dir: str | None,
-) -> Iterator[pa.RecordBatch]:
-    """The folds of kept records (`kept_records_table`'s batches): what a read task of `plan`
-    yields, writing the same history files under the same names."""
-    from offsets.spark.partials import fold_record_batches
-
-    partitions = sorted(p for p, (start, end) in plan.items() if end > start)
-    return _history_written(
-        fold_record_batches(topic, bucket_seconds, batches), history_dir, topic, partitions
-    )
-
-
 def kept_records_frame(
     spark,
     topic: str,
@@ -260,25 +187,27 @@ def kept_records_frame(
     bucket_seconds: int,
     history_dir: str | None = None,
 ):
-    """The folds of records the planner already read (`planner.plan_snapshot`): what
-    `decode=connect-offsets-summary` gives for `plan`, with `history_dir` as well.
+    """The folds of records the planner already read (`planner.plan_snapshot`): what a read
+    of `plan` gives, with `history_dir` as well.
 
     An incremental refresh's planner reads on through the new records to find the ends; for
     a small read, folding the records it kept saves fetching them again (on the embedded
     broker a read task's fetches were ~0.4-0.7 s of an incremental refresh). The records
     travel with the plan to one task (one partition: the fold needs each Kafka partition's
-    records in order, in one place), as a read task would get them from Kafka. (A one-task
-    merge folds them in its own task instead: `one_task_merge.fold_and_merge_in_one_task`.)
+    records in order, in one place), as a read task would get them from Kafka, and the task
+    writes the history files a read task of `plan` would, under the same names.
     """
-    from offsets.spark.partials import SUMMARY_SCHEMA
+    from offsets.spark.partials import SUMMARY_SCHEMA, fold_record_batches
+
+    partitions = sorted(p for p, (start, end) in plan.items() if end > start)
 
     def fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from fold_kept_batches(
-            topic, plan, batches, bucket_seconds=bucket_seconds, history_dir=history_dir
-        )
+        folded = fold_record_batches(topic, bucket_seconds, batches)
+        yield from _history_written(folded, history_dir, topic, partitions)
 
+    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
     return (
-        spark.createDataFrame(kept_records_table(topic, records), SCHEMA)
+        spark.createDataFrame(pa.Table.from_batches([raw_batch(topic, columns)]), SCHEMA)
         .coalesce(1)
         .mapInArrow(fold, SUMMARY_SCHEMA)
     )

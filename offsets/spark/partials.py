@@ -5,16 +5,15 @@ in order, so the Spark task that reads a Kafka partition already sees each key's
 sequence of writes. It can therefore fold them on the spot (the last write, commit totals,
 rewinds, commits per time bucket, malformed counts) and send Spark a few thousand partial
 rows instead of a million parsed records. Spark then merges the partials across tasks,
-topics and earlier refreshes (`transforms.merge_*`, or `one_task_merge` when small): own
-topic versus worker topic, key drift, totals.
+topics and earlier refreshes (offsets.spark.merge): own topic versus worker topic, key drift,
+totals.
 
 Every commit also comes out as one slim `commit` row, because the per-commit history is kept
 (Parquet) beyond compaction. The refresh's read tasks write those to the history files
 themselves (offsets.spark.history_files), and Spark never sees them.
 
-The rules are those of `transforms.parse_offset_records` + `valid_records`, `latest_by_key`,
-`rewinds`, `commit_buckets` and `malformed_counts` over single records; the Spark tests check
-that both routes give the same answers. Pure Python: no Spark needed to run or test it.
+The Spark tests check the fold and the merge against a record-by-record reference model
+(tests/spark/reference_merge.py). Pure Python: no Spark needed to run or test it.
 """
 
 import hashlib
@@ -50,7 +49,7 @@ from offsets.formats.offset_records import (
 # What a row of the folded read holds, by `kind`. One schema for all kinds because a data
 # source yields one DataFrame; the columns a kind does not use are null.
 COMMIT = "commit"  # one per offset commit: the history (connector .. offset_json)
-KEY = "key"  # one per (topic, key bytes): the last write and totals (transforms.STATE_COLUMNS)
+KEY = "key"  # one per (topic, key bytes): the last write and totals (schemas.STATE_COLUMNS)
 #              plus the key's first write in this read (head_*), to find a rewind against
 #              the state of the previous refresh
 REWIND = "rewind"  # a commit whose progress is lower than the write before it
@@ -96,8 +95,7 @@ _ARROW_TYPES = {
 SUMMARY_ARROW = pa.schema(
     [pa.field(f.name, _ARROW_TYPES[f.dataType], f.nullable) for f in SUMMARY_SCHEMA.fields]
 )
-# One commit of the history (`transforms.commits`, `transforms.commit_history`): what the
-# history store keeps.
+# One commit of the history: what the history store keeps.
 COMMIT_COLUMNS = (
     "connector",
     "topic",
@@ -264,6 +262,22 @@ class Folder:
         with nulls): a dict per row over every column was ~0.05 s of an incremental refresh's
         fold of 2,000 keys.
         """
+        batches = [
+            _batch(kind, self.topic, len(next(iter(columns.values()))), columns)
+            for kind, columns in (
+                (KEY, self._key_columns()),
+                (REWIND, self._rewind_columns()),
+                (BUCKET, self._bucket_columns()),
+                (MALFORMED, self._malformed_columns()),
+                (RECORDS, {"count": [self.records] if self.records else []}),
+            )
+        ]
+        batches = [batch for batch in batches if batch.num_rows]
+        if not batches:
+            return pa.RecordBatch.from_pylist([], schema=SUMMARY_ARROW)
+        return pa.concat_batches(batches)
+
+    def _key_columns(self) -> dict[str, list]:
         keyed = [
             (partition, state)
             for partition, keys in self.keys.items()
@@ -273,7 +287,7 @@ class Folder:
         states = [state for _, state in keyed]
         lasts = [state.last for state in states]  # (offset_json, kafka_offset, timestamp, progress)
         heads = [state.head for state in states]  # (kafka_offset, timestamp, progress, tombstone)
-        key_columns = {
+        return {
             "connector": [state.connector for state in states],
             "key_hash": [state.key_hash for state in states],
             "kafka_partition": [partition for partition, _ in keyed],
@@ -292,9 +306,11 @@ class Folder:
             "head_progress": [head[2] for head in heads],
             "head_tombstone": [head[3] for head in heads],
         }
+
+    def _rewind_columns(self) -> dict[str, list]:
         # (state, partition, offset, timestamp_ms, progress before, progress after)
         rewinds = self.rewinds
-        rewind_columns = {
+        return {
             "connector": [rewind[0].connector for rewind in rewinds],
             "key_hash": [rewind[0].key_hash for rewind in rewinds],
             "partition_json": [rewind[0].partition_json for rewind in rewinds],
@@ -304,33 +320,23 @@ class Folder:
             "from_progress": [rewind[4] for rewind in rewinds],
             "progress": [rewind[5] for rewind in rewinds],
         }
+
+    def _bucket_columns(self) -> dict[str, list]:
         buckets = list(self.buckets.items())
-        bucket_columns = {
+        return {
             "connector": [connector for (connector, _), _ in buckets],
             "timestamp_ms": [bucket * self.bucket_ms for (_, bucket), _ in buckets],
             "count": [count for _, count in buckets],
         }
+
+    def _malformed_columns(self) -> dict[str, list]:
         malformed = list(self.malformed.items())
-        malformed_columns = {
+        return {
             "connector": [connector for (connector, _), _ in malformed],
             "reason": [reason for (_, reason), _ in malformed],
             "count": [count for _, count in malformed],
             "example": [self.malformed_examples[slot] for slot, _ in malformed],
         }
-        batches = [
-            _batch(kind, self.topic, size, columns)
-            for kind, size, columns in (
-                (KEY, len(keyed), key_columns),
-                (REWIND, len(rewinds), rewind_columns),
-                (BUCKET, len(buckets), bucket_columns),
-                (MALFORMED, len(malformed), malformed_columns),
-                (RECORDS, 1 if self.records else 0, {"count": [self.records]}),
-            )
-            if size
-        ]
-        if not batches:
-            return pa.RecordBatch.from_pylist([], schema=SUMMARY_ARROW)
-        return pa.concat_batches(batches)
 
 
 def _batch(kind: str | None, topic: str, size: int, columns: dict[str, list]) -> pa.RecordBatch:

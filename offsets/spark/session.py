@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from offsets import tuning
 from offsets.spark.kafka_source import KafkaSnapshotSource
@@ -47,16 +47,6 @@ def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> S
     if not local:
         _ship_project(spark)
     return spark
-
-
-def fill(frame: DataFrame) -> None:
-    """Compute every partition of a DataFrame (one task each; a cached one fills its cache),
-    discarding the rows.
-
-    Spark's no-op writer, not count(): a count adds a stage that gathers the partial counts
-    (a shuffle, and with it a second stage of its own: ~0.5 s of an incremental refresh).
-    """
-    frame.write.format("noop").mode("overwrite").save()
 
 
 def _ship_project(spark: SparkSession) -> None:

@@ -37,7 +37,7 @@ from offsets.refresh import plan as planning
 from offsets.refresh.results import ms_to_datetime
 from offsets.refresh.run import run_refresh
 from offsets.services.history import partition_history
-from offsets.spark import history_files, one_task_merge, session
+from offsets.spark import history_files, merge
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -461,40 +461,25 @@ def row_ids(cluster):
     }
 
 
-@pytest.mark.parametrize(
-    "one_task", [True, False], ids=["one-task merge, kept records", "SQL merge, Kafka read"]
-)
+@pytest.mark.parametrize("small", [True, False], ids=["kept records", "Kafka read, spread merge"])
 def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
-    own_cluster, spark, monkeypatch, one_task
+    own_cluster, spark, monkeypatch, small
 ):
-    """On both routes of the merge: one Python task for a small one (the demo cluster's), the
-    SQL query of `transforms.merge_results` past ONE_TASK_MERGE_MAX_KEYS. And on both routes of
-    the new records into Spark: the records the planner kept on its way to the ends (a small
-    read's), a read task's Kafka read past PLANNER_KEEPS_RECORDS."""
-    if not one_task:
-        monkeypatch.setattr(tuning, "ONE_TASK_MERGE_MAX_KEYS", 0)
+    """On both routes of the new records into Spark: the records the planner kept on its way
+    to the ends (a small read's), a read task's Kafka read past PLANNER_KEEPS_RECORDS; and
+    with the merge in one task (the demo cluster's) or spread over several
+    (KEYS_PER_MERGE_TASK)."""
+    if not small:
+        monkeypatch.setattr(tuning, "KEYS_PER_MERGE_TASK", 4)
         monkeypatch.setattr(tuning, "PLANNER_KEEPS_RECORDS", 0)
-    one_task_merges = []
-    merge = one_task_merge.merge_in_one_task
-    monkeypatch.setattr(
-        one_task_merge,
-        "merge_in_one_task",
-        lambda *args, **kwargs: (one_task_merges.append(1), merge(*args, **kwargs))[1],
-    )
-    fills = []
-    fill = session.fill
-    monkeypatch.setattr(session, "fill", lambda cached: (fills.append(1), fill(cached))[1])
-    kept_topics = []
-    fold_and_merge = one_task_merge.fold_and_merge_in_one_task
-    folded = []  # (the results frame, the code generation setting it was planned under)
+    merges = []  # the merges' physical plans
 
-    def recording_fold_and_merge(spark, kept, *args, **kwargs):
-        kept_topics.extend(kept)
-        frame = fold_and_merge(spark, kept, *args, **kwargs)
-        folded.append((frame, spark.conf.get("spark.sql.codegen.factoryMode")))
+    def recording_merge(*args, merge_results=merge.merge_results, **kwargs):
+        frame = merge_results(*args, **kwargs)
+        merges.append(frame._jdf.queryExecution().executedPlan().toString())
         return frame
 
-    monkeypatch.setattr(one_task_merge, "fold_and_merge_in_one_task", recording_fold_and_merge)
+    monkeypatch.setattr(merge, "merge_results", recording_merge)
     now_ms = int(time.time() * 1000)
     assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
     seeded_rewinds = RewindEvent.objects.filter(cluster=own_cluster).count()
@@ -551,25 +536,18 @@ def test_an_incremental_refresh_after_new_commits_equals_a_full_one(
     )
     assert comparable(own_cluster) == incremental
     # Only the incremental refresh reads on from earlier positions, so only it kept records,
-    # and its one-task merge folded them in its own task: no job filled a cache before it.
-    assert len(one_task_merges) == (2 if one_task else 0)
-    assert kept_topics == (["connect-offsets"] if one_task else [])
-    assert len(fills) == (2 if one_task else 3)
-    # It ran without generated code (tuning.NO_CODEGEN_CONF), and the settings were put back.
-    for frame, factory_mode in folded:
-        assert "WholeStageCodegenExec" not in plan_nodes(frame._jdf.queryExecution().executedPlan())
-        assert factory_mode == "NO_CODEGEN"
-    assert spark.conf.get("spark.sql.codegen.factoryMode") != "NO_CODEGEN"
-    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
-
-
-def plan_nodes(plan) -> list[str]:
-    """The class names of a physical plan's nodes (a JVM SparkPlan), top down."""
-    children = plan.children()
-    return [
-        plan.getClass().getSimpleName(),
-        *(name for index in range(children.size()) for name in plan_nodes(children.apply(index))),
-    ]
+    # and a small merge of them runs in the task that folds them.
+    first_merge, incremental_merge, full_merge = merges
+    assert "BatchScan" in first_merge and "BatchScan" in full_merge
+    if small:
+        assert "BatchScan" not in incremental_merge and "Exchange" not in incremental_merge
+        # Without generated code (tuning.NO_CODEGEN_CONF: no "*(n)" stages), and the
+        # settings were put back after it.
+        assert "*(" not in incremental_merge, incremental_merge
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+    else:
+        assert all("Exchange hashpartitioning(connector#" in plan for plan in merges), merges
+        assert "BatchScan" in incremental_merge
 
 
 def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):

@@ -1,21 +1,21 @@
-"""The read task's fold (offsets.spark.partials) and Spark's merge of the folds.
+"""The read task's fold (offsets.spark.partials), and the folds of the records the planner kept.
 
-The fold's rules are unit-tested in plain Python; then, on a random mix of writes, rewinds,
-tombstones, malformed records and key drift over two topics, Spark's merge of the folds must
-equal the record-level transforms over the same records, for a full and an incremental read.
+The fold's rules are unit-tested in plain Python, its commit rows checked against the
+reference model (tests/spark/reference_merge.py). The random mix of writes, rewinds,
+tombstones, malformed records and key drift over two topics made here also serves the merge's
+tests (test_merge.py), which check the merge of the folds against the reference model.
 """
 
 import random
 from collections import Counter
 
 import pyarrow as pa
-import pytest
 
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.spark import kafka_source
 from offsets.spark import partials as P
-from offsets.spark import transforms as T
+from tests.spark import reference_merge
 
 WORKER = "connect-offsets"
 OWN = "connect-offsets-eos"
@@ -233,121 +233,16 @@ def partials_frame(spark, records, bucket_seconds=300):
     return spark.createDataFrame(table.to_pandas(), P.SUMMARY_SCHEMA)
 
 
-def rows(frame, *columns):
-    return sorted((tuple(row[c] for c in columns) for row in frame.collect()), key=repr)
-
-
-@pytest.mark.parametrize("seed", [1, 2])
-def test_merged_folds_equal_the_record_level_transforms(spark, seed):
-    records = random_records(seed, 1500)
-    parsed = T.parse_offset_records(spark.createDataFrame(records, kafka_source.SCHEMA))
-    valid = T.valid_records(parsed)
-    partials = partials_frame(spark, records)
-
-    assert rows(T.merge_latest(partials), *T.STATE_COLUMNS) == rows(
-        T.latest_by_key(valid), *T.STATE_COLUMNS
-    )
-    rewind_columns = T.merge_rewinds(partials).columns
-    expected_rewinds = rows(T.rewinds(valid), *rewind_columns)
-    assert expected_rewinds and rows(T.merge_rewinds(partials), *rewind_columns) == expected_rewinds
-    assert rows(
-        T.merge_commit_buckets(partials), "connector", "bucket_start_ms", "commits"
-    ) == rows(T.commit_buckets(T.commits(valid), 300), "connector", "bucket_start_ms", "commits")
-    malformed = ("topic", "connector", "reason", "count")
-    assert rows(T.merge_malformed_counts(partials), *malformed) == rows(
-        T.malformed_counts(parsed), *malformed
-    )
-    history = T.commits(valid).columns
-    assert rows(T.commit_history(partials), *history) == rows(T.commits(valid), *history)
-    assert rows(T.merge_records_read(partials), "topic", "count") == rows(
-        parsed.groupBy("topic").count(), "topic", "count"
-    )
-    own_topics = spark.createDataFrame([("eos", OWN)], "connector string, own_topic string")
-    drift = rows(
-        T.key_drift(T.effective_offsets(T.merge_latest(partials), own_topics, WORKER)),
-        "connector",
-        "identity",
-        "forms_count",
-    )
-    assert drift == [("a", '{"t":0}', 2)]
-
-
-def test_merged_folds_over_new_records_and_the_previous_state_equal_a_full_read(spark):
-    records = random_records(3, 1500)
-    cut = 900
-    parse = lambda rs: T.valid_records(  # noqa: E731
-        T.parse_offset_records(spark.createDataFrame(rs, kafka_source.SCHEMA))
-    )
-    everything, before, after = parse(records), parse(records[:cut]), parse(records[cut:])
-    previous = T.latest_by_key(before)
-    partials = partials_frame(spark, records[cut:])
-
-    assert rows(T.merge_latest(partials, previous), *T.STATE_COLUMNS) == rows(
-        T.latest_by_key(everything), *T.STATE_COLUMNS
-    )
-    columns = T.rewinds(after).columns
-    found = rows(T.rewinds(before), *columns) + rows(T.merge_rewinds(partials, previous), *columns)
-    across = rows(T.rewinds(after, previous), *columns)
-    assert sorted(found, key=repr) == rows(T.rewinds(everything), *columns)
-    # Some rewinds are only visible against the previous state (their key's first new write).
-    assert len(across) > len(rows(T.rewinds(after), *columns))
-
-
-def dicts(rows_):
-    return sorted((row if isinstance(row, dict) else row.asDict(True) for row in rows_), key=repr)
-
-
-@pytest.mark.parametrize("incremental", [False, True])
-def test_the_refreshs_one_merge_query_holds_what_each_merge_gives(spark, incremental):
-    """`merge_results` chains the same SQL steps as the functions tested above, in one query."""
+def test_the_commit_rows_are_every_commit_of_the_history():
     records = random_records(1, 1500)
-    cut = 900 if incremental else 0
-    parse = lambda rs: T.valid_records(  # noqa: E731
-        T.parse_offset_records(spark.createDataFrame(rs, kafka_source.SCHEMA))
-    )
-    previous = T.latest_by_key(parse(records[:cut])) if incremental else None
-    partials = partials_frame(spark, records[cut:])
-    own_topics = spark.createDataFrame([("eos", OWN)], "connector string, own_topic string")
-    running = spark.createDataFrame([("a",), ("eos",), ("eos",)], "connector string")
-    now_ms, threshold_ms = 2_600_000, 120_000
-
-    def merged(read, **reading) -> dict[str, list[dict]]:
-        frame = T.merge_results(
-            read,
-            previous,
-            own_topics,
-            running,
-            worker_topic=WORKER,
-            now_ms=now_ms,
-            stall_after_ms=threshold_ms,
-            **reading,
-        )
-        return T.collect_results(frame)
-
-    results = merged(partials)
-
-    effective = T.effective_offsets(T.merge_latest(partials, previous), own_topics, WORKER)
-    latest = T.flag_stalls(effective, running, now_ms=now_ms, threshold_ms=threshold_ms)
-    expected = {
-        "latest": latest.collect(),
-        "drift": T.key_drift(latest).collect(),
-        "records": T.merge_records_read(partials).collect(),
-        "rewinds": T.merge_rewinds(partials, previous).collect(),
-        "buckets": T.merge_commit_buckets(partials).collect(),
-        "malformed": T.merge_malformed_counts(partials).collect(),
-    }
-    assert results.keys() == expected.keys()
-    for name, rows_ in expected.items():
-        assert rows_, name  # the random records reach every result
-        assert dicts(results[name]) == dicts(rows_), name
-    stalled = [row for row in results["latest"] if row["stalled"]]
-    assert stalled and {row["connector"] for row in stalled} <= {"a", "eos"}
-
-    # Nothing read: only the latest offsets and the drift, from the previous state alone.
-    nothing = merged(partials.where("false"), reading=False)
-    assert set(nothing) <= {"latest", "drift"}
-    if incremental:
-        assert len(nothing["latest"]) == previous.count()
+    folded = []
+    for topic in (WORKER, OWN):
+        messages = [Message(*r[1:]) for r in records if r[0] == topic]
+        folded += pa.Table.from_batches(P.fold_messages(topic, 300, [messages])).to_pylist()
+    found = [{n: row[n] for n in P.COMMIT_COLUMNS} for row in folded if row["kind"] == P.COMMIT]
+    valid = [row for row in (reference_merge.parse(*r) for r in records) if row["reason"] is None]
+    expected = reference_merge.commits(valid)
+    assert expected and sorted(found, key=repr) == sorted(expected, key=repr)
 
 
 def worker_records(seed: int, count: int) -> list[tuple]:

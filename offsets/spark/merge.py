@@ -1,63 +1,61 @@
-"""The merge of a small refresh in one Spark task: `transforms.merge_results` in plain Python.
+"""Merge the read tasks' folds with the previous state: the rules, and their route in Spark.
 
-`transforms.merge_results` states the merge of the read tasks' folds (offsets.spark.partials)
-with the previous state as one SQL query. For an incremental refresh that query was most of
-the refresh's time while it had almost nothing to do: Spark's analyser and optimiser took
-1.5-2.5 s to plan it (measured with its query-planning tracker; no single rule
-dominates, it is the query's size: five CTEs over one relation, three joins, two windows and
-six unions), and its one task 0.7-1.0 s more to sort a few thousand rows with interpreted
-orderings. Planned here as `mapInArrow` over one partition, the same merge is a plan of four
-operators, and the task runs `merge_folds` over the rows in a Python worker.
-
-So a small merge (tuning.ONE_TASK_MERGE_MAX_KEYS: the whole merge fits one task's memory) runs
-here, and a large one keeps the SQL query, whose groupings spread over the executors. Both
-give the same rows (tests/spark/test_one_task_merge.py checks them against each other).
-`merge_folds` is pure Python: no Spark is needed to run or test it.
+The read tasks fold their records (offsets.spark.partials) into summary rows; the previous
+refresh's per-key state joins them as PREVIOUS rows. `merge_folds` states every rule of the
+merge (the latest write per key, the effective value, stalls, key drift, rewinds, commit
+buckets, malformed counts, records read) in plain Python over such rows, and `merge_results`
+runs it with `mapInArrow` over partitions that each hold every row their results depend on.
+One implementation serves a refresh of a few keys (one partition, in the read's own task) and
+one of millions (a task per KEYS_PER_MERGE_TASK keys).
 """
 
-import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
+from offsets import tuning
 from offsets.spark import partials as P
-from offsets.spark.transforms import REWIND_COLUMNS, STATE_COLUMNS, STATE_SCHEMA
+from offsets.spark.schemas import REWIND_COLUMNS, STATE_COLUMNS, result_schema
 
-# The previous state's rows (transforms.STATE_SCHEMA) travel with the folds, as summary rows of
+# The previous state's rows (schemas.STATE_SCHEMA) travel with the folds, as summary rows of
 # this kind: `count` holds their `commits`, and the head_* columns are null.
 PREVIOUS = "previous"
+# Every row one result row depends on shares these columns' values: a key's rows (its folds,
+# its previous state, its rewinds) share its key bytes and so both; the effective value is
+# chosen per (connector, key_hash), drift per (connector, identity); buckets and malformed
+# counts group on the connector and have no identity; records-read rows have neither. Spark
+# hashes a null like any value, so those rows meet too. Not the connector alone: one
+# connector may hold most of a cluster's keys.
+PARTITION_COLUMNS = ("connector", "identity")
+RESULT_ROWS_PER_BATCH = 10_000
 
 
 def _state(row: dict) -> dict:
-    """A KEY or PREVIOUS row as STATE_COLUMNS (`_key_rows_sql`: `count` is the commits)."""
+    """A KEY or PREVIOUS row as STATE_COLUMNS (`count` holds the commits)."""
     return {name: row["count" if name == "commits" else name] for name in STATE_COLUMNS}
 
 
 def _least(a, b):
-    """SQL's min() of two values: nulls are ignored."""
+    """The smaller of two values, a null (unknown) ignored."""
     return b if a is None else a if b is None else min(a, b)
 
 
 def _greatest(a, b):
+    """The larger of two values, a null (unknown) ignored."""
     return b if a is None else a if b is None else max(a, b)
 
 
 def merge_states(rows: Iterable[dict]) -> list[dict]:
-    """KEY and PREVIOUS rows reduced to one state per (topic, key): the write with the highest
-    Kafka offset, commits summed, the first and last commit times (`_merge_states_sql`)."""
+    """Reduce KEY and PREVIOUS rows to one state per (topic, key).
+
+    One key always lands on one Kafka partition of a topic, so the highest Kafka offset is the
+    last write, as `KafkaBasedLog` reads it. A tombstone wins like any write: its state keeps
+    `offset_json` null (the partition is gone) and its history totals (commits summed, the
+    first and last commit times).
+    """
     merged: dict[tuple[str, str], dict] = {}
     for row in rows:
         slot = (row["topic"], row["key_hash"])
@@ -79,9 +77,12 @@ def merge_states(rows: Iterable[dict]) -> list[dict]:
 def mark_effective(
     states: list[dict], own_topics: dict[str, str], *, worker_topic: str
 ) -> list[dict]:
-    """Set `effective` on each state (`_effective_sql`, transforms.effective_offsets): of a
-    connector's live values for one key, its own topic's wins over the worker topic's; a value
-    in any other topic, or a tombstone, is never the one the runtime reads."""
+    """Set `effective` on each state: the value the runtime uses for its (connector, key).
+
+    A connector reads the worker topic and, if it has one, its own topic (`own_topics`), whose
+    live values take precedence (ConnectorOffsetBackingStore, KIP-618). A value in another
+    connector's own topic is invisible to it; a tombstone is not live.
+    """
 
     def rank(state: dict) -> int | None:
         if state["offset_json"] is None:
@@ -109,9 +110,9 @@ def mark_effective(
 def flag_stalls(
     states: list[dict], running: set[str], *, now_ms: int, threshold_ms: int
 ) -> list[dict]:
-    """Set `stalled` (`_stalls_sql`): a live value of a running connector whose last commit is
-    older than the threshold. Null, as in SQL, when it would be true but for an unknown last
-    commit time."""
+    """Set `stalled`: a live value of a running connector whose last commit is older than the
+    threshold (N flush intervals). Null when it would be true but for an unknown last commit
+    time."""
     for state in states:
         if state["connector"] in running and state["effective"]:
             last = state["last_commit_ms"]
@@ -122,12 +123,16 @@ def flag_stalls(
 
 
 def _descending(form: dict) -> tuple:
-    # Spark orders structs field by field, a null before any value; descending reverses that.
+    # Forms sort field by field, a null before any value; newest first reverses that.
     return tuple((value is not None, value) if value is not None else (False,) for value in form)
 
 
 def key_drift(latest: list[dict]) -> list[dict]:
-    """Logical partitions with more than one live key byte form (`_drift_sql`)."""
+    """Find logical source partitions stored under more than one live key byte form.
+
+    The runtime looks offsets up by exact key bytes, so only one form is ever read: the other
+    is silently ignored and the connector may resume from the wrong place.
+    """
     forms: dict[tuple[str, str], list[tuple]] = defaultdict(list)
     for state in latest:
         if state["effective"]:
@@ -158,7 +163,7 @@ def key_drift(latest: list[dict]) -> list[dict]:
 
 def rewinds(rows: list[dict], previous: dict[tuple[str, str], dict]) -> list[dict]:
     """The rewinds the tasks found, and each key's first new write that goes below its last
-    value of the previous state (`_rewinds_sql`)."""
+    value of the previous state (a tombstone in between resets the comparison)."""
     found = []
     for row in rows:
         if row["kind"] == P.REWIND:
@@ -216,11 +221,11 @@ def merge_folds(
     stall_after_ms: int,
     reading: bool = True,
 ) -> dict[str, list[dict]]:
-    """`transforms.merge_results` then `collect_results`: each result by name, as lists of dicts.
+    """Merge summary rows into each result by name, as lists of dicts (schemas.RESULT_STRUCTS).
 
     `rows` are summary rows (partials.SUMMARY_SCHEMA) of the read tasks and of the previous
     state (kind PREVIOUS); commit rows are ignored. Without `reading` only the latest offsets
-    and the drift are computed, as in the SQL.
+    and the drift are computed (schemas.UNREAD_RESULTS).
     """
     rows = [row for row in rows if row["kind"] != P.COMMIT]
     states = [row for row in rows if row["kind"] in (P.KEY, PREVIOUS)]
@@ -254,73 +259,17 @@ def merge_folds(
     return results
 
 
-# What `merge_results` yields: one struct column per result, a row holding one of them. The
-# SQL route's schema must be the same (tests/spark/test_one_task_merge.py).
-_FORM = StructType(
-    [
-        StructField("last_commit_ms", LongType()),
-        StructField("topic", StringType()),
-        StructField("key_hash", StringType()),
-        StructField("key_text", StringType()),
-        StructField("offset_json", StringType()),
-    ]
-)
-RESULT_STRUCTS = {
-    "latest": StructType(
-        [
-            *(StructField(field.name, field.dataType) for field in STATE_SCHEMA.fields),
-            StructField("effective", BooleanType()),
-            StructField("stalled", BooleanType()),
-        ]
-    ),
-    "drift": StructType(
-        [
-            StructField("connector", StringType()),
-            StructField("identity", StringType()),
-            StructField("forms_count", LongType()),
-            StructField("forms", ArrayType(_FORM)),
-        ]
-    ),
-    "records": StructType([StructField("topic", StringType()), StructField("count", LongType())]),
-    "rewinds": StructType(
-        [
-            StructField(name, P.SUMMARY_SCHEMA[name].dataType)
-            if name in P.SUMMARY_SCHEMA.names
-            else StructField(name, DoubleType())
-            for name in REWIND_COLUMNS
-        ]
-    ),
-    "buckets": StructType(
-        [
-            StructField("connector", StringType()),
-            StructField("bucket_start_ms", LongType()),
-            StructField("commits", LongType()),
-        ]
-    ),
-    "malformed": StructType(
-        [
-            StructField("topic", StringType()),
-            StructField("connector", StringType()),
-            StructField("reason", StringType()),
-            StructField("count", LongType()),
-            StructField("example", StringType()),
-        ]
-    ),
-}
-# Without a read, only the first two (`merge_folds`).
-UNREAD_RESULTS = ("latest", "drift")
+def previous_frame(spark, previous: pa.Table) -> DataFrame:
+    """The previous state (schemas.STATE_SCHEMA, as Arrow) as PREVIOUS summary rows."""
+    size = previous.num_rows
+    columns = {name: previous.column(name) for name in STATE_COLUMNS if name != "commits"}
+    columns |= {"kind": pa.array([PREVIOUS] * size, pa.string()), "count": previous["commits"]}
+    arrays = [columns.get(field.name, pa.nulls(size, field.type)) for field in P.SUMMARY_ARROW]
+    table = pa.Table.from_arrays(arrays, schema=P.SUMMARY_ARROW)
+    return spark.createDataFrame(table, P.SUMMARY_SCHEMA)
 
 
-def result_schema(*, reading: bool) -> StructType:
-    names = RESULT_STRUCTS if reading else UNREAD_RESULTS
-    return StructType([StructField(name, RESULT_STRUCTS[name]) for name in names])
-
-
-RESULT_SCHEMA = result_schema(reading=True)
-RESULT_ROWS_PER_BATCH = 10_000
-
-
-def result_rows(results: dict[str, list[dict]]) -> Iterator[dict]:
+def _result_rows(results: dict[str, list[dict]]) -> Iterator[dict]:
     """Each result row in its own column of a `result_schema` row (the others null)."""
     for name, found in results.items():
         for row in found:
@@ -329,7 +278,7 @@ def result_rows(results: dict[str, list[dict]]) -> Iterator[dict]:
 
 def _result_batches(results: dict[str, list[dict]], arrow: pa.Schema) -> Iterator[pa.RecordBatch]:
     chunk: list[dict] = []
-    for row in result_rows(results):
+    for row in _result_rows(results):
         chunk.append(row)
         if len(chunk) == RESULT_ROWS_PER_BATCH:
             yield pa.RecordBatch.from_pylist(chunk, schema=arrow)
@@ -338,28 +287,67 @@ def _result_batches(results: dict[str, list[dict]], arrow: pa.Schema) -> Iterato
         yield pa.RecordBatch.from_pylist(chunk, schema=arrow)
 
 
-def merge_in_one_task(
-    partials: DataFrame,
-    previous: DataFrame | None,
+def merge_results(
+    spark,
+    partials: DataFrame | None,
+    previous: pa.Table | None,
     own_topics: dict[str, str],
-    running: set[str],
+    running: Iterable[str],
     *,
+    keys: int,
+    parallel_read: bool,
     worker_topic: str,
     now_ms: int,
     stall_after_ms: int,
-    reading: bool = True,
 ) -> DataFrame:
-    """`transforms.merge_results`, computed by `merge_folds` in one task (see the module's
-    docstring): the same arguments, but the connectors' own topics and the running
-    connectors as plain values, which travel with the task."""
-    frame = partials
-    if previous is not None:
-        frame = frame.unionByName(
-            previous.withColumnRenamed("commits", "count").withColumn("kind", F.lit(PREVIOUS)),
-            allowMissingColumns=True,
-        )
-    running = set(running)
-    own_topics = dict(own_topics)
+    """Everything a refresh keeps from the new records' folds and the previous state.
+
+    `partials` are the read tasks' summary rows (partials.SUMMARY_SCHEMA; None when nothing was
+    read), `previous` the previous state (schemas.STATE_SCHEMA as Arrow; None for a full
+    refresh). `keys`, about how many keys the merge holds, sets its tasks
+    (tuning.merge_tasks). A merge of one task runs in the task that folds the new records
+    (coalesce: no shuffle, no extra stage) unless the read is `parallel_read` (several Kafka
+    read tasks): those keep their tasks and send their folds across a shuffle.
+
+    One struct column per result (schemas.result_schema), and each row holds one of them;
+    `collect_results` collects them by name.
+    """
+    reading = partials is not None
+    frames = [partials] if reading else []
+    if previous is not None and previous.num_rows:
+        frames.append(previous_frame(spark, previous))
+    if not frames:
+        frames.append(spark.createDataFrame([], P.SUMMARY_SCHEMA))
+    frame = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    tasks = tuning.merge_tasks(keys)
+    if tasks == 1 and not parallel_read:
+        frame = frame.coalesce(1)
+    else:
+        frame = frame.repartition(tasks, *PARTITION_COLUMNS)
+    return _merge_partitions(
+        frame,
+        own_topics,
+        running,
+        reading=reading,
+        worker_topic=worker_topic,
+        now_ms=now_ms,
+        stall_after_ms=stall_after_ms,
+    )
+
+
+def _merge_partitions(
+    frame: DataFrame,
+    own_topics: dict[str, str],
+    running: Iterable[str],
+    *,
+    reading: bool,
+    worker_topic: str,
+    now_ms: int,
+    stall_after_ms: int,
+) -> DataFrame:
+    """`merge_folds` over each partition of `frame` (summary rows, partitioned so that every
+    row a result row depends on is in its partition: PARTITION_COLUMNS)."""
+    own_topics, running = dict(own_topics), set(running)
     schema = result_schema(reading=reading)
     arrow = to_arrow_schema(schema)
 
@@ -376,73 +364,26 @@ def merge_in_one_task(
         )
         yield from _result_batches(results, arrow)
 
-    return frame.coalesce(1).mapInArrow(merge, schema)
+    return frame.mapInArrow(merge, schema)
 
 
-def previous_rows(previous: pa.Table) -> Iterator[dict]:
-    """The previous state (transforms.STATE_SCHEMA) as the PREVIOUS summary rows that
-    `merge_in_one_task` makes of it (`count` holds the commits; other columns null)."""
-    empty = dict.fromkeys(P.SUMMARY_SCHEMA.names)
-    for row in previous.to_pylist():
-        row["count"] = row.pop("commits")
-        yield {**empty, **row, "kind": PREVIOUS}
+def collect_results(results: DataFrame) -> dict[str, list[dict]]:
+    """The rows of `merge_results` as lists of dicts by result name: a result with no rows is
+    an empty list; those not computed are left out.
 
-
-def fold_and_merge_in_one_task(
-    spark,
-    kept: dict[str, tuple[dict[int, tuple[int, int]], pa.Table]],
-    previous: pa.Table,
-    own_topics: dict[str, str],
-    running: set[str],
-    *,
-    bucket_seconds: int,
-    history_dir: str | None,
-    worker_topic: str,
-    now_ms: int,
-    stall_after_ms: int,
-) -> DataFrame:
-    """`merge_in_one_task` over the folds of records the planner kept, folded in the merge's
-    own task. `kept` maps each topic to its plan and its kept records (as
-    `kafka_source.kept_records_table` gives them); `previous` is the previous state as an
-    Arrow table (transforms.STATE_SCHEMA).
-
-    The records and the previous state travel with the task, as they would as DataFrames
-    built from them (Spark broadcasts a task over 1 MB), and the task writes the history
-    files a read task of each plan would. Built as DataFrames, they were two more frames
-    to build and plan and a second Python stage in the task (the fold's, its rows sent back
-    through the JVM to the merge's): ~0.13 s of the benchmark's incremental refresh, whose
-    whole Spark part is ~0.4-0.5 s.
+    Collected as Arrow: as pickled Rows turned into dicts, an incremental refresh's ~2,000 rows
+    took ~0.06 s more (and binary values come as bytes, not bytearray). The records read per
+    topic are summed here: each partition gives the sum of the records rows it holds, and
+    those, having no connector, meet in one partition, but the total must not depend on it.
     """
-    from offsets.spark.kafka_source import fold_kept_batches
-
-    running = set(running)
-    own_topics = dict(own_topics)
-    schema = result_schema(reading=True)
-    arrow = to_arrow_schema(schema)
-
-    def fold_and_merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for _ in batches:  # the one row that makes the task
-            pass
-        folds = (
-            row
-            for topic, (plan, records) in kept.items()
-            for batch in fold_kept_batches(
-                topic,
-                plan,
-                iter(records.to_batches()),
-                bucket_seconds=bucket_seconds,
-                history_dir=history_dir,
-            )
-            for row in batch.to_pylist()
-        )
-        results = merge_folds(
-            itertools.chain(folds, previous_rows(previous)),
-            own_topics,
-            running,
-            worker_topic=worker_topic,
-            now_ms=now_ms,
-            stall_after_ms=stall_after_ms,
-        )
-        yield from _result_batches(results, arrow)
-
-    return spark.range(0, 1, 1, numPartitions=1).mapInArrow(fold_and_merge, schema)
+    split: dict[str, list[dict]] = {name: [] for name in results.columns}
+    for row in results.toArrow().to_pylist():
+        for name, value in row.items():
+            if value is not None:
+                split[name].append(value)
+    if "records" in split:
+        totals: dict[str, int] = defaultdict(int)
+        for row in split["records"]:
+            totals[row["topic"]] += row["count"]
+        split["records"] = [{"topic": topic, "count": count} for topic, count in totals.items()]
+    return split
