@@ -21,11 +21,18 @@ from pathlib import Path
 
 from offsets.kafka.embedded import free_port
 
-# Spark's daemons take ~5-10 s each to come up on a loaded 2-core machine.
+# A master and two workers take ~20 s to come up and register on the project's loaded 2-core
+# machine; the bound leaves room for a slower CI runner.
 START_SECONDS = 120
 STOP_SECONDS = 15
 # The master and workers only pass messages; the executors get their own memory setting.
 DAEMON_MEMORY = "256m"
+
+# The daemons' environment is their executors' and the executors' Python workers'. Without
+# these, the project reaches the executors only as a user's would (its dependencies installed
+# in their Python, `offsets` shipped with the job, the history path in the job's options),
+# never through this checkout's path or the test's Django settings.
+NOT_FOR_EXECUTORS = ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "OFFSETS_HISTORY_PATH")
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,7 @@ def java_and_pyspark_missing() -> str | None:
 
 
 def _daemon_env(home: Path) -> dict[str, str]:
-    # The daemons' environment is their executors' and the executors' Python workers': no
-    # PYTHONPATH, so that the project reaches the executors only as a user's would (installed
-    # in their Python, or shipped with the job), never from this checkout's path.
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env = {key: value for key, value in os.environ.items() if key not in NOT_FOR_EXECUTORS}
     env.update(
         SPARK_HOME=str(home),
         SPARK_LOCAL_IP="127.0.0.1",
