@@ -23,7 +23,7 @@ export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
 KAFKA_STAMP := $(KAFKA_RUNTIME_LIBS)/.built
 KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -79,7 +79,7 @@ test: install kafka-runtime system-deps ## Run the whole test suite (unit, integ
 test-postgres: install kafka-runtime ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
 
-bench: bench-refresh bench-pages bench-load bench-loop ## Run every benchmark (they print figures, they assert nothing)
+bench: bench-refresh bench-pages bench-load bench-loop bench-live ## Run every benchmark (they print figures, they assert nothing)
 
 bench-refresh: install kafka-runtime ## The refresh on 1M offsets records vs plain Python (prints figures)
 	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
@@ -96,6 +96,9 @@ bench-load: install kafka-runtime ## 50 users on the app server (waitress), idle
 
 bench-loop: install kafka-runtime ## What a long --every loop leaves behind: lag samples and history folders, before/after
 	$(PY) -m tests.bench.bench_long_loop
+
+bench-live: install kafka-runtime ## Freshness under a live loop (--every 1) on the real worker: p50/p95/max, CPU, memory
+	$(PY) -m tests.bench.bench_live
 
 lint: install ## Check style with ruff
 	$(BIN)/ruff check .

@@ -276,6 +276,10 @@ LAG_WINDOW_SAMPLES = envint("LAG_WINDOW_SAMPLES", "10")
 # Lag samples older than this many days are dropped by the refresh (0: keep them all); the
 # samples Burrow's window needs stay whatever their age.
 LAG_SAMPLE_RETENTION_DAYS = envint("LAG_SAMPLE_RETENTION_DAYS", "7")
+# A refresh keeps its lag samples only when the cluster's last ones are at least this many
+# seconds old (0: every refresh keeps its samples), so a loop of one round a second stores a
+# sampling a minute, not 86,400 a day; the current lag is still updated every round.
+LAG_SAMPLE_SECONDS = envint("LAG_SAMPLE_SECONDS", "60")
 # Spark tasks per Kafka read: several Kafka partitions share a task when there are more
 # partitions than this (each Python task costs ~85 ms of fixed overhead).
 SPARK_MAX_READ_TASKS = envint("SPARK_MAX_READ_TASKS", "8")
@@ -293,6 +297,9 @@ REFRESH_ABANDONED_SECONDS = envint("REFRESH_ABANDONED_SECONDS", "300")
 # Refresh runs that ended more than this many days ago are deleted by the next refresh of their
 # cluster (0: keep them all); the cluster's last successful run stays whatever its age.
 REFRESH_RUN_RETENTION_DAYS = envint("REFRESH_RUN_RETENTION_DAYS", "30")
+# At most this many finished runs of a cluster are kept, the newest (0: no limit): a loop of
+# one round a second records 86,400 runs a day.
+REFRESH_RUNS_KEPT = envint("REFRESH_RUNS_KEPT", "10000")
 
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.

@@ -35,6 +35,8 @@ CONNECTORS_PER_PAGE = 50
 PARTITIONS_PER_PAGE = 50
 # A partitions search that keeps fewer than this many is counted from its keys (one scan).
 SEARCH_PROBE = 1000
+# The connector page's polled parts drawn from its cached fragments: {element id: partial}.
+POLLED_FIGURES = {"facts": "facts", "history-charts": "history"}
 
 
 def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
@@ -234,14 +236,21 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
             status=400,
         )
     cached = _ConnectorCache(cluster, snapshot, run)
+    # Every part that changes with a refresh polls on its own (facts, charts, partitions).
+    poll_seconds = _poll_seconds(refresh is not None and refresh.running is not None)
     if target == "progress":
         context = _progress_context(cached, form.cleaned_data["partition"])
+        context["poll_seconds"] = poll_seconds
         return render(request, "dashboard/connector.html#progress", context)
+    if target in POLLED_FIGURES:
+        context = {"cluster": cluster, "poll_seconds": poll_seconds, **_figures(cached)}
+        return render(request, f"dashboard/connector.html#{POLLED_FIGURES[target]}", context)
     partitions, partition_rows = _partitions_page(cached, form)
     context = {
         "cluster": cluster,
         "connector": snapshot,
         "form": form,
+        "poll_seconds": poll_seconds,
         "sort": form.cleaned_data["sort"],
         "partitions": partitions,
         "partition_rows": partition_rows.render(timezone.now()),
@@ -252,11 +261,7 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
-    fragments = dict(_fragments(cached))
-    # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
-    snapshot.worst_partition_status = fragments.pop("worst_partition_status")
-    snapshot.reasons = snapshots.status_reasons(snapshot)
-    context.update(refresh=refresh, **fragments)
+    context.update(refresh=refresh, **_figures(cached))
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
@@ -277,6 +282,16 @@ class _ConnectorCache:
     def get[T](self, kind: str, params: dict[str, object], compute: Callable[[], T]) -> T:
         params = {"connector": self.snapshot.name, "type": self.snapshot.type, **params}
         return page_cache.get_or_compute(self.cluster, self.run, kind, params, compute)
+
+
+def _figures(cached: _ConnectorCache) -> dict[str, object]:
+    """The context of the page's parts drawn from the run's results: the connector with its
+    status reasons and the rendered fragments (`_fragments`)."""
+    fragments = dict(_fragments(cached))
+    # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
+    cached.snapshot.worst_partition_status = fragments.pop("worst_partition_status")
+    cached.snapshot.reasons = snapshots.status_reasons(cached.snapshot)
+    return {"connector": cached.snapshot, **fragments}
 
 
 def _fragments(cached: _ConnectorCache) -> dict[str, object]:

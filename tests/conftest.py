@@ -263,8 +263,10 @@ def _refreshed_demo_rows(
     import offsets.models as models
     from offsets.refresh.run import run_refresh
 
-    previous = settings.OFFSETS_HISTORY_PATH
+    previous = settings.OFFSETS_HISTORY_PATH, settings.LAG_SAMPLE_SECONDS
     settings.OFFSETS_HISTORY_PATH = str(refresh_history_dir)
+    # The two refreshes are a moment apart: each keeps its lag samples all the same.
+    settings.LAG_SAMPLE_SECONDS = 0
     try:
         with django_db_blocker.unblock(), transaction.atomic():
             cluster = models.Cluster.objects.create(
@@ -279,7 +281,7 @@ def _refreshed_demo_rows(
             }
             transaction.set_rollback(True)
     finally:
-        settings.OFFSETS_HISTORY_PATH = previous
+        settings.OFFSETS_HISTORY_PATH, settings.LAG_SAMPLE_SECONDS = previous
     return rows
 
 

@@ -330,6 +330,21 @@ def test_the_command_fills_in_the_claimed_run(fake_spark, launched):
 
 
 @pytest.mark.django_db
+def test_the_command_says_one_line_a_round_at_verbosity_zero(fake_spark):
+    from django.core.management import call_command
+
+    make.cluster("prod")
+    quiet, loud = io.StringIO(), io.StringIO()
+    call_command("refresh_offsets", cluster="prod", verbosity=0, stdout=quiet)
+    call_command("refresh_offsets", cluster="prod", stdout=loud)
+    assert fake_spark[0]["progress"] is None and fake_spark[2]["progress"] is not None
+    assert [line.split(" in ")[0] for line in quiet.getvalue().splitlines()] == [
+        f"Refresh #{RefreshRun.objects.earliest('pk').pk} succeeded"
+    ]
+    assert "Refreshing prod" in loud.getvalue()
+
+
+@pytest.mark.django_db
 def test_the_command_refuses_a_run_that_is_not_running(fake_spark):
     from django.core.management import CommandError, call_command
 

@@ -96,7 +96,7 @@ def test_partitions_are_searchable_and_paged_by_htmx(logged_in_client, prod):
         SOURCE + "?q=table_0011", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="partitions"
     )
     html = response.content.decode()
-    assert html.lstrip().startswith('<div id="partitions">')
+    assert html.lstrip().startswith('<div id="partitions" ')
     assert "10 partitions matching “table_0011”." in html
     assert len(re.findall(r"<tr data-partition=", html)) == 10
     page3 = logged_in_client.get(
@@ -313,3 +313,39 @@ def test_a_sink_that_keeps_its_offsets_elsewhere_shows_no_lag_at_all(logged_in_c
     row = html.split('data-partition="events-0"')[1].split("</tr>")[0]
     assert "no commit" in row and "358" not in row
     assert 'data-field="last-commit"' not in html
+
+
+def polls(html: str, element_id: str, seconds: int = 15) -> bool:
+    tag = html.split(f'id="{element_id}"')[1].split(">")[0]
+    return f'hx-trigger="every {seconds}s"' in tag and 'hx-swap="outerHTML"' in tag
+
+
+def test_a_sinks_figures_lag_charts_and_partitions_poll(logged_in_client, prod):
+    html = logged_in_client.get(SINK).content.decode()
+    assert polls(html, "facts") and polls(html, "history-charts") and polls(html, "partitions")
+    assert 'data-chart="lag"' in html.split('id="history-charts"')[1].split("</section>")[0]
+
+
+def test_a_sources_progress_chart_polls_once_drawn(logged_in_client, prod, partition_history):
+    partition_history.points.extend(make.history(5))
+    html = logged_in_client.get(
+        SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
+    ).content.decode()
+    assert polls(html, "progress")
+    assert 'hx-get="/clusters/prod/connectors/jdbc-source/?partition=' in html
+
+
+def test_the_polled_figures_answer_with_their_part_only_in_few_queries(
+    logged_in_client, prod, settings, django_assert_max_num_queries
+):
+    settings.PAGE_POLL_SECONDS = 3
+    logged_in_client.get(SINK)  # the run's fragments cached
+    for target, starts in (("facts", '<section class="facts"'), ("history-charts", "<div")):
+        with django_assert_max_num_queries(6):
+            html = logged_in_client.get(
+                SINK, HTTP_HX_REQUEST="true", HTTP_HX_TARGET=target
+            ).content.decode()
+        assert html.lstrip().startswith(starts) and polls(html, target, 3)
+        assert 'id="partitions"' not in html and "<h1>" not in html
+    facts = logged_in_client.get(SINK, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="facts")
+    assert 'data-field="lag"' in facts.content.decode()

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import OperationalError, connection
+from django.db.models import Q
 
 from offsets.formats.masking import mask_text
 from offsets.models import Cluster, RefreshRun
@@ -39,26 +40,30 @@ RUN_OUTCOME_FIELDS = [
 
 
 def drop_expired_runs(cluster: Cluster, *, now: datetime) -> int:
-    """Delete the cluster's runs that ended over REFRESH_RUN_RETENTION_DAYS ago; return how many.
+    """Delete the cluster's runs that ended over REFRESH_RUN_RETENTION_DAYS ago, and its
+    finished runs past the newest REFRESH_RUNS_KEPT; return how many.
 
-    A `--every 60` loop records 1,440 runs a day. The last successful run stays whatever its
-    age (the pages say how old the results on show are), and so does every run still going.
+    A `--every 60` loop records 1,440 runs a day, a `--every 1` loop 86,400: the count limit
+    bounds the table whatever the period. The last successful run stays whatever its age (the
+    pages say how old the results on show are), and so does every run still going.
     """
-    days = settings.REFRESH_RUN_RETENTION_DAYS
-    if days <= 0:
-        return 0
+    days, kept = settings.REFRESH_RUN_RETENTION_DAYS, settings.REFRESH_RUNS_KEPT
+    finished = RefreshRun.objects.filter(cluster=cluster).exclude(status=RefreshRun.Status.RUNNING)
+    expired = Q(pk__in=[])
+    if days > 0:
+        expired |= Q(finished_at__lt=now - timedelta(days=days))
+    if kept > 0:
+        # Run ids grow with time: the oldest kept one is the kept-th newest id.
+        oldest_kept = finished.order_by("-pk").values_list("pk", flat=True)[kept - 1 : kept]
+        if oldest_kept:
+            expired |= Q(pk__lt=oldest_kept[0])
     last_success = (
         RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.SUCCEEDED)
         .order_by("-started_at", "-pk")
         .values_list("pk", flat=True)
         .first()
     )
-    deleted, _ = (
-        RefreshRun.objects.filter(cluster=cluster, finished_at__lt=now - timedelta(days=days))
-        .exclude(status=RefreshRun.Status.RUNNING)
-        .exclude(pk=last_success)
-        .delete()
-    )
+    deleted, _ = finished.filter(expired).exclude(pk=last_success).delete()
     return deleted
 
 

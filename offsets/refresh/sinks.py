@@ -227,6 +227,28 @@ def last_samplings(cluster: Cluster, count: int) -> list[datetime]:
     )
 
 
+def sample_due(last: datetime | None, now: datetime, *, every_seconds: int) -> bool:
+    """Whether a refresh at `now` keeps its lag samples, the cluster's last kept at `last`.
+
+    Samples spaced by at least `every_seconds` (0: every refresh keeps its own): Burrow's
+    window then spans minutes however fast the loop refreshes, and the table stays small.
+    """
+    return last is None or every_seconds <= 0 or now - last >= timedelta(seconds=every_seconds)
+
+
+def save_samples(cluster: Cluster, samples: list[LagSample], *, now_ms: int) -> bool:
+    """Store this refresh's lag samples if one is due (`sample_due`); return whether stored."""
+    last = last_samplings(cluster, 1)
+    due = sample_due(
+        last[0] if last else None,
+        ms_to_datetime(now_ms),
+        every_seconds=settings.LAG_SAMPLE_SECONDS,
+    )
+    if due:
+        LagSample.objects.bulk_create(samples)
+    return due
+
+
 def drop_expired_lag_samples(cluster: Cluster, *, now_ms: int) -> None:
     """Delete lag samples older than LAG_SAMPLE_RETENTION_DAYS (0: keep every sample).
 

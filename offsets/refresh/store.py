@@ -14,7 +14,6 @@ from offsets.models import (
     Cluster,
     CommitBucket,
     KeyDrift,
-    LagSample,
     MalformedCount,
     ReadPosition,
     RewindEvent,
@@ -239,7 +238,7 @@ def save(
     _replace_drift(cluster, sources.drift)
     SinkPartitionLag.objects.filter(cluster=cluster).delete()
     SinkPartitionLag.objects.bulk_create(sinks.lags)
-    LagSample.objects.bulk_create(sinks.samples)
+    sinks_lag.save_samples(cluster, sinks.samples, now_ms=now_ms)
     sinks_lag.drop_expired_lag_samples(cluster, now_ms=now_ms)
     _save_read_positions(cluster, plan)
     summaries.save_snapshots(cluster, state.connectors, sinks)

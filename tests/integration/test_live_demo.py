@@ -2,6 +2,7 @@
 show, and its line writer makes their source offsets move as a refresh of the cluster sees."""
 
 import io
+import time
 import uuid
 
 import pytest
@@ -107,3 +108,27 @@ def test_it_creates_its_connectors_in_their_states_and_their_offsets_move(
     assert file_position(live_cluster, ns + "app-logs-source") > first
     paused_lag = SinkPartitionLag.objects.get(cluster=live_cluster, connector=ns + "mirror-sink")
     assert paused_lag.lag_records > 0  # the mirrored topic grows while its sink is paused
+
+
+def test_a_live_commit_shows_in_the_api_while_refreshes_run_back_to_back(
+    live_cluster, tmp_path, spark, logged_in_client
+):
+    # What `refresh_offsets --every 1` does, in this process: rounds a second apart in one
+    # Spark session. A liveness check, not a timing: the bound is generous.
+    ns = f"t{uuid.uuid4().hex[:6]}-"
+    live_demo(tmp_path, ns, setup_only=True)
+    assert run_refresh(cluster=live_cluster, spark=spark).status == "succeeded"
+    source = tmp_path / "live-demo" / f"{ns}app.log"
+    with source.open("a") as lines:
+        lines.write("".join(f"line {n} of a live commit\n" for n in range(50)))
+    url = f"/api/v1/clusters/live/connectors/{ns}app-logs-source/offsets/"
+    deadline = time.monotonic() + 60
+    shown = None
+    while time.monotonic() < deadline:
+        assert run_refresh(cluster=live_cluster, spark=spark).status == "succeeded"
+        offsets = logged_in_client.get(url).json()["offsets"]
+        shown = offsets[0]["offset"]["position"] if offsets else None
+        if shown == source.stat().st_size:
+            break
+        time.sleep(1)
+    assert shown == source.stat().st_size

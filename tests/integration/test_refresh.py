@@ -292,7 +292,8 @@ def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh
     assert reused > 0
 
 
-def test_a_second_refresh_adds_lag_samples_and_unmoving_offsets_stall(refreshed, spark):
+def test_a_second_refresh_adds_lag_samples_and_unmoving_offsets_stall(refreshed, spark, settings):
+    settings.LAG_SAMPLE_SECONDS = 0  # the two refreshes are a moment apart
     # Samples of 12 samplings 40..29 days ago (of a topic the sink no longer reads): past the
     # retention (7 days), but the newest 8 are in the window (the last 10 samplings) with the
     # two refreshes', so they stay.

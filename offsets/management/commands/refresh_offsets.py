@@ -55,6 +55,7 @@ class Command(BaseCommand):
         found = get_cluster(cluster)
         if every is not None and every <= 0:
             raise CommandError("--every must be a positive number of seconds.")
+        self.verbosity = int(options.get("verbosity", 1))
         claimed = self.first_run(found, full=full, every=every, run_id=run_id)
         self.stop = threading.Event()
         if every is not None:
@@ -185,9 +186,17 @@ class Command(BaseCommand):
         else:
             # An incremental refresh with nothing read before reads every record.
             how = "first refresh: reading the topics from the beginning"
-        self.stdout.write(f"Refreshing {cluster.name} ({how})")
+        # -v 0 says one line a round: a loop of a round a second would log its phases 86,400
+        # times a day.
+        quiet = self.verbosity == 0
+        if not quiet:
+            self.stdout.write(f"Refreshing {cluster.name} ({how})")
         run = run_refresh(
-            cluster=cluster, full=full, spark=spark, progress=self.stdout.write, run=run
+            cluster=cluster,
+            full=full,
+            spark=spark,
+            progress=None if quiet else self.stdout.write,
+            run=run,
         )
         style = (
             self.style.SUCCESS if run.status == RefreshRun.Status.SUCCEEDED else self.style.ERROR
