@@ -23,6 +23,7 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
+from offsets.edits.roles import can_control_connectors
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -256,7 +257,7 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     snapshot.worst_partition_status = fragments.pop("worst_partition_status")
     snapshot.reasons = snapshots.status_reasons(snapshot)
-    context.update(refresh=refresh, **fragments)
+    context.update(refresh=refresh, can_control=can_control_connectors(request.user), **fragments)
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
