@@ -48,7 +48,7 @@ def control_connector(
     comment: str = "",
     include_tasks: bool = False,
     only_failed: bool = False,
-    wait_seconds: float = WAIT_SECONDS,
+    wait_seconds: float | None = None,
 ) -> ControlOutcome:
     """Ask the workers to stop, resume or restart `connector`, wait for the result, audit it.
 
@@ -60,6 +60,7 @@ def control_connector(
         raise ValueError(f"action must be one of {ACTIONS}, not {action!r}")
     if not can_control_connectors(user):
         raise EditForbidden(f"To {action} a connector needs the editor or approver role.")
+    wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
     try:
         rest = ConnectRest.for_cluster(cluster)
         answer = _send(rest, connector, action, include_tasks, only_failed)

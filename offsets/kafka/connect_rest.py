@@ -8,6 +8,7 @@ acts on; whatever the worker wrote is masked (`mask_text`), since traces may quo
 
 import base64
 import json
+import re
 import ssl
 import urllib.error
 import urllib.parse
@@ -26,6 +27,7 @@ INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
 DEFAULT_TIMEOUT = 30.0
 # How much of an unexpected answer an error message quotes.
 QUOTED_CHARS = 200
+_TITLE = re.compile(rb"<title>([^<]*)</title>", re.IGNORECASE)
 
 
 class ConnectRestError(RuntimeError):
@@ -79,7 +81,10 @@ def _looks_html(body: bytes, content_type: str) -> bool:
 
 
 def _worker_message(body: bytes) -> str:
-    """The "message" of Connect's error JSON, or the body's start; masked either way."""
+    """The "message" of Connect's error JSON, an HTML page's title, or the body's start; masked."""
+    title = _TITLE.search(body)
+    if title:
+        return mask_text(title[1].decode("utf-8", "replace").strip()[:QUOTED_CHARS])
     try:
         parsed = json.loads(body)
         if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
@@ -103,7 +108,9 @@ def error_for_answer(
             f"username and password of the cluster): {_worker_message(body)}",
             status=status,
         )
-    if body.strip() and _looks_html(body, content_type):
+    # A 404 or a success in HTML is another server; other errors in HTML are the worker's
+    # own Jetty refusing the request before Connect sees it (e.g. an encoded slash).
+    if status in (200, 201, 202, 204, 404) and body.strip() and _looks_html(body, content_type):
         return ConnectNotJson(
             f"{what}: HTTP {status}: answered HTML, not Connect's JSON: is this the worker URL?",
             status=status,
@@ -120,8 +127,14 @@ def error_for_answer(
             status=status,
         )
     if 400 <= status < 500:
+        # Connect 4's Jetty refuses an encoded slash in a path before Connect sees it.
+        hint = (
+            " (its Jetty refuses a connector name with a slash in REST paths)"
+            if status == 400 and "%2F" in what
+            else ""
+        )
         return ConnectBadRequest(
-            f"{what}: HTTP {status}: the worker refused the request: {_worker_message(body)}",
+            f"{what}: HTTP {status}: the worker refused the request{hint}: {_worker_message(body)}",
             status=status,
         )
     if status >= 500:

@@ -109,3 +109,10 @@ def test_the_workers_message_is_masked():
     body = b'{"message": "Failed: jdbc:postgresql://app:hunter2@db/x"}'
     found = error_for_answer("PUT /stop", 400, body)
     assert "hunter2" not in found.message
+
+
+def test_an_html_error_page_of_the_workers_jetty_keeps_its_status_and_title():
+    body = b"<html><head><title>Error 400 Ambiguous URI path separator</title></head></html>"
+    found = error_for_answer("GET /connectors/a%2Fb/status", 400, body, "text/html")
+    assert isinstance(found, ConnectBadRequest)
+    assert "Ambiguous URI path separator" in found.message
