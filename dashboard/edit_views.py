@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.control_views import http_status
 from dashboard.edit_forms import (
     SINK_CHOICES,
     SOURCE_CHOICES,
@@ -26,6 +27,7 @@ from dashboard.edit_forms import (
 from dashboard.formatting import attachment
 from offsets.edits.apply import apply_edit
 from offsets.edits.audit import audit_log
+from offsets.edits.connector_control import stop_for_edit
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditForbidden,
@@ -37,11 +39,12 @@ from offsets.edits.live import current_offsets
 from offsets.edits.preview import DIFF_PAGE_ROWS, Preview
 from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
-from offsets.edits.roles import can_approve, can_stage
+from offsets.edits.roles import can_approve, can_control_connectors, can_stage
 from offsets.edits.staging import can_stage_restore, stage_edit, stage_restore
 from offsets.formats import jackson, strimzi
-from offsets.formats.edit_rules import SinkChange, SourceChange
+from offsets.formats.edit_rules import CONNECTOR_STOPPED, SinkChange, SourceChange
 from offsets.formats.offset_records import partition_identity
+from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, OffsetEdit
 from offsets.services import offsets_export
@@ -57,6 +60,8 @@ ACTIONS = {
     "reconcile": reconcile_edit,
     # Stages a new edit (its page is shown next), committing back what this one lost.
     "stage-restore": stage_restore,
+    # Where the lock check refused because the connector runs: stop it, then check again.
+    "stop-connector": stop_for_edit,
 }
 KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
 # Rows of live offsets per page of a connector's edit page.
@@ -246,6 +251,8 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
             message, status = exc.message, 400
         except KAFKA_ERRORS as exc:
             message, status = f"The cluster could not be reached: {exc}", 503
+        except ConnectRestError as exc:
+            message, status = f"The Connect worker: {exc.message}", http_status(exc)
         else:
             if result.pk != edit.pk:  # a new edit was staged: go to it
                 url = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": result.pk})
@@ -273,6 +280,8 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("submit", "Submit for approval", "primary"))
     if edit.state == state.SUBMITTED and can_approve(user) and not is_author:
         buttons.append(("approve", "Approve", "primary"))
+    if _connector_runs(edit) and can_control_connectors(user):
+        buttons.append(("stop-connector", "Stop the connector", "danger"))
     if edit.state == state.APPROVED and can_approve(user):
         buttons.append(("apply", "Apply now", "danger"))
     if is_stale(edit) and can_approve(user):
@@ -297,6 +306,18 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         else None,
         "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
     }
+
+
+def _connector_runs(edit: OffsetEdit) -> bool:
+    """The last lock check of an approved edit failed because the connector is not stopped."""
+    return (
+        edit.state == OffsetEdit.State.APPROVED
+        and bool(edit.cluster.connect_url)
+        and any(
+            check.get("name") == CONNECTOR_STOPPED and not check.get("passed")
+            for check in edit.lock_checks or []
+        )
+    )
 
 
 def _diff_context(edit: OffsetEdit, page: int) -> dict:

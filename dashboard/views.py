@@ -23,6 +23,7 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
+from offsets.edits.roles import can_control_connectors
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -261,7 +262,9 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
-    context.update(refresh=refresh, **_figures(cached))
+    context.update(
+        refresh=refresh, can_control=can_control_connectors(request.user), **_figures(cached)
+    )
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.

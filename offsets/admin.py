@@ -21,6 +21,11 @@ class ClusterAdminForm(forms.ModelForm):
             "configs_topic",
             "status_topic",
             "connect_url",
+            "connect_username",
+            "connect_password",
+            "connect_ca_file",
+            "connect_cert_file",
+            "connect_key_file",
             "offset_flush_interval_ms",
         ]
 
@@ -28,6 +33,17 @@ class ClusterAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk and not self.is_bound:
             self.initial["client_config"] = self.instance.masked_client_config()
+            self.initial["connect_password"] = self.instance.masked_connect_password
+        self.fields["connect_password"].help_text = (
+            "Connect REST basic auth password, shown masked: leave the mask to keep it, "
+            "clear the field to remove it."
+        )
+
+    def clean_connect_password(self) -> str:
+        password = self.cleaned_data["connect_password"]
+        if password == SECRET_MASK and self.instance.pk:
+            return self.instance.connect_password
+        return password
 
     def clean_client_config(self) -> dict:
         config = self.cleaned_data["client_config"]

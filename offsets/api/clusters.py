@@ -28,6 +28,14 @@ class ClusterOutput(serializers.Serializer):
     configs_topic = serializers.CharField(source="cluster.configs_topic")
     status_topic = serializers.CharField(source="cluster.status_topic")
     connect_url = serializers.CharField(source="cluster.connect_url")
+    connect_urls = serializers.ListField(
+        source="cluster.connect_urls",
+        child=serializers.CharField(),
+        help_text="The Connect worker URLs, tried in order (details: GET .../worker/).",
+    )
+    connect_username = serializers.CharField(source="cluster.connect_username")
+    # The password itself is never rendered; only whether one is stored.
+    connect_password_set = serializers.SerializerMethodField()
     connectors = serializers.IntegerField(help_text="Connectors seen by the last refresh.")
     counts_by_state = serializers.DictField(
         child=serializers.IntegerField(),
@@ -49,6 +57,9 @@ class ClusterOutput(serializers.Serializer):
         help_text="Set when the results are not current: the last refresh failed (with its "
         "error and the age of the results shown) or they are stale.",
     )
+
+    def get_connect_password_set(self, summary) -> bool:
+        return bool(summary.cluster.connect_password)
 
 
 class ConnectorStateOutput(serializers.Serializer):

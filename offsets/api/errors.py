@@ -19,11 +19,13 @@ _DESCRIPTIONS = {
     401: "Not logged in: no credentials, or a bad token (WWW-Authenticate: Token).",
     403: "Logged in, but the user lacks the role (or a session POST lacks its CSRF token).",
     404: "Unknown cluster, connector or edit.",
-    409: "The edit's state does not allow this.",
+    409: "The edit's state does not allow this, the cluster has no Connect worker URL, or the "
+    "workers are rebalancing (try again).",
     413: "The body is larger than the API reads (DATA_UPLOAD_MAX_MEMORY_SIZE).",
     415: "The body's content type is not JSON, a form or multipart.",
     500: "The refresh process could not be started (the body says why).",
-    503: "The cluster's Kafka could not be read.",
+    502: "The Connect worker refused or failed the request (the body quotes it, masked).",
+    503: "The cluster's Kafka, or every one of its Connect workers, could not be reached.",
 }
 
 

@@ -3,7 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView
 
-from offsets.api import clusters, connectors, refreshes
+from offsets.api import clusters, connector_control, connectors, refreshes
 from offsets.api.errors import errors
 
 
@@ -41,6 +41,12 @@ urlpatterns = [
     path(f"{CONNECTOR}offsets/", connectors.connector_offsets, name="api-connector-offsets"),
     path(f"{CONNECTOR}lag/", connectors.connector_lag, name="api-connector-lag"),
     path(f"{CONNECTOR}history/", connectors.connector_history, name="api-connector-history"),
+    path(f"{CONNECTOR}stop/", connector_control.connector_stop, name="api-connector-stop"),
+    path(f"{CONNECTOR}resume/", connector_control.connector_resume, name="api-connector-resume"),
+    path(f"{CONNECTOR}restart/", connector_control.connector_restart, name="api-connector-restart"),
+    path(
+        "clusters/<str:cluster_name>/worker/", connector_control.cluster_worker, name="api-worker"
+    ),
     path("clusters/<str:cluster_name>/refreshes/", refreshes.refreshes, name="api-refreshes"),
     path("edits/", include("offsets.api.edit_urls")),
 ]

@@ -44,3 +44,18 @@ def audit_log(*, cluster: Cluster, connector: str | None = None, limit: int = 50
     if connector is not None:
         events = events.filter(connector=connector)
     return events[:limit]
+
+
+def record_connector(
+    cluster: Cluster, connector: str, action: str, user, comment: str, details: dict
+) -> AuditEvent:
+    """Append one event about a connector itself (stop, resume, restart), with no edit."""
+    return AuditEvent.objects.create(
+        cluster=cluster,
+        connector=connector,
+        action=action,
+        actor=user if user is not None and user.pk else None,
+        actor_name=user.get_username() if user is not None and user.pk else "system",
+        comment=comment,
+        details=details,
+    )

@@ -10,3 +10,8 @@ def can_stage(user) -> bool:
 
 def can_approve(user) -> bool:
     return bool(user and user.is_active and user.has_perm(APPROVE_PERMISSION))
+
+
+def can_control_connectors(user) -> bool:
+    """Stop, resume and restart connectors: editors (who stop to edit) and approvers."""
+    return can_stage(user) or can_approve(user)

@@ -1,27 +1,185 @@
-"""A small client of Kafka Connect's REST API (a worker's `listeners` URL).
+"""The adapter to Kafka Connect's REST API: one cluster's workers, their auth, TLS and errors.
 
-Only what the dashboard's tools need: list connectors with their status, create one (in an
-initial target state), change its config, stop, pause, resume and delete it. Plain `urllib`, JSON in and out;
-every failure (refused connection, timeout, an error answer) is a `ConnectRestError` with the
-worker's own message.
+Plain `urllib`, JSON in and out. A cluster may list several worker URLs: they are tried in
+order and one that cannot be reached is skipped (any worker forwards to the leader). Every
+failure is a `ConnectRestError` subclass whose message says what went wrong in words a user
+acts on; whatever the worker wrote is masked (`mask_text`), since traces may quote configs.
 """
 
+import base64
 import json
+import re
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from offsets.formats.connect_workers import (
+    WorkerCapabilities,
+    parse_connect_urls,
+    worker_capabilities,
+)
 from offsets.formats.masking import mask_text
 
 # Target states a connector can be created in (KIP-980), as POST /connectors spells them.
 INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
+DEFAULT_TIMEOUT = 30.0
+# How much of an unexpected answer an error message quotes.
+QUOTED_CHARS = 200
+_TITLE = re.compile(rb"<title>([^<]*)</title>", re.IGNORECASE)
 
 
 class ConnectRestError(RuntimeError):
+    """A Connect REST call failed; `status` is the worker's HTTP status when it answered."""
+
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
+        self.message = message
         self.status = status
+
+
+class ConnectNotConfigured(ConnectRestError):
+    """The cluster has no worker URL (or an invalid one)."""
+
+
+class ConnectUnreachable(ConnectRestError):
+    """No worker URL answered (refused, unknown host, TLS failure, timeout)."""
+
+
+class ConnectAuthFailed(ConnectRestError):
+    """401 or 403: the worker wants other credentials."""
+
+
+class ConnectorUnknown(ConnectRestError):
+    """404: the worker knows no such connector (or path)."""
+
+
+class ConnectRebalancing(ConnectRestError):
+    """409: the workers are rebalancing; the same call later usually works."""
+
+
+class ConnectBadRequest(ConnectRestError):
+    """400 (or another 4xx): the worker refused the request as it stands."""
+
+
+class ConnectNotJson(ConnectRestError):
+    """The URL answered HTML or other non-JSON: it is not a Connect worker."""
+
+
+class ConnectMalformed(ConnectRestError):
+    """The answer claimed to be JSON but is not, or lacks what Connect always sends."""
+
+
+class ConnectServerError(ConnectRestError):
+    """5xx: the worker failed to do it."""
+
+
+def _looks_html(body: bytes, content_type: str) -> bool:
+    start = body.lstrip()[:15].lower()
+    return "html" in content_type.lower() or start.startswith((b"<!doctype", b"<html", b"<"))
+
+
+def _worker_message(body: bytes) -> str:
+    """The "message" of Connect's error JSON, an HTML page's title, or the body's start; masked."""
+    title = _TITLE.search(body)
+    if title:
+        return mask_text(title[1].decode("utf-8", "replace").strip()[:QUOTED_CHARS])
+    try:
+        parsed = json.loads(body)
+        if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+            return mask_text(parsed["message"])
+    except ValueError:
+        pass
+    text = body.decode("utf-8", "replace").strip()
+    return mask_text(text[:QUOTED_CHARS]) or "(no message)"
+
+
+def error_for_answer(
+    what: str, status: int, body: bytes, content_type: str = ""
+) -> ConnectRestError | None:
+    """Map a worker's answer to the error it means, or None when it is a success to parse.
+
+    `what` names the call ("PUT .../stop on http://connect:8083") for the message.
+    """
+    if status in (401, 403):
+        return ConnectAuthFailed(
+            f"{what}: HTTP {status}: the worker refused the credentials (check the Connect "
+            f"username and password of the cluster): {_worker_message(body)}",
+            status=status,
+        )
+    # A 404 or a success in HTML is another server; other errors in HTML are the worker's
+    # own Jetty refusing the request before Connect sees it (e.g. an encoded slash).
+    if status in (200, 201, 202, 204, 404) and body.strip() and _looks_html(body, content_type):
+        return ConnectNotJson(
+            f"{what}: HTTP {status}: answered HTML, not Connect's JSON: is this the worker URL?",
+            status=status,
+        )
+    if status == 404:
+        return ConnectorUnknown(
+            f"{what}: HTTP 404: the worker knows no such connector: {_worker_message(body)}",
+            status=status,
+        )
+    if status == 409:
+        return ConnectRebalancing(
+            f"{what}: HTTP 409: the workers are rebalancing; try again in a few seconds: "
+            f"{_worker_message(body)}",
+            status=status,
+        )
+    if 400 <= status < 500:
+        # Connect 4's Jetty refuses an encoded slash in a path before Connect sees it.
+        hint = (
+            " (its Jetty refuses a connector name with a slash in REST paths)"
+            if status == 400 and "%2F" in what
+            else ""
+        )
+        return ConnectBadRequest(
+            f"{what}: HTTP {status}: the worker refused the request{hint}: {_worker_message(body)}",
+            status=status,
+        )
+    if status >= 500:
+        return ConnectServerError(
+            f"{what}: HTTP {status}: the worker failed: {_worker_message(body)}", status=status
+        )
+    return None
+
+
+def parse_json(what: str, body: bytes, content_type: str = ""):
+    """Parse a successful answer's JSON (None when empty), or raise the error it is."""
+    if not body.strip():
+        return None
+    if _looks_html(body, content_type):
+        raise ConnectNotJson(f"{what}: answered HTML, not Connect's JSON: is this the worker URL?")
+    try:
+        return json.loads(body)
+    except ValueError:
+        quoted = mask_text(body[:QUOTED_CHARS].decode("utf-8", "replace"))
+        raise ConnectMalformed(f"{what}: the answer is not valid JSON: {quoted!r}") from None
+
+
+@dataclass(frozen=True)
+class ConnectSettings:
+    """How to reach a cluster's workers: URLs in order, basic auth, TLS files, timeout."""
+
+    urls: tuple[str, ...]
+    username: str = ""
+    password: str = field(default="", repr=False)
+    ca_file: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    timeout: float = DEFAULT_TIMEOUT
+
+    @classmethod
+    def from_cluster(cls, cluster, *, timeout: float = DEFAULT_TIMEOUT) -> "ConnectSettings":
+        return cls(
+            urls=parse_connect_urls(cluster.connect_url),
+            username=cluster.connect_username,
+            password=cluster.connect_password,
+            ca_file=cluster.connect_ca_file,
+            cert_file=cluster.connect_cert_file,
+            key_file=cluster.connect_key_file,
+            timeout=timeout,
+        )
 
 
 @dataclass(frozen=True)
@@ -35,15 +193,18 @@ class ConnectorStatus:
 
     @classmethod
     def from_json(cls, body: dict) -> "ConnectorStatus":
-        tasks = sorted(body.get("tasks", []), key=lambda task: task.get("id", 0))
-        traces = [body["connector"].get("trace", "")] + [task.get("trace", "") for task in tasks]
-        return cls(
-            name=body["name"],
-            state=body["connector"]["state"],
-            tasks=tuple(task["state"] for task in tasks),
-            # Traces may quote configs: masked here, as every trace read from Kafka is.
-            traces=tuple(mask_text(trace) for trace in traces if trace),
-        )
+        try:
+            tasks = sorted(body.get("tasks", []), key=lambda task: task.get("id", 0))
+            traces = [body["connector"].get("trace", "")] + [t.get("trace", "") for t in tasks]
+            return cls(
+                name=body["name"],
+                state=body["connector"]["state"],
+                tasks=tuple(task["state"] for task in tasks),
+                # Traces may quote configs: masked here, as every trace read from Kafka is.
+                traces=tuple(mask_text(trace) for trace in traces if trace),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ConnectMalformed(f"The connector status lacks {exc}: {body!r:.200}") from None
 
     @property
     def summary(self) -> str:
@@ -52,15 +213,59 @@ class ConnectorStatus:
             return "FAILED"
         return self.state
 
+    @property
+    def is_stopped(self) -> bool:
+        """STOPPED with no tasks left, which is what KIP-875 edits need."""
+        return self.state == "STOPPED" and not self.tasks
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """GET /: the worker's version and commit, and what that version supports."""
+
+    url: str
+    version: str
+    commit: str
+    kafka_cluster_id: str
+    capabilities: WorkerCapabilities
+
 
 class ConnectRest:
-    """The REST API of one Connect worker (any worker of a cluster forwards to the leader)."""
+    """The REST API of one Connect cluster (any worker of it forwards to the leader)."""
 
-    def __init__(self, url: str, *, timeout: float = 30.0) -> None:
-        if not url:
-            raise ConnectRestError("No Connect REST URL: the cluster has no connect_url.")
-        self.url = url.rstrip("/")
-        self.timeout = timeout
+    def __init__(self, settings: ConnectSettings | str, *, timeout: float = DEFAULT_TIMEOUT):
+        if isinstance(settings, str):
+            settings = ConnectSettings(urls=parse_connect_urls(settings), timeout=timeout)
+        if not settings.urls:
+            raise ConnectNotConfigured(
+                "No Connect REST URL: the cluster has no connect_url (add_cluster --connect-url)."
+            )
+        self.settings = settings
+        self.url = settings.urls[0]
+        self._opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=self._tls_context())
+        )
+
+    @classmethod
+    def for_cluster(cls, cluster, *, timeout: float = DEFAULT_TIMEOUT) -> "ConnectRest":
+        try:
+            settings = ConnectSettings.from_cluster(cluster, timeout=timeout)
+        except ValueError as exc:
+            raise ConnectNotConfigured(f"The cluster's Connect URL is not valid: {exc}") from exc
+        return cls(settings)
+
+    def worker_info(self) -> WorkerInfo:
+        """GET / of the first worker that answers."""
+        body = self._call("GET", "/")
+        if not isinstance(body, dict) or not isinstance(body.get("version"), str):
+            raise ConnectMalformed(f"GET / answered no version: {body!r:.200}")
+        return WorkerInfo(
+            url=self.url,
+            version=mask_text(body["version"]),
+            commit=mask_text(str(body.get("commit", ""))),
+            kafka_cluster_id=mask_text(str(body.get("kafka_cluster_id", ""))),
+            capabilities=worker_capabilities(body["version"]),
+        )
 
     def connectors(self) -> dict[str, ConnectorStatus]:
         """Every connector of the cluster with its status (GET /connectors?expand=status)."""
@@ -72,6 +277,10 @@ class ConnectRest:
 
     def config(self, name: str) -> dict[str, str]:
         return self._call("GET", f"/connectors/{_quote(name)}/config")
+
+    def offsets(self, name: str) -> dict:
+        """GET /connectors/{name}/offsets (KIP-875, Connect 3.5 and later)."""
+        return self._call("GET", f"/connectors/{_quote(name)}/offsets")
 
     def create(self, name: str, config: dict[str, str], *, initial_state: str = "RUNNING") -> dict:
         """POST /connectors; a connector of that name existing already is a 409 error."""
@@ -93,35 +302,68 @@ class ConnectRest:
     def resume(self, name: str) -> None:
         self._call("PUT", f"/connectors/{_quote(name)}/resume")
 
+    def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False):
+        """POST /connectors/{name}/restart (KIP-745 options); the worker's answer, if any."""
+        query = urllib.parse.urlencode(
+            {"includeTasks": str(include_tasks).lower(), "onlyFailed": str(only_failed).lower()}
+        )
+        return self._call("POST", f"/connectors/{_quote(name)}/restart?{query}")
+
     def delete(self, name: str) -> None:
         self._call("DELETE", f"/connectors/{_quote(name)}")
 
     def _call(self, method: str, path: str, body: dict | None = None):
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            self.url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        """Send to each URL in turn until one answers; map its answer to a value or an error."""
+        unreachable = []
+        for url in self.settings.urls:
+            answer = self._send(url, method, path, body)
+            if isinstance(answer, str):
+                unreachable.append(answer)
+                continue
+            status, text, content_type = answer
+            self.url = url
+            what = f"{method} {path} on {url}"
+            error = error_for_answer(what, status, text, content_type)
+            if error is not None:
+                raise error
+            return parse_json(what, text, content_type)
+        raise ConnectUnreachable(
+            f"{method} {path}: no Connect worker answered: {'; '.join(unreachable)}"
         )
+
+    def _send(self, url: str, method: str, path: str, body: dict | None):
+        """Return (status, body, content type), or why the URL could not be reached."""
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.settings.username:
+            # Sent up front: Connect's basic auth extension answers 401 without a challenge
+            # that urllib's auth handler would wait for.
+            pair = f"{self.settings.username}:{self.settings.password}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                text = response.read()
+            with self._opener.open(request, timeout=self.settings.timeout) as response:
+                return response.status, response.read(), response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as exc:
+            with exc:
+                return exc.code, exc.read(), exc.headers.get("Content-Type", "")
+        except (OSError, ValueError) as exc:  # refused, unknown host, TLS, timed out
+            reason = getattr(exc, "reason", exc)
+            return f"{url} did not answer ({mask_text(str(reason))})"
+
+    def _tls_context(self) -> ssl.SSLContext:
+        try:
+            context = ssl.create_default_context(cafile=self.settings.ca_file or None)
+            if self.settings.cert_file:
+                context.load_cert_chain(self.settings.cert_file, self.settings.key_file or None)
+        except (OSError, ssl.SSLError) as exc:
             raise ConnectRestError(
-                f"{method} {path}: HTTP {exc.code}: {_error_message(exc)}", status=exc.code
+                f"The Connect TLS files cannot be read (CA {self.settings.ca_file or '-'}, "
+                f"certificate {self.settings.cert_file or '-'}, key "
+                f"{self.settings.key_file or '-'}): {exc}"
             ) from exc
-        except OSError as exc:  # refused, unreachable, timed out
-            raise ConnectRestError(f"{method} {path}: {self.url} did not answer: {exc}") from exc
-        return json.loads(text) if text.strip() else None
+        return context
 
 
 def _quote(name: str) -> str:
     return urllib.parse.quote(name, safe="")
-
-
-def _error_message(error: urllib.error.HTTPError) -> str:
-    try:
-        return json.loads(error.read()).get("message") or error.reason
-    except (ValueError, AttributeError, OSError):
-        return str(error.reason)

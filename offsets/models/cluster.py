@@ -2,6 +2,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
+from offsets.formats.connect_workers import parse_connect_urls
 from offsets.formats.connectors import MASK, is_secret_name
 
 # librdkafka settings whose values are secrets: never rendered back to a page or the API.
@@ -39,12 +40,17 @@ bootstrap_validator = RegexValidator(
     r"^[^\s,:]+:\d{1,5}(,[^\s,:]+:\d{1,5})*$",
     "Comma-separated HOST:PORT pairs, e.g. kafka-1:9092,kafka-2:9092.",
 )
-# Not URLValidator: it rejects single-label hosts such as http://connect:8083 (a Kubernetes
-# service name), which is how Connect is usually reached from inside a cluster.
-connect_url_validator = RegexValidator(
-    r"^https?://[A-Za-z0-9._~%-]+(:\d{1,5})?(/\S*)?$",
-    "An http:// or https:// URL, e.g. http://connect:8083.",
-)
+
+
+def connect_url_validator(value: str) -> None:
+    # Not URLValidator: it rejects single-label hosts such as http://connect:8083 (a Kubernetes
+    # service name), which is how Connect is usually reached from inside a cluster.
+    try:
+        parse_connect_urls(value)
+    except ValueError as exc:
+        raise ValidationError(
+            f"{exc} Several workers are comma-separated, e.g. http://w1:8083,http://w2:8083."
+        ) from exc
 
 
 def validate_client_config(value: object) -> None:
@@ -84,10 +90,24 @@ class Cluster(models.Model):
         max_length=249, default="connect-status", validators=[topic_name_validator]
     )
     connect_url = models.CharField(
-        max_length=500,
+        max_length=1000,
         blank=True,
         validators=[connect_url_validator],
-        help_text="Optional Kafka Connect REST URL, e.g. http://connect:8083",
+        help_text="Optional Kafka Connect REST URL(s), comma-separated, tried in order, e.g. "
+        "http://connect-1:8083,http://connect-2:8083",
+    )
+    # Connect REST basic auth and TLS. The password is a secret like the client settings':
+    # stored as typed, never rendered (the admin shows the mask; sending it back keeps it).
+    connect_username = models.CharField(max_length=200, blank=True)
+    connect_password = models.CharField(max_length=500, blank=True)
+    connect_ca_file = models.CharField(
+        max_length=500, blank=True, help_text="CA bundle (PEM) to verify the workers' HTTPS"
+    )
+    connect_cert_file = models.CharField(
+        max_length=500, blank=True, help_text="Client certificate (PEM) for mutual TLS"
+    )
+    connect_key_file = models.CharField(
+        max_length=500, blank=True, help_text="The client certificate's private key (PEM)"
     )
     # The workers' offset.flush.interval.ms (a worker setting, not in any topic): a source
     # partition with no commit for STALL_AFTER_FLUSH_INTERVALS of these is reported stalled.
@@ -114,6 +134,19 @@ class Cluster(models.Model):
     def kafka_settings(self) -> dict[str, object]:
         """Return the librdkafka settings to reach this cluster (secrets included)."""
         return {**self.client_config, "bootstrap.servers": self.bootstrap_servers}
+
+    @property
+    def connect_urls(self) -> tuple[str, ...]:
+        """The worker URLs in the order they are tried (none when not configured)."""
+        try:
+            return parse_connect_urls(self.connect_url)
+        except ValueError:
+            return ()
+
+    @property
+    def masked_connect_password(self) -> str:
+        """The mask when a Connect password is stored, else empty: what pages may show."""
+        return SECRET_MASK if self.connect_password else ""
 
     def masked_client_config(self) -> dict[str, object]:
         """Return the extra client settings with secret values replaced, for display."""

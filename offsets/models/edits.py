@@ -232,6 +232,11 @@ class AuditEvent(models.Model):
         CONFLICT = "conflict"
         IN_DOUBT = "in-doubt"
         RECONCILED = "reconciled"
+        # A connector's state changed through the Connect REST API (no edit attached).
+        STOPPED = "stopped"
+        RESUMED = "resumed"
+        RESTARTED = "restarted"
+        CONTROL_FAILED = "control-failed"
 
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="audit_events")
     connector = models.CharField(max_length=249)

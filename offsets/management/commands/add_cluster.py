@@ -1,3 +1,8 @@
+"""add_cluster: register (or change) a Kafka Connect cluster, its topics and its workers."""
+
+import os
+from pathlib import Path
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -29,7 +34,26 @@ class Command(BaseCommand):
         parser.add_argument("--offsets-topic", default=None, help="default connect-offsets")
         parser.add_argument("--configs-topic", default=None, help="default connect-configs")
         parser.add_argument("--status-topic", default=None, help="default connect-status")
-        parser.add_argument("--connect-url", default=None, help="Connect REST URL (optional)")
+        parser.add_argument(
+            "--connect-url",
+            action="append",
+            default=None,
+            help="Connect REST URL (optional); repeat it or comma-separate several workers, "
+            "tried in order",
+        )
+        parser.add_argument("--connect-username", default=None, help="Connect REST basic auth")
+        password = parser.add_mutually_exclusive_group()
+        password.add_argument(
+            "--connect-password",
+            default=None,
+            help="Connect REST basic auth password (visible in the process list: prefer "
+            "--connect-password-file or --connect-password-env)",
+        )
+        password.add_argument("--connect-password-file", type=Path, help="Read it from a file")
+        password.add_argument("--connect-password-env", help="Read it from this variable")
+        parser.add_argument("--connect-ca-file", default=None, help="CA bundle (PEM) for HTTPS")
+        parser.add_argument("--connect-cert-file", default=None, help="Client certificate (PEM)")
+        parser.add_argument("--connect-key-file", default=None, help="Its private key (PEM)")
         parser.add_argument(
             "--offset-flush-interval-ms",
             type=int,
@@ -75,6 +99,8 @@ class Command(BaseCommand):
             "connect_url": "",
         }
         # An option given on the command line wins over the embedded worker's own values.
+        if options["connect_url"] is not None:
+            options["connect_url"] = ",".join(options["connect_url"])
         for field, default in defaults.items():
             given = options[field]
             setattr(cluster, field, given if given is not None else where.get(field, default))
@@ -83,6 +109,7 @@ class Command(BaseCommand):
                 raise CommandError("--offset-flush-interval-ms must be positive.")
             cluster.offset_flush_interval_ms = options["offset_flush_interval_ms"]
         cluster.client_config = client_config
+        self.set_connect_options(cluster, options)
         try:
             cluster.full_clean()
         except ValidationError as exc:
@@ -97,3 +124,22 @@ class Command(BaseCommand):
             f"({cluster.bootstrap_servers}; topics {cluster.offsets_topic}, "
             f"{cluster.configs_topic}, {cluster.status_topic})"
         )
+
+    def set_connect_options(self, cluster: Cluster, options: dict) -> None:
+        """Set the Connect REST auth and TLS options given; others keep their stored value."""
+        for field in ("username", "ca_file", "cert_file", "key_file"):
+            if options[f"connect_{field}"] is not None:
+                setattr(cluster, f"connect_{field}", options[f"connect_{field}"])
+        if options["connect_password_file"] is not None:
+            try:
+                text = options["connect_password_file"].read_text()
+            except OSError as exc:
+                raise CommandError(f"--connect-password-file: {exc.strerror}") from exc
+            cluster.connect_password = text.rstrip("\r\n")
+        elif options["connect_password_env"] is not None:
+            variable = options["connect_password_env"]
+            if variable not in os.environ:
+                raise CommandError(f"--connect-password-env: {variable} is not set.")
+            cluster.connect_password = os.environ[variable]
+        elif options["connect_password"] is not None:
+            cluster.connect_password = options["connect_password"]

@@ -78,7 +78,7 @@ class Command(BaseCommand):
             if options[name] <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive.")
         demo = LiveDemo(
-            ConnectRest(cluster.connect_url),
+            ConnectRest.for_cluster(cluster),
             bootstrap_servers=cluster.bootstrap_servers,
             data_dir=options["data_dir"] or Path(settings.RUN_DIR) / "live-demo",
             namespace=options["namespace"],

@@ -1,0 +1,141 @@
+"""Stop, resume and restart a connector, and a cluster's Connect worker version, over REST.
+
+Thin views: an input serializer validates, `offsets.edits.connector_control` acts and audits,
+an output serializer renders. Worker errors map to 404 (unknown connector), 409 (no worker
+URL, or a rebalance), 502 (the worker refused or failed) and 503 (no worker answered).
+"""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from offsets.api.edits import Conflict, get_cluster
+from offsets.api.errors import errors
+from offsets.edits.connector_control import control_connector
+from offsets.edits.errors import EditForbidden
+from offsets.kafka.connect_rest import (
+    ConnectNotConfigured,
+    ConnectorUnknown,
+    ConnectRebalancing,
+    ConnectRest,
+    ConnectRestError,
+    ConnectUnreachable,
+)
+
+
+class BadGateway(APIException):
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_code = "connect_error"
+
+
+class WorkerUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "connect_unavailable"
+
+
+def connect_error(exc: ConnectRestError) -> APIException:
+    """The API error a Connect REST failure answers as."""
+    if isinstance(exc, ConnectorUnknown):
+        return NotFound(exc.message)
+    if isinstance(exc, (ConnectNotConfigured, ConnectRebalancing)):
+        return Conflict(exc.message)
+    if isinstance(exc, ConnectUnreachable):
+        return WorkerUnavailable(exc.message)
+    return BadGateway(exc.message)
+
+
+class ControlInput(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    include_tasks = serializers.BooleanField(
+        required=False, default=False, help_text="restart: its tasks too"
+    )
+    only_failed = serializers.BooleanField(
+        required=False, default=False, help_text="restart: only failed instances"
+    )
+
+
+class ControlOutput(serializers.Serializer):
+    connector = serializers.CharField()
+    action = serializers.ChoiceField(choices=["stop", "resume", "restart"])
+    ok = serializers.BooleanField(help_text="The connector reached the asked state.")
+    message = serializers.CharField()
+    state = serializers.CharField(allow_null=True, help_text="The worker's connector state.")
+    tasks = serializers.ListField(child=serializers.CharField(), help_text="Task states.")
+    answer = serializers.CharField(help_text="The worker's answer to the request, masked.")
+
+
+def _control(request: Request, cluster_name: str, connector_name: str, action: str) -> Response:
+    cluster = get_cluster(cluster_name)
+    form = ControlInput(data=request.data)
+    form.is_valid(raise_exception=True)
+    options = form.validated_data
+    if action != "restart":
+        options = {"comment": options["comment"]}
+    try:
+        outcome = control_connector(
+            cluster=cluster, connector=connector_name, action=action, user=request.user, **options
+        )
+    except EditForbidden as exc:
+        raise PermissionDenied(exc.message) from exc
+    except ConnectRestError as exc:
+        raise connect_error(exc) from exc
+    return Response(ControlOutput(outcome).data)
+
+
+CONTROL_SCHEMA = extend_schema(
+    request=ControlInput, responses={200: ControlOutput, **errors(400, 404, 409, 502, 503)}
+)
+
+
+@CONTROL_SCHEMA
+@api_view(["POST"])
+def connector_stop(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """Stop the connector (PUT .../stop) and wait, up to 30 s, for STOPPED with no tasks."""
+    return _control(request, cluster_name, connector_name, "stop")
+
+
+@CONTROL_SCHEMA
+@api_view(["POST"])
+def connector_resume(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """Resume the connector (PUT .../resume) and wait, up to 30 s, for RUNNING."""
+    return _control(request, cluster_name, connector_name, "resume")
+
+
+@CONTROL_SCHEMA
+@api_view(["POST"])
+def connector_restart(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """Restart the connector (POST .../restart, optionally its tasks or only failed ones)."""
+    return _control(request, cluster_name, connector_name, "restart")
+
+
+class CapabilitiesOutput(serializers.Serializer):
+    kafka_version = serializers.CharField(allow_null=True)
+    offsets_read = serializers.BooleanField(help_text="KIP-875 GET offsets (Connect 3.5+)")
+    offsets_write = serializers.BooleanField(help_text="KIP-875 PATCH/DELETE (Connect 3.6+)")
+    create_stopped = serializers.BooleanField(help_text="KIP-980 STOPPED at creation (3.7+)")
+
+
+class WorkerOutput(serializers.Serializer):
+    url = serializers.CharField(help_text="The worker URL that answered.")
+    version = serializers.CharField()
+    commit = serializers.CharField()
+    kafka_cluster_id = serializers.CharField()
+    capabilities = serializers.SerializerMethodField()
+
+    def get_capabilities(self, info) -> CapabilitiesOutput:
+        return CapabilitiesOutput(info.capabilities.as_dict()).data
+
+
+@extend_schema(responses={200: WorkerOutput, **errors(404, 409, 502, 503)})
+@api_view(["GET"])
+def cluster_worker(request: Request, cluster_name: str) -> Response:
+    """The cluster's Connect worker (GET / of the first that answers): version, capabilities."""
+    cluster = get_cluster(cluster_name)
+    try:
+        info = ConnectRest.for_cluster(cluster, timeout=10).worker_info()
+    except ConnectRestError as exc:
+        raise connect_error(exc) from exc
+    return Response(WorkerOutput(info).data)

@@ -1,0 +1,160 @@
+"""Stop, resume and restart a connector through its cluster's Connect workers, audited."""
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from offsets.edits import audit
+from offsets.edits.errors import EditForbidden, EditStateConflict
+from offsets.edits.lock_check import lock_check
+from offsets.edits.roles import can_control_connectors
+from offsets.formats.masking import mask_text
+from offsets.kafka.connect_rest import ConnectorStatus, ConnectRest, ConnectRestError
+from offsets.models import AuditEvent, Cluster, OffsetEdit
+
+logger = logging.getLogger(__name__)
+
+Action = AuditEvent.Action
+ACTIONS = ("stop", "resume", "restart")
+DONE = {"stop": Action.STOPPED, "resume": Action.RESUMED, "restart": Action.RESTARTED}
+# A stop lets every task commit and shut down; 30 s covers a task's default graceful
+# shutdown (task.shutdown.graceful.timeout.ms is 5 s) with room for a rebalance.
+WAIT_SECONDS = 30.0
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class ControlOutcome:
+    """What happened: whether the connector reached the asked state, and what the worker said."""
+
+    connector: str
+    action: str
+    ok: bool
+    message: str
+    state: str | None
+    tasks: tuple[str, ...]
+    answer: str
+
+
+def control_connector(
+    *,
+    cluster: Cluster,
+    connector: str,
+    action: str,
+    user,
+    comment: str = "",
+    include_tasks: bool = False,
+    only_failed: bool = False,
+    wait_seconds: float | None = None,
+) -> ControlOutcome:
+    """Ask the workers to stop, resume or restart `connector`, wait for the result, audit it.
+
+    A stop waits (up to `wait_seconds`) for STOPPED with no tasks, a resume for RUNNING; the
+    outcome says when the worker accepted but did not get there. A worker error is audited
+    and raised as the adapter's `ConnectRestError`.
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"action must be one of {ACTIONS}, not {action!r}")
+    if not can_control_connectors(user):
+        raise EditForbidden(f"To {action} a connector needs the editor or approver role.")
+    wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
+    try:
+        rest = ConnectRest.for_cluster(cluster)
+        answer = _send(rest, connector, action, include_tasks, only_failed)
+        status = _settle(rest, connector, action, wait_seconds)
+    except ConnectRestError as exc:
+        details = {"action": action, "error": exc.message, "http_status": exc.status}
+        audit.record_connector(cluster, connector, Action.CONTROL_FAILED, user, comment, details)
+        raise
+    outcome = _outcome(connector, action, status, answer, wait_seconds)
+    audit.record_connector(
+        cluster,
+        connector,
+        DONE[action] if outcome.ok else Action.CONTROL_FAILED,
+        user,
+        comment,
+        {
+            "action": action,
+            "message": outcome.message,
+            "state": outcome.state,
+            "tasks": list(outcome.tasks),
+            "answer": outcome.answer,
+        },
+    )
+    return outcome
+
+
+def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
+    """Stop an approved edit's connector, then re-run the lock check and keep its results.
+
+    Offered where the lock check refused the apply because the connector runs; the edit stays
+    approved, and the page shows the fresh checks next to the Apply button.
+    """
+    if edit.state != OffsetEdit.State.APPROVED:
+        raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not approved.")
+    outcome = control_connector(
+        cluster=edit.cluster, connector=edit.connector, action="stop", user=user, comment=comment
+    )
+    if not outcome.ok:
+        raise EditStateConflict(outcome.message)
+    checks = [check.as_dict() for check in lock_check(edit=edit)]
+    failed = "; ".join(check["message"] for check in checks if not check["passed"])
+    error = f"The lock check still fails: {failed}" if failed else ""
+    OffsetEdit.objects.filter(pk=edit.pk, state=OffsetEdit.State.APPROVED).update(
+        lock_checks=checks, error=error, updated=timezone.now()
+    )
+    edit.refresh_from_db()
+    return edit
+
+
+def _send(rest: ConnectRest, connector: str, action: str, include_tasks: bool, only_failed: bool):
+    if action == "stop":
+        return rest.stop(connector)
+    if action == "resume":
+        return rest.resume(connector)
+    return rest.restart(connector, include_tasks=include_tasks, only_failed=only_failed)
+
+
+def _settle(rest: ConnectRest, connector: str, action: str, wait_seconds: float):
+    """Poll the status until the action shows (stop, resume), or return it at once (restart)."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        status = rest.status(connector)
+        if action == "restart" or _reached(status, action) or time.monotonic() >= deadline:
+            return status
+        time.sleep(POLL_SECONDS)
+
+
+def _reached(status: ConnectorStatus, action: str) -> bool:
+    if action == "stop":
+        return status.is_stopped
+    return status.state == "RUNNING"
+
+
+def _outcome(
+    connector: str, action: str, status: ConnectorStatus, answer, wait_seconds: float
+) -> ControlOutcome:
+    tasks = ", ".join(status.tasks) or "no tasks"
+    if action == "restart" or _reached(status, action):
+        ok = True
+        message = f"The worker {DONE[action]} the connector: now {status.state} ({tasks})."
+    else:
+        ok = False
+        wanted = "STOPPED with no tasks" if action == "stop" else "RUNNING"
+        message = (
+            f"The worker accepted the {action} but after {wait_seconds:.0f} s the connector is "
+            f"{status.state} ({tasks}), not {wanted}."
+        )
+    return ControlOutcome(
+        connector=connector,
+        action=action,
+        ok=ok,
+        message=message,
+        state=status.state,
+        tasks=status.tasks,
+        # The worker's own words are data: masked before they reach the log or a page.
+        answer=mask_text(json.dumps(answer)) if answer is not None else "",
+    )
