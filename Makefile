@@ -23,7 +23,7 @@ export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
 KAFKA_STAMP := $(KAFKA_RUNTIME_LIBS)/.built
 KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -87,6 +87,13 @@ bench-refresh: install kafka-runtime ## The refresh on 1M offsets records vs pla
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
 	$(PY) tests/bench/bench_refresh.py
+
+bench-scale: install kafka-runtime ## ~10M offsets records: refresh vs kcat, local vs standalone, memory, pages (not in make bench: it takes a while)
+	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
+	  echo "Installing Debian's kcat for the raw-read figure..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
+	$(PY) -m tests.bench.bench_scale
 
 bench-pages: install kafka-runtime ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions
 	$(PY) -m tests.bench.bench_pages

@@ -11,7 +11,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,15 +32,18 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from offsets.demo import DemoOptions, build_demo  # noqa: E402
-from offsets.demo_writer import write_demo  # noqa: E402
-from offsets.formats import jackson  # noqa: E402
 from offsets.formats.history_rules import offset_progress  # noqa: E402
-from offsets.formats.murmur2 import java_partition  # noqa: E402
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
-from offsets.kafka import producers, reading  # noqa: E402
+from offsets.kafka import reading  # noqa: E402
 from offsets.kafka.embedded import EmbeddedKafka  # noqa: E402
 from offsets.models import Cluster  # noqa: E402
+from tests.bench.seeding import (  # noqa: E402
+    OFFSETS_TOPICS,
+    OWN_TOPICS,
+    kcat_read,
+    seed_bulk,
+    write_new_offsets,
+)
 
 
 def tree_rss_bytes(pid: int) -> int:
@@ -194,26 +196,6 @@ def plain_python_refresh(
     }
 
 
-def kcat_read(bootstrap: str, topics: list[str]) -> str:
-    """kcat's read of `topics` (one after the other) to their ends: the physical baseline."""
-    kcat = shutil.which("kcat") or shutil.which("kafkacat")
-    if not kcat:
-        return "not installed (apt-get install kcat)"
-    started = time.monotonic()
-    lines = 0
-    for topic in topics:
-        result = subprocess.run(
-            [kcat, "-C", "-b", bootstrap, "-t", topic, "-e", "-q", "-f", "%k%s\n"],
-            capture_output=True,
-            timeout=300,
-        )
-        if result.returncode != 0:
-            return f"failed ({result.stderr.decode(errors='replace').strip()[:120]})"
-        lines += result.stdout.count(b"\n")
-    seconds = time.monotonic() - started
-    return f"{seconds:.2f} s ({lines:,} lines)"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--connectors", type=int, default=50)
@@ -239,26 +221,17 @@ def main() -> None:
     info = broker.start(worker=False)
     settings = {"bootstrap.servers": info.bootstrap_servers}
     try:
-        print(
-            f"Seeding {args.connectors} bulk connectors, {args.partitions} source partitions, {args.commits} commits each ...",
-            flush=True,
+        summary = seed_bulk(
+            settings,
+            connectors=args.connectors,
+            partitions=args.partitions,
+            commits=args.commits,
         )
-        options = DemoOptions(
-            end_ms=int(time.time() * 1000),
-            hours=args.commits / 60,
-            bulk_connectors=args.connectors,
-            bulk_partitions=args.partitions,
-        )
-        summary = write_demo(settings, build_demo(options))
         total = sum(summary.records_by_topic.values())
-        print(
-            f"  {summary.records_by_topic['connect-offsets']:,} records in connect-offsets (25 partitions), {total:,} Connect records in {summary.seconds:.1f}s\n",
-            flush=True,
-        )
         cluster = Cluster.objects.create(name="bench", bootstrap_servers=info.bootstrap_servers)
         results: dict[str, tuple[float, int]] = {}
 
-        topics = ["connect-offsets", "connect-offsets-orders-cdc-eos"]
+        topics = OFFSETS_TOPICS
         print(f"(a) raw read of {', '.join(topics)}", flush=True)
         measure(
             "confluent-kafka, single-process loop",
@@ -266,14 +239,14 @@ def main() -> None:
             info.pid,
             lambda: sum(1 for topic in topics for _ in reading.read_topic(settings, topic)),
         )
-        print(f"  {'kcat':<48} {kcat_read(info.bootstrap_servers, topics)}", flush=True)
+        print(f"  {'kcat':<48} {kcat_read(info.bootstrap_servers, topics).text}", flush=True)
 
         print("(b) plain single-process Python: latest, history, rewinds, drift", flush=True)
         plain = measure(
             "plain Python",
             results,
             info.pid,
-            lambda: plain_python_refresh(settings, topics, {"orders-cdc-eos": topics[1]}, 300_000),
+            lambda: plain_python_refresh(settings, topics, OWN_TOPICS, 300_000),
         )
         print(f"  {'':<48} {plain}", flush=True)
 
@@ -330,20 +303,9 @@ def main() -> None:
                 cluster=cluster, topic="connect-offsets"
             ).values_list("key_bytes", flat=True)
         ]
-        producer = producers.java_producer(settings)
 
         def add_records_and_refresh(label: str, first_value: int, *, report: bool) -> None:
-            for index in range(new):
-                key = keys[index % len(keys)]
-                producer.produce(
-                    "connect-offsets",
-                    key=key,
-                    value=jackson.dumps({"incrementing": first_value + index}),
-                    partition=java_partition(key, 25),
-                )
-                if index % 10_000 == 0:
-                    producer.flush()
-            producer.flush()
+            write_new_offsets(settings, keys, new, first_value)
             run = measure(
                 label,
                 results,
