@@ -262,9 +262,10 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     }
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
-    context.update(
-        refresh=refresh, can_control=can_control_connectors(request.user), **_figures(cached)
-    )
+    # The user's roles cost two queries (their permissions and their groups'): asked only
+    # where the controls can show, on a cluster with a worker URL.
+    can_control = bool(cluster.connect_url) and can_control_connectors(request.user)
+    context.update(refresh=refresh, can_control=can_control, **_figures(cached))
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.

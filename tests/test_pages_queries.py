@@ -105,6 +105,20 @@ def test_a_connector_page_and_its_partials_make_a_fixed_number_of_queries(
         assert rows(response.content.decode(), "data-partition") == expected
 
 
+def test_a_connector_page_with_a_worker_url_reads_the_users_roles_once(
+    logged_in_client, big, django_assert_max_num_queries
+):
+    # With a worker to stop or resume the connector through, the page asks whether the user
+    # may: their permissions and their groups', two queries, whatever the size.
+    big["cluster"].connect_url = "http://connect:8083"
+    big["cluster"].save()
+    for limit in (13, 6):  # computed, then cached
+        with django_assert_max_num_queries(limit):
+            response = logged_in_client.get("/clusters/prod/connectors/jdbc/")
+        assert response.status_code == 200
+        assert 'id="connector-control"' in response.content.decode()
+
+
 def test_the_progress_chart_makes_a_fixed_number_of_queries(
     logged_in_client, big, partition_history, django_assert_max_num_queries
 ):
