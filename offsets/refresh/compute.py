@@ -85,9 +85,9 @@ def previous_state(cluster: Cluster):
 
     An Arrow table, for a frame with no pandas conversion (`merge.previous_frame`).
 
-    The save reuses the rows read here rather than read them again (~0.03 s of an incremental
-    refresh of 2,000 keys): only a refresh writes SourceOffset rows, and the save's lock and
-    read-position check stop it when another refresh saved since this one began.
+    The save reuses the rows read here rather than reading them again: only a refresh writes
+    SourceOffset rows, and the save's lock and read-position check stop it when another
+    refresh saved since this one began.
     """
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema

@@ -371,8 +371,8 @@ def collect_results(results: DataFrame) -> dict[str, list[dict]]:
     """The rows of `merge_results` as lists of dicts by result name: a result with no rows is
     an empty list; those not computed are left out.
 
-    Collected as Arrow: as pickled Rows turned into dicts, an incremental refresh's ~2,000 rows
-    took ~0.06 s more (and binary values come as bytes, not bytearray). The records read per
+    Collected as Arrow, cheaper than pickled Rows turned into dicts (and binary values come
+    as bytes, not bytearray). The records read per
     topic are summed here: each partition gives the sum of the records rows it holds, and
     those, having no connector, meet in one partition, but the total must not depend on it.
     """
