@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from offsets import faults
-from offsets.edits import audit
+from offsets.edits import audit, move, removal
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditForbidden,
@@ -16,7 +16,7 @@ from offsets.edits.errors import (
 )
 from offsets.edits.live import LiveReader
 from offsets.edits.lock_check import lock_check
-from offsets.edits.outcome import finish, partial, settle_live, settle_sink_group
+from offsets.edits.outcome import fail, finish, partial, release, settle_live, settle_sink_group
 from offsets.edits.reconcile import reconcile
 from offsets.edits.roles import can_approve
 from offsets.edits.writes import write_sink, write_source
@@ -52,6 +52,10 @@ def apply_edit(
     with transaction.atomic():
         _claim(edit, user)
         audit.record_state(edit, Action.APPLY_STARTED, user, comment)
+    if edit.is_move:
+        return move.apply_claimed(edit, user)
+    if edit.is_removal:
+        return removal.apply_claimed(edit, user)
     checks = _check(edit, user)
     if checks is None:
         return edit
@@ -86,12 +90,12 @@ def _check(edit: OffsetEdit, user) -> list[dict] | None:
     try:
         results = lock_check(edit=edit)
     except (KafkaUnavailable, ConnectorNotFound) as exc:
-        _release(edit, user, [], f"The lock check could not read the cluster: {exc}")
+        release(edit, user, [], f"The lock check could not read the cluster: {exc}")
         return None
     except Exception as exc:
         # Nothing has been written yet: give the claim back rather than strand the edit.
         logger.exception("Lock check of edit %s failed", edit.pk)
-        _release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
+        release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
         return None
     checks = [c.as_dict() for c in results]
     failed = [c for c in results if not c.passed]
@@ -101,20 +105,10 @@ def _check(edit: OffsetEdit, user) -> list[dict] | None:
         return None
     if failed:
         refused = "; ".join(c.message for c in failed)
-        _release(edit, user, checks, f"The lock check refused the apply: {refused}")
+        release(edit, user, checks, f"The lock check refused the apply: {refused}")
         return None
     OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
     return checks
-
-
-def _release(edit: OffsetEdit, user, checks: list[dict], message: str) -> None:
-    """Give the claim back: nothing was written, the edit can be applied again later."""
-    with transaction.atomic():
-        OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
-            state=State.APPROVED, lock_checks=checks, error=message, updated=timezone.now()
-        )
-        edit.refresh_from_db()
-        audit.record(edit, Action.APPLY_REFUSED, user, "", {"checks": checks, "error": message})
 
 
 def _write_and_verify(
@@ -132,9 +126,9 @@ def _write_and_verify(
             pause_then_before_commit()
             written = write_sink(edit)
     except offsets_writer.WriteNotCommitted as exc:
-        return _fail(edit, user, checks, str(exc), {"committed": False})
+        return fail(edit, user, checks, str(exc), {"committed": False})
     except TopicNotFound as exc:
-        return _fail(edit, user, checks, f"{exc} Nothing was written.", {"committed": False})
+        return fail(edit, user, checks, f"{exc} Nothing was written.", {"committed": False})
     except SinkWriteIncomplete as exc:
         return _settle_incomplete_sink(edit, user, checks, exc)
     except Exception as exc:
@@ -178,7 +172,7 @@ def _settle_incomplete_sink(
                 f"Read back: {settled.message} Commit these offsets to restore them: "
                 f"{edit_rules.restore_text(restore)}"
             )
-    return _fail(
+    return fail(
         edit,
         user,
         checks,
@@ -201,7 +195,7 @@ def _verify(edit: OffsetEdit, user, checks: list[dict], written: dict) -> Offset
     extra = {**written, "verified": False}
     if settled.outcome == "incomplete":
         extra.update(partial(settled.restore))
-    return _fail(
+    return fail(
         edit,
         user,
         checks,
@@ -222,8 +216,3 @@ def _settle_in_doubt(edit: OffsetEdit, user, checks: list[dict], error: str) -> 
             details = {"error": error, "read_back_error": str(exc)}
             audit.record(edit, Action.IN_DOUBT, user, "", details)
         return edit
-
-
-def _fail(edit: OffsetEdit, user, checks: list[dict], error: str, extra: dict) -> OffsetEdit:
-    """Finish an apply as failed, audited "failed" with the lock check and the details."""
-    return finish(edit, State.FAILED, Action.FAILED, user, checks=checks, error=error, extra=extra)

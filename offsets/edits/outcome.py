@@ -10,9 +10,12 @@ from offsets.edits import audit
 from offsets.edits.live import LiveReader, read_connector, source_view
 from offsets.formats import edit_rules
 from offsets.formats.offset_records import SourceOffsetRecord
-from offsets.models import OffsetEdit, OffsetEditChange
+from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange
 
 logger = logging.getLogger(__name__)
+
+State = OffsetEdit.State
+Action = AuditEvent.Action
 
 # One touched partition: (label, before, after, current value read now).
 Values = list[tuple[str, object, object, object]]
@@ -133,3 +136,21 @@ def finish(
             details["error"] = error
         audit.record(edit, action, user, comment, details)
     return edit
+
+
+def release(
+    edit: OffsetEdit, user, checks: list[dict], message: str, extra: dict | None = None
+) -> None:
+    """Give the claim back: nothing was written, the edit can be applied again later."""
+    with transaction.atomic():
+        OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+            state=State.APPROVED, lock_checks=checks, error=message, updated=timezone.now()
+        )
+        edit.refresh_from_db()
+        details = {"checks": checks, "error": message, **(extra or {})}
+        audit.record(edit, Action.APPLY_REFUSED, user, "", details)
+
+
+def fail(edit: OffsetEdit, user, checks: list[dict], error: str, extra: dict) -> OffsetEdit:
+    """Finish an apply as failed, audited "failed" with the lock check and the details."""
+    return finish(edit, State.FAILED, Action.FAILED, user, checks=checks, error=error, extra=extra)

@@ -282,6 +282,33 @@ class ConnectRest:
         """GET /connectors/{name}/offsets (KIP-875, Connect 3.5 and later)."""
         return self._call("GET", f"/connectors/{_quote(name)}/offsets")
 
+    def alter_offsets(self, name: str, offsets: list[dict]) -> dict:
+        """PATCH /connectors/{name}/offsets (KIP-875, 3.6+): a null offset deletes the partition.
+
+        The connector must be STOPPED; the worker fences exactly-once zombies, lets the
+        connector validate the offsets (alterOffsets), then writes them itself.
+        """
+        return self._call("PATCH", f"/connectors/{_quote(name)}/offsets", {"offsets": offsets})
+
+    def reset_offsets(self, name: str) -> dict:
+        """DELETE /connectors/{name}/offsets (KIP-875, 3.6+): every offset of the connector."""
+        return self._call("DELETE", f"/connectors/{_quote(name)}/offsets")
+
+    def plugin_classes(self) -> set[str]:
+        """The connector classes the worker has (GET /connector-plugins?connectorsOnly=true)."""
+        body = self._call("GET", "/connector-plugins?connectorsOnly=true")
+        if not isinstance(body, list):
+            raise ConnectMalformed(f"GET /connector-plugins answered no list: {body!r:.200}")
+        return {item["class"] for item in body if isinstance(item, dict) and "class" in item}
+
+    def exists(self, name: str) -> bool:
+        """Whether the worker has a connector of that name (its status answers, not 404)."""
+        try:
+            self._call("GET", f"/connectors/{_quote(name)}/status")
+        except ConnectorUnknown:
+            return False
+        return True
+
     def create(self, name: str, config: dict[str, str], *, initial_state: str = "RUNNING") -> dict:
         """POST /connectors; a connector of that name existing already is a 409 error."""
         if initial_state not in INITIAL_STATES:

@@ -64,6 +64,15 @@ class OffsetEdit(models.Model):
         DELETE_OFFSETS = "delete-offsets", "Delete committed offsets"
         # Both.
         IMPORT = "import", "Imported document"
+        # The connector itself: created on another cluster with these offsets (KIP-980),
+        # deleted with every offset it has, or offsets left behind by a deleted connector.
+        MOVE = "move", "Move to another cluster"
+        REMOVE = "remove", "Delete the connector with its offsets"
+        CLEANUP = "cleanup", "Clean up offsets that outlived their connector"
+
+    class AppliedVia(models.TextChoices):
+        WORKER = "worker", "Connect's REST API (KIP-875)"
+        TOPIC = "topic", "Direct write to the offsets topic or group"
 
     OPEN_STATES = (State.DRAFT, State.SUBMITTED, State.APPROVED)
     FINAL_STATES = (State.APPLIED, State.FAILED, State.CONFLICT, State.REJECTED, State.CANCELLED)
@@ -116,6 +125,18 @@ class OffsetEdit(models.Model):
     # The last lock check: [{"name": ..., "passed": bool, "message": ...}, ...].
     lock_checks = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
+    # How the offsets were written: through the worker's REST API or straight to Kafka.
+    applied_via = models.CharField(max_length=6, choices=AppliedVia.choices, blank=True)
+    # A move: the cluster the connector goes to, and the config it is created with there
+    # (secrets as the user supplied them again; shown masked like every config).
+    target_cluster = models.ForeignKey(
+        Cluster,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="incoming_moves",
+    )
+    connector_config = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -142,6 +163,15 @@ class OffsetEdit(models.Model):
         return self.connector_type == self.ConnectorType.SOURCE
 
     @property
+    def is_move(self) -> bool:
+        return self.strategy == self.Strategy.MOVE
+
+    @property
+    def is_removal(self) -> bool:
+        """A delete of the connector with its offsets, or a clean-up of offsets it left."""
+        return self.strategy in (self.Strategy.REMOVE, self.Strategy.CLEANUP)
+
+    @property
     def is_open(self) -> bool:
         return self.state in self.OPEN_STATES
 
@@ -166,7 +196,9 @@ class OffsetEditChange(models.Model):
     # Source: the exact key bytes written (read from the topic, or serialized like Jackson for
     # a new partition). The runtime matches keys byte for byte, so these are never rebuilt.
     key_bytes = models.BinaryField(null=True, blank=True)
-    # Sink: the topic-partition whose committed offset changes.
+    # Sink: the topic-partition whose committed offset changes. Source: blank (the edit's
+    # primary topic, mirrored), or the one offsets topic this change's tombstone goes to
+    # (a delete or clean-up reaches every offsets topic that holds the connector).
     topic = models.CharField(max_length=249, blank=True)
     kafka_partition = models.IntegerField(null=True, blank=True)
     # Offsets as maps ({"kafka_offset": n} for sinks); None = no offset (absent or deleted).
