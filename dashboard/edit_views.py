@@ -25,6 +25,7 @@ from dashboard.edit_forms import (
     SourceStageForm,
 )
 from dashboard.formatting import attachment
+from offsets.edits import route
 from offsets.edits.apply import apply_edit
 from offsets.edits.audit import audit_log
 from offsets.edits.connector_control import stop_for_edit
@@ -222,7 +223,15 @@ def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpRespons
     diff = _diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
     if _htmx_target(request) == "edit-diff":
         return render(request, "edits/detail.html#diff", {"cluster": cluster, "edit": edit, **diff})
-    return render(request, "edits/detail.html", {**_detail_context(request, edit), **diff})
+    context = {**_detail_context(request, edit), **diff, "route": _route_ahead(edit)}
+    return render(request, "edits/detail.html", context)
+
+
+def _route_ahead(edit: OffsetEdit) -> route.Route | None:
+    """How an open edit would be written if applied now (the worker is asked its version)."""
+    if not edit.is_open or edit.is_move or edit.is_removal:
+        return None
+    return route.choose_route(edit)
 
 
 @require_POST
@@ -266,9 +275,8 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
         return render(request, "edits/detail.html#status", context, status=status)
-    return render(
-        request, "edits/detail.html", {**context, **_diff_context(edit, 1)}, status=status
-    )
+    context = {**context, **_diff_context(edit, 1), "route": _route_ahead(edit)}
+    return render(request, "edits/detail.html", context, status=status)
 
 
 def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = "") -> dict:

@@ -13,6 +13,7 @@ urlpatterns = [
     path("<int:pk>/approve/", edits.edit_approve, name="api-edit-approve"),
     path("<int:pk>/reject/", edits.edit_reject, name="api-edit-reject"),
     path("<int:pk>/cancel/", edits.edit_cancel, name="api-edit-cancel"),
+    path("<int:pk>/route/", edits.edit_route, name="api-edit-route"),
     path("<int:pk>/apply/", edits.edit_apply, name="api-edit-apply"),
     path("<int:pk>/reconcile/", edits.edit_reconcile, name="api-edit-reconcile"),
     path("<int:pk>/stage-restore/", edits.edit_stage_restore, name="api-edit-stage-restore"),

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from offsets.api.clusters import KafkaUnavailableError
 from offsets.api.errors import errors
 from offsets.api.parsers import JSONParser
+from offsets.edits import route
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -246,6 +247,7 @@ class EditOutput(serializers.ModelSerializer):
             "warnings",
             "lock_checks",
             "error",
+            "applied_via",
         ]
 
     def get_url(self, edit) -> str:
@@ -432,6 +434,27 @@ def edit_list(request: Request) -> Response:
 def edit_detail(request: Request, pk: int) -> Response:
     """One edit with its diff (every touched partition before -> after) and audit trail."""
     return Response(EditDetailOutput(_get_edit(pk)).data)
+
+
+class RouteOutput(serializers.Serializer):
+    via = serializers.ChoiceField(choices=OffsetEdit.AppliedVia.choices)
+    reason = serializers.CharField()
+    refused = serializers.BooleanField(help_text="The worker's answer stops the apply (401, HTML).")
+
+
+@extend_schema(responses={200: RouteOutput, **errors(404)})
+@api_view(["GET"])
+def edit_route(request: Request, pk: int) -> Response:
+    """How the edit would be written now: through the Connect worker (KIP-875) or the topic, and why.
+
+    Asks the worker for its version (a few seconds at most when it does not answer).
+    """
+    chosen = route.choose_route(_get_edit(pk))
+    return Response(
+        RouteOutput(
+            {"via": chosen.via, "reason": chosen.reason, "refused": bool(chosen.refusal)}
+        ).data
+    )
 
 
 def _action_view(service: Callable, summary: str, *, status: int = 200):

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from offsets import faults
-from offsets.edits import audit, move, removal
+from offsets.edits import audit, move, removal, route
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditForbidden,
@@ -22,6 +22,14 @@ from offsets.edits.roles import can_approve
 from offsets.edits.writes import write_sink, write_source
 from offsets.formats import edit_rules
 from offsets.kafka import offsets_writer
+from offsets.kafka.connect_rest import (
+    ConnectAuthFailed,
+    ConnectBadRequest,
+    ConnectNotJson,
+    ConnectorUnknown,
+    ConnectRebalancing,
+    ConnectRestError,
+)
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import AuditEvent, OffsetEdit
 
@@ -29,6 +37,15 @@ logger = logging.getLogger(__name__)
 
 State = OffsetEdit.State
 Action = AuditEvent.Action
+# Answers that mean the worker wrote nothing: refused (400, 404, 409 rebalance), other
+# credentials needed, or another server at that URL.
+WORKER_REFUSALS = (
+    ConnectBadRequest,
+    ConnectorUnknown,
+    ConnectRebalancing,
+    ConnectAuthFailed,
+    ConnectNotJson,
+)
 
 
 def apply_edit(
@@ -114,6 +131,62 @@ def _check(edit: OffsetEdit, user) -> list[dict] | None:
 def _write_and_verify(
     edit: OffsetEdit, user, checks: list[dict], before_commit: Callable[[], None] | None
 ) -> OffsetEdit:
+    chosen = route.choose_route(edit)
+    if chosen.refusal:
+        release(edit, user, checks, f"The Connect worker: {chosen.refusal}", _route(chosen))
+        return edit
+    _mark_applied_via(edit, chosen.via)
+    if chosen.through_worker:
+        return _through_worker(edit, user, checks, chosen)
+    return _through_topic(edit, user, checks, chosen, before_commit)
+
+
+def _mark_applied_via(edit: OffsetEdit, via: str) -> None:
+    """Record the way before writing: an apply that dies midway is reconciled on that basis."""
+    OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(applied_via=via)
+    edit.applied_via = via
+
+
+def _route(chosen: route.Route) -> dict:
+    return {"applied_via": chosen.via, "route": chosen.reason}
+
+
+def _through_worker(edit: OffsetEdit, user, checks: list[dict], chosen: route.Route) -> OffsetEdit:
+    """PATCH (or DELETE) through the worker, then check its GET answer and the topic agree."""
+    faults.pause_point("apply-before-commit")
+    try:
+        written = {**_route(chosen), **route.write_through_worker(edit, chosen)}
+    except WORKER_REFUSALS as exc:
+        message = f"The Connect worker refused the offsets, nothing was written: {exc.message}"
+        release(edit, user, checks, message, {**_route(chosen), "worker_status": exc.status})
+        return edit
+    except ConnectRestError as exc:
+        # A timeout, a 5xx or a garbled answer: the offsets may have been written.
+        logger.warning("Apply of edit %s through the worker ended in doubt: %s", edit.pk, exc)
+        message = exc.message.rstrip(".")
+        return _settle_in_doubt(edit, user, checks, f"The Connect worker: {message}.")
+    faults.pause_point("apply-after-commit")
+    try:
+        wrong = route.worker_shows(edit, chosen)
+    except ConnectRestError as exc:
+        written["worker_verify_error"] = exc.message
+    else:
+        if wrong:
+            error = "The worker accepted the offsets but GET /offsets shows " + "; ".join(wrong)
+            return fail(edit, user, checks, error, {**written, "verified": False})
+        written["worker_verified"] = True
+    return _verify(edit, user, checks, written)
+
+
+def _through_topic(
+    edit: OffsetEdit,
+    user,
+    checks: list[dict],
+    chosen: route.Route,
+    before_commit: Callable[[], None] | None,
+) -> OffsetEdit:
+    """Write the offsets topic (or the group) directly, in one transaction, then read back."""
+
     def pause_then_before_commit() -> None:
         faults.pause_point("apply-before-commit")
         if before_commit is not None:
@@ -137,7 +210,7 @@ def _write_and_verify(
         logger.warning("Apply of edit %s ended in doubt: %s", edit.pk, exc)
         return _settle_in_doubt(edit, user, checks, str(exc))
     faults.pause_point("apply-after-commit")
-    return _verify(edit, user, checks, written)
+    return _verify(edit, user, checks, {**_route(chosen), **written})
 
 
 def _settle_incomplete_sink(

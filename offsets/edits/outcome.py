@@ -10,6 +10,7 @@ from offsets.edits import audit
 from offsets.edits.live import LiveReader, read_connector, source_view
 from offsets.formats import edit_rules
 from offsets.formats.offset_records import SourceOffsetRecord
+from offsets.formats.worker_offsets import canonical
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,25 @@ def source_values(
     ]
 
 
+def parsed_source_values(
+    changes: Iterable[OffsetEditChange], view: Mapping[bytes, SourceOffsetRecord]
+) -> Values:
+    """Like `source_values`, comparing parsed offsets: the worker orders a value's fields its
+    own way (a HashMap), so its bytes may differ from the staged ones while meaning the same."""
+    def text(offset: dict | None) -> str | None:
+        return None if offset is None else canonical(offset)
+
+    return [
+        (
+            change.key_text,
+            text(change.before),
+            text(change.after),
+            text(view[key].offset) if (key := bytes(change.key_bytes)) in view else None,
+        )
+        for change in changes
+    ]
+
+
 def sink_values(
     changes: Iterable[OffsetEditChange], committed: Mapping[tuple[str, int], int]
 ) -> Values:
@@ -70,6 +90,8 @@ def settle_live(edit: OffsetEdit) -> edit_rules.Settled:
     if edit.is_source:
         context = read_connector(cluster=edit.cluster, connector=edit.connector, reader=reader)
         view = source_view(context=context, reader=reader)
+        if edit.applied_via == OffsetEdit.AppliedVia.WORKER:
+            return edit_rules.settle(parsed_source_values(changes, view))
         return edit_rules.settle(source_values(changes, view))
     group = reader.committed(edit.group_id)
     if edit.sink_keep is None:
@@ -144,7 +166,11 @@ def release(
     """Give the claim back: nothing was written, the edit can be applied again later."""
     with transaction.atomic():
         OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
-            state=State.APPROVED, lock_checks=checks, error=message, updated=timezone.now()
+            state=State.APPROVED,
+            lock_checks=checks,
+            error=message,
+            applied_via="",
+            updated=timezone.now(),
         )
         edit.refresh_from_db()
         details = {"checks": checks, "error": message, **(extra or {})}

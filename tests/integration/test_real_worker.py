@@ -475,10 +475,24 @@ def test_the_exported_kip875_document_is_accepted_as_is_by_the_worker(
 # --- Edits applied by the dashboard are what the worker resumes from. -------------------------
 
 
+@pytest.fixture(params=["worker", "topic"])
+def via(request, cluster) -> str:
+    """Each apply test runs both ways: PATCH through the worker, and the direct write (the way
+    taken when a cluster has no worker URL)."""
+    if request.param == "topic":
+        cluster.connect_url = ""
+        cluster.save(update_fields=["connect_url"])
+    return request.param
+
+
 def test_a_source_edit_applied_on_a_stopped_connector_is_where_the_worker_resumes(
-    cluster, rest, kafka, files, editor, approver
+    cluster, rest, kafka, files, editor, approver, via
 ):
-    connector, output, path = name("edit-src"), name("edit-src-out"), files / "edit-src.log"
+    connector, output, path = (
+        name(f"edit-src-{via}"),
+        name(f"edit-src-out-{via}"),
+        files / f"edit-src-{via}.log",
+    )
     lines = [f"line {i}" for i in range(1, 6)]
     write_lines(path, lines)
     rest.create(connector, file_source(path, output))
@@ -494,6 +508,7 @@ def test_a_source_edit_applied_on_a_stopped_connector_is_where_the_worker_resume
     )  # fmt: skip
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert edit.applied_via == via
     assert rest.offsets(connector)["offsets"] == [
         {"partition": partition, "offset": {"position": rewound}}
     ]
@@ -508,10 +523,10 @@ def test_a_source_edit_applied_on_a_stopped_connector_is_where_the_worker_resume
 
 
 def test_an_exactly_once_source_edit_in_its_own_topic_is_where_the_worker_resumes(
-    cluster, rest, kafka, files, editor, approver
+    cluster, rest, kafka, files, editor, approver, via
 ):
-    connector, output = name("edit-eos"), name("edit-eos-out")
-    path, offsets_topic = files / "edit-eos.log", name("edit-eos-offsets")
+    connector, output = name(f"edit-eos-{via}"), name(f"edit-eos-out-{via}")
+    path, offsets_topic = files / f"edit-eos-{via}.log", name(f"edit-eos-offsets-{via}")
     lines = [f"row {i}" for i in range(1, 4)]
     write_lines(path, lines)
     rest.create(connector, eos_file_source(path, output, offsets_topic))
@@ -531,6 +546,7 @@ def test_an_exactly_once_source_edit_in_its_own_topic_is_where_the_worker_resume
     )  # fmt: skip
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert edit.applied_via == via
     assert edit.primary_topic == offsets_topic
     assert rest.offsets(connector)["offsets"] == [
         {"partition": partition, "offset": {"position": skipped}}
@@ -545,9 +561,13 @@ def test_an_exactly_once_source_edit_in_its_own_topic_is_where_the_worker_resume
 
 
 def test_a_sink_edit_applied_on_a_stopped_connector_is_where_the_worker_resumes(
-    cluster, rest, kafka, files, editor, approver
+    cluster, rest, kafka, files, editor, approver, via
 ):
-    connector, topic, path = name("edit-sink"), name("edit-sink-in"), files / "edit-sink.txt"
+    connector, topic, path = (
+        name(f"edit-sink-{via}"),
+        name(f"edit-sink-in-{via}"),
+        files / f"edit-sink-{via}.txt",
+    )
     produce(kafka, topic, [f"v{i}" for i in range(6)])
     rest.create(connector, file_sink(path, topic))
     rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["kafka_offset"] == 6)
@@ -560,6 +580,7 @@ def test_a_sink_edit_applied_on_a_stopped_connector_is_where_the_worker_resumes(
     )  # fmt: skip
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert edit.applied_via == via
     assert rest.offsets(connector)["offsets"] == [
         {"partition": {"kafka_topic": topic, "kafka_partition": 0}, "offset": {"kafka_offset": 4}}
     ]
@@ -656,10 +677,10 @@ def test_the_lock_check_refuses_a_stopped_sink_whose_group_has_a_live_member(
 
 
 def test_an_edit_of_a_file_whose_name_needs_escaping_writes_the_workers_key_and_is_honoured(
-    cluster, rest, kafka, files, editor, approver
+    cluster, rest, kafka, files, editor, approver, via
 ):
-    connector, output = name("odd-edit"), name("odd-edit-out")
-    path = files / f"edit {ODD_NAME}"
+    connector, output = name(f"odd-edit-{via}"), name(f"odd-edit-out-{via}")
+    path = files / f"edit {via} {ODD_NAME}"
     # ASCII lines: FileStreamSource counts its position in characters but skips bytes on
     # restart, so multi-byte text would resume off by a few bytes whatever the dashboard did.
     lines = ["one", "\"'\\", "three"]
@@ -683,6 +704,7 @@ def test_an_edit_of_a_file_whose_name_needs_escaping_writes_the_workers_key_and_
     edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert edit.applied_via == via
     # Still one key: the edit overwrote the worker's record rather than adding a look-alike.
     assert raw_keys(kafka, embedded.WORKER_TOPICS["offsets_topic"], connector) == {worker_key}
     assert rest.offsets(connector)["offsets"] == [

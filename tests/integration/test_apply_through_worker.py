@@ -1,0 +1,292 @@
+"""Applying an edit through the Connect worker (KIP-875 PATCH and DELETE), and when not.
+
+The REAL worker of the test session writes, verifies and resumes; a fake worker on loopback
+answers what a real one rarely does on cue (an old version, 401, HTML, 409, 500, a GET that
+disagrees) on a demo cluster whose connectors are simulated in its topics.
+"""
+
+import uuid
+
+import pytest
+
+from offsets.edits.apply import apply_edit
+from offsets.edits.preview import StageRequest
+from offsets.edits.review import approve_edit, submit_edit
+from offsets.edits.staging import stage_edit
+from offsets.formats import jackson
+from offsets.kafka import admin, embedded, producers
+from offsets.models import AuditEvent, Cluster, OffsetEdit
+from tests.fake_connect_worker import FakeWorker, closed_port_url
+from tests.integration.connect_rest import ConnectRest
+from tests.integration.test_edits_source import AUDIT, AUDIT_KEY, AUDIT_PARTITION, latest
+from tests.integration.test_real_worker import (
+    file_sink,
+    file_source,
+    stopped,
+    wait_for_values,
+    write_lines,
+)
+
+pytestmark = pytest.mark.integration
+
+RUN = uuid.uuid4().hex[:8]
+State = OffsetEdit.State
+AUDIT_OFFSETS = f"/connectors/{AUDIT}/offsets"
+
+
+def name(what: str) -> str:
+    return f"via-{RUN}-{what}"
+
+
+@pytest.fixture(scope="module")
+def rest(kafka_runtime) -> ConnectRest:
+    if not kafka_runtime.connect_url:
+        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
+    return ConnectRest(kafka_runtime.connect_url)
+
+
+@pytest.fixture
+def kafka(kafka_runtime) -> dict:
+    return {"bootstrap.servers": kafka_runtime.bootstrap_servers}
+
+
+@pytest.fixture
+def cluster(db, kafka_runtime) -> Cluster:
+    return Cluster.objects.create(
+        name=f"via-{RUN}",
+        bootstrap_servers=kafka_runtime.bootstrap_servers,
+        connect_url=kafka_runtime.connect_url,
+        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
+        **embedded.WORKER_TOPICS,
+    )
+
+
+def approved(cluster, connector, editor, approver, **request) -> OffsetEdit:
+    edit = stage_edit(
+        cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
+    )
+    submit_edit(edit=edit, user=editor)
+    return approve_edit(edit=edit, user=approver)
+
+
+def applied_event(edit: OffsetEdit) -> AuditEvent:
+    return edit.audit_events.get(action__in=["applied", "failed", "reconciled"])
+
+
+# --- The real worker. ----------------------------------------------------------------------
+
+
+def test_deleting_every_partition_is_one_delete_and_the_worker_reads_the_file_again(
+    cluster, rest, kafka, tmp_path, editor, approver
+):
+    connector, output, path = name("reset"), name("reset-out"), tmp_path / "reset.log"
+    write_lines(path, ["one", "two"])
+    rest.create(connector, file_source(path, output))
+    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
+    assert wait_for_values(kafka, output, 2) == ["one", "two"]
+    stopped(rest, connector)
+
+    edit = approved(
+        cluster, connector, editor, approver, strategy="delete", partition={"filename": str(path)}
+    )
+    edit = apply_edit(edit=edit, user=approver, comment="read it all again")
+
+    assert edit.state == State.APPLIED, edit.error
+    assert edit.applied_via == "worker"
+    details = applied_event(edit).details
+    assert details["worker_request"].startswith("DELETE /connectors/{name}/offsets")
+    assert details["worker_verified"] and details["verified"]
+    assert "reset" in details["worker_answer"]
+    assert rest.offsets(connector)["offsets"] == []
+    rest.resume(connector)
+    assert wait_for_values(kafka, output, 4) == ["one", "two", "one", "two"]
+    stopped(rest, connector)
+    rest.delete(connector)
+
+
+def test_a_sink_deletes_one_partitions_offset_through_the_worker_in_one_step(
+    cluster, rest, kafka, tmp_path, editor, approver
+):
+    connector, topic = name("sink-del"), name("sink-del-in")
+    admin.create_topics(kafka, [admin.TopicSpec(topic, 2, {})])
+    producer = producers.java_producer(kafka)
+    for i in range(6):  # three records in each partition
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % 2)
+    assert producer.flush(10) == 0
+    rest.create(connector, file_sink(tmp_path / "sink.txt", topic))
+    rest.wait_for_offsets(connector, lambda o: sum(e["offset"]["kafka_offset"] for e in o) == 6)
+    stopped(rest, connector)
+    held = {
+        e["partition"]["kafka_partition"]: e["offset"] for e in rest.offsets(connector)["offsets"]
+    }
+
+    edit = approved(
+        cluster, connector, editor, approver, strategy="delete-offsets", partitions=((topic, 0),)
+    )
+    edit = apply_edit(edit=edit, user=approver)
+
+    assert edit.state == State.APPLIED, edit.error
+    assert edit.applied_via == "worker" and edit.sink_keep is None  # no delete-and-recommit
+    assert applied_event(edit).details["worker_request"].startswith("PATCH")
+    assert rest.offsets(connector)["offsets"] == [
+        {"partition": {"kafka_topic": topic, "kafka_partition": 1}, "offset": held[1]}
+    ]
+    rest.delete(connector)
+
+
+def test_offsets_the_connector_refuses_leave_the_edit_truthful_with_the_workers_message(
+    cluster, rest, kafka, tmp_path, editor, approver
+):
+    connector, path = name("refused"), tmp_path / "refused.log"
+    write_lines(path, ["one", "two"])
+    rest.create(connector, file_source(path, name("refused-out")))
+    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
+    stopped(rest, connector)
+    # FileStreamSourceConnector.alterOffsets refuses a negative position.
+    edit = approved(
+        cluster, connector, editor, approver,
+        strategy="set", partition={"filename": str(path)}, offset={"position": -1},
+    )  # fmt: skip
+    edit = apply_edit(edit=edit, user=approver)
+
+    # The worker answers 500 for a connector's refusal: in doubt, so read back, and nothing
+    # had moved. Failed (the offsets themselves are wrong: stage them again), with its message.
+    assert edit.state == State.FAILED, (edit.state, edit.error)
+    assert "non-negative value. All 1 partition(s) still hold their old value." in edit.error
+    assert edit.audit_events.filter(action="reconciled").exists()
+    assert rest.offsets(connector)["offsets"][0]["offset"] == {"position": 8}
+    rest.delete(connector)
+
+
+def test_the_edit_page_and_the_api_say_the_worker_will_write_it(
+    client, cluster, rest, tmp_path, editor, approver
+):
+    connector, path = name("page"), tmp_path / "page.log"
+    write_lines(path, ["one"])
+    rest.create(connector, file_source(path, name("page-out")))
+    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 4)
+    stopped(rest, connector)
+    edit = approved(
+        cluster, connector, editor, approver,
+        strategy="set", partition={"filename": str(path)}, offset={"position": 0},
+    )  # fmt: skip
+    client.force_login(approver)
+
+    page = client.get(f"/clusters/{cluster.name}/edits/{edit.pk}/").content.decode()
+    route = client.get(f"/api/v1/edits/{edit.pk}/route/").json()
+
+    assert 'id="edit-route" data-via="worker"' in page
+    assert "Through the Connect worker" in page and "PATCH /connectors/{name}/offsets" in page
+    assert route["via"] == "worker" and not route["refused"] and "KIP-875" in route["reason"]
+    applied = client.post(f"/api/v1/edits/{edit.pk}/apply/", {}, "application/json")
+    assert applied.status_code == 200 and applied.json()["applied_via"] == "worker"
+    page = client.get(f"/clusters/{cluster.name}/edits/{edit.pk}/").content.decode()
+    assert 'id="edit-applied-via" data-via="worker"' in page
+    rest.delete(connector)
+
+
+# --- A fake worker in front of a simulated Connect cluster. --------------------------------
+
+VERSION = {"version": "4.3.1", "commit": "abc", "kafka_cluster_id": "k"}
+
+
+def with_worker(cluster: Cluster, url: str) -> Cluster:
+    cluster.connect_url = url
+    cluster.save(update_fields=["connect_url"])
+    return cluster
+
+
+def audit_edit(cluster, editor, approver, position: int) -> OffsetEdit:
+    return approved(
+        cluster, AUDIT, editor, approver,
+        strategy="set", partition=AUDIT_PARTITION, offset={"position": position},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "answer, via, reason",
+    [
+        ((200, {**VERSION, "version": "3.5.1"}), "topic", "needs Apache Kafka 3.6 or later"),
+        (None, "topic", "did not answer"),
+    ],
+    ids=["old-worker", "unreachable-worker"],
+)
+def test_an_older_or_unreachable_worker_leaves_the_direct_write(
+    fresh_demo, editor, approver, answer, via, reason
+):
+    with FakeWorker() as worker:
+        if answer:
+            worker.answer("GET", "/", *answer)
+        with_worker(fresh_demo.cluster, worker.url if answer else closed_port_url())
+        edit = apply_edit(edit=audit_edit(fresh_demo.cluster, editor, approver, 7), user=approver)
+
+    assert edit.state == State.APPLIED, edit.error
+    assert edit.applied_via == via
+    details = applied_event(edit).details
+    assert details["applied_via"] == via and reason in details["route"]
+    written = latest(fresh_demo.settings, "connect-offsets")[AUDIT_KEY]
+    assert jackson.loads(written.value_bytes) == {"position": 7}
+    assert not any(r["method"] == "PATCH" for r in worker.requests)
+
+
+JSON, HTML = "application/json", "text/html"
+
+
+@pytest.mark.parametrize(
+    "method, path, status, body, content_type, message",
+    [
+        ("GET", "/", 401, {"error_code": 401, "message": "Unauthorized"}, JSON, "credentials"),
+        ("GET", "/", 200, b"<html><title>Login</title></html>", HTML, "answered HTML"),
+        ("PATCH", AUDIT_OFFSETS, 409, {"message": "Rebalance in progress"}, JSON, "rebalancing"),
+        ("PATCH", AUDIT_OFFSETS, 400, {"message": "Connector must be stopped"}, JSON, "stopped"),
+        ("PATCH", AUDIT_OFFSETS, 404, {"message": "Connector not found"}, JSON, "no such"),
+    ],
+    ids=["401", "html", "409-rebalance", "400-refused", "404-unknown"],
+)
+def test_a_worker_that_refuses_writes_nothing_and_the_edit_stays_approved(
+    demo_cluster, editor, approver, seeded_demo, method, path, status, body, content_type, message
+):
+    before = latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer(method, path, status, body, content_type)
+        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 3)
+        edit = apply_edit(edit=edit, user=approver)
+
+    assert edit.state == State.APPROVED
+    assert message in edit.error and edit.applied_via == ""
+    refused = edit.audit_events.get(action="apply-refused")
+    assert refused.details["error"] == edit.error
+    assert latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes == before
+
+
+def test_a_worker_failing_midway_is_settled_by_reading_the_topic_back(
+    demo_cluster, editor, approver, seeded_demo
+):
+    before = latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer("PATCH", AUDIT_OFFSETS, 500, {"message": "Failed to modify offsets"})
+        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 5)
+        edit = apply_edit(edit=edit, user=approver)
+
+    assert edit.state == State.FAILED
+    assert "Failed to modify offsets" in edit.error and "still hold their old value" in edit.error
+    assert edit.applied_via == "worker"
+    assert edit.audit_events.filter(action="reconciled").exists()
+    assert latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes == before
+
+
+def test_a_worker_whose_offsets_disagree_after_the_patch_fails_the_edit(
+    demo_cluster, editor, approver
+):
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer("PATCH", AUDIT_OFFSETS, 200, {"message": "altered"})
+        worker.answer("GET", AUDIT_OFFSETS, 200, {"offsets": []})
+        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 9)
+        edit = apply_edit(edit=edit, user=approver)
+
+    assert edit.state == State.FAILED
+    assert "GET /offsets shows" in edit.error and "the worker has null" in edit.error
+    assert applied_event(edit).details["verified"] is False
