@@ -1,10 +1,371 @@
-"""Move a connector to another cluster (KIP-980): stage, then create it there STOPPED with its offsets."""
+"""Move a connector to another cluster (KIP-980): stage, then create it there STOPPED with its
+offsets, verify them, and resume it there when an approver asks.
 
-from offsets.edits.outcome import release
-from offsets.models import OffsetEdit
+The connector on its own cluster is left STOPPED: deleting it there is the operator's call,
+once it runs on the target. Anything that fails after the create is rolled back (the offsets
+written are put back as the target held them, the connector is deleted there), so a move is
+done or not done, never half done.
+"""
+
+import json
+import logging
+import time
+
+from django.db import transaction
+
+from offsets.edits import audit, move_checks
+from offsets.edits.connector_control import control_connector
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    EditError,
+    EditForbidden,
+    EditInputError,
+    EditStateConflict,
+)
+from offsets.edits.outcome import fail, finish, release
+from offsets.edits.roles import can_approve, can_stage
+from offsets.formats import edit_rules, moves
+from offsets.formats.masking import mask_secrets, mask_text
+from offsets.kafka.connect_rest import (
+    ConnectAuthFailed,
+    ConnectBadRequest,
+    ConnectorUnknown,
+    ConnectRebalancing,
+    ConnectRest,
+    ConnectRestError,
+)
+from offsets.kafka.errors import KafkaUnavailable
+from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
+
+logger = logging.getLogger(__name__)
+
+State = OffsetEdit.State
+Action = AuditEvent.Action
+# A connector created STOPPED reaches the leader's view within a rebalance; its offsets can
+# only be written once the worker knows it is STOPPED with no tasks.
+SETTLE_SECONDS = 30.0
+POLL_SECONDS = 0.5
+
+
+def stage_move(
+    *, cluster: Cluster, connector: str, target: Cluster, user, secrets: dict, comment: str = ""
+) -> OffsetEdit:
+    """Stage moving `connector` from `cluster` to `target` as a draft with its diff against it.
+
+    Raises EditInputError (unfit target, secrets missing), EditStateConflict (the name exists
+    on the target, the connector is deleted), ConnectorNotFound, and the REST adapter's
+    errors when the target's worker cannot be asked.
+    """
+    if not can_stage(user):
+        raise EditForbidden("Staging a move needs the editor role (stage_offsetedit).")
+    side = move_checks.read_source_side(cluster=cluster, connector=connector)
+    move_checks.refuse_unfit_target(
+        move_checks.target_facts(
+            source=cluster, target=target, connector=connector, config=side.config
+        )
+    )
+    try:
+        config = moves.config_for_move(side.config, secrets)
+    except moves.MoveRuleError as exc:
+        raise EditInputError(str(exc), field="secrets") from None
+    with transaction.atomic():
+        edit = _create_edit(cluster, connector, target, user, comment, side, config, secrets)
+        rows = _change_rows(edit, side, target, config)
+        OffsetEditChange.objects.bulk_create(rows)
+        audit.record(
+            edit,
+            Action.STAGED,
+            user,
+            comment,
+            {
+                "strategy": edit.strategy,
+                "parameters": edit.parameters,
+                "target": target.name,
+                "config": mask_secrets(config),
+                "warnings": edit.warnings,
+                "changes": [audit.change_details(row) for row in rows],
+            },
+        )
+    return edit
+
+
+def _create_edit(cluster, connector, target, user, comment, side, config, secrets) -> OffsetEdit:
+    context = side.context
+    warnings = [
+        f"The connector is created on {target.name} STOPPED with these offsets; it stays "
+        f"STOPPED on {cluster.name}. Resume it on {target.name} from this page once applied, "
+        f"then delete it on {cluster.name}."
+    ]
+    if context.target_state != "STOPPED":
+        warnings.append(
+            f"The connector's target state on {cluster.name} is {context.target_state}: stop "
+            "it before applying (the lock check refuses otherwise)."
+        )
+    if not context.is_source and cluster.bootstrap_servers == target.bootstrap_servers:
+        warnings.append(
+            f"Both clusters use the same Kafka cluster: the sink's group {context.group_id} "
+            f"is the same group on {target.name}, so its offsets are already there."
+        )
+    return OffsetEdit.objects.create(
+        cluster=cluster,
+        connector=connector,
+        connector_type=context.type,
+        strategy=OffsetEdit.Strategy.MOVE,
+        # The names of the secrets supplied, never their values (those are in the config).
+        parameters={"target": target.name, "secrets_supplied": sorted(secrets)},
+        comment=comment,
+        created_by=user,
+        primary_topic=target.offsets_topic if context.is_source else "",
+        group_id="" if context.is_source else context.group_id,
+        warnings=warnings,
+        target_cluster=target,
+        connector_config=config,
+    )
+
+
+def _change_rows(edit, side, target, config) -> list[OffsetEditChange]:
+    """One row per partition: before = what the target holds now, after = the source's offset."""
+    if side.context.is_source:
+        there = move_checks.target_source_offsets(
+            target=target, connector=edit.connector, config=config
+        )
+        rows = []
+        for position, (key, record) in enumerate(sorted(side.records.items())):
+            before = there.get(record.partition_identity)
+            rows.append(
+                OffsetEditChange(
+                    edit=edit,
+                    position=position,
+                    partition=record.partition,
+                    key_bytes=key,
+                    before=None if before is None else before.offset,
+                    before_bytes=None if before is None else before.value_bytes,
+                    after=record.offset,
+                    after_bytes=record.value_bytes,
+                    is_new=before is None,
+                )
+            )
+        return rows
+    _, committed = move_checks.target_group_offsets(
+        target=target, connector=edit.connector, config=config
+    )
+    return [
+        OffsetEditChange(
+            edit=edit,
+            position=position,
+            partition={"kafka_topic": topic, "kafka_partition": partition},
+            topic=topic,
+            kafka_partition=partition,
+            before=None
+            if (topic, partition) not in committed
+            else {"kafka_offset": committed[(topic, partition)]},
+            after={"kafka_offset": offset},
+            is_new=(topic, partition) not in committed,
+        )
+        for position, ((topic, partition), offset) in enumerate(sorted(side.committed.items()))
+    ]
+
+
+def patch_entries(edit: OffsetEdit, *, restore: bool = False) -> list[dict]:
+    """The KIP-875 PATCH body's offsets: the move's (after), or the target's own (before)."""
+    entries = []
+    for change in edit.changes.all():
+        value = change.before if restore else change.after
+        if edit.is_source:
+            entries.append(moves.source_entry(change.partition, value))
+        else:
+            offset = None if value is None else int(value["kafka_offset"])
+            entries.append(moves.sink_entry(change.topic, change.kafka_partition, offset))
+    return entries
+
+
+# --- Apply --------------------------------------------------------------------------------------
 
 
 def apply_claimed(edit: OffsetEdit, user) -> OffsetEdit:
-    """Apply a claimed move edit (not built yet: gives the claim back)."""
-    release(edit, user, [], "Moving a connector is not available yet.")
+    """Lock-check a claimed move, create the connector on the target STOPPED, write, verify."""
+    checks = _check(edit, user)
+    if checks is None:
+        return edit
+    rest = ConnectRest.for_cluster(edit.target_cluster)
+    target = edit.target_cluster.name
+    try:
+        created = rest.create(edit.connector, edit.connector_config, initial_state="STOPPED")
+    except (ConnectBadRequest, ConnectRebalancing, ConnectAuthFailed) as exc:
+        # A clear refusal (invalid config, the name taken meanwhile): nothing was created.
+        release(edit, user, checks, f"{target} refused to create the connector: {exc.message}")
+        return edit
+    except ConnectRestError as exc:
+        return _create_in_doubt(edit, user, checks, rest, exc)
+    return _write_and_verify(edit, user, checks, rest, _without_config(created))
+
+
+def _check(edit: OffsetEdit, user) -> list[dict] | None:
+    """Run the move's lock check; None once a refusal or a conflict settled the edit."""
+    try:
+        results = move_checks.lock_checks(edit)
+    except (KafkaUnavailable, ConnectorNotFound, EditError) as exc:
+        release(edit, user, [], f"The lock check could not read the clusters: {exc}")
+        return None
+    except ConnectRestError as exc:
+        release(edit, user, [], f"The lock check could not ask the target's worker: {exc.message}")
+        return None
+    except Exception as exc:
+        # Nothing has been written yet: give the claim back rather than strand the edit.
+        logger.exception("Lock check of move %s failed", edit.pk)
+        release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
+        return None
+    checks = [check.as_dict() for check in results]
+    failed = [check for check in results if not check.passed]
+    moved = [check for check in failed if check.name == edit_rules.NOTHING_MOVED]
+    if moved:
+        finish(edit, State.CONFLICT, Action.CONFLICT, user, checks=checks, error=moved[0].message)
+        return None
+    if failed:
+        refused = "; ".join(check.message for check in failed)
+        release(edit, user, checks, f"The lock check refused the move: {refused}")
+        return None
+    OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
+    return checks
+
+
+def _create_in_doubt(edit, user, checks, rest: ConnectRest, exc: ConnectRestError) -> OffsetEdit:
+    """The create got no clear answer: the connector may exist on the target now."""
+    message = f"Creating the connector on {edit.target_cluster.name} failed: {exc.message}"
+    try:
+        exists = rest.exists(edit.connector)
+    except ConnectRestError as check_error:
+        return fail(
+            edit,
+            user,
+            checks,
+            f"{message}. Whether it exists there could not be read ({check_error.message}): "
+            f"check {edit.target_cluster.name} and delete {edit.connector} there if it does.",
+            {"created": "unknown", "rolled_back": False},
+        )
+    if not exists:
+        release(edit, user, checks, f"{message}. It does not exist there: nothing was written.")
+        return edit
+    # The lock check found no connector of that name a moment ago: this one is the move's.
+    return _roll_back(edit, user, checks, rest, message, patched=False)
+
+
+def _write_and_verify(edit, user, checks, rest: ConnectRest, created: dict) -> OffsetEdit:
+    entries = patch_entries(edit)
+    patched = False
+    try:
+        _wait_until_stopped(rest, edit.connector)
+        patched = True  # from here the PATCH may have landed, even when it raises
+        answer = _patch(rest, edit.connector, entries) if entries else None
+        problem = moves.compare_offsets(entries, rest.offsets(edit.connector))
+    except (ConnectRestError, moves.MoveRuleError) as exc:
+        text = exc.message if isinstance(exc, ConnectRestError) else str(exc)
+        return _roll_back(edit, user, checks, rest, f"Writing the offsets failed: {text}", patched)
+    if problem is not None:
+        return _roll_back(edit, user, checks, rest, problem, patched)
+    OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+        applied_via=OffsetEdit.AppliedVia.WORKER
+    )
+    extra = {
+        "target": edit.target_cluster.name,
+        "created": created,
+        "patch_answer": _masked(answer),
+        "verified": True,
+        "verification": f"GET /connectors/{edit.connector}/offsets on "
+        f"{edit.target_cluster.name} holds exactly the {len(entries)} offset(s) written.",
+    }
+    return finish(edit, State.APPLIED, Action.APPLIED, user, checks=checks, extra=extra)
+
+
+def _wait_until_stopped(rest: ConnectRest, connector: str) -> None:
+    """Wait until the target's worker reports the new connector STOPPED with no tasks."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    seen = "no status yet"
+    while time.monotonic() < deadline:
+        try:
+            status = rest.status(connector)
+        except (ConnectorUnknown, ConnectRebalancing):
+            status = None
+        if status is not None and status.is_stopped:
+            return
+        if status is not None:
+            seen = f"{status.state} with {len(status.tasks)} task(s)"
+        time.sleep(POLL_SECONDS)
+    raise moves.MoveRuleError(
+        f"The connector created on the target is not STOPPED after {SETTLE_SECONDS:.0f} s ({seen})."
+    )
+
+
+def _patch(rest: ConnectRest, connector: str, entries: list[dict]) -> dict:
+    """PATCH the offsets, again while the workers are still rebalancing after the create."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        try:
+            return rest.alter_offsets(connector, entries)
+        except ConnectRebalancing:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(POLL_SECONDS)
+
+
+def _roll_back(edit, user, checks, rest: ConnectRest, message: str, patched: bool) -> OffsetEdit:
+    """Undo the move on the target: its offsets back as they were, then delete the connector."""
+    target = edit.target_cluster.name
+    steps = []
+    try:
+        if patched and edit.changes.exists():
+            _patch(rest, edit.connector, patch_entries(edit, restore=True))
+            steps.append(f"the offsets on {target} were put back as they were")
+        rest.delete(edit.connector)
+        steps.append(f"the connector was deleted on {target}")
+        rolled_back = True
+    except ConnectRestError as exc:
+        steps.append(
+            f"ROLLING BACK FAILED ({exc.message}): delete {edit.connector} on {target} by "
+            "hand, and check its offsets there"
+        )
+        rolled_back = False
+    outcome = "; ".join(steps)
+    return fail(
+        edit,
+        user,
+        checks,
+        f"{message} Rolled back: {outcome}." if rolled_back else f"{message} {outcome}.",
+        {"target": target, "rolled_back": rolled_back, "rollback": outcome},
+    )
+
+
+def _without_config(answer) -> dict:
+    """The create's answer minus the config it echoes (it holds the supplied secrets)."""
+    if not isinstance(answer, dict):
+        return {}
+    return {key: value for key, value in answer.items() if key != "config"}
+
+
+def _masked(answer) -> str:
+    return "" if answer is None else mask_text(json.dumps(answer))
+
+
+# --- Resume on the target -----------------------------------------------------------------------
+
+
+def can_resume_on_target(edit: OffsetEdit) -> bool:
+    return edit.is_move and edit.state == State.APPLIED and edit.target_cluster_id is not None
+
+
+def resume_on_target(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
+    """Resume an applied move's connector on its target (approvers), audited there."""
+    if not can_approve(user):
+        raise EditForbidden("Resuming a moved connector needs the approver role.")
+    if not can_resume_on_target(edit):
+        raise EditStateConflict(f"Edit #{edit.pk} is not an applied move: nothing to resume.")
+    outcome = control_connector(
+        cluster=edit.target_cluster,
+        connector=edit.connector,
+        action="resume",
+        user=user,
+        comment=comment or f"Resumes the connector moved by edit #{edit.pk}.",
+    )
+    if not outcome.ok:
+        raise EditStateConflict(outcome.message)
     return edit

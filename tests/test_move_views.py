@@ -1,0 +1,109 @@
+"""The move's page and API without a broker: roles, the applied move's page, and resuming on
+the target through a fake worker (its errors answered, never a 500)."""
+
+import pytest
+
+from offsets.edits import connector_control
+from offsets.models import AuditEvent, Cluster, OffsetEdit
+from tests.fake_connect_worker import FakeWorker
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "moved-secret-9c2e"
+
+
+@pytest.fixture(autouse=True)
+def _fast_polls(monkeypatch):
+    monkeypatch.setattr(connector_control, "POLL_SECONDS", 0.05)
+
+
+@pytest.fixture
+def worker():
+    with FakeWorker() as fake:
+        yield fake
+
+
+@pytest.fixture
+def clusters(worker) -> tuple[Cluster, Cluster]:
+    source = Cluster.objects.create(name="a", bootstrap_servers="127.0.0.1:1")
+    target = Cluster.objects.create(
+        name="b", bootstrap_servers="127.0.0.1:1", connect_url=worker.url
+    )
+    return source, target
+
+
+def move_edit(clusters, editor, state: str) -> OffsetEdit:
+    source, target = clusters
+    return OffsetEdit.objects.create(
+        cluster=source,
+        connector="orders",
+        connector_type="source",
+        strategy="move",
+        state=state,
+        created_by=editor,
+        target_cluster=target,
+        connector_config={"connector.class": "x.Source", "db.password": SECRET},
+    )
+
+
+def test_viewers_may_not_stage_a_move(client, user, clusters):
+    client.force_login(user)
+    assert client.get("/clusters/a/connectors/orders/move/").status_code == 403
+    response = client.post(
+        "/api/v1/clusters/a/connectors/orders/move/", {"target": "b"}, "application/json"
+    )
+    assert response.status_code == 403
+
+
+def test_an_unknown_target_is_a_bad_input(client, editor, clusters):
+    client.force_login(editor)
+    response = client.post(
+        "/api/v1/clusters/a/connectors/orders/move/", {"target": "nope"}, "application/json"
+    )
+    assert response.status_code == 400 and "No cluster 'nope'" in response.json()["target"][0]
+
+
+def test_an_applied_move_page_offers_the_resume_to_approvers_only(
+    client, editor, approver, clusters
+):
+    edit = move_edit(clusters, editor, "applied")
+    client.force_login(approver)
+    page = client.get(f"/clusters/a/edits/{edit.pk}/").content.decode()
+    assert "Resume on b" in page and "Moves to" in page
+    assert SECRET not in page and "db.password" in page
+    client.force_login(editor)
+    assert "Resume on b" not in client.get(f"/clusters/a/edits/{edit.pk}/").content.decode()
+    assert client.post(f"/api/v1/edits/{edit.pk}/resume-target/").status_code == 403
+
+
+def test_resume_on_the_target_is_audited_there(client, editor, approver, clusters, worker):
+    edit = move_edit(clusters, editor, "applied")
+    worker.connector("orders", "orders", state="STOPPED")
+    client.force_login(approver)
+    response = client.post(f"/api/v1/edits/{edit.pk}/resume-target/", {"comment": "go"})
+    assert response.status_code == 200, response.content
+    assert response.json()["target_cluster"] == "b"
+    assert SECRET not in response.content.decode()
+    assert ("PUT", "/connectors/orders/resume") in [
+        (r["method"], r["path"]) for r in worker.requests
+    ]
+    event = AuditEvent.objects.get(cluster=clusters[1], connector="orders")
+    assert (event.action, event.comment) == ("resumed", "go")
+
+
+def test_resume_needs_an_applied_move_and_a_worker_that_answers(
+    client, editor, approver, clusters, worker
+):
+    client.force_login(approver)
+    draft = move_edit(clusters, editor, "draft")
+    conflict = client.post(f"/api/v1/edits/{draft.pk}/resume-target/")
+    assert conflict.status_code == 409 and "not an applied move" in conflict.json()["detail"]
+    applied = move_edit(clusters, editor, "approved")
+    OffsetEdit.objects.filter(pk=applied.pk).update(state="applied")
+    worker.answer("PUT", "/connectors/orders/resume", 200, b"<html>proxy</html>", "text/html")
+    html = client.post(f"/api/v1/edits/{applied.pk}/resume-target/")
+    assert html.status_code == 502 and "answered HTML" in html.json()["detail"]
+    page = client.post(
+        f"/clusters/a/edits/{applied.pk}/resume-target/", headers={"HX-Request": "true"}
+    )
+    assert page.status_code == 502 and "answered HTML" in page.content.decode()
