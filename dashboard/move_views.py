@@ -17,8 +17,8 @@ from offsets.edits.errors import (
     EditInputError,
     EditStateConflict,
 )
-from offsets.edits.move import stage_move
 from offsets.edits.move_checks import source_config
+from offsets.edits.move_staging import stage_move
 from offsets.edits.roles import can_stage
 from offsets.formats.masking import mask_secrets
 from offsets.formats.moves import kept_references, secret_keys

@@ -77,7 +77,7 @@ class FakeWorker:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_PUT = do_POST = do_DELETE = _serve
+            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -1,6 +1,8 @@
 """The move's page and API without a broker: roles, the applied move's page, and resuming on
 the target through a fake worker (its errors answered, never a 500)."""
 
+import json
+
 import pytest
 
 from offsets.edits import connector_control
@@ -107,3 +109,114 @@ def test_resume_needs_an_applied_move_and_a_worker_that_answers(
         f"/clusters/a/edits/{applied.pk}/resume-target/", headers={"HX-Request": "true"}
     )
     assert page.status_code == 502 and "answered HTML" in page.content.decode()
+
+
+# --- Apply and reconcile against a fake target (the source side's checks stubbed) -------------
+
+ENTRY = {"partition": {"filename": "/f"}, "offset": {"position": 8}}
+
+
+@pytest.fixture
+def claimed_move(clusters, editor, approver, monkeypatch):
+    """An approved source move of one partition whose source-side lock check passes."""
+    from offsets.edits import move, move_checks
+    from offsets.formats.edit_rules import CheckResult
+    from offsets.models import OffsetEditChange
+
+    monkeypatch.setattr(move, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr(
+        move_checks, "lock_checks", lambda edit: [CheckResult("connector-stopped", True, "ok")]
+    )
+    edit = move_edit(clusters, editor, "approved")
+    OffsetEditChange.objects.create(
+        edit=edit,
+        position=0,
+        partition=ENTRY["partition"],
+        key_bytes=b'["orders",{"filename":"/f"}]',
+        after=ENTRY["offset"],
+        after_bytes=b'{"position":8}',
+        is_new=True,
+    )
+    return edit
+
+
+def stopped_on_target(worker) -> None:
+    """The target's status of the created connector: STOPPED with no tasks, as KIP-875 wants."""
+    status = {"name": "orders", "connector": {"state": "STOPPED"}, "tasks": [], "type": "source"}
+    worker.answer("GET", "/connectors/orders/status", 200, status)
+
+
+def requests(worker) -> list[tuple[str, str]]:
+    return [(r["method"], r["path"]) for r in worker.requests]
+
+
+def apply(edit, approver):
+    from offsets.edits.apply import apply_edit
+
+    return apply_edit(edit=edit, user=approver)
+
+
+def test_a_create_the_target_refuses_gives_the_claim_back(claimed_move, approver, worker):
+    worker.answer("POST", "/connectors", 400, {"error_code": 400, "message": "bad config"})
+    edit = apply(claimed_move, approver)
+    assert edit.state == "approved" and "bad config" in edit.error
+    assert ("DELETE", "/connectors/orders") not in requests(worker)
+
+
+def test_a_create_in_doubt_that_created_it_is_rolled_back(claimed_move, approver, worker):
+    worker.answer("POST", "/connectors", 500, {"error_code": 500, "message": "timed out"})
+    stopped_on_target(worker)
+    worker.answer("DELETE", "/connectors/orders", 204, b"")
+    edit = apply(claimed_move, approver)
+    assert edit.state == "failed" and "Rolled back" in edit.error, edit.error
+    assert ("DELETE", "/connectors/orders") in requests(worker)
+    assert ("PATCH", "/connectors/orders/offsets") not in requests(worker)
+
+
+def test_offsets_read_back_wrong_restore_the_target_and_delete(claimed_move, approver, worker):
+    worker.answer("POST", "/connectors", 201, {"name": "orders", "config": {"db.password": "x"}})
+    stopped_on_target(worker)
+    worker.answer("PATCH", "/connectors/orders/offsets", 200, {"message": "altered"})
+    worker.answer("GET", "/connectors/orders/offsets", 200, {"offsets": []})
+    worker.answer("DELETE", "/connectors/orders", 204, b"")
+    edit = apply(claimed_move, approver)
+    assert edit.state == "failed" and "1 missing" in edit.error, edit.error
+    patches = [r["body"] for r in worker.requests if r["method"] == "PATCH"]
+    assert [json.loads(body) for body in patches] == [
+        {"offsets": [ENTRY]},
+        {"offsets": [{**ENTRY, "offset": None}]},
+    ]
+    assert requests(worker)[-1] == ("DELETE", "/connectors/orders")
+
+
+def test_a_verified_move_is_applied_through_the_worker(claimed_move, approver, worker):
+    worker.answer("POST", "/connectors", 201, {"name": "orders", "config": {"db.password": "x"}})
+    stopped_on_target(worker)
+    worker.answer("PATCH", "/connectors/orders/offsets", 200, {"message": "altered"})
+    worker.answer("GET", "/connectors/orders/offsets", 200, {"offsets": [ENTRY]})
+    edit = apply(claimed_move, approver)
+    assert (edit.state, edit.applied_via) == ("applied", "worker"), edit.error
+    created = json.loads(next(r["body"] for r in worker.requests if r["method"] == "POST"))
+    assert created["initial_state"] == "STOPPED"
+    assert created["config"]["db.password"] == SECRET
+    details = edit.audit_events.get(action="applied").details
+    assert "config" not in details["created"] and details["verified"] is True
+    assert ("DELETE", "/connectors/orders") not in requests(worker)
+
+
+@pytest.mark.parametrize(
+    ("exists", "offsets", "state"),
+    [(True, [ENTRY], "applied"), (False, None, "failed"), (True, [], "failed")],
+)
+def test_a_stuck_move_is_reconciled_from_the_target(
+    claimed_move, approver, worker, exists, offsets, state
+):
+    from offsets.edits.reconcile import reconcile
+
+    OffsetEdit.objects.filter(pk=claimed_move.pk).update(state="applying")
+    if exists:
+        stopped_on_target(worker)
+        worker.answer("GET", "/connectors/orders/offsets", 200, {"offsets": offsets})
+    edit = reconcile(claimed_move, approver)
+    assert edit.state == state, edit.error
+    assert not [r for r in worker.requests if r["method"] != "GET"]

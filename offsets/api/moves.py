@@ -20,7 +20,8 @@ from offsets.api.edits import (
 )
 from offsets.api.errors import errors
 from offsets.api.parsers import JSONParser
-from offsets.edits.move import resume_on_target, stage_move
+from offsets.edits.move import resume_on_target
+from offsets.edits.move_staging import stage_move
 from offsets.edits.roles import can_stage
 from offsets.formats.masking import mask_secrets
 from offsets.kafka.connect_rest import ConnectRestError

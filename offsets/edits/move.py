@@ -1,5 +1,5 @@
-"""Move a connector to another cluster (KIP-980): stage, then create it there STOPPED with its
-offsets, verify them, and resume it there when an approver asks.
+"""Apply a staged move (KIP-980): create the connector on the target STOPPED, write its offsets
+(KIP-875 PATCH), verify them, and resume it there when an approver asks.
 
 The connector on its own cluster is left STOPPED: deleting it there is the operator's call,
 once it runs on the target. Anything that fails after the create is rolled back (the offsets
@@ -11,21 +11,18 @@ import json
 import logging
 import time
 
-from django.db import transaction
-
-from offsets.edits import audit, move_checks
+from offsets.edits import move_checks
 from offsets.edits.connector_control import control_connector
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditError,
     EditForbidden,
-    EditInputError,
     EditStateConflict,
 )
 from offsets.edits.outcome import fail, finish, release
-from offsets.edits.roles import can_approve, can_stage
+from offsets.edits.roles import can_approve
 from offsets.formats import edit_rules, moves
-from offsets.formats.masking import mask_secrets, mask_text
+from offsets.formats.masking import mask_text
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
     ConnectBadRequest,
@@ -35,7 +32,7 @@ from offsets.kafka.connect_rest import (
     ConnectRestError,
 )
 from offsets.kafka.errors import KafkaUnavailable
-from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
+from offsets.models import AuditEvent, OffsetEdit
 
 logger = logging.getLogger(__name__)
 
@@ -45,125 +42,6 @@ Action = AuditEvent.Action
 # only be written once the worker knows it is STOPPED with no tasks.
 SETTLE_SECONDS = 30.0
 POLL_SECONDS = 0.5
-
-
-def stage_move(
-    *, cluster: Cluster, connector: str, target: Cluster, user, secrets: dict, comment: str = ""
-) -> OffsetEdit:
-    """Stage moving `connector` from `cluster` to `target` as a draft with its diff against it.
-
-    Raises EditInputError (unfit target, secrets missing), EditStateConflict (the name exists
-    on the target, the connector is deleted), ConnectorNotFound, and the REST adapter's
-    errors when the target's worker cannot be asked.
-    """
-    if not can_stage(user):
-        raise EditForbidden("Staging a move needs the editor role (stage_offsetedit).")
-    side = move_checks.read_source_side(cluster=cluster, connector=connector)
-    move_checks.refuse_unfit_target(
-        move_checks.target_facts(
-            source=cluster, target=target, connector=connector, config=side.config
-        )
-    )
-    try:
-        config = moves.config_for_move(side.config, secrets)
-    except moves.MoveRuleError as exc:
-        raise EditInputError(str(exc), field="secrets") from None
-    with transaction.atomic():
-        edit = _create_edit(cluster, connector, target, user, comment, side, config, secrets)
-        rows = _change_rows(edit, side, target, config)
-        OffsetEditChange.objects.bulk_create(rows)
-        audit.record(
-            edit,
-            Action.STAGED,
-            user,
-            comment,
-            {
-                "strategy": edit.strategy,
-                "parameters": edit.parameters,
-                "target": target.name,
-                "config": mask_secrets(config),
-                "warnings": edit.warnings,
-                "changes": [audit.change_details(row) for row in rows],
-            },
-        )
-    return edit
-
-
-def _create_edit(cluster, connector, target, user, comment, side, config, secrets) -> OffsetEdit:
-    context = side.context
-    warnings = [
-        f"The connector is created on {target.name} STOPPED with these offsets; it stays "
-        f"STOPPED on {cluster.name}. Resume it on {target.name} from this page once applied, "
-        f"then delete it on {cluster.name}."
-    ]
-    if context.target_state != "STOPPED":
-        warnings.append(
-            f"The connector's target state on {cluster.name} is {context.target_state}: stop "
-            "it before applying (the lock check refuses otherwise)."
-        )
-    if not context.is_source and cluster.bootstrap_servers == target.bootstrap_servers:
-        warnings.append(
-            f"Both clusters use the same Kafka cluster: the sink's group {context.group_id} "
-            f"is the same group on {target.name}, so its offsets are already there."
-        )
-    return OffsetEdit.objects.create(
-        cluster=cluster,
-        connector=connector,
-        connector_type=context.type,
-        strategy=OffsetEdit.Strategy.MOVE,
-        # The names of the secrets supplied, never their values (those are in the config).
-        parameters={"target": target.name, "secrets_supplied": sorted(secrets)},
-        comment=comment,
-        created_by=user,
-        primary_topic=target.offsets_topic if context.is_source else "",
-        group_id="" if context.is_source else context.group_id,
-        warnings=warnings,
-        target_cluster=target,
-        connector_config=config,
-    )
-
-
-def _change_rows(edit, side, target, config) -> list[OffsetEditChange]:
-    """One row per partition: before = what the target holds now, after = the source's offset."""
-    if side.context.is_source:
-        there = move_checks.target_source_offsets(
-            target=target, connector=edit.connector, config=config
-        )
-        rows = []
-        for position, (key, record) in enumerate(sorted(side.records.items())):
-            before = there.get(record.partition_identity)
-            rows.append(
-                OffsetEditChange(
-                    edit=edit,
-                    position=position,
-                    partition=record.partition,
-                    key_bytes=key,
-                    before=None if before is None else before.offset,
-                    before_bytes=None if before is None else before.value_bytes,
-                    after=record.offset,
-                    after_bytes=record.value_bytes,
-                    is_new=before is None,
-                )
-            )
-        return rows
-    _, committed = move_checks.target_group_offsets(
-        target=target, connector=edit.connector, config=config
-    )
-    return [
-        OffsetEditChange(
-            edit=edit,
-            position=position,
-            partition={"kafka_topic": topic, "kafka_partition": partition},
-            topic=topic,
-            kafka_partition=partition,
-            before=None
-            if (topic, partition) not in committed
-            else {"kafka_offset": committed[(topic, partition)]},
-            after={"kafka_offset": offset},
-            is_new=(topic, partition) not in committed,
-        )
-        for position, ((topic, partition), offset) in enumerate(sorted(side.committed.items()))
-    ]
 
 
 def patch_entries(edit: OffsetEdit, *, restore: bool = False) -> list[dict]:
@@ -316,8 +194,11 @@ def _roll_back(edit, user, checks, rest: ConnectRest, message: str, patched: boo
         if patched and edit.changes.exists():
             _patch(rest, edit.connector, patch_entries(edit, restore=True))
             steps.append(f"the offsets on {target} were put back as they were")
-        rest.delete(edit.connector)
-        steps.append(f"the connector was deleted on {target}")
+        try:
+            rest.delete(edit.connector)
+            steps.append(f"the connector was deleted on {target}")
+        except ConnectorUnknown:
+            steps.append(f"the connector is not on {target} (any more)")
         rolled_back = True
     except ConnectRestError as exc:
         steps.append(
@@ -344,6 +225,35 @@ def _without_config(answer) -> dict:
 
 def _masked(answer) -> str:
     return "" if answer is None else mask_text(json.dumps(answer))
+
+
+def reconcile_claimed(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> OffsetEdit:
+    """Settle a move stuck in "applying" from what the target holds (its apply died).
+
+    Applied when the target has the connector STOPPED with exactly the move's offsets; failed
+    when it has no connector of that name (nothing is left there); failed with what to check
+    when it has one with other offsets (left for a person: it may be someone else's by now).
+    Raises KafkaUnavailable when the target's worker cannot be asked: the edit stays applying.
+    """
+    rest = ConnectRest.for_cluster(edit.target_cluster)
+    target = edit.target_cluster.name
+    try:
+        if not rest.exists(edit.connector):
+            state, why = State.FAILED, f"{error} {target} has no {edit.connector}: nothing is left"
+            details = {"reconciled": f"{target} has no connector {edit.connector}."}
+        else:
+            problem = moves.compare_offsets(patch_entries(edit), rest.offsets(edit.connector))
+            state = State.APPLIED if problem is None else State.FAILED
+            why = (
+                "" if problem is None else f"{error} {problem} Check {edit.connector} on {target}."
+            )
+            details = {"reconciled": problem or f"{target} holds the move's offsets."}
+    except (ConnectRestError, moves.MoveRuleError) as exc:
+        text = exc.message if isinstance(exc, ConnectRestError) else str(exc)
+        raise KafkaUnavailable(f"The worker of {target} could not be read: {text}") from exc
+    return finish(
+        edit, state, Action.RECONCILED, user, comment=comment, error=why.strip(), extra=details
+    )
 
 
 # --- Resume on the target -----------------------------------------------------------------------
