@@ -163,6 +163,15 @@ def test_a_create_the_target_refuses_gives_the_claim_back(claimed_move, approver
     assert ("DELETE", "/connectors/orders") not in requests(worker)
 
 
+def test_a_name_taken_between_the_check_and_the_create_is_said_so(claimed_move, approver, worker):
+    message = {"error_code": 409, "message": "Connector orders already exists"}
+    worker.answer("POST", "/connectors", 409, message)
+    edit = apply(claimed_move, approver)
+    assert edit.state == "approved" and "already has a connector named 'orders'" in edit.error
+    assert "rebalancing" not in edit.error.split("The worker said")[0]
+    assert ("DELETE", "/connectors/orders") not in requests(worker)
+
+
 def test_a_create_in_doubt_that_created_it_is_rolled_back(claimed_move, approver, worker):
     worker.answer("POST", "/connectors", 500, {"error_code": 500, "message": "timed out"})
     stopped_on_target(worker)

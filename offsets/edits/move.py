@@ -71,11 +71,21 @@ def apply_claimed(edit: OffsetEdit, user) -> OffsetEdit:
         created = rest.create(edit.connector, edit.connector_config, initial_state="STOPPED")
     except (ConnectBadRequest, ConnectRebalancing, ConnectAuthFailed) as exc:
         # A clear refusal (invalid config, the name taken meanwhile): nothing was created.
-        release(edit, user, checks, f"{target} refused to create the connector: {exc.message}")
+        release(edit, user, checks, _create_refused(target, edit.connector, exc))
         return edit
     except ConnectRestError as exc:
         return _create_in_doubt(edit, user, checks, rest, exc)
     return _write_and_verify(edit, user, checks, rest, _without_config(created))
+
+
+def _create_refused(target: str, connector: str, exc: ConnectRestError) -> str:
+    # Connect answers 409 both while rebalancing and for a name that exists: say which.
+    if exc.status == 409 and "already exists" in exc.message:
+        return (
+            f"{target} already has a connector named {connector!r} (created since the lock "
+            f"check): nothing was created. The worker said: {exc.message}"
+        )
+    return f"{target} refused to create the connector: {exc.message}"
 
 
 def _check(edit: OffsetEdit, user) -> list[dict] | None:
