@@ -229,3 +229,12 @@ def test_a_stuck_move_is_reconciled_from_the_target(
     edit = reconcile(claimed_move, approver)
     assert edit.state == state, edit.error
     assert not [r for r in worker.requests if r["method"] != "GET"]
+
+
+def test_the_admin_shows_a_moves_config_masked(client, django_user_model, editor, clusters):
+    edit = move_edit(clusters, editor, "applied")
+    admin = django_user_model.objects.create_superuser("root", password="root-password")
+    client.force_login(admin)
+    page = client.get(f"/admin/offsets/offsetedit/{edit.pk}/change/")
+    assert page.status_code == 200
+    assert SECRET not in page.content.decode() and "db.password" in page.content.decode()
