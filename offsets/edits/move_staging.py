@@ -56,21 +56,14 @@ def stage_move(
 
 def _create_edit(cluster, connector, target, user, comment, side, config, secrets) -> OffsetEdit:
     context = side.context
-    warnings = [
-        f"The connector is created on {target.name} STOPPED with these offsets; it stays "
-        f"STOPPED on {cluster.name}. Resume it on {target.name} from this page once applied, "
-        f"then delete it on {cluster.name}."
-    ]
-    if context.target_state != "STOPPED":
-        warnings.append(
-            f"The connector's target state on {cluster.name} is {context.target_state}: stop "
-            "it before applying (the lock check refuses otherwise)."
-        )
-    if not context.is_source and cluster.bootstrap_servers == target.bootstrap_servers:
-        warnings.append(
-            f"Both clusters use the same Kafka cluster: the sink's group {context.group_id} "
-            f"is the same group on {target.name}, so its offsets are already there."
-        )
+    warnings = moves.move_warnings(
+        source=cluster.name,
+        target=target.name,
+        is_source=context.is_source,
+        target_state=context.target_state,
+        group_id=context.group_id,
+        same_kafka=_same_kafka(cluster, target),
+    )
     return OffsetEdit.objects.create(
         cluster=cluster,
         connector=connector,
@@ -129,3 +122,12 @@ def _change_rows(edit, side, target, config) -> list[OffsetEditChange]:
         )
         for position, ((topic, partition), offset) in enumerate(sorted(side.committed.items()))
     ]
+
+
+def _same_kafka(cluster: Cluster, target: Cluster) -> bool:
+    """Whether both clusters name the same bootstrap servers (in any order)."""
+
+    def servers(value: str) -> set[str]:
+        return {part.strip() for part in value.split(",") if part.strip()}
+
+    return servers(cluster.bootstrap_servers) == servers(target.bootstrap_servers)

@@ -110,6 +110,42 @@ def target_problems(facts: TargetFacts) -> list[str]:
     return problems
 
 
+def move_warnings(
+    *,
+    source: str,
+    target: str,
+    is_source: bool,
+    target_state: str | None,
+    group_id: str,
+    same_kafka: bool,
+) -> list[str]:
+    """What the diff of a move warns about, for the reviewer."""
+    warnings = [
+        f"The connector is created on {target} STOPPED with these offsets; it stays STOPPED "
+        f"on {source}. Resume it on {target} from this page once applied, then delete it on "
+        f"{source}."
+    ]
+    if target_state != "STOPPED":
+        warnings.append(
+            f"The connector's target state on {source} is {target_state or 'unknown'}: stop it "
+            "before applying (the lock check refuses otherwise)."
+        )
+    if is_source:
+        return warnings
+    if same_kafka:
+        warnings.append(
+            f"Both clusters use the same Kafka cluster: the sink's group {group_id} is the "
+            f"same group on {target}, so its offsets are already there."
+        )
+    else:
+        warnings.append(
+            f"{target} uses another Kafka cluster: the sink's offsets are copied as numbers, "
+            "which name the same records only if its topics hold the same records at the same "
+            "offsets (MirrorMaker 2 replicas do not: translate offsets with its checkpoints)."
+        )
+    return warnings
+
+
 def source_entry(partition: JsonMap, offset: JsonMap | None) -> JsonMap:
     """One KIP-875 PATCH entry of a source partition (a None offset deletes it)."""
     return {"partition": partition, "offset": offset}

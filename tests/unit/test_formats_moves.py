@@ -9,6 +9,7 @@ from offsets.formats.moves import (
     compare_offsets,
     config_for_move,
     kept_references,
+    move_warnings,
     offsets_map,
     secret_keys,
     sink_entry,
@@ -147,3 +148,23 @@ def test_offsets_map_keys_are_canonical():
     assert offsets_map([{"partition": {"b": 1, "a": 2}, "offset": None}], "x") == {
         '{"a": 2, "b": 1}': "null"
     }
+
+
+def warnings_of(**changes) -> list[str]:
+    base = {
+        "source": "a",
+        "target": "b",
+        "is_source": False,
+        "target_state": "STOPPED",
+        "group_id": "connect-s",
+        "same_kafka": True,
+    }
+    return move_warnings(**{**base, **changes})
+
+
+def test_the_warnings_say_what_a_reviewer_must_know():
+    # A stopped source: only where it goes and what to do after.
+    assert len(warnings_of(is_source=True, same_kafka=False)) == 1
+    assert "is RUNNING: stop it" in warnings_of(target_state="RUNNING")[1]
+    assert "same group on b" in warnings_of()[-1]
+    assert "another Kafka cluster" in warnings_of(same_kafka=False)[-1]
