@@ -228,6 +228,7 @@ def test_a_stuck_move_is_reconciled_from_the_target(
         worker.answer("GET", "/connectors/orders/offsets", 200, {"offsets": offsets})
     edit = reconcile(claimed_move, approver)
     assert edit.state == state, edit.error
+    assert edit.applied_via == ("worker" if state == "applied" else "")
     assert not [r for r in worker.requests if r["method"] != "GET"]
 
 
@@ -238,3 +239,10 @@ def test_the_admin_shows_a_moves_config_masked(client, django_user_model, editor
     page = client.get(f"/admin/offsets/offsetedit/{edit.pk}/change/")
     assert page.status_code == 200
     assert SECRET not in page.content.decode() and "db.password" in page.content.decode()
+
+
+def test_a_source_cluster_that_cannot_be_read_is_a_503_page(client, editor, clusters, settings):
+    settings.KAFKA_READ_TIMEOUT = 1
+    client.force_login(editor)
+    page = client.get("/clusters/a/connectors/orders/move/")
+    assert page.status_code == 503 and "could not be read" in page.content.decode()

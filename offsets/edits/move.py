@@ -261,6 +261,10 @@ def reconcile_claimed(edit: OffsetEdit, user, *, error: str = "", comment: str =
     except (ConnectRestError, moves.MoveRuleError) as exc:
         text = exc.message if isinstance(exc, ConnectRestError) else str(exc)
         raise KafkaUnavailable(f"The worker of {target} could not be read: {text}") from exc
+    if state == State.APPLIED:
+        OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
+            applied_via=OffsetEdit.AppliedVia.WORKER
+        )
     return finish(
         edit, state, Action.RECONCILED, user, comment=comment, error=why.strip(), extra=details
     )

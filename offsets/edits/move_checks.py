@@ -137,7 +137,7 @@ def lock_checks(edit: OffsetEdit) -> list[CheckResult]:
     checks = [side.context.stopped_check()]
     if not side.context.is_source:
         group = groups.describe_group(
-            LiveReader(edit.cluster).kafka,
+            edit.cluster.kafka_settings(),
             side.context.group_id,
             timeout=settings.KAFKA_READ_TIMEOUT,
         )
