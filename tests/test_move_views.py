@@ -246,3 +246,22 @@ def test_a_source_cluster_that_cannot_be_read_is_a_503_page(client, editor, clus
     client.force_login(editor)
     page = client.get("/clusters/a/connectors/orders/move/")
     assert page.status_code == 503 and "could not be read" in page.content.decode()
+
+
+def test_an_unexpected_error_after_the_create_rolls_back(
+    claimed_move, approver, worker, monkeypatch
+):
+    from offsets.edits import move
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(move.moves, "compare_offsets", broken)
+    worker.answer("POST", "/connectors", 201, {"name": "orders"})
+    stopped_on_target(worker)
+    worker.answer("PATCH", "/connectors/orders/offsets", 200, {"message": "altered"})
+    worker.answer("GET", "/connectors/orders/offsets", 200, {"offsets": [ENTRY]})
+    worker.answer("DELETE", "/connectors/orders", 204, b"")
+    edit = apply(claimed_move, approver)
+    assert edit.state == "failed" and "unexpectedly: a bug. Rolled back" in edit.error
+    assert requests(worker)[-1] == ("DELETE", "/connectors/orders")

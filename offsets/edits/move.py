@@ -119,7 +119,8 @@ def _check(edit: OffsetEdit, user) -> list[dict] | None:
 
 def _create_in_doubt(edit, user, checks, rest: ConnectRest, exc: ConnectRestError) -> OffsetEdit:
     """The create got no clear answer: the connector may exist on the target now."""
-    message = f"Creating the connector on {edit.target_cluster.name} failed: {exc.message}"
+    said = exc.message.rstrip(". ")
+    message = f"Creating the connector on {edit.target_cluster.name} failed: {said}"
     try:
         exists = rest.exists(edit.connector)
     except ConnectRestError as check_error:
@@ -149,6 +150,10 @@ def _write_and_verify(edit, user, checks, rest: ConnectRest, created: dict) -> O
     except (ConnectRestError, moves.MoveRuleError) as exc:
         text = exc.message if isinstance(exc, ConnectRestError) else str(exc)
         return _roll_back(edit, user, checks, rest, f"Writing the offsets failed: {text}", patched)
+    except Exception as exc:
+        # Whatever broke, the connector exists on the target now: never leave it half moved.
+        logger.exception("Move %s failed after the create", edit.pk)
+        return _roll_back(edit, user, checks, rest, f"The move failed unexpectedly: {exc}", patched)
     if problem is not None:
         return _roll_back(edit, user, checks, rest, problem, patched)
     OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
@@ -217,11 +222,12 @@ def _roll_back(edit, user, checks, rest: ConnectRest, message: str, patched: boo
         )
         rolled_back = False
     outcome = "; ".join(steps)
+    said = message.rstrip(". ")
     return fail(
         edit,
         user,
         checks,
-        f"{message} Rolled back: {outcome}." if rolled_back else f"{message} {outcome}.",
+        f"{said}. Rolled back: {outcome}." if rolled_back else f"{said}. {outcome}.",
         {"target": target, "rolled_back": rolled_back, "rollback": outcome},
     )
 
