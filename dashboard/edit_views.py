@@ -37,6 +37,7 @@ from offsets.edits.errors import (
 )
 from offsets.edits.imports import import_document
 from offsets.edits.live import current_offsets
+from offsets.edits.move import can_resume_on_target, resume_on_target
 from offsets.edits.preview import DIFF_PAGE_ROWS, Preview
 from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
@@ -44,10 +45,11 @@ from offsets.edits.roles import can_approve, can_control_connectors, can_stage
 from offsets.edits.staging import can_stage_restore, stage_edit, stage_restore
 from offsets.formats import jackson, strimzi
 from offsets.formats.edit_rules import CONNECTOR_STOPPED, SinkChange, SourceChange
+from offsets.formats.masking import mask_secrets
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
-from offsets.models import Cluster, OffsetEdit
+from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.services import offsets_export
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,8 @@ ACTIONS = {
     "stage-restore": stage_restore,
     # Where the lock check refused because the connector runs: stop it, then check again.
     "stop-connector": stop_for_edit,
+    # An applied move: resume the connector on the cluster it moved to.
+    "resume-target": resume_on_target,
 }
 KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
 # Rows of live offsets per page of a connector's edit page.
@@ -301,6 +305,8 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("cancel", "Cancel", "secondary"))
     if can_stage_restore(edit) and can_stage(user):
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
+    if can_resume_on_target(edit) and can_approve(user):
+        buttons.append(("resume-target", f"Resume on {edit.target_cluster.name}", "primary"))
     return {
         "cluster": edit.cluster,
         "edit": edit,
@@ -313,6 +319,27 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         if edit.state == state.APPLYING and edit.apply_started_at and not is_stale(edit)
         else None,
         "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
+        **(move_context(edit) if edit.is_move else {}),
+    }
+
+
+def move_context(edit: OffsetEdit) -> dict:
+    """A move's config as shown (masked) and, once applied, its last resume on the target."""
+    resumed = None
+    if edit.state == OffsetEdit.State.APPLIED and edit.finished_at:
+        resumed = (
+            AuditEvent.objects.filter(
+                cluster_id=edit.target_cluster_id,
+                connector=edit.connector,
+                action=AuditEvent.Action.RESUMED,
+                at__gte=edit.finished_at,
+            )
+            .order_by("-at")
+            .first()
+        )
+    return {
+        "move_config": sorted(mask_secrets(edit.connector_config or {}).items()),
+        "target_resumed": resumed,
     }
 
 

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import control_views, metrics, views
+from dashboard import control_views, metrics, move_views, views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -25,6 +25,11 @@ urlpatterns = [
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/control/<str:action>/",
         control_views.connector_control,
         name="connector-control",
+    ),
+    path(
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/move/",
+        move_views.connector_move,
+        name="connector-move",
     ),
     path("clusters/<str:cluster_name>/worker/", control_views.cluster_worker, name="worker"),
     path("clusters/<str:cluster_name>/refreshes/", views.start_refresh, name="start-refresh"),

@@ -1,7 +1,10 @@
 """Admin views of offset edits and the audit log: read-only, the workflow is the only writer."""
 
+import json
+
 from django.contrib import admin
 
+from offsets.formats.masking import mask_secrets
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange
 
 
@@ -36,6 +39,15 @@ class OffsetEditAdmin(ReadOnlyAdmin):
     list_filter = ["state", "connector_type", "cluster"]
     search_fields = ["connector", "comment"]
     inlines = [OffsetEditChangeInline]
+    # A move's config holds the secrets its editor supplied again: shown masked, as everywhere.
+    exclude = ["connector_config"]
+    readonly_fields = ["masked_connector_config"]
+
+    @admin.display(description="Connector config (secrets masked)")
+    def masked_connector_config(self, edit: OffsetEdit) -> str:
+        if edit.connector_config is None:
+            return "-"
+        return json.dumps(mask_secrets(edit.connector_config), indent=1, sort_keys=True)
 
 
 @admin.register(AuditEvent)

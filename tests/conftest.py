@@ -71,6 +71,41 @@ def kafka_runtime(tmp_path_factory) -> Runtime:
     runtime.stop()
 
 
+@dataclass(frozen=True)
+class SecondConnect:
+    """A second Connect cluster on the session's broker: its own worker group and topics."""
+
+    url: str
+    group_id: str
+    topics: dict
+
+
+SECOND_CONNECT_GROUP = "second-connect"
+SECOND_CONNECT_TOPICS = {
+    "offsets_topic": "second-connect-offsets",
+    "configs_topic": "second-connect-configs",
+    "status_topic": "second-connect-status",
+}
+
+
+@pytest.fixture(scope="session")
+def second_connect(kafka_runtime, tmp_path_factory) -> SecondConnect:
+    """A second worker started (once, when a test first asks) against the session's broker.
+
+    Moving a connector between Connect clusters needs two; only those tests pay its start-up.
+    """
+    if not kafka_runtime.connect_url:
+        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
+    runtime = EmbeddedKafka(tmp_path_factory.mktemp("second-connect"))
+    worker = runtime.start_worker(
+        bootstrap_servers=kafka_runtime.bootstrap_servers,
+        group_id=SECOND_CONNECT_GROUP,
+        topics=SECOND_CONNECT_TOPICS,
+    )
+    yield SecondConnect(worker.url, SECOND_CONNECT_GROUP, SECOND_CONNECT_TOPICS)
+    runtime.stop_worker(worker)
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_runtime) -> str:
     """Bootstrap servers of the session's real broker."""

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from offsets.api import edits, exports
+from offsets.api import edits, exports, moves
 
 urlpatterns = [
     path("", edits.edit_list, name="api-edits"),
@@ -16,5 +16,6 @@ urlpatterns = [
     path("<int:pk>/route/", edits.edit_route, name="api-edit-route"),
     path("<int:pk>/apply/", edits.edit_apply, name="api-edit-apply"),
     path("<int:pk>/reconcile/", edits.edit_reconcile, name="api-edit-reconcile"),
+    path("<int:pk>/resume-target/", moves.edit_resume_target, name="api-edit-resume-target"),
     path("<int:pk>/stage-restore/", edits.edit_stage_restore, name="api-edit-stage-restore"),
 ]

@@ -3,7 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView
 
-from offsets.api import clusters, connector_control, connectors, refreshes
+from offsets.api import clusters, connector_control, connectors, moves, refreshes
 from offsets.api.errors import errors
 
 
@@ -44,6 +44,7 @@ urlpatterns = [
     path(f"{CONNECTOR}stop/", connector_control.connector_stop, name="api-connector-stop"),
     path(f"{CONNECTOR}resume/", connector_control.connector_resume, name="api-connector-resume"),
     path(f"{CONNECTOR}restart/", connector_control.connector_restart, name="api-connector-restart"),
+    path(f"{CONNECTOR}move/", moves.connector_move, name="api-connector-move"),
     path(
         "clusters/<str:cluster_name>/worker/", connector_control.cluster_worker, name="api-worker"
     ),

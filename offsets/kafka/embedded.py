@@ -72,6 +72,15 @@ class RuntimeInfo:
     connect_log_file: str = ""
 
 
+@dataclass(frozen=True)
+class StartedWorker:
+    """A worker started on its own against a running broker (`EmbeddedKafka.start_worker`)."""
+
+    pid: int
+    url: str
+    log_file: str
+
+
 def runtime_libs() -> Path:
     return Path(settings.KAFKA_RUNTIME_LIBS)
 
@@ -134,18 +143,25 @@ def broker_properties(*, data_dir: Path, port: int, controller_port: int, advert
     )
 
 
-def worker_properties(*, bootstrap_servers: str, rest_port: int) -> str:
+def worker_properties(
+    *,
+    bootstrap_servers: str,
+    rest_port: int,
+    group_id: str = WORKER_GROUP,
+    topics: dict[str, str] = WORKER_TOPICS,
+) -> str:
+    """A distributed worker's properties; another group and topics make another Connect cluster."""
     return _properties(
         {
             "bootstrap.servers": bootstrap_servers,
-            "group.id": WORKER_GROUP,
+            "group.id": group_id,
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "key.converter.schemas.enable": "false",
             "value.converter.schemas.enable": "false",
-            "offset.storage.topic": WORKER_TOPICS["offsets_topic"],
-            "config.storage.topic": WORKER_TOPICS["configs_topic"],
-            "status.storage.topic": WORKER_TOPICS["status_topic"],
+            "offset.storage.topic": topics["offsets_topic"],
+            "config.storage.topic": topics["configs_topic"],
+            "status.storage.topic": topics["status_topic"],
             "config.storage.replication.factor": "1",
             "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1",
@@ -368,19 +384,8 @@ class EmbeddedKafka:
         return server
 
     def _start_worker(self, info, java, jvm, classpath, connect_port, timeout) -> RuntimeInfo:
-        run_dir = self.run_dir.resolve()
-        rest_port = connect_port or free_port()
-        url = f"http://127.0.0.1:{rest_port}"
-        config = run_dir / "connect-distributed.properties"
-        config.write_text(
-            worker_properties(bootstrap_servers=info.bootstrap_servers, rest_port=rest_port)
-        )
-        log = run_dir / "connect.log"
-        worker = self._start_process(
-            [java, *jvm, "-cp", classpath, WORKER_MAIN, str(config)],
-            log,
-            lambda process: wait_for_worker(url, timeout=timeout, process=process, log=log),
-            f"Connect worker at {url}",
+        worker, url, log = self._launch_worker(
+            java, jvm, classpath, info.bootstrap_servers, connect_port, timeout, "connect", {}
         )
         return RuntimeInfo(
             **{
@@ -390,6 +395,51 @@ class EmbeddedKafka:
                 "connect_log_file": str(log),
             }
         )
+
+    def _launch_worker(self, java, jvm, classpath, bootstrap, port, timeout, name, options):
+        """Start a worker whose files are `<name>-distributed.properties` and `<name>.log`."""
+        run_dir = self.run_dir.resolve()
+        rest_port = port or free_port()
+        url = f"http://127.0.0.1:{rest_port}"
+        config = run_dir / f"{name}-distributed.properties"
+        config.write_text(
+            worker_properties(bootstrap_servers=bootstrap, rest_port=rest_port, **options)
+        )
+        log = run_dir / f"{name}.log"
+        worker = self._start_process(
+            [java, *jvm, "-cp", classpath, WORKER_MAIN, str(config)],
+            log,
+            lambda process: wait_for_worker(url, timeout=timeout, process=process, log=log),
+            f"Connect worker at {url}",
+        )
+        return worker, url, log
+
+    def start_worker(
+        self,
+        *,
+        bootstrap_servers: str,
+        group_id: str,
+        topics: dict[str, str],
+        timeout: float = 90.0,
+    ) -> "StartedWorker":
+        """Start one more worker against a running broker: another Connect cluster.
+
+        Its group and internal topics are its own; `stop_worker` stops it. Nothing is kept in
+        the state file: the process that starts it stops it (a test session).
+        """
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = self.run_dir.resolve()
+        (run_dir / "log4j2.properties").write_text(LOG4J2)
+        jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
+        options = {"group_id": group_id, "topics": topics}
+        worker, url, log = self._launch_worker(
+            _java(), jvm, _classpath("worker"), bootstrap_servers, None, timeout, group_id, options
+        )
+        return StartedWorker(pid=worker.pid, url=url, log_file=str(log))
+
+    def stop_worker(self, worker: "StartedWorker", *, timeout: float = 30.0) -> None:
+        """Stop a worker `start_worker` started (only a process of this run directory)."""
+        self._stop_pid(worker.pid, timeout)
 
     def _start_process(self, command: list[str], log_path: Path, wait, what: str):
         """Spawn `command` and wait for it with `wait(process)`; killed if it never gets ready."""

@@ -1,0 +1,122 @@
+"""The "Move to another cluster" page of a connector (KIP-980): choose the target, supply the
+masked secrets again, stage the move as a draft edit (whose page shows the diff against the
+target). Thin: look up (404), check the role (403), pass a form, call `offsets.edits.move`.
+"""
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from dashboard.control_views import http_status
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    EditForbidden,
+    EditInputError,
+    EditStateConflict,
+)
+from offsets.edits.move_checks import source_config
+from offsets.edits.move_staging import stage_move
+from offsets.edits.roles import can_stage
+from offsets.formats.masking import mask_secrets
+from offsets.formats.moves import kept_references, secret_keys
+from offsets.kafka.connect_rest import ConnectRestError
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.models import Cluster
+
+
+class MoveForm(forms.Form):
+    target = forms.ChoiceField(label="Target cluster")
+    comment = forms.CharField(required=False, max_length=5000, widget=forms.Textarea)
+
+    def __init__(self, *args, targets: list[str], secrets: list[str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["target"].choices = [(name, name) for name in targets]
+        self.secret_names = secrets
+        # Fields by position: a config key may hold characters a form field name should not.
+        for index, key in enumerate(secrets):
+            self.fields[f"secret_{index}"] = forms.CharField(
+                label=key, required=False, strip=False, widget=forms.PasswordInput
+            )
+
+    def secrets(self) -> dict[str, str]:
+        values = (
+            (key, self.cleaned_data[f"secret_{i}"]) for i, key in enumerate(self.secret_names)
+        )
+        return {key: value for key, value in values if value}
+
+
+def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
+    return get_object_or_404(Cluster, name=name)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def connector_move(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
+    """GET: the move form; POST: stage the move and go to its edit page."""
+    cluster = _get_cluster_for_user(request, cluster_name)
+    if not can_stage(request.user):
+        raise PermissionDenied("Staging a move needs the editor role.")
+    context = {"cluster": cluster, "connector_name": connector_name, "error": ""}
+    try:
+        config = source_config(cluster=cluster, connector=connector_name)
+    except ConnectorNotFound as exc:
+        return _page(request, {**context, "error": exc.message}, 404)
+    except EditStateConflict as exc:
+        return _page(request, {**context, "error": exc.message}, 409)
+    except (KafkaUnavailable, TopicNotFound) as exc:
+        return _page(request, {**context, "error": f"The cluster could not be read: {exc}"}, 503)
+    targets = list(
+        Cluster.objects.exclude(pk=cluster.pk)
+        .exclude(connect_url="")
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+    form = MoveForm(request.POST or None, targets=targets, secrets=secret_keys(config))
+    context.update(
+        form=form,
+        targets=targets,
+        config=sorted(mask_secrets(config).items()),
+        references=kept_references(config),
+    )
+    if request.method == "GET":
+        return _page(request, context)
+    if not form.is_valid():
+        return _page(request, context, 400)
+    message, status = _stage(request, cluster, connector_name, form)
+    if status is None:
+        return redirect("edit-detail", cluster_name=cluster.name, pk=message)
+    return _page(request, {**context, "error": message}, status)
+
+
+def _stage(request, cluster: Cluster, connector: str, form: MoveForm):
+    """Stage the move: (edit pk, None), or (the message, the status to answer with)."""
+    target = Cluster.objects.get(name=form.cleaned_data["target"])
+    try:
+        edit = stage_move(
+            cluster=cluster,
+            connector=connector,
+            target=target,
+            user=request.user,
+            secrets=form.secrets(),
+            comment=form.cleaned_data["comment"],
+        )
+    except EditForbidden as exc:
+        raise PermissionDenied(exc.message) from exc
+    except EditInputError as exc:
+        return exc.message, 400
+    except ConnectorNotFound as exc:
+        return exc.message, 404
+    except EditStateConflict as exc:
+        return exc.message, 409
+    except (KafkaUnavailable, TopicNotFound) as exc:
+        return f"A cluster could not be read: {exc}", 503
+    except ConnectRestError as exc:
+        return f"The Connect worker of {target.name}: {exc.message}", http_status(exc)
+    return edit.pk, None
+
+
+def _page(request: HttpRequest, context: dict, status: int = 200) -> HttpResponse:
+    return render(request, "edits/move.html", context, status=status)

@@ -1,0 +1,120 @@
+"""Move a connector to another cluster over REST (KIP-980): stage the move, resume it there.
+
+Thin views: an input serializer validates, `offsets.edits.move` acts and audits. The edit is
+approved and applied like any other (/api/v1/edits/<id>/approve/, .../apply/).
+"""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, parser_classes
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from offsets.api.connector_control import connect_error
+from offsets.api.edits import (
+    CommentInput,
+    EditDetailOutput,
+    get_cluster,
+    run_service,
+)
+from offsets.api.errors import errors
+from offsets.api.parsers import JSONParser
+from offsets.edits.move import resume_on_target
+from offsets.edits.move_staging import stage_move
+from offsets.edits.roles import can_stage
+from offsets.formats.masking import mask_secrets
+from offsets.kafka.connect_rest import ConnectRestError
+from offsets.models import Cluster, OffsetEdit
+
+
+class MoveInput(serializers.Serializer):
+    target = serializers.CharField(max_length=63, help_text="The cluster to move it to")
+    secrets = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        default=dict,
+        help_text="The masked secret values of the config, supplied again: {key: value}",
+    )
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+
+class MoveEditOutput(EditDetailOutput):
+    target_cluster = serializers.CharField(source="target_cluster.name", allow_null=True)
+    connector_config = serializers.SerializerMethodField(help_text="Masked, as every config")
+    applied_via = serializers.CharField()
+
+    class Meta(EditDetailOutput.Meta):
+        fields = [
+            *EditDetailOutput.Meta.fields,
+            "target_cluster",
+            "connector_config",
+            "applied_via",
+        ]
+
+    def get_connector_config(self, edit) -> dict | None:
+        config = edit.connector_config
+        return None if config is None else mask_secrets(config)
+
+
+def _target(name: str) -> Cluster:
+    target = Cluster.objects.filter(name=name).first()
+    if target is None:
+        raise serializers.ValidationError({"target": [f"No cluster {name!r}."]})
+    return target
+
+
+def _acting(action):
+    """Run a move service, its worker errors answering as the connector control API's do."""
+    try:
+        return run_service(action)
+    except ConnectRestError as exc:
+        raise connect_error(exc) from exc
+
+
+@extend_schema(
+    request=MoveInput,
+    responses={201: MoveEditOutput, **errors(400, 404, 409, 415, 502, 503)},
+    summary="Stage moving the connector to another cluster (KIP-980), as a draft edit",
+)
+@api_view(["POST"])
+@parser_classes([JSONParser])
+def connector_move(request: Request, cluster_name: str, connector_name: str) -> Response:
+    cluster = get_cluster(cluster_name)
+    if not can_stage(request.user):
+        raise PermissionDenied("Staging a move needs the editor role.")
+    data = MoveInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    options = data.validated_data
+    target = _target(options["target"])
+    edit = _acting(
+        lambda: stage_move(
+            cluster=cluster,
+            connector=connector_name,
+            target=target,
+            user=request.user,
+            secrets=options["secrets"],
+            comment=options["comment"],
+        )
+    )
+    return Response(MoveEditOutput(edit).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    request=CommentInput,
+    responses={200: MoveEditOutput, **errors(400, 404, 409, 415, 502, 503)},
+    summary="Resume an applied move's connector on its target cluster (an approver)",
+)
+@api_view(["POST"])
+def edit_resume_target(request: Request, pk: int) -> Response:
+    data = CommentInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    edit = OffsetEdit.objects.select_related("cluster", "target_cluster").filter(pk=pk).first()
+    if edit is None:
+        raise NotFound(f"No edit #{pk}.")
+    edit = _acting(
+        lambda: resume_on_target(
+            edit=edit, user=request.user, comment=data.validated_data["comment"]
+        )
+    )
+    return Response(MoveEditOutput(edit).data)

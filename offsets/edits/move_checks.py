@@ -1,0 +1,202 @@
+"""What a move reads and checks: the connector on its cluster, the target's worker and topics.
+
+Staging and the apply's lock check read the same things, so a target that became unfit (the
+name taken there, the plugin removed, the worker downgraded) or offsets that moved on the
+source are caught again just before anything is written.
+"""
+
+from dataclasses import dataclass, replace
+
+from django.conf import settings
+
+from offsets.edits.errors import ConnectorNotFound, EditInputError, EditStateConflict
+from offsets.edits.live import ConnectorContext, LiveReader, read_connector, source_view
+from offsets.formats import edit_rules
+from offsets.formats.connectors import sink_group_id, source_offsets_topics
+from offsets.formats.edit_rules import CheckResult, Observed
+from offsets.formats.moves import TargetFacts, target_problems
+from offsets.formats.offset_records import SourceOffsetRecord
+from offsets.kafka import groups
+from offsets.kafka.connect_rest import ConnectRest
+from offsets.kafka.errors import TopicNotFound
+from offsets.models import Cluster, OffsetEdit
+
+TARGET_READY = "target-ready"
+
+
+@dataclass(frozen=True)
+class SourceSide:
+    """The connector on the cluster it leaves: its context, config and offsets, read live."""
+
+    context: ConnectorContext
+    config: dict[str, str | None]
+    # Source: the runtime's view by exact key bytes (no tombstones). Sink: the group's offsets.
+    records: dict[bytes, SourceOffsetRecord]
+    committed: dict[tuple[str, int], int]
+
+
+def read_source_side(*, cluster: Cluster, connector: str) -> SourceSide:
+    """Read the connector's config and offsets from its cluster's topics and group.
+
+    The config comes from the config topic, as the workers read it: its values are the real
+    ones (config-provider references unresolved), it needs no worker URL on the source, and
+    one reader gives the config and the offsets of the same moment.
+    """
+    reader = LiveReader(cluster)
+    context = read_connector(cluster=cluster, connector=connector, reader=reader)
+    stored = reader.configs().connectors.get(connector)
+    if context.deleted or stored is None or not stored.properties:
+        raise EditStateConflict(
+            f"{connector} is deleted on {cluster.name}: there is no config to move, only "
+            "offsets it left behind."
+        )
+    if context.is_source:
+        view = source_view(context=context, reader=reader)
+        records = {key: record for key, record in view.items() if not record.is_tombstone}
+        return SourceSide(context, dict(stored.properties), records, {})
+    return SourceSide(context, dict(stored.properties), {}, reader.committed(context.group_id))
+
+
+def source_config(*, cluster: Cluster, connector: str) -> dict[str, str | None]:
+    """The connector's config from its cluster's config topic (for the move form's inputs)."""
+    stored = LiveReader(cluster).configs().connectors.get(connector)
+    if stored is None:
+        raise ConnectorNotFound(
+            f"No connector {connector!r} in {cluster.configs_topic} of {cluster.name}.",
+            field="connector",
+        )
+    if stored.deleted or not stored.properties:
+        raise EditStateConflict(f"{connector} is deleted on {cluster.name}: no config to move.")
+    return dict(stored.properties)
+
+
+def target_source_offsets(
+    *, target: Cluster, connector: str, config: dict
+) -> dict[str, SourceOffsetRecord]:
+    """The target's offsets of a source connector of that name, by partition identity."""
+    reader = LiveReader(target)
+    topics = source_offsets_topics(config, target.offsets_topic)
+    try:
+        worker = reader.latest(topics.worker).offsets
+    except TopicNotFound:
+        worker = {}
+    own = None
+    if topics.own_topic:
+        try:
+            own = reader.latest(topics.primary).offsets
+        except TopicNotFound:
+            own = {}
+    view = edit_rules.runtime_view(connector, worker, own)
+    return {r.partition_identity: r for r in view.values() if not r.is_tombstone}
+
+
+def target_group_offsets(
+    *, target: Cluster, connector: str, config: dict
+) -> tuple[str, dict[tuple[str, int], int]]:
+    """The sink's group on the target (same rule as the worker) and its committed offsets."""
+    group_id = sink_group_id(connector, config)
+    return group_id, LiveReader(target).committed(group_id)
+
+
+def target_facts(*, source: Cluster, target: Cluster, connector: str, config: dict) -> TargetFacts:
+    """Ask the target's worker what the move needs: version, the name, the plugin classes."""
+    facts = TargetFacts(
+        source_cluster=source.name,
+        target_cluster=target.name,
+        connector=connector,
+        connector_class=(config.get("connector.class") or "").strip(),
+        has_worker_url=bool((target.connect_url or "").strip()),
+    )
+    if facts.source_cluster == facts.target_cluster or not facts.has_worker_url:
+        return facts
+    rest = ConnectRest.for_cluster(target)
+    info = rest.worker_info()
+    return replace(
+        facts,
+        worker_version=info.version,
+        create_stopped=info.capabilities.create_stopped,
+        name_exists=rest.exists(connector),
+        plugin_classes=frozenset(rest.plugin_classes()),
+    )
+
+
+def refuse_unfit_target(facts: TargetFacts) -> None:
+    """Raise EditStateConflict (the name is taken) or EditInputError when the target is unfit."""
+    problems = target_problems(facts)
+    if not problems:
+        return
+    message = " ".join(problems)
+    if facts.name_exists:
+        raise EditStateConflict(message)
+    raise EditInputError(message, field="target")
+
+
+def lock_checks(edit: OffsetEdit) -> list[CheckResult]:
+    """The move's lock check: source stopped (and its group idle), unchanged, target fit."""
+    side = read_source_side(cluster=edit.cluster, connector=edit.connector)
+    checks = [side.context.stopped_check()]
+    if not side.context.is_source:
+        group = groups.describe_group(
+            edit.cluster.kafka_settings(),
+            side.context.group_id,
+            timeout=settings.KAFKA_READ_TIMEOUT,
+        )
+        checks.append(
+            edit_rules.check_group_inactive(
+                group_id=side.context.group_id, state=group.state, member_count=group.member_count
+            )
+        )
+    checks.append(edit_rules.check_nothing_moved(unchanged_observations(edit, side)))
+    facts = target_facts(
+        source=edit.cluster,
+        target=edit.target_cluster,
+        connector=edit.connector,
+        config=edit.connector_config or {},
+    )
+    problems = target_problems(facts)
+    checks.append(
+        CheckResult(
+            TARGET_READY,
+            not problems,
+            " ".join(problems)
+            or f"{facts.target_cluster} has no {edit.connector}, has its plugin and creates "
+            "connectors STOPPED (KIP-980).",
+        )
+    )
+    checks.append(edit_rules.check_single_apply(claimed=True))
+    return checks
+
+
+def unchanged_observations(edit: OffsetEdit, side: SourceSide) -> list[Observed]:
+    """Each partition's offset on the source at staging (the move's "after") and now.
+
+    A partition the source has now but had not at staging counts too: it would be left behind.
+    """
+    changes = list(edit.changes.all())
+    if side.context.is_source:
+        staged = {bytes(c.key_bytes): c for c in changes}
+        observed = [
+            Observed(
+                change.key_text,
+                bytes(change.after_bytes),
+                side.records[key].value_bytes if key in side.records else None,
+            )
+            for key, change in staged.items()
+        ]
+        observed += [
+            Observed(key.decode("utf-8", "backslashreplace"), None, record.value_bytes)
+            for key, record in side.records.items()
+            if key not in staged
+        ]
+        return observed
+    staged_sink = {(c.topic, c.kafka_partition): c for c in changes}
+    observed = [
+        Observed(f"{tp[0]}-{tp[1]}", change.after["kafka_offset"], side.committed.get(tp))
+        for tp, change in staged_sink.items()
+    ]
+    observed += [
+        Observed(f"{tp[0]}-{tp[1]}", None, offset)
+        for tp, offset in side.committed.items()
+        if tp not in staged_sink
+    ]
+    return observed
