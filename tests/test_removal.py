@@ -248,6 +248,7 @@ def test_a_removal_whose_stop_does_not_finish_is_refused_before_anything_is_dele
     with FakeWorker() as worker:
         worker.answer("GET", "/", 200, {"version": "3.6.1", "commit": "c"})
         worker.connector(NAME, NAME)
+        worker.answer("GET", f"/connectors/{NAME}/config", 200, {"connector.class": "x"})
         worker.on_put = {}  # the worker accepts the stop but never gets there
         edit = removal_edit(make.cluster("c1", connect_url=worker.url), editor)
         apply_edit(edit=edit, user=approver)
@@ -260,7 +261,7 @@ def test_a_removal_whose_stop_does_not_finish_is_refused_before_anything_is_dele
 @pytest.mark.django_db
 def test_a_clean_up_of_a_connector_that_exists_on_the_worker_is_refused(approver, editor):
     with FakeWorker() as worker:
-        worker.connector(NAME, NAME)
+        worker.answer("GET", f"/connectors/{NAME}/config", 200, {"connector.class": "x"})
         edit = removal_edit(make.cluster("c1", connect_url=worker.url), editor, strategy="cleanup")
         apply_edit(edit=edit, user=approver)
     assert_refused(edit, "exists on the worker")
@@ -269,7 +270,7 @@ def test_a_clean_up_of_a_connector_that_exists_on_the_worker_is_refused(approver
 @pytest.mark.django_db
 def test_a_clean_up_the_worker_cannot_confirm_is_refused(approver, editor):
     with FakeWorker() as worker:
-        worker.answer("GET", f"/connectors/{NAME}/status", 200, b"{not json", "application/json")
+        worker.answer("GET", f"/connectors/{NAME}/config", 200, b"{not json", "application/json")
         edit = removal_edit(make.cluster("c1", connect_url=worker.url), editor, strategy="cleanup")
         apply_edit(edit=edit, user=approver)
     assert_refused(edit, "could not confirm")

@@ -121,7 +121,8 @@ def worker_has(cluster: Cluster, connector: str) -> tuple[bool | None, str]:
     if not cluster.connect_url:
         return None, ""
     try:
-        return ConnectRest.for_cluster(cluster, timeout=10).exists(connector), ""
+        rest = ConnectRest.for_cluster(cluster, timeout=10)
+        return removal_apply.connector_exists(rest, connector), ""
     except ConnectRestError as exc:
         return None, (
             f"The Connect worker could not be asked whether {connector!r} exists: {exc.message} "

@@ -2,6 +2,7 @@
 Connect worker of the test session: the worker's answers, every offsets topic read back, the
 group, the audit log, the orphans list after a refresh, and the refusals that write nothing."""
 
+import dataclasses
 import time
 import urllib.parse
 import uuid
@@ -14,9 +15,11 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.removal import stage_cleanup, stage_removal
 from offsets.edits.review import approve_edit, submit_edit
+from offsets.formats.connect_workers import worker_capabilities
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import admin, embedded, groups, offsets_writer, reading
+from offsets.kafka.connect_rest import ConnectRest as ConnectRestAdapter
 from offsets.models import AuditEvent, Cluster, OffsetEdit, RefreshRun
 from offsets.refresh.run import run_refresh
 from offsets.services.orphans import orphans
@@ -137,13 +140,14 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
-    assert edit.applied_via == "worker"
+    # A worker's reset of a connector with its own topic can hang (removal_apply._reset):
+    # such a connector's offsets are tombstoned directly, one transaction per topic.
+    steps = steps_of(edit)
+    assert steps == ["stop", "reset-skipped", "tombstones", "tombstones", "tombstones", "delete"]
+    assert edit.applied_via == "topic"
     assert rest.status(connector) is None
     for topic in (WORKER_TOPIC, own_topic, old_topic):
         assert keys_of(cluster, topic, connector) == {key: None}, topic
-    steps = steps_of(edit)
-    assert steps[:2] == ["stop", "reset"] and steps[-1] == "delete"
-    assert "tombstones" in steps  # the old topic, which the worker does not know
     applied = edit.audit_events.get(action=AuditEvent.Action.APPLIED)
     assert applied.details["verified"] is True
     assert AuditEvent.objects.filter(
@@ -185,6 +189,9 @@ def test_a_sink_is_deleted_with_its_consumer_group(cluster, rest, tmp_path, edit
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    # The worker resets a sink's offsets by deleting its group (KIP-875).
+    assert steps_of(edit) == ["stop", "reset", "delete"]
+    assert edit.applied_via == "worker"
     assert groups.committed_offsets(kafka, group) == {}
     assert groups.describe_group(kafka, group).state == "DEAD"
     assert rest.status(connector) is None
@@ -268,3 +275,26 @@ def test_a_removal_whose_worker_is_down_or_not_a_worker_writes_nothing(
     assert rest.status(connector)["connector"]["state"] == "RUNNING"
     assert live_keys(cluster, WORKER_TOPIC, connector) == before
     rest.delete(connector)
+
+
+def test_on_a_worker_without_kip875_writes_the_offsets_are_tombstoned_directly(
+    cluster, rest, tmp_path, editor, approver, monkeypatch
+):
+    connector, _ = source(rest, tmp_path, "old-worker")
+    (key,) = live_keys(cluster, WORKER_TOPIC, connector)
+    real_info = ConnectRestAdapter.worker_info
+
+    def as_connect_3_5(self):
+        info = real_info(self)
+        return dataclasses.replace(info, capabilities=worker_capabilities("3.5.2"))
+
+    monkeypatch.setattr(ConnectRestAdapter, "worker_info", as_connect_3_5)
+    edit = stage_removal(cluster=cluster, connector=connector, user=editor)
+    apply_edit(edit=approved(edit, editor, approver), user=approver)
+
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert edit.applied_via == "topic"
+    assert steps_of(edit) == ["stop", "reset-skipped", "tombstones", "delete"]
+    assert keys_of(cluster, WORKER_TOPIC, connector)[key] is None
+    assert rest.status(connector) is None
