@@ -231,6 +231,25 @@ def test_a_removal_with_a_worker_url_answering_html_is_refused(approver, editor)
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "body", "words"),
+    [
+        (200, {"commit": "c"}, "answered no version"),
+        (200, b"{trunc", "not valid JSON"),
+        (401, {"message": "no"}, "refused the credentials"),
+    ],
+)
+def test_a_removal_with_a_malformed_or_refusing_worker_answer_is_refused(
+    approver, editor, status, body, words
+):
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", status, body)
+        edit = removal_edit(make.cluster("c1", connect_url=worker.url), editor)
+        apply_edit(edit=edit, user=approver)
+    assert_refused(edit, words)
+
+
+@pytest.mark.django_db
 def test_a_removal_of_a_connector_the_worker_does_not_know_is_refused(approver, editor):
     with FakeWorker() as worker:
         worker.answer("GET", "/", 200, {"version": "3.6.1", "commit": "c"})

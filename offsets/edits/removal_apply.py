@@ -384,6 +384,34 @@ def _verify(
     return fail(edit, user, checks, error, {**extra, "verified": False, "left": left})
 
 
+def reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> OffsetEdit:
+    """Settle a removal left "applying" (its process died) by reading back what is left.
+
+    Nothing of the connector left: applied. Anything left: failed, naming it; staging a new
+    removal or clean-up finishes the job. Raises KafkaUnavailable when Kafka or the worker
+    cannot be read (the edit stays "applying").
+    """
+    if edit.is_source:
+        # A tombstone transaction a dead process left open is resolved before the read.
+        offsets_writer.fence(
+            edit.cluster.kafka_settings(),
+            offsets_writer.transactional_id(edit.cluster.name, edit.connector),
+            timeout=settings.KAFKA_WRITE_TIMEOUT,
+        )
+    try:
+        rest = ConnectRest.for_cluster(edit.cluster) if edit.cluster.connect_url else None
+        left = _left(edit, rest)
+    except ConnectRestError as exc:
+        raise KafkaUnavailable(f"The Connect worker could not be read: {exc.message}") from exc
+    details = {"reconciled": "; ".join(left) or "Nothing of the connector is left."}
+    if not left:
+        return finish(edit, State.APPLIED, Action.RECONCILED, user, comment=comment, extra=details)
+    why = f"{error or 'The apply was interrupted.'} Reading back found: {'; '.join(left)}."
+    return finish(
+        edit, State.FAILED, Action.RECONCILED, user, comment=comment, error=why, extra=details
+    )
+
+
 def _left(edit: OffsetEdit, rest: ConnectRest | None) -> list[str]:
     reader = LiveReader(edit.cluster)
     keys = list(live_values(edit, reader)) if edit.is_source else []

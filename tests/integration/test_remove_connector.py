@@ -13,6 +13,7 @@ from confluent_kafka import Producer
 
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
+from offsets.edits.reconcile import reconcile_edit
 from offsets.edits.removal import stage_cleanup, stage_removal
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.formats.connect_workers import worker_capabilities
@@ -24,6 +25,7 @@ from offsets.models import AuditEvent, Cluster, OffsetEdit, RefreshRun
 from offsets.refresh.run import run_refresh
 from offsets.services.orphans import orphans
 from tests import factories as make
+from tests.edits_factory import make_stuck
 from tests.fake_connect_worker import FakeWorker, closed_port_url
 from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, wait_until
 
@@ -274,6 +276,19 @@ def test_a_removal_whose_worker_is_down_or_not_a_worker_writes_nothing(
     assert words in edit.error and "Nothing was done" in edit.error
     assert rest.status(connector)["connector"]["state"] == "RUNNING"
     assert live_keys(cluster, WORKER_TOPIC, connector) == before
+    # Staging with such a worker warns that it could not be asked.
+    again = stage_removal(cluster=edit.cluster, connector=connector, user=editor)
+    assert any("could not be asked" in warning for warning in again.warnings), again.warnings
+
+    # An apply whose process died leaves the edit applying: reconciling it reads back what
+    # is left (everything, here) and says so.
+    Cluster.objects.filter(pk=cluster.pk).update(connect_url=rest.url)
+    make_stuck(edit)
+    reconcile_edit(edit=edit, user=approver)
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.FAILED
+    assert f"1 live key(s) of the connector in {WORKER_TOPIC}" in edit.error
+    assert "the connector still exists on the worker" in edit.error
     rest.delete(connector)
 
 
