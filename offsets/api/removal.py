@@ -7,19 +7,33 @@ what the last refresh stored, without reading Kafka.
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view
+from rest_framework.decorators import api_view, parser_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.edits import CommentInput, EditDetailOutput, get_cluster, run_service
+from offsets.api.edits import EditDetailOutput, get_cluster, run_service
 from offsets.api.errors import errors
+from offsets.api.parsers import JSONParser
 from offsets.edits.removal import stage_cleanup, stage_removal
 from offsets.services.orphans import orphans
 
 
+class StrictCharField(serializers.CharField):
+    """A JSON string, and only that: DRF's CharField would take 0 or true as "0", "True"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class RemovalInput(serializers.Serializer):
+    comment = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
+
+
 def _stage(request: Request, cluster_name: str, connector_name: str, service) -> Response:
     cluster = get_cluster(cluster_name)
-    data = CommentInput(data=request.data)
+    data = RemovalInput(data=request.data)
     data.is_valid(raise_exception=True)
     edit = run_service(
         lambda: service(
@@ -33,12 +47,13 @@ def _stage(request: Request, cluster_name: str, connector_name: str, service) ->
 
 
 STAGE_SCHEMA = extend_schema(
-    request=CommentInput, responses={201: EditDetailOutput, **errors(400, 404, 409, 415, 503)}
+    request=RemovalInput, responses={201: EditDetailOutput, **errors(400, 404, 409, 415, 503)}
 )
 
 
 @STAGE_SCHEMA
 @api_view(["POST"])
+@parser_classes([JSONParser])
 def connector_delete(request: Request, cluster_name: str, connector_name: str) -> Response:
     """Stage deleting the connector with every offset it has (an editor): a draft edit.
 
@@ -49,6 +64,7 @@ def connector_delete(request: Request, cluster_name: str, connector_name: str) -
 
 @STAGE_SCHEMA
 @api_view(["POST"])
+@parser_classes([JSONParser])
 def connector_cleanup(request: Request, cluster_name: str, connector_name: str) -> Response:
     """Stage tombstoning the offsets a deleted connector left (an editor): a draft edit.
 
