@@ -3,6 +3,7 @@ Connect worker of the test session: the worker's answers, every offsets topic re
 group, the audit log, the orphans list after a refresh, and the refusals that write nothing."""
 
 import dataclasses
+import functools
 import time
 import urllib.parse
 import uuid
@@ -157,8 +158,9 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
     ).exists()
 
 
-def test_a_sink_is_deleted_with_its_consumer_group(cluster, rest, tmp_path, editor, approver):
-    topic, connector = f"rm-{RUN}-sink-in", f"rm {RUN} sink"
+def running_sink(cluster: Cluster, rest: ConnectRest, tmp_path: Path, what: str):
+    """A FileStreamSink that has committed offset 3 of its one-partition topic."""
+    topic, connector = f"rm-{RUN}-{what}-in", f"rm {RUN} {what}"
     kafka = cluster.kafka_settings()
     admin.create_topics(kafka, [admin.TopicSpec(topic, 1, {})])
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
@@ -169,7 +171,7 @@ def test_a_sink_is_deleted_with_its_consumer_group(cluster, rest, tmp_path, edit
         connector,
         {
             "connector.class": FILE_SINK,
-            "file": str(tmp_path / "sink.out"),
+            "file": str(tmp_path / f"{what}.out"),
             "topics": topic,
             "tasks.max": "1",
             **STRING_CONVERTERS,
@@ -182,8 +184,23 @@ def test_a_sink_is_deleted_with_its_consumer_group(cluster, rest, tmp_path, edit
         timeout=60,
         what="the sink's commit",
     )
+    return connector, topic, group
 
-    edit = stage_removal(cluster=cluster, connector=connector, user=editor)
+
+def test_a_sink_is_deleted_with_its_consumer_group(
+    cluster, rest, tmp_path, client, editor, approver
+):
+    connector, topic, group = running_sink(cluster, rest, tmp_path, "sink")
+    kafka = cluster.kafka_settings()
+    # Staged from the connector's page: the edit's page comes next, with the plan.
+    client.force_login(editor)
+    segment = urllib.parse.quote(to_segment(connector), safe="")
+    staged = client.post(f"/clusters/{cluster.name}/connectors/{segment}/remove/delete/")
+    assert staged.status_code == 302, staged.content
+    page = client.get(staged["Location"]).content.decode()
+    assert f"Delete consumer group {group} (1 committed partition(s))." in page
+    edit = OffsetEdit.objects.get(cluster=cluster, connector=connector)
+    assert edit.strategy == "remove"
     assert [(c.topic, c.kafka_partition, c.before) for c in edit.changes.all()] == [
         (topic, 0, {"kafka_offset": 3})
     ]
@@ -204,13 +221,16 @@ def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up
 ):
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     connector, _ = source(rest, tmp_path, "orphan")
+    sink, _, group = running_sink(cluster, rest, tmp_path, "orphan-sink")
     (key,) = live_keys(cluster, WORKER_TOPIC, connector)
-    rest.delete(connector)
-    wait_until(lambda: rest.status(connector), lambda s: s is None, timeout=30, what="delete")
+    for name in (connector, sink):
+        rest.delete(name)
+        wait_until(functools.partial(rest.status, name), lambda s: s is None, timeout=30, what=name)
     assert run_refresh(cluster=cluster, spark=spark).status == RefreshRun.Status.SUCCEEDED
 
     listed = {orphan.connector: orphan for orphan in orphans(cluster)}
     assert listed[connector].topics == {WORKER_TOPIC: 1}
+    assert (listed[sink].type, listed[sink].group, listed[sink].partitions) == ("sink", group, 1)
     client.force_login(editor)
     assert (
         f'data-connector="{connector}"'
@@ -232,8 +252,17 @@ def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up
     assert edit.applied_via == "topic"
     assert steps_of(edit) == ["absent", "tombstones"]
     assert keys_of(cluster, WORKER_TOPIC, connector) == {key: None}
+
+    edit = stage_cleanup(cluster=cluster, connector=sink, user=editor)
+    apply_edit(edit=approved(edit, editor, approver), user=approver)
+    edit.refresh_from_db()
+    assert edit.state == OffsetEdit.State.APPLIED, edit.error
+    assert steps_of(edit) == ["absent", "group-delete"]
+    assert groups.committed_offsets(cluster.kafka_settings(), group) == {}
+
     assert run_refresh(cluster=cluster, spark=spark).status == RefreshRun.Status.SUCCEEDED
-    assert connector not in {orphan.connector for orphan in orphans(cluster)}
+    left = {orphan.connector for orphan in orphans(cluster)}
+    assert connector not in left and sink not in left
 
 
 def test_a_clean_up_of_a_live_connector_and_an_unknown_name_are_refused(
