@@ -43,7 +43,7 @@ from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
 from offsets.edits.roles import can_approve, can_control_connectors, can_stage
 from offsets.edits.staging import can_stage_restore, stage_edit, stage_restore
-from offsets.formats import jackson, strimzi
+from offsets.formats import jackson, removal_rules, strimzi
 from offsets.formats.edit_rules import CONNECTOR_STOPPED, SinkChange, SourceChange
 from offsets.formats.masking import mask_secrets
 from offsets.formats.offset_records import partition_identity
@@ -319,6 +319,7 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         if edit.state == state.APPLYING and edit.apply_started_at and not is_stale(edit)
         else None,
         "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
+        "plan": _removal_plan(edit),
         **(move_context(edit) if edit.is_move else {}),
     }
 
@@ -341,6 +342,19 @@ def move_context(edit: OffsetEdit) -> dict:
         "move_config": sorted(mask_secrets(edit.connector_config or {}).items()),
         "target_resumed": resumed,
     }
+
+
+def _removal_plan(edit: OffsetEdit) -> list[str]:
+    """The steps a removal or clean-up takes, for its page (other edits: none)."""
+    if not edit.is_removal:
+        return []
+    return removal_rules.plan_lines(
+        strategy=edit.strategy,
+        connector=edit.connector,
+        tombstones=edit.parameters.get("tombstones", {}),
+        group_id=edit.group_id,
+        group_partitions=edit.parameters.get("group_partitions", 0),
+    )
 
 
 def _connector_runs(edit: OffsetEdit) -> bool:
@@ -415,6 +429,8 @@ def diff_rows(changes) -> list[dict]:
         rows.append(
             {
                 "label": partition_identity(partition),
+                # A removal names the offsets topic of each tombstone.
+                "topic": getattr(change, "topic", ""),
                 "key": _text(key),
                 "before": _text(before),
                 "after": _text(after),

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import control_views, metrics, move_views, views
+from dashboard import control_views, metrics, move_views, removal_views, views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -32,6 +32,12 @@ urlpatterns = [
         name="connector-move",
     ),
     path("clusters/<str:cluster_name>/worker/", control_views.cluster_worker, name="worker"),
+    path(
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/remove/<str:action>/",
+        removal_views.stage,
+        name="connector-remove",
+    ),
+    path("clusters/<str:cluster_name>/orphans/", removal_views.orphans_page, name="orphans"),
     path("clusters/<str:cluster_name>/refreshes/", views.start_refresh, name="start-refresh"),
     path("clusters/<str:cluster_name>/live/", views.live_state, name="live-state"),
     path("", include("dashboard.edit_urls")),

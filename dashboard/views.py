@@ -23,7 +23,7 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
-from offsets.edits.roles import can_control_connectors
+from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -265,7 +265,12 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     # The user's roles cost two queries (their permissions and their groups'): asked only
     # where the controls can show, on a cluster with a worker URL.
     can_control = bool(cluster.connect_url) and can_control_connectors(request.user)
-    context.update(refresh=refresh, can_control=can_control, **_figures(cached))
+    # Deleting needs the worker; cleaning up a deleted one's offsets does not. The roles
+    # are cached on the user by then, when asked at all.
+    can_remove = (can_control or snapshot.deleted) and can_stage(request.user)
+    context.update(
+        refresh=refresh, can_control=can_control, can_remove=can_remove, **_figures(cached)
+    )
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.

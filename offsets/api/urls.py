@@ -3,7 +3,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView
 
-from offsets.api import clusters, connector_control, connectors, moves, refreshes
+from offsets.api import clusters, connector_control, connectors, moves, refreshes, removal
 from offsets.api.errors import errors
 
 
@@ -45,6 +45,9 @@ urlpatterns = [
     path(f"{CONNECTOR}resume/", connector_control.connector_resume, name="api-connector-resume"),
     path(f"{CONNECTOR}restart/", connector_control.connector_restart, name="api-connector-restart"),
     path(f"{CONNECTOR}move/", moves.connector_move, name="api-connector-move"),
+    path(f"{CONNECTOR}delete/", removal.connector_delete, name="api-connector-delete"),
+    path(f"{CONNECTOR}cleanup/", removal.connector_cleanup, name="api-connector-cleanup"),
+    path("clusters/<str:cluster_name>/orphans/", removal.cluster_orphans, name="api-orphans"),
     path(
         "clusters/<str:cluster_name>/worker/", connector_control.cluster_worker, name="api-worker"
     ),

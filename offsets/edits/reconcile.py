@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from offsets.edits import move
+from offsets.edits import move, removal_apply
 from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditStateConflict
 from offsets.edits.outcome import finish, partial, settle_live
 from offsets.edits.roles import can_approve
@@ -96,6 +96,8 @@ def reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> 
     if edit.is_move:
         # A move is written to the target cluster: only its worker can tell how it ended.
         return move.reconcile_claimed(edit, user, error=error, comment=comment)
+    if edit.is_removal:
+        return removal_apply.reconcile(edit, user, error=error, comment=comment)
     if edit.is_source:
         # Fencing first: a transaction an earlier process left open is aborted (or, if its
         # commit had begun, completed) before the read, so the read shows the final outcome.

@@ -86,3 +86,5 @@ class SinkResults:
     lags: list[SinkPartitionLag] = field(default_factory=list)
     samples: list[LagSample] = field(default_factory=list)
     externally_managed: set[str] = field(default_factory=set)
+    # Deleted sinks whose group still has committed offsets: {connector: partitions}.
+    orphan_groups: dict[str, int] = field(default_factory=dict)

@@ -22,6 +22,11 @@ def sink_connectors(connectors: list[ConnectorSummary]) -> list[ConnectorSummary
     return [c for c in connectors if c.type == "sink" and not c.deleted]
 
 
+def deleted_sinks(connectors: list[ConnectorSummary]) -> list[ConnectorSummary]:
+    """Deleted sinks whose config the config topic still holds, so their group is known."""
+    return [c for c in connectors if c.type == "sink" and c.deleted and c.sink_group]
+
+
 def consumer_position(committed: int | None, log_start: int) -> int:
     """Where a sink's consumer reads next: its committed offset, or the log start when it
     never committed or its offset fell below the log start (connect-formats.md)."""
@@ -53,13 +58,21 @@ def sample_sinks(
     Reads Kafka only, not the database: it runs beside the Spark phase, on another thread.
     """
     sinks = sink_connectors(connectors)
+    deleted = deleted_sinks(connectors)
     results = SinkResults()
-    if not sinks:
+    if not sinks and not deleted:
         return results
     kafka = cluster.kafka_settings()
+    by_group = groups.committed_offsets_of(kafka, [c.sink_group for c in [*sinks, *deleted]])
+    # A deleted sink's group keeps its offsets, which a new sink of that name resumes from:
+    # counted so the pages can offer to clean them up.
+    results.orphan_groups = {
+        c.name: len(by_group[c.sink_group]) for c in deleted if by_group.get(c.sink_group)
+    }
+    if not sinks:
+        return results
     existing = admin.topic_partition_counts(kafka)
-    committed = groups.committed_offsets_of(kafka, [c.sink_group for c in sinks])
-    committed = {c.name: committed.get(c.sink_group, {}) for c in sinks}
+    committed = {c.name: by_group.get(c.sink_group, {}) for c in sinks}
     wanted = {
         c.name: [
             (topic, p)

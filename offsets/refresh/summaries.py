@@ -125,7 +125,9 @@ def _offsets_fields(
     external = connector.name in sinks.externally_managed
     lagging = connector.type == "sink" and not external
     return {
-        "partitions": len(sink_lags) if connector.type == "sink" else entry.partitions,
+        "partitions": _sink_partitions(connector, sink_lags, sinks)
+        if connector.type == "sink"
+        else entry.partitions,
         "last_commit_at": entry.last,
         "rewinds": entry.rewinds,
         "stalled_partitions": entry.stalled,
@@ -136,3 +138,12 @@ def _offsets_fields(
         if lagging
         else "",
     }
+
+
+def _sink_partitions(
+    connector: ConnectorSummary, sink_lags: list[SinkPartitionLag], sinks: SinkResults
+) -> int:
+    """A sink's partitions; for a deleted one, those its group still has offsets for."""
+    if connector.deleted:
+        return sinks.orphan_groups.get(connector.name, 0)
+    return len(sink_lags)

@@ -1,0 +1,96 @@
+"""Delete a connector with its offsets, and clean up offsets that outlived their connector.
+
+Thin views: look up (404), check the role (403), pass a form, call `offsets.edits.removal`;
+a staged edit's page is shown next (htmx: HX-Redirect), a refusal in place with its status.
+The orphans page lists what the last refresh stored (`offsets.services.orphans`): no Kafka read.
+"""
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.edit_forms import CommentForm
+from offsets.edits.errors import (
+    ConnectorNotFound,
+    EditForbidden,
+    EditInputError,
+    EditStateConflict,
+)
+from offsets.edits.removal import stage_cleanup, stage_removal
+from offsets.edits.roles import can_stage
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.models import Cluster
+from offsets.services.orphans import orphans
+
+SERVICES = {"delete": stage_removal, "cleanup": stage_cleanup}
+
+
+def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
+    # Every logged-in user sees every cluster; staging checks the editor role.
+    return get_object_or_404(Cluster, name=name)
+
+
+@require_POST
+@login_required
+def stage(
+    request: HttpRequest, cluster_name: str, connector_name: str, action: str
+) -> HttpResponse:
+    """Stage a removal ("delete") or a clean-up ("cleanup") and go to the new edit's page."""
+    cluster = _get_cluster_for_user(request, cluster_name)
+    service = SERVICES.get(action)
+    if service is None:
+        raise Http404(f"No action {action!r}.")
+    if not can_stage(request.user):
+        raise PermissionDenied("Staging offset edits needs the editor role.")
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, cluster, "The comment is too long.", 400)
+    try:
+        edit = service(
+            cluster=cluster,
+            connector=connector_name,
+            user=request.user,
+            comment=form.cleaned_data["comment"],
+        )
+    except EditForbidden as exc:
+        return _refused(request, cluster, exc.message, 403)
+    except ConnectorNotFound as exc:
+        return _refused(request, cluster, exc.message, 404)
+    except EditStateConflict as exc:
+        return _refused(request, cluster, exc.message, 409)
+    except EditInputError as exc:
+        return _refused(request, cluster, exc.message, 400)
+    except (KafkaUnavailable, TopicNotFound) as exc:
+        return _refused(request, cluster, f"The cluster could not be reached: {exc}", 503)
+    url = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": edit.pk})
+    if request.htmx:
+        return HttpResponse(status=204, headers={"HX-Redirect": url})
+    return redirect(url)
+
+
+def _refused(request: HttpRequest, cluster: Cluster, message: str, status: int) -> HttpResponse:
+    if request.htmx:
+        return render(
+            request, "dashboard/orphans.html#outcome", {"message": message}, status=status
+        )
+    context = _orphans_context(request, cluster)
+    return render(request, "dashboard/orphans.html", {**context, "message": message}, status=status)
+
+
+@require_GET
+@login_required
+def orphans_page(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    """Offsets that outlived their connector, with a clean-up button each (editors)."""
+    cluster = _get_cluster_for_user(request, cluster_name)
+    return render(request, "dashboard/orphans.html", _orphans_context(request, cluster))
+
+
+def _orphans_context(request: HttpRequest, cluster: Cluster) -> dict:
+    return {
+        "cluster": cluster,
+        "orphans": orphans(cluster),
+        "can_stage": can_stage(request.user),
+    }
