@@ -51,6 +51,7 @@ def parsed_source_values(
 ) -> Values:
     """Like `source_values`, comparing parsed offsets: the worker orders a value's fields its
     own way (a HashMap), so its bytes may differ from the staged ones while meaning the same."""
+
     def text(offset: dict | None) -> str | None:
         return None if offset is None else canonical(offset)
 
