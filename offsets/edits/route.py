@@ -30,6 +30,16 @@ VERIFY_TRIES = 10
 VERIFY_PAUSE = 0.5
 
 
+# Seen on Connect 4.3 with exactly-once source support: a reset or a null offset for a
+# connector with its own offsets topic writes that topic, then fails adding the worker topic
+# to the transaction (IllegalStateException) and the request never answers.
+OWN_TOPIC_TOMBSTONES = (
+    "The connector has its own offsets topic and the edit deletes offsets: the worker can hang "
+    "writing such tombstones (seen on Connect 4.3 with exactly-once support), so the dashboard "
+    "writes them to both topics itself."
+)
+
+
 @dataclass(frozen=True)
 class Route:
     """The way chosen, why, and (through the worker) the request to send."""
@@ -71,6 +81,8 @@ def choose_route(edit: OffsetEdit, *, timeout: float = PROBE_SECONDS) -> Route:
             topic,
             "The cluster has no Connect worker URL, so the dashboard writes the offsets itself.",
         )
+    if edit.is_source and edit.mirror_topic and edit.changes.filter(is_delete=True).exists():
+        return Route(topic, OWN_TOPIC_TOMBSTONES)
     request = edit_request(edit)
     if not request.possible:
         return Route(

@@ -20,6 +20,7 @@ from tests.fake_connect_worker import FakeWorker, closed_port_url
 from tests.integration.connect_rest import ConnectRest
 from tests.integration.test_edits_source import AUDIT, AUDIT_KEY, AUDIT_PARTITION, latest
 from tests.integration.test_real_worker import (
+    eos_file_source,
     file_sink,
     file_source,
     stopped,
@@ -155,6 +156,26 @@ def test_offsets_the_connector_refuses_leave_the_edit_truthful_with_the_workers_
     assert "non-negative value. All 1 partition(s) still hold their old value." in edit.error
     assert edit.audit_events.filter(action="reconciled").exists()
     assert rest.offsets(connector)["offsets"][0]["offset"] == {"position": 8}
+    rest.delete(connector)
+
+
+def test_deleting_offsets_of_a_connector_with_its_own_topic_goes_to_the_topic_and_says_why(
+    cluster, rest, kafka, tmp_path, editor, approver
+):
+    connector, path = name("own-del"), tmp_path / "own.log"
+    write_lines(path, ["one", "two"])
+    rest.create(connector, eos_file_source(path, name("own-del-out"), name("own-del-offsets")))
+    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
+    stopped(rest, connector)
+    edit = approved(
+        cluster, connector, editor, approver, strategy="delete", partition={"filename": str(path)}
+    )
+    edit = apply_edit(edit=edit, user=approver)
+
+    assert edit.state == State.APPLIED, edit.error
+    assert edit.applied_via == "topic"
+    assert "its own offsets topic" in applied_event(edit).details["route"]
+    assert rest.offsets(connector)["offsets"] == []
     rest.delete(connector)
 
 
