@@ -27,6 +27,14 @@ def deleted_sinks(connectors: list[ConnectorSummary]) -> list[ConnectorSummary]:
     return [c for c in connectors if c.type == "sink" and c.deleted and c.sink_group]
 
 
+def orphan_groups(deleted: list[ConnectorSummary], by_group: dict[str, dict]) -> dict[str, int]:
+    """How many committed partitions each deleted sink's group still holds.
+
+    A new sink of that name resumes from them: counted so the pages can offer a clean-up.
+    """
+    return {c.name: len(by_group[c.sink_group]) for c in deleted if by_group.get(c.sink_group)}
+
+
 def consumer_position(committed: int | None, log_start: int) -> int:
     """Where a sink's consumer reads next: its committed offset, or the log start when it
     never committed or its offset fell below the log start (connect-formats.md)."""
@@ -64,11 +72,7 @@ def sample_sinks(
         return results
     kafka = cluster.kafka_settings()
     by_group = groups.committed_offsets_of(kafka, [c.sink_group for c in [*sinks, *deleted]])
-    # A deleted sink's group keeps its offsets, which a new sink of that name resumes from:
-    # counted so the pages can offer to clean them up.
-    results.orphan_groups = {
-        c.name: len(by_group[c.sink_group]) for c in deleted if by_group.get(c.sink_group)
-    }
+    results.orphan_groups = orphan_groups(deleted, by_group)
     if not sinks:
         return results
     existing = admin.topic_partition_counts(kafka)
