@@ -38,8 +38,9 @@ logger = logging.getLogger(__name__)
 State = OffsetEdit.State
 Action = AuditEvent.Action
 # Answers that mean the worker wrote nothing: refused (400, 404, 409 rebalance), other
-# credentials needed, or another server at that URL.
+# credentials needed, another server at that URL, or never asked.
 WORKER_REFUSALS = (
+    route.NothingSent,
     ConnectBadRequest,
     ConnectorUnknown,
     ConnectRebalancing,

@@ -14,6 +14,7 @@ from offsets.formats import worker_offsets
 from offsets.formats.worker_offsets import WorkerRequest
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
+    ConnectMalformed,
     ConnectNotJson,
     ConnectRest,
     ConnectRestError,
@@ -38,6 +39,10 @@ OWN_TOPIC_TOMBSTONES = (
     "writing such tombstones (seen on Connect 4.3 with exactly-once support), so the dashboard "
     "writes them to both topics itself."
 )
+
+
+class NothingSent(ConnectRestError):
+    """The worker was not asked to write: reading its offsets first failed."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,10 @@ def write_through_worker(edit: OffsetEdit, route: Route) -> dict:
     rest = ConnectRest.for_cluster(edit.cluster)
     request = route.request
     if all(entry.offset is None for entry in request.entries):
-        held = rest.offsets(edit.connector).get("offsets", [])
+        try:
+            held = worker_offsets.answer_entries(rest.offsets(edit.connector))
+        except (ConnectRestError, ValueError) as exc:
+            raise NothingSent(f"Reading the worker's offsets first failed: {exc}") from exc
         if worker_offsets.resets_everything(request, held):
             answer = rest.reset_offsets(edit.connector)
             return _written("DELETE", rest, answer)
@@ -136,7 +144,10 @@ def worker_shows(edit: OffsetEdit, route: Route) -> list[str]:
     """Read GET .../offsets until it shows the edit (or the tries run out): what differs."""
     rest = ConnectRest.for_cluster(edit.cluster)
     for attempt in range(VERIFY_TRIES):
-        held = rest.offsets(edit.connector).get("offsets", [])
+        try:
+            held = worker_offsets.answer_entries(rest.offsets(edit.connector))
+        except ValueError as exc:
+            raise ConnectMalformed(str(exc)) from exc
         wrong = worker_offsets.worker_mismatches(route.request, held)
         if not wrong or attempt == VERIFY_TRIES - 1:
             return wrong

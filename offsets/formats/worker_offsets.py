@@ -83,6 +83,16 @@ def sink_request(changes: Iterable[tuple[str, int, int | None]]) -> WorkerReques
     )
 
 
+def answer_entries(body: object) -> list[dict]:
+    """The entries of a `GET .../offsets` answer; ValueError when it is not Connect's shape."""
+    if not isinstance(body, dict) or not isinstance(body.get("offsets"), list):
+        raise ValueError(f"GET .../offsets answered no offsets list: {body!r:.200}")
+    entries = body["offsets"]
+    if not all(isinstance(entry, dict) for entry in entries):
+        raise ValueError(f"GET .../offsets answered entries that are not objects: {body!r:.200}")
+    return entries
+
+
 def resets_everything(request: WorkerRequest, worker_offsets: Iterable[Mapping]) -> bool:
     """Whether the edit deletes exactly the partitions the worker has: then it is a DELETE.
 

@@ -311,3 +311,37 @@ def test_a_worker_whose_offsets_disagree_after_the_patch_fails_the_edit(
     assert edit.state == State.FAILED
     assert "GET /offsets shows" in edit.error and "the worker has null" in edit.error
     assert applied_event(edit).details["verified"] is False
+
+
+def test_a_garbled_offsets_answer_after_the_patch_is_recorded_and_the_topic_decides(
+    demo_cluster, editor, approver
+):
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer("PATCH", AUDIT_OFFSETS, 200, {"message": "altered"})
+        worker.answer("GET", AUDIT_OFFSETS, 200, [{"not": "connect"}])
+        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 11)
+        edit = apply_edit(edit=edit, user=approver)
+
+    # The fake wrote nothing, and reading the topic back says so: never "applied".
+    assert edit.state == State.FAILED
+    details = applied_event(edit).details
+    assert "answered no offsets list" in details["worker_verify_error"]
+    assert "reading it back disagrees" in edit.error
+
+
+def test_a_reset_whose_first_read_fails_sends_nothing_and_stays_approved(
+    demo_cluster, editor, approver
+):
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer("GET", AUDIT_OFFSETS, 200, b"<html>proxy</html>", "text/html")
+        edit = approved(
+            with_worker(demo_cluster, worker.url), AUDIT, editor, approver,
+            strategy="delete", partition=AUDIT_PARTITION,
+        )  # fmt: skip
+        edit = apply_edit(edit=edit, user=approver)
+
+    assert edit.state == State.APPROVED
+    assert "Reading the worker's offsets first failed" in edit.error
+    assert not any(r["method"] in ("PATCH", "DELETE") for r in worker.requests)

@@ -125,3 +125,17 @@ def test_mismatches_compare_offsets_by_value_and_type_in_any_order():
 def test_canonical_tells_numbers_from_strings_and_ints_from_floats():
     assert canonical({"b": 1, "a": 2}) == canonical({"a": 2, "b": 1})
     assert len({canonical(1), canonical(1.0), canonical("1")}) == 3
+
+
+def test_an_offsets_answer_of_another_shape_is_refused_with_what_it_was():
+    from offsets.formats.worker_offsets import answer_entries
+
+    entry = {"partition": {"f": "a"}, "offset": None}
+    assert answer_entries({"offsets": [entry]}) == [entry]
+    for body in ([entry], {"offsets": {"f": 1}}, {"offsets": [1]}, None, "<html>"):
+        try:
+            answer_entries(body)
+        except ValueError as exc:
+            assert "GET .../offsets answered" in str(exc)
+        else:
+            raise AssertionError(f"{body!r} was accepted")
