@@ -11,6 +11,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 
+from offsets.kafka.embedded import basic_auth_header
+
 POLL_SECONDS = 0.2
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 # Raw lines in and out: the test reads the output topic's values as the file's text.
@@ -25,9 +27,15 @@ class ConnectError(RuntimeError):
 
 
 class ConnectRest:
-    def __init__(self, url: str, *, timeout: float = 30) -> None:
+    def __init__(
+        self, url: str, *, timeout: float = 30, auth: tuple[str, str] | None = None
+    ) -> None:
+        """`auth` is a (username, password) sent as basic auth on every request."""
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if auth:
+            self.headers["Authorization"] = basic_auth_header(*auth)
 
     def request(self, method: str, path: str, body: object = None) -> tuple[int, object]:
         """Send `body` as JSON (bytes go as they are) and return the status and parsed answer."""
@@ -37,7 +45,7 @@ class ConnectRest:
             self.url + path,
             data=data,
             method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            headers=self.headers,
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
