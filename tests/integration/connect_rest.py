@@ -38,7 +38,8 @@ class ConnectRest:
             self.headers["Authorization"] = basic_auth_header(*auth)
 
     def request(self, method: str, path: str, body: object = None) -> tuple[int, object]:
-        """Send `body` as JSON (bytes go as they are) and return the status and parsed answer."""
+        """Send `body` as JSON (bytes as they are); return the status and the answer (parsed JSON,
+        else its text)."""
         raw = body is None or isinstance(body, bytes)
         data = body if raw else json.dumps(body).encode()
         request = urllib.request.Request(
@@ -52,8 +53,12 @@ class ConnectRest:
                 status, raw = response.status, response.read()
         except urllib.error.HTTPError as exc:
             status, raw = exc.code, exc.read()
-        parsed = json.loads(raw) if raw.strip() else None
-        return status, parsed
+        if not raw.strip():
+            return status, None
+        try:
+            return status, json.loads(raw)
+        except ValueError:  # the basic auth extension refuses in plain text
+            return status, raw.decode("utf-8", "replace")
 
     def call(self, method: str, path: str, body: object = None, *, ok=(200, 201, 202, 204)):
         status, parsed = self.request(method, path, body)

@@ -70,7 +70,7 @@ def test_the_worker_guards_every_resource_with_basic_auth(secured_connect, rest)
     anonymous = ConnectRest(secured_connect.url)
     for path in ("/", "/health", "/connectors"):
         status, body = anonymous.request("GET", path)
-        assert status == 401, (path, status, body)
+        assert (status, body) == (401, "User cannot access the resource."), path
     other_user = ConnectRest(secured_connect.url, auth=("someone-else", "other"))
     assert other_user.request("GET", "/")[0] == 200
     assert rest.request("GET", "/health")[0] == 200
