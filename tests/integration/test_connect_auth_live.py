@@ -76,7 +76,7 @@ def test_the_worker_guards_every_resource_with_basic_auth(secured_connect, rest)
     assert rest.request("GET", "/health")[0] == 200
 
 
-def test_the_right_credentials_get_the_workers_version(client, cluster, user):
+def test_the_right_credentials_get_the_workers_version(client, cluster, secured_connect, user):
     client.force_login(user)
 
     info = client.get(f"/api/v1/clusters/{cluster.name}/worker/")
@@ -85,7 +85,10 @@ def test_the_right_credentials_get_the_workers_version(client, cluster, user):
     assert info.status_code == 200, info.content
     assert info.json()["version"].startswith("4.") and info.json()["capabilities"]["offsets_write"]
     assert page.status_code == 200
-    assert f'id="worker-version">{info.json()["version"]}' in page.content.decode()
+    html = page.content.decode()
+    assert f'id="worker-version">{info.json()["version"]}' in html
+    assert f"as {secured_connect.username}" in html and secured_connect.password not in html
+    assert secured_connect.password not in info.content.decode()
 
 
 @pytest.mark.parametrize("credentials", WRONG.values(), ids=WRONG.keys())
