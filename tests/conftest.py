@@ -3,7 +3,7 @@ demo cluster."""
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -103,6 +103,54 @@ def second_connect(kafka_runtime, tmp_path_factory) -> SecondConnect:
         topics=SECOND_CONNECT_TOPICS,
     )
     yield SecondConnect(worker.url, SECOND_CONNECT_GROUP, SECOND_CONNECT_TOPICS)
+    runtime.stop_worker(worker)
+
+
+@dataclass(frozen=True)
+class SecuredConnect:
+    """A third Connect cluster whose REST API demands basic auth (Connect's own extension)."""
+
+    url: str
+    group_id: str
+    topics: dict
+    username: str
+    password: str = field(repr=False)
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        return self.username, self.password
+
+
+SECURED_CONNECT_GROUP = "secured-connect"
+SECURED_CONNECT_TOPICS = {
+    "offsets_topic": "secured-connect-offsets",
+    "configs_topic": "secured-connect-configs",
+    "status_topic": "secured-connect-status",
+}
+# A password with characters the users file must escape (=, :, a space, non-ASCII): the
+# worker accepting it shows the file says what the dashboard sends.
+SECURED_CONNECT_USERS = {"dashboard": "s3cret = pass:wörd", "someone-else": "other"}
+
+
+@pytest.fixture(scope="session")
+def secured_connect(kafka_runtime, tmp_path_factory) -> SecuredConnect:
+    """A worker with basic auth on, started (once, when a test first asks) on the session broker.
+
+    Its users are SECURED_CONNECT_USERS; `username`/`password` are the dashboard's.
+    """
+    if not kafka_runtime.connect_url:
+        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
+    runtime = EmbeddedKafka(tmp_path_factory.mktemp("secured-connect"))
+    worker = runtime.start_worker(
+        bootstrap_servers=kafka_runtime.bootstrap_servers,
+        group_id=SECURED_CONNECT_GROUP,
+        topics=SECURED_CONNECT_TOPICS,
+        basic_auth=SECURED_CONNECT_USERS,
+    )
+    username, password = next(iter(SECURED_CONNECT_USERS.items()))
+    yield SecuredConnect(
+        worker.url, SECURED_CONNECT_GROUP, SECURED_CONNECT_TOPICS, username, password
+    )
     runtime.stop_worker(worker)
 
 

@@ -48,6 +48,16 @@ WORKER_FLUSH_INTERVAL_MS = 1000
 
 WORKER_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 
+# Connect's own basic auth on the REST API (connect-basic-auth-extension): a worker started
+# with `basic_auth` checks every request against a users file through JAAS.
+BASIC_AUTH_EXTENSION = (
+    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+)
+BASIC_AUTH_LOGIN_MODULE = (
+    "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+)
+BASIC_AUTH_JARS = "connect-basic-auth-extension-*.jar"
+
 JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 # Brokers and workers started by this process, kept so that `stop` can collect their exit
@@ -149,8 +159,13 @@ def worker_properties(
     rest_port: int,
     group_id: str = WORKER_GROUP,
     topics: dict[str, str] = WORKER_TOPICS,
+    basic_auth: bool = False,
 ) -> str:
-    """A distributed worker's properties; another group and topics make another Connect cluster."""
+    """A distributed worker's properties; another group and topics make another Connect cluster.
+
+    `basic_auth` turns on Connect's basic auth extension (its JAAS file is a JVM option).
+    """
+    extensions = {"rest.extension.classes": BASIC_AUTH_EXTENSION} if basic_auth else {}
     return _properties(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -175,8 +190,48 @@ def worker_properties(
             # stays unset (an empty value is refused).
             "plugin.discovery": "service_load",
             "scheduled.rebalance.max.delay.ms": "0",
+            **extensions,
         }
     )
+
+
+def java_property(text: str) -> str:
+    """`text` escaped as a key or value of a Java properties file.
+
+    Properties.load reads ISO-8859-1 and gives `=`, `:`, `#`, `!`, spaces and backslashes a
+    meaning, so those are escaped with a backslash and anything outside printable ASCII is
+    written as UTF-16 `\\uXXXX` escapes.
+    """
+    escaped = []
+    for char in text:
+        if not " " <= char <= "~":
+            units = char.encode("utf-16-be")
+            escaped += [f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)]
+        elif char in "\\=:#! ":
+            escaped.append("\\" + char)
+        else:
+            escaped.append(char)
+    return "".join(escaped)
+
+
+def basic_auth_users(users: dict[str, str]) -> str:
+    """The users file of PropertyFileLoginModule: one `username=password` line each."""
+    for username in users:
+        # The worker splits the Authorization header at the first colon.
+        if not username or ":" in username:
+            raise ValueError(f"A basic auth username must be non-empty, without ':': {username!r}")
+    return "".join(f"{java_property(u)}={java_property(p)}\n" for u, p in users.items())
+
+
+def basic_auth_jaas(users_file: Path) -> str:
+    """The JAAS file whose `KafkaConnect` entry the basic auth extension logs requests in with."""
+    quoted = str(users_file).replace("\\", "\\\\").replace('"', '\\"')
+    return f'KafkaConnect {{\n  {BASIC_AUTH_LOGIN_MODULE} required\n  file="{quoted}";\n}};\n'
+
+
+def basic_auth_header(username: str, password: str) -> str:
+    pair = f"{username}:{password}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 # Both JVMs log to standard output, which `start` sends to their log files.
@@ -257,14 +312,22 @@ def wait_for_broker(bootstrap_servers: str, *, timeout: float, process=None, log
     )
 
 
-def wait_for_worker(url: str, *, timeout: float, process=None, log=None) -> None:
-    """Block until the worker's GET /health answers 200 (503 while it starts)."""
+def wait_for_worker(
+    url: str, *, timeout: float, process=None, log=None, auth: tuple[str, str] | None = None
+) -> None:
+    """Block until the worker's GET /health answers 200 (503 while it starts).
+
+    With basic auth on, the extension guards /health like every other resource (401 without
+    credentials, whatever the worker's health), so `auth` is sent to see the real answer.
+    """
     deadline = time.monotonic() + timeout
     last = "no answer"
+    headers = {"Authorization": basic_auth_header(*auth)} if auth else {}
     while time.monotonic() < deadline:
         _raise_if_exited(process, "Connect worker", log)
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            health = urllib.request.Request(f"{url}/health", headers=headers)
+            with urllib.request.urlopen(health, timeout=2) as response:
                 if response.status == 200:
                     return
                 last = f"HTTP {response.status}"
@@ -396,8 +459,13 @@ class EmbeddedKafka:
             }
         )
 
-    def _launch_worker(self, java, jvm, classpath, bootstrap, port, timeout, name, options):
-        """Start a worker whose files are `<name>-distributed.properties` and `<name>.log`."""
+    def _launch_worker(
+        self, java, jvm, classpath, bootstrap, port, timeout, name, options, auth=None
+    ):
+        """Start a worker whose files are `<name>-distributed.properties` and `<name>.log`.
+
+        `auth` is the (username, password) its start-up health check sends.
+        """
         run_dir = self.run_dir.resolve()
         rest_port = port or free_port()
         url = f"http://127.0.0.1:{rest_port}"
@@ -409,7 +477,9 @@ class EmbeddedKafka:
         worker = self._start_process(
             [java, *jvm, "-cp", classpath, WORKER_MAIN, str(config)],
             log,
-            lambda process: wait_for_worker(url, timeout=timeout, process=process, log=log),
+            lambda process: wait_for_worker(
+                url, timeout=timeout, process=process, log=log, auth=auth
+            ),
             f"Connect worker at {url}",
         )
         return worker, url, log
@@ -420,22 +490,48 @@ class EmbeddedKafka:
         bootstrap_servers: str,
         group_id: str,
         topics: dict[str, str],
+        basic_auth: dict[str, str] | None = None,
         timeout: float = 90.0,
     ) -> "StartedWorker":
         """Start one more worker against a running broker: another Connect cluster.
 
         Its group and internal topics are its own; `stop_worker` stops it. Nothing is kept in
-        the state file: the process that starts it stops it (a test session).
+        the state file: the process that starts it stops it (a test session). `basic_auth`
+        (username -> password) makes its REST API demand one of those users.
         """
         self.run_dir.mkdir(parents=True, exist_ok=True)
         run_dir = self.run_dir.resolve()
         (run_dir / "log4j2.properties").write_text(LOG4J2)
         jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
         options = {"group_id": group_id, "topics": topics}
+        classpath, auth = _classpath("worker"), None
+        if basic_auth is not None:
+            jvm.append(
+                f"-Djava.security.auth.login.config={self._basic_auth(group_id, basic_auth)}"
+            )
+            options["basic_auth"] = True
+            auth = next(iter(basic_auth.items()))
         worker, url, log = self._launch_worker(
-            _java(), jvm, _classpath("worker"), bootstrap_servers, None, timeout, group_id, options
+            _java(), jvm, classpath, bootstrap_servers, None, timeout, group_id, options, auth
         )
         return StartedWorker(pid=worker.pid, url=url, log_file=str(log))
+
+    def _basic_auth(self, name: str, users: dict[str, str]) -> Path:
+        """Write `<name>-users.properties` and `<name>-jaas.conf`; return the JAAS file."""
+        if not users:
+            # PropertyFileLoginModule lets every request in when its users file is empty.
+            raise ValueError("basic_auth needs at least one user: an empty users file allows all.")
+        if not any((runtime_libs() / "worker").glob(BASIC_AUTH_JARS)):
+            raise EmbeddedKafkaError(
+                f"Connect's basic auth extension ({BASIC_AUTH_JARS}) is missing from "
+                f"{runtime_libs() / 'worker'}: rebuild the jars with `make kafka-runtime`."
+            )
+        run_dir = self.run_dir.resolve()
+        users_file = run_dir / f"{name}-users.properties"
+        users_file.write_text(basic_auth_users(users), encoding="ascii")
+        jaas = run_dir / f"{name}-jaas.conf"
+        jaas.write_text(basic_auth_jaas(users_file), encoding="utf-8")
+        return jaas
 
     def stop_worker(self, worker: "StartedWorker", *, timeout: float = 30.0) -> None:
         """Stop a worker `start_worker` started (only a process of this run directory)."""
