@@ -38,6 +38,7 @@ from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_
 from offsets.edits.roles import can_stage
 from offsets.edits.staging import stage_edit, stage_restore
 from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
+from offsets.formats.masking import mask_secrets
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import ChangeCounts, Cluster, OffsetEdit
@@ -219,6 +220,12 @@ class EditOutput(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username")
     approved_by = serializers.CharField(source="approved_by.username", allow_null=True)
     applied_by = serializers.CharField(source="applied_by.username", allow_null=True)
+    target_cluster = serializers.CharField(
+        source="target_cluster.name", allow_null=True, help_text="A move's target cluster"
+    )
+    connector_config = serializers.SerializerMethodField(
+        help_text="A move's config to create on the target, masked as every config"
+    )
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -248,10 +255,16 @@ class EditOutput(serializers.ModelSerializer):
             "lock_checks",
             "error",
             "applied_via",
+            "target_cluster",
+            "connector_config",
         ]
 
     def get_url(self, edit) -> str:
         return f"/api/v1/edits/{edit.pk}/"
+
+    def get_connector_config(self, edit) -> dict | None:
+        config = edit.connector_config
+        return None if config is None else mask_secrets(config)
 
 
 class EditDetailOutput(EditOutput):
@@ -437,7 +450,7 @@ def edit_detail(request: Request, pk: int) -> Response:
 
 
 class RouteOutput(serializers.Serializer):
-    via = serializers.ChoiceField(choices=OffsetEdit.AppliedVia.choices)
+    via = serializers.CharField(help_text='"worker" (KIP-875 through Connect) or "topic"')
     reason = serializers.CharField()
     refused = serializers.BooleanField(help_text="The worker's answer stops the apply (401, HTML).")
 

@@ -23,7 +23,6 @@ from offsets.api.parsers import JSONParser
 from offsets.edits.move import resume_on_target
 from offsets.edits.move_staging import stage_move
 from offsets.edits.roles import can_stage
-from offsets.formats.masking import mask_secrets
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.models import Cluster, OffsetEdit
 
@@ -39,22 +38,8 @@ class MoveInput(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
-class MoveEditOutput(EditDetailOutput):
-    target_cluster = serializers.CharField(source="target_cluster.name", allow_null=True)
-    connector_config = serializers.SerializerMethodField(help_text="Masked, as every config")
-    applied_via = serializers.CharField()
-
-    class Meta(EditDetailOutput.Meta):
-        fields = [
-            *EditDetailOutput.Meta.fields,
-            "target_cluster",
-            "connector_config",
-            "applied_via",
-        ]
-
-    def get_connector_config(self, edit) -> dict | None:
-        config = edit.connector_config
-        return None if config is None else mask_secrets(config)
+# Every edit's output names a move's target and its masked config.
+MoveEditOutput = EditDetailOutput
 
 
 def _target(name: str) -> Cluster:
