@@ -10,6 +10,7 @@ from django.core.management import call_command
 from offsets.edits import connector_control
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
+    ConnectBadRequest,
     ConnectMalformed,
     ConnectNotJson,
     ConnectorUnknown,
@@ -82,6 +83,13 @@ def test_no_worker_answering_is_unreachable():
         (403, b'{"message":"no"}', "application/json", ConnectAuthFailed, "HTTP 403"),
         (404, b'{"message":"Connector x not found"}', "application/json", ConnectorUnknown, "x"),
         (409, b'{"message":"rebalance"}', "application/json", ConnectRebalancing, "rebalancing"),
+        (
+            409,
+            b'{"message":"Connector x already exists"}',
+            "application/json",
+            ConnectBadRequest,
+            "HTTP 409: Connector x already exists",
+        ),
         (200, b"<html><body>Grafana</body></html>", "text/html", ConnectNotJson, "is this the"),
         (200, b'{"version": ', "application/json", ConnectMalformed, "not valid JSON"),
     ],

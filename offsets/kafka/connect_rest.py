@@ -121,9 +121,12 @@ def error_for_answer(
             status=status,
         )
     if status == 409:
+        message = _worker_message(body)
+        # Connect answers 409 for a name that exists too (POST /connectors): say which.
+        if "already exists" in message:
+            return ConnectBadRequest(f"{what}: HTTP 409: {message}", status=status)
         return ConnectRebalancing(
-            f"{what}: HTTP 409: the workers are rebalancing; try again in a few seconds: "
-            f"{_worker_message(body)}",
+            f"{what}: HTTP 409: the workers are rebalancing; try again in a few seconds: {message}",
             status=status,
         )
     if 400 <= status < 500:
