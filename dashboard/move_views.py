@@ -65,7 +65,10 @@ def connector_move(request: HttpRequest, cluster_name: str, connector_name: str)
     except ConnectorNotFound as exc:
         return _page(request, {**context, "error": exc.message}, 404)
     except EditStateConflict as exc:
-        return _page(request, {**context, "error": exc.message}, 409)
+        # The connector exists but cannot move (deleted, offsets only): the page says why;
+        # only staging it is a conflict.
+        status = 200 if request.method == "GET" else 409
+        return _page(request, {**context, "error": exc.message}, status)
     except (KafkaUnavailable, TopicNotFound) as exc:
         return _page(request, {**context, "error": f"The cluster could not be read: {exc}"}, 503)
     targets = list(

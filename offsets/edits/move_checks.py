@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from django.conf import settings
 
-from offsets.edits.errors import ConnectorNotFound, EditInputError, EditStateConflict
+from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.live import ConnectorContext, LiveReader, read_connector, source_view
 from offsets.formats import edit_rules
 from offsets.formats.connectors import sink_group_id, source_offsets_topics
@@ -59,11 +59,13 @@ def read_source_side(*, cluster: Cluster, connector: str) -> SourceSide:
 
 def source_config(*, cluster: Cluster, connector: str) -> dict[str, str | None]:
     """The connector's config from its cluster's config topic (for the move form's inputs)."""
-    stored = LiveReader(cluster).configs().connectors.get(connector)
+    reader = LiveReader(cluster)
+    stored = reader.configs().connectors.get(connector)
     if stored is None:
-        raise ConnectorNotFound(
-            f"No connector {connector!r} in {cluster.configs_topic} of {cluster.name}.",
-            field="connector",
+        # Raises ConnectorNotFound unless the offsets topic still holds it.
+        read_connector(cluster=cluster, connector=connector, reader=reader)
+        raise EditStateConflict(
+            f"{connector!r} has offsets but no config in {cluster.configs_topic}: nothing to move."
         )
     if stored.deleted or not stored.properties:
         raise EditStateConflict(f"{connector} is deleted on {cluster.name}: no config to move.")
