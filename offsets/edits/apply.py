@@ -16,7 +16,15 @@ from offsets.edits.errors import (
 )
 from offsets.edits.live import LiveReader
 from offsets.edits.lock_check import lock_check
-from offsets.edits.outcome import fail, finish, partial, release, settle_live, settle_sink_group
+from offsets.edits.outcome import (
+    fail,
+    finish,
+    partial,
+    release,
+    settle_checks,
+    settle_live,
+    settle_sink_group,
+)
 from offsets.edits.reconcile import reconcile
 from offsets.edits.roles import can_approve
 from offsets.edits.writes import write_sink, write_source
@@ -115,18 +123,7 @@ def _check(edit: OffsetEdit, user) -> list[dict] | None:
         logger.exception("Lock check of edit %s failed", edit.pk)
         release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
         return None
-    checks = [c.as_dict() for c in results]
-    failed = [c for c in results if not c.passed]
-    moved = [c for c in failed if c.name == edit_rules.NOTHING_MOVED]
-    if moved:
-        finish(edit, State.CONFLICT, Action.CONFLICT, user, checks=checks, error=moved[0].message)
-        return None
-    if failed:
-        refused = "; ".join(c.message for c in failed)
-        release(edit, user, checks, f"The lock check refused the apply: {refused}")
-        return None
-    OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
-    return checks
+    return settle_checks(edit, user, results)
 
 
 def _write_and_verify(

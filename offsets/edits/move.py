@@ -19,9 +19,9 @@ from offsets.edits.errors import (
     EditForbidden,
     EditStateConflict,
 )
-from offsets.edits.outcome import fail, finish, release
+from offsets.edits.outcome import fail, finish, release, settle_checks
 from offsets.edits.roles import can_approve
-from offsets.formats import edit_rules, moves
+from offsets.formats import moves
 from offsets.formats.masking import mask_text
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
@@ -103,18 +103,7 @@ def _check(edit: OffsetEdit, user) -> list[dict] | None:
         logger.exception("Lock check of move %s failed", edit.pk)
         release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
         return None
-    checks = [check.as_dict() for check in results]
-    failed = [check for check in results if not check.passed]
-    moved = [check for check in failed if check.name == edit_rules.NOTHING_MOVED]
-    if moved:
-        finish(edit, State.CONFLICT, Action.CONFLICT, user, checks=checks, error=moved[0].message)
-        return None
-    if failed:
-        refused = "; ".join(check.message for check in failed)
-        release(edit, user, checks, f"The lock check refused the move: {refused}")
-        return None
-    OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
-    return checks
+    return settle_checks(edit, user, results, what="move")
 
 
 def _create_in_doubt(edit, user, checks, rest: ConnectRest, exc: ConnectRestError) -> OffsetEdit:

@@ -181,3 +181,34 @@ def release(
 def fail(edit: OffsetEdit, user, checks: list[dict], error: str, extra: dict) -> OffsetEdit:
     """Finish an apply as failed, audited "failed" with the lock check and the details."""
     return finish(edit, State.FAILED, Action.FAILED, user, checks=checks, error=error, extra=extra)
+
+
+def settle_checks(
+    edit: OffsetEdit,
+    user,
+    results,
+    *,
+    what: str = "apply",
+    refused_end: str = "",
+    conflict_end: str = "",
+    extra: dict | None = None,
+) -> list[dict] | None:
+    """Act on a claimed edit's lock check: its results to go on, or None once it settled it.
+
+    Moved offsets make the edit a conflict (stage it again); any other failed check gives
+    the claim back naming the failures; all passed: the results are kept. The ends are
+    appended to the messages as they are (they may quote connector names).
+    """
+    checks = [check.as_dict() for check in results]
+    failed = [check for check in results if not check.passed]
+    moved = [check for check in failed if check.name == edit_rules.NOTHING_MOVED]
+    if moved:
+        error = f"{moved[0].message}{conflict_end}"
+        finish(edit, State.CONFLICT, Action.CONFLICT, user, checks=checks, error=error, extra=extra)
+        return None
+    if failed:
+        refused = "; ".join(check.message for check in failed)
+        release(edit, user, checks, f"The lock check refused the {what}: {refused}{refused_end}")
+        return None
+    OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
+    return checks

@@ -20,7 +20,7 @@ from django.utils import timezone
 from offsets.edits.connector_control import control_connector
 from offsets.edits.errors import EditForbidden
 from offsets.edits.live import LiveReader
-from offsets.edits.outcome import as_bytes, fail, finish, release, sink_offset
+from offsets.edits.outcome import as_bytes, fail, finish, release, settle_checks, sink_offset
 from offsets.formats import edit_rules, removal_rules
 from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.formats.masking import mask_text
@@ -237,27 +237,14 @@ def _checks(edit: OffsetEdit, user, steps: Steps) -> list[dict] | None:
     except KAFKA_ERRORS as exc:
         release(edit, user, [], f"The lock check could not read the cluster: {exc}.{after}")
         return None
-    checks = [check.as_dict() for check in results]
-    failed = [check for check in results if not check.passed]
-    moved = [check for check in failed if check.name == edit_rules.NOTHING_MOVED]
-    if moved:
-        error = f"{moved[0].message}{after}"
-        finish(
-            edit,
-            State.CONFLICT,
-            Action.CONFLICT,
-            user,
-            checks=checks,
-            error=error,
-            extra={"steps": steps.done},
-        )
-        return None
-    if failed:
-        refused = "; ".join(check.message for check in failed)
-        release(edit, user, checks, f"The lock check refused the apply: {refused}.{after}")
-        return None
-    OffsetEdit.objects.filter(pk=edit.pk).update(lock_checks=checks)
-    return checks
+    return settle_checks(
+        edit,
+        user,
+        results,
+        refused_end=f".{after}",
+        conflict_end=after,
+        extra={"steps": steps.done},
+    )
 
 
 def _reset(edit: OffsetEdit, rest: ConnectRest, info: WorkerInfo, steps: Steps) -> str:
