@@ -22,8 +22,12 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
 KAFKA_STAMP := $(KAFKA_RUNTIME_LIBS)/.built
 KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
+# Test processes (pytest-xdist): each starts its own broker and Connect worker when a test
+# needs them. PYTEST_ARGS adds to any test target's pytest, e.g. PYTEST_ARGS=--reverse.
+TEST_PROCESSES ?= 2
+PYTEST_ARGS ?=
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop test test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -74,10 +78,13 @@ demo-stop: install ## Stop what the demo started: the server, the writers, the r
 	$(PY) manage.py embedded_kafka stop
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
-	$(BIN)/pytest -ra --durations=25
+	$(BIN)/pytest -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
 
-test-postgres: install kafka-runtime ## Run the database tests against PostgreSQL (DATABASE_URL, default the local test database)
-	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "not browser" tests
+test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
+	$(BIN)/pytest -m "not integration and not spark and not browser" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS)
+
+test-postgres: install kafka-runtime ## Run the tests whose outcome can depend on the database engine against PostgreSQL (DATABASE_URL)
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS)
 
 bench: bench-refresh bench-pages bench-load bench-loop bench-live ## Run every benchmark (they print figures, they assert nothing)
 

@@ -12,10 +12,16 @@ from django.core.cache import cache
 from offsets.demo import DemoCluster, DemoOptions, build_demo
 from offsets.demo_writer import SeedSummary, write_demo
 from offsets.kafka.embedded import EmbeddedKafka
+from tests import markers
+from tests.scratch_broker import empty_broker
 
 # The demo ends at the start of the test run (to the minute), so that "how long ago" rules
 # (stalls, lag in time) see what an operator would; the records are otherwise deterministic.
 DEMO_END_MS = int(time.time() * 1000) // 60_000 * 60_000
+
+
+def pytest_collection_modifyitems(items):
+    markers.mark(items)
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +32,9 @@ def _fast_settings(settings, tmp_path):
     # would see pages cached by an earlier one whose rolled-back rows had the same ids.
     cache.clear()
     settings.RUN_DIR = tmp_path / "run"
+    # Each test's refreshes keep their history apart: clusters of the same name in other tests
+    # (and in the other test processes) must not lend it theirs.
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     settings.KAFKA_READ_TIMEOUT = 5
 
 
@@ -160,9 +169,25 @@ def kafka_bootstrap(kafka_runtime) -> str:
     return kafka_runtime.bootstrap_servers
 
 
+@pytest.fixture(scope="session")
+def _scratch_kafka(tmp_path_factory) -> str:
+    """The broker (no worker) that `fresh_kafka` empties for each test that asks for it."""
+    broker = EmbeddedKafka(tmp_path_factory.mktemp("kafka-scratch"))
+    info = broker.start(worker=False)
+    yield info.bootstrap_servers
+    broker.stop(kill=True)  # its data dies with the session
+
+
 @pytest.fixture
-def fresh_kafka(tmp_path: Path) -> str:
-    """An Apache Kafka broker of its own for one test (no worker; it starts in ~3 s)."""
+def fresh_kafka(_scratch_kafka) -> str:
+    """An empty Apache Kafka broker (no worker): the session's scratch broker, emptied first."""
+    empty_broker(_scratch_kafka)
+    return _scratch_kafka
+
+
+@pytest.fixture
+def own_kafka(tmp_path: Path) -> str:
+    """A broker process of its own for one test: only for a test that says why it needs one."""
     broker = EmbeddedKafka(tmp_path / "kafka")
     info = broker.start(worker=False)
     yield info.bootstrap_servers

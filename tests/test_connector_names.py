@@ -7,7 +7,8 @@ import pytest
 
 from tests import factories as make
 
-pytestmark = pytest.mark.django_db
+# db_engine: names of any length and script are stored, filtered and ordered by the engine.
+pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
 
 # Empty, dot segments, separators, the encoding's own mark, control characters, query and
 # fragment characters, commas (the export's list separator), spaces, non-ASCII, and the longest

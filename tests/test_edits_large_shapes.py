@@ -66,6 +66,7 @@ def label(index: int) -> str:
     return jackson.dumps_text(partition(index)).replace('"', "&quot;")
 
 
+@pytest.mark.db_engine  # 20,000 rows written in bulk and paged by the engine
 def test_a_restore_of_20000_partitions_shows_a_summary_and_one_page_of_its_diff(
     client, cluster, editor
 ):
@@ -83,6 +84,7 @@ def test_a_restore_of_20000_partitions_shows_a_summary_and_one_page_of_its_diff(
     assert "page 1 of 200" in html
 
 
+@pytest.mark.db_engine  # 20,000 rows written in bulk and paged by the engine
 def test_the_diff_pages_reach_the_last_partition_and_htmx_gets_the_diff_alone(
     client, cluster, editor
 ):
@@ -103,6 +105,7 @@ def test_the_diff_pages_reach_the_last_partition_and_htmx_gets_the_diff_alone(
     assert diff_rows(html)[0] == label(100) and 'id="edit-status"' not in html
 
 
+@pytest.mark.db_engine  # 20,000 rows written in bulk and paged by the engine
 def test_a_refused_action_on_a_large_edit_answers_the_page_with_one_page_of_its_diff(
     client, cluster, editor
 ):

@@ -14,7 +14,8 @@ from offsets.formats import jackson
 from offsets.models import SourceOffset
 from tests import factories as make
 
-pytestmark = pytest.mark.django_db
+# db_engine: PostgreSQL refuses text SQLite stores (lone surrogates).
+pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
 
 CONNECTOR = "jdbc-source"
 ODD_OFFSET = {"file": "a\ud800b", "position": 7}

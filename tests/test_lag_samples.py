@@ -9,7 +9,8 @@ from offsets.models import LagSample
 from offsets.refresh import sinks
 from tests import factories as make
 
-pytestmark = pytest.mark.django_db
+# db_engine: time windows are compared and thinned by the engine.
+pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
 
 
 def sample(cluster, connector, partition, at, committed):

@@ -10,6 +10,9 @@ from offsets.refresh import runs, sinks
 from offsets.refresh.results import ms_to_datetime
 from tests import factories as make
 
+# db_engine: the runs kept and the samples thinned are chosen by queries over time windows.
+pytestmark = pytest.mark.db_engine
+
 T0 = datetime(2026, 11, 25, 12, 0, 0).astimezone()
 
 

@@ -6,7 +6,8 @@ from offsets.models import RefreshRun
 from offsets.refresh import runs
 from tests import factories as make
 
-pytestmark = pytest.mark.django_db
+# db_engine: deletes in bulk, with their cascades, are the engine's.
+pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
 
 DAY = 24 * 3600
 

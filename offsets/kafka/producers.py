@@ -2,6 +2,7 @@
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from offsets import tuning
 from offsets.kafka import handles
 
 # How Connect's runtime configures the producer of its internal topics (KafkaBasedLog):
@@ -16,6 +17,7 @@ def java_producer(settings: dict, *, transactional_id: str | None = None) -> Pro
     if transactional_id:
         config["transactional.id"] = transactional_id
         config["enable.idempotence"] = True
+        config["retry.backoff.ms"] = tuning.TRANSACTIONAL_RETRY_BACKOFF_MS
     return handles.producer(config)
 
 

@@ -8,6 +8,13 @@ from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import admin, producers
 
+# A Connect cluster's internal topics, named as a Cluster names them; the demo's by default.
+DEMO_TOPICS = {
+    "configs_topic": "connect-configs",
+    "offsets_topic": "connect-offsets",
+    "status_topic": "connect-status",
+}
+
 
 def _write(settings: dict, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
     counts = admin.topic_partition_counts(settings)
@@ -23,11 +30,13 @@ def _write(settings: dict, topic: str, records: list[tuple[bytes, bytes | None]]
     assert producer.flush(10) == 0
 
 
-def stop_connector(settings: dict, name: str, *, tasks: int = 1) -> None:
+def stop_connector(
+    settings: dict, name: str, *, tasks: int = 1, topics: dict[str, str] = DEMO_TOPICS
+) -> None:
     """What PUT /connectors/{name}/stop leaves behind (KIP-875): STOPPED, zero tasks."""
     _write(
         settings,
-        "connect-configs",
+        topics["configs_topic"],
         [
             (
                 f"target-state-{name}".encode(),
@@ -45,7 +54,7 @@ def stop_connector(settings: dict, name: str, *, tasks: int = 1) -> None:
         )
     ]
     status += [(f"status-task-{name}-{task}".encode(), None) for task in range(tasks)]
-    _write(settings, "connect-status", status)
+    _write(settings, topics["status_topic"], status)
 
 
 def resume_connector(settings: dict, name: str) -> None:
@@ -85,16 +94,18 @@ def commit_source_offsets(
     _write(settings, topic, offsets)
 
 
-def create_connector(settings: dict, name: str, properties: dict[str, str]) -> None:
+def create_connector(
+    settings: dict, name: str, properties: dict[str, str], *, topics: dict[str, str] = DEMO_TOPICS
+) -> None:
     """A connector created with one task and then stopped, as its worker records it."""
     task = {**properties, "task.class": properties["connector.class"] + "Task"}
     _write(
         settings,
-        "connect-configs",
+        topics["configs_topic"],
         [
             (f"connector-{name}".encode(), jackson.dumps({"properties": properties})),
             (f"task-{name}-0".encode(), jackson.dumps({"properties": task})),
             (f"commit-{name}".encode(), jackson.dumps({"tasks": 1})),
         ],
     )
-    stop_connector(settings, name)
+    stop_connector(settings, name, topics=topics)

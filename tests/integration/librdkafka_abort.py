@@ -72,6 +72,7 @@ def in_child_process(test):
         if os.environ.get(CHILD_ENV):
             return test(*args, **kwargs)
         outputs = []
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         for attempt in range(1, ABORT_RETRIES + 1):
             brokers_before = orphaned_brokers()
             child = subprocess.run(
@@ -85,8 +86,9 @@ def in_child_process(test):
                     "no:cacheprovider",
                 ],
                 # pytest-django suffixes the test database's name with TOX_PARALLEL_ENV:
-                # the child must not create (and drop) the parent's PostgreSQL test database.
-                env={**os.environ, CHILD_ENV: "1", "TOX_PARALLEL_ENV": "child"},
+                # the child must not create (and drop) the parent's PostgreSQL test database,
+                # nor the database of another test process's child.
+                env={**os.environ, CHILD_ENV: "1", "TOX_PARALLEL_ENV": f"child-{worker}"},
                 capture_output=True,
                 text=True,
                 timeout=900,

@@ -38,6 +38,14 @@ EOS_TOPICS = ("connect-offsets-orders-cdc-eos", "connect-offsets")
 S3 = "s3-sink-orders"
 S3_GROUP = "connect-s3-sink-orders"
 
+
+@pytest.fixture
+def fresh_kafka(own_kafka):
+    # A broker of its own: an apply killed mid-transaction leaves the transaction open on the
+    # broker until it times out, and its abort marker must not land in another test's topics.
+    return own_kafka
+
+
 CHILD = """
 import sys
 

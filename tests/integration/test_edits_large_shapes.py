@@ -1,7 +1,7 @@
 """Connectors with many partitions: the edit page, the stage forms and imports stay bounded.
 
-One broker for the module holds a source with 20,000 partitions and a sink reading a topic
-of 250 partitions. The bounds asserted are far below what rendering every partition takes
+A Connect cluster of the module's own, on the session's broker, holds a source with 20,000
+partitions and a sink reading a topic of 250 partitions. The bounds asserted are far below what rendering every partition takes
 (about 10 MB for the source's page), and far above one page of rows.
 """
 
@@ -12,7 +12,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from offsets.formats import jackson
 from offsets.kafka import admin, groups, reading
-from offsets.kafka.embedded import EmbeddedKafka
 from offsets.models import Cluster, OffsetEdit
 from tests.integration.connect_sim import commit_source_offsets, create_connector
 
@@ -37,18 +36,25 @@ def identity(index: int) -> str:
     return jackson.dumps_text(partition(index))
 
 
+# A Connect cluster of its own on the session's broker: its internal topics, data topic and
+# connector names are this module's alone.
+TOPICS = {
+    "configs_topic": "large-connect-configs",
+    "offsets_topic": "large-connect-offsets",
+    "status_topic": "large-connect-status",
+}
+
+
 @pytest.fixture(scope="module")
-def large_broker(tmp_path_factory) -> dict:
-    broker = EmbeddedKafka(tmp_path_factory.mktemp("kafka-large"))
-    info = broker.start(worker=False)
-    settings = {"bootstrap.servers": info.bootstrap_servers}
+def large_broker(kafka_bootstrap) -> dict:
+    settings = {"bootstrap.servers": kafka_bootstrap}
     compact = {"cleanup.policy": "compact"}
     admin.create_topics(
         settings,
         [
-            admin.TopicSpec("connect-configs", 1, compact),
-            admin.TopicSpec("connect-offsets", 25, compact),
-            admin.TopicSpec("connect-status", 5, compact),
+            admin.TopicSpec(TOPICS["configs_topic"], 1, compact),
+            admin.TopicSpec(TOPICS["offsets_topic"], 25, compact),
+            admin.TopicSpec(TOPICS["status_topic"], 5, compact),
             admin.TopicSpec(TOPIC, TOPIC_PARTITIONS, {}),
         ],
     )
@@ -59,10 +65,11 @@ def large_broker(tmp_path_factory) -> dict:
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
             "topic": "large",
         },
+        topics=TOPICS,
     )
     commit_source_offsets(
         settings,
-        "connect-offsets",
+        TOPICS["offsets_topic"],
         [
             (jackson.dumps_key(SOURCE, partition(i)), jackson.dumps({"position": i}))
             for i in range(SOURCE_PARTITIONS)
@@ -72,17 +79,19 @@ def large_broker(tmp_path_factory) -> dict:
         settings,
         SINK,
         {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "topics": TOPIC},
+        topics=TOPICS,
     )
     groups.alter_offsets(
         settings, f"connect-{SINK}", {(TOPIC, p): 0 for p in range(TOPIC_PARTITIONS)}
     )
-    yield settings
-    broker.stop(kill=True)
+    return settings
 
 
 @pytest.fixture
 def cluster(db, large_broker):
-    return Cluster.objects.create(name="large", bootstrap_servers=large_broker["bootstrap.servers"])
+    return Cluster.objects.create(
+        name="large", bootstrap_servers=large_broker["bootstrap.servers"], **TOPICS
+    )
 
 
 @pytest.fixture

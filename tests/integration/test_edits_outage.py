@@ -59,6 +59,7 @@ def approved_eos_edit(cluster, editor, approver):
 
 @pytest.fixture
 def broker_behind_proxy(tmp_path):
+    # A broker of its own: the test cuts every connection to it at the proxy.
     broker = BrokerBehindProxy(tmp_path / "proxied-kafka")
     broker.start()
     yield broker
@@ -110,6 +111,7 @@ def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
     tmp_path, db, editor, approver, settings
 ):
     settings.KAFKA_WRITE_TIMEOUT = 3
+    # A broker of its own: the test stops it in the middle of the apply.
     broker = EmbeddedKafka(tmp_path / "doomed-kafka")
     info = broker.start(worker=False)
     try:

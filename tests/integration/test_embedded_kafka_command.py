@@ -1,3 +1,8 @@
+"""`manage.py embedded_kafka`: the command starts and stops brokers and workers of its own.
+
+Each test starts its own processes because starting and stopping them is what it tests.
+"""
+
 import json
 import os
 import urllib.request

@@ -37,6 +37,7 @@ SINK = "s3-sink-orders"
 
 @pytest.fixture
 def proxied(tmp_path, settings):
+    # A broker of its own: the tests cut every connection to it at the proxy.
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     broker = BrokerBehindProxy(tmp_path / "proxied-kafka")
     broker.start()

@@ -1,0 +1,78 @@
+"""Markers that follow from what a test is and uses, so a new test lands in the right tier.
+
+- `integration`: under tests/integration/, or uses a broker (its fixtures reach one).
+- `spark`: under tests/spark/, or uses the session's Spark.
+- `browser`: under tests/browser/.
+- `db_engine`: its outcome can depend on the database engine (docs/testing.md, "The database
+  rule"), so it runs on SQLite and again on PostgreSQL. Given by hand for what no rule can see
+  (values an engine stores differently), and by the rules below for the rest.
+"""
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+BROKER_FIXTURES = frozenset({"kafka_runtime", "_scratch_kafka", "own_kafka"})
+SPARK_FIXTURES = frozenset({"spark"})
+# Real transactions (commits other connections see), query counts, sequences.
+ENGINE_FIXTURES = frozenset(
+    {
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "django_assert_num_queries",
+        "django_assert_max_num_queries",
+    }
+)
+# What a test body does that only the engine decides: its errors and constraints, row locks,
+# raw SQL and the connection, transactions, query counts, migrations.
+ENGINE_CODE = re.compile(
+    r"IntegrityError|OperationalError|DatabaseError|InterfaceError|select_for_update"
+    r"|CaptureQueriesContext|MigrationExecutor|call_command\(\s*\"migrate\""
+    r"|\bconnection\.(cursor|ops|vendor|close|settings_dict|in_atomic_block)|\bconnections\["
+    r"|\btransaction\.(atomic|on_commit|set_rollback)"
+)
+FOLDER_MARKERS = {"integration": "integration", "spark": "spark", "browser": "browser"}
+
+
+def mark(items: list[pytest.Item]) -> None:
+    """Add the tier markers and `db_engine` to every collected test that qualifies."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        folder = _folder(item)
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
+        if names & BROKER_FIXTURES:
+            item.add_marker("integration")
+        if names & SPARK_FIXTURES:
+            item.add_marker("spark")
+        if _depends_on_engine(item, names):
+            item.add_marker("db_engine")
+
+
+def _folder(item: pytest.Item) -> str:
+    parts = Path(item.path).resolve().relative_to(TESTS).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+def _depends_on_engine(item: pytest.Item, names: set[str]) -> bool:
+    if names & ENGINE_FIXTURES:
+        return True
+    django_db = item.get_closest_marker("django_db")
+    if django_db is not None and django_db.kwargs.get("transaction"):
+        return True
+    return bool(ENGINE_CODE.search(_source(item)))
+
+
+def _source(item: pytest.Item) -> str:
+    function = getattr(item, "function", None)
+    if function is None:
+        return ""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
