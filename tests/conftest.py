@@ -2,7 +2,6 @@
 demo cluster."""
 
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,11 +12,9 @@ from offsets.demo import DemoCluster, DemoOptions, build_demo
 from offsets.demo_writer import SeedSummary, write_demo
 from offsets.kafka.embedded import EmbeddedKafka
 from tests import markers
+from tests.demo_data import DEMO_END_MS, REFRESH_MODELS
 from tests.scratch_broker import empty_broker
-
-# The demo ends at the start of the test run (to the minute), so that "how long ago" rules
-# (stalls, lag in time) see what an operator would; the records are otherwise deterministic.
-DEMO_END_MS = int(time.time() * 1000) // 60_000 * 60_000
+from tests.users import user_with
 
 
 def pytest_collection_modifyitems(items):
@@ -249,31 +246,21 @@ def fresh_demo(db, fresh_kafka) -> FreshDemo:
     return FreshDemo(cluster, demo, summary)
 
 
-def _user_with(django_user_model, username, *codenames):
-    from django.contrib.auth.models import Permission
-
-    user = django_user_model.objects.create_user(username, password=f"{username}-password")
-    user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="offsets", codename__in=codenames)
-    )
-    return django_user_model.objects.get(pk=user.pk)  # a fresh object: no stale perm cache
-
-
 @pytest.fixture
 def editor(db, django_user_model):
     """A user who may stage edits (stage_offsetedit)."""
-    return _user_with(django_user_model, "erin", "stage_offsetedit")
+    return user_with(django_user_model, "erin", "stage_offsetedit")
 
 
 @pytest.fixture
 def approver(db, django_user_model):
     """A user who may stage, approve and apply (stage_offsetedit + approve_offsetedit)."""
-    return _user_with(django_user_model, "abe", "stage_offsetedit", "approve_offsetedit")
+    return user_with(django_user_model, "abe", "stage_offsetedit", "approve_offsetedit")
 
 
 @pytest.fixture
 def second_approver(db, django_user_model):
-    return _user_with(django_user_model, "amy", "stage_offsetedit", "approve_offsetedit")
+    return user_with(django_user_model, "amy", "stage_offsetedit", "approve_offsetedit")
 
 
 @pytest.fixture
@@ -329,22 +316,6 @@ def spark():
     session = get_spark("local[2]")
     yield session
     session.stop()
-
-
-# The refresh's results, in the order their foreign keys need.
-REFRESH_MODELS = (
-    "Cluster",
-    "RefreshRun",
-    "ReadPosition",
-    "ConnectorSnapshot",
-    "SourceOffset",
-    "CommitBucket",
-    "RewindEvent",
-    "KeyDrift",
-    "MalformedCount",
-    "SinkPartitionLag",
-    "LagSample",
-)
 
 
 @pytest.fixture(scope="session")

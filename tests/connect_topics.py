@@ -4,6 +4,9 @@ from collections.abc import Iterable
 
 from offsets.kafka import producers
 
+# 10000-01-01: a timestamp Kafka accepts on a record, past any date the dashboard can store.
+YEAR_10000_MS = 253_402_300_800_000
+
 
 def write_records(
     settings: dict, records: Iterable[tuple[str, bytes | None, bytes | None, int | None]]

@@ -8,11 +8,6 @@ from offsets.edits.reconcile import stale_after
 from offsets.models import Cluster, OffsetEdit, OffsetEditChange
 
 
-def make_cluster(name: str = "c1") -> Cluster:
-    # Port 1: nothing listens there, so any Kafka access fails fast and visibly.
-    return Cluster.objects.create(name=name, bootstrap_servers="127.0.0.1:1")
-
-
 def make_edit(cluster: Cluster, user, *, state: str = "draft", connector: str = "file-src"):
     """A source edit of one partition: {"filename": "a"} position 1 -> 2."""
     edit = OffsetEdit.objects.create(

@@ -29,6 +29,7 @@ def now() -> datetime:
 
 
 def cluster(name: str = "prod", **fields: object) -> Cluster:
+    # Port 1 by default: nothing listens there, so any Kafka access fails fast and visibly.
     return Cluster.objects.create(
         name=name, bootstrap_servers=fields.pop("bootstrap_servers", "127.0.0.1:1"), **fields
     )

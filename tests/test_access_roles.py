@@ -11,8 +11,9 @@ from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange, RefreshRun
 from offsets.services import background
-from tests.conftest import _user_with
-from tests.edits_factory import make_cluster, make_edit
+from tests import factories
+from tests.edits_factory import make_edit
+from tests.users import user_with
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +22,7 @@ CHANNELS = ("page", "api-session", "api-token")
 
 @pytest.fixture
 def cluster():
-    return make_cluster()
+    return factories.cluster("c1")
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def viewer(db, django_user_model):
 
 @pytest.fixture
 def other_editor(db, django_user_model):
-    return _user_with(django_user_model, "eddy", "stage_offsetedit")
+    return user_with(django_user_model, "eddy", "stage_offsetedit")
 
 
 @pytest.fixture

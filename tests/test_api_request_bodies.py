@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.edits_factory import make_cluster
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -12,7 +12,7 @@ ROUTES = ["/api/v1/edits/", "/api/v1/edits/import/"]
 
 @pytest.fixture
 def cluster():
-    return make_cluster()
+    return factories.cluster("c1")
 
 
 @pytest.mark.parametrize("route", ROUTES)

@@ -14,15 +14,16 @@ from offsets.edits.reconcile import reconcile_edits
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.staging import stage_edit
 from offsets.models import AuditEvent, OffsetEdit
+from tests import factories
 from tests.db_faults import SqliteLock, require_sqlite, short_busy_timeout
-from tests.edits_factory import make_cluster, make_edit
+from tests.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def cluster():
-    return make_cluster()
+    return factories.cluster("c1")
 
 
 def actions(edit):
@@ -148,7 +149,7 @@ def test_an_apply_claim_and_its_audit_entry_are_written_together(cluster, editor
 def test_a_lock_that_outlasts_the_busy_timeout_raises_operational_error(cluster):
     """The premise of the tests above: the lock really blocks this process's writes."""
     with short_busy_timeout(), SqliteLock("IMMEDIATE"), pytest.raises(OperationalError):
-        make_cluster("c2")
+        factories.cluster("c2")
 
 
 @pytest.mark.integration

@@ -5,14 +5,15 @@ import base64
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.edits_factory import make_cluster, make_edit, make_stuck
+from tests import factories
+from tests.edits_factory import make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def cluster():
-    return make_cluster()
+    return factories.cluster("c1")
 
 
 def api(client, user):

@@ -7,7 +7,8 @@ from django.core.management import CommandError, call_command
 
 from offsets.edits.roles import can_approve, can_stage
 from offsets.models import OffsetEdit
-from tests.edits_factory import make_cluster, make_edit, make_stuck
+from tests import factories
+from tests.edits_factory import make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ def test_reconcile_by_default_leaves_an_edit_that_may_still_be_applying(django_u
     # A live apply must not be judged (or its transaction fenced) under its feet: without
     # --min-age only edits older than the safe age are settled, and the command says so.
     user = django_user_model.objects.create_user("approver")
-    edit = make_stuck(make_edit(make_cluster(), user), stale=False)
+    edit = make_stuck(make_edit(factories.cluster("c1"), user), stale=False)
     out = io.StringIO()
     call_command("reconcile_edits", stdout=out)
     assert "1 younger one(s) may still be running" in out.getvalue()
@@ -44,7 +45,7 @@ def test_the_demo_users_command_creates_an_editor_and_an_approver(db):
 
 
 def test_the_commands_refuse_unknown_clusters_and_users(tmp_path):
-    make_cluster()
+    factories.cluster("c1")
     path = tmp_path / "doc.json"
     path.write_text("{}")
     with pytest.raises(CommandError, match="Unknown cluster"):
@@ -64,7 +65,7 @@ def test_the_commands_refuse_unknown_clusters_and_users(tmp_path):
 
 
 def test_importing_as_a_user_without_the_editor_role_stages_nothing(tmp_path, user):
-    make_cluster()
+    factories.cluster("c1")
     path = tmp_path / "doc.json"
     path.write_text("{}")
     with pytest.raises(CommandError, match="editor role"):

@@ -3,14 +3,15 @@
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.edits_factory import make_cluster, make_edit, make_stuck
+from tests import factories
+from tests.edits_factory import make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def cluster():
-    return make_cluster()
+    return factories.cluster("c1")
 
 
 def url(edit, action=""):
@@ -34,7 +35,7 @@ def test_the_edit_pages_require_login(client, cluster, editor):
 
 def test_an_unknown_cluster_edit_or_action_is_a_404(logged_in_client, cluster, editor):
     edit = make_edit(cluster, editor)
-    make_cluster("c2")
+    factories.cluster("c2")
     assert logged_in_client.get("/clusters/nope/edits/").status_code == 404
     assert logged_in_client.get("/clusters/c1/edits/999/").status_code == 404
     # An edit is only found under its own cluster.

@@ -10,7 +10,8 @@ from django.core.management import CommandError, call_command
 
 from offsets.formats import strimzi
 from offsets.models import AuditEvent, OffsetEdit
-from tests.edits_factory import make_cluster, make_edit
+from tests import factories
+from tests.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +23,7 @@ NEITHER = b"hello: [unclosed"
 
 @pytest.fixture
 def cluster():
-    return make_cluster()
+    return factories.cluster("c1")
 
 
 def assert_nothing_changed(before: list[int]) -> None:

@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from offsets.kafka import embedded
-from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.browser.test_edit_workflow import log_in, log_out
+from offsets.models import AuditEvent, OffsetEdit
+from tests.browser.pages import log_in, log_out
 from tests.integration.connect_rest import ConnectRest
-from tests.integration.test_real_worker import file_source, wait_for_values, write_lines
+from tests.integration.worker_files import file_source, wait_for_values, write_lines
+from tests.integration.workers import register, session_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -28,12 +28,8 @@ def test_a_running_connector_is_stopped_from_the_edit_page_and_the_worker_applie
     page, live_server, transactional_db, kafka_runtime, rest, tmp_path, editor, approver, screenshot
 ):
     page.on("dialog", lambda dialog: dialog.accept())  # stop and apply ask for confirmation
-    cluster = Cluster.objects.create(
-        name=f"worker-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
+    cluster = register(
+        f"worker-{RUN}", kafka_runtime.bootstrap_servers, session_worker(kafka_runtime)
     )
     connector, output, path = f"browser-{RUN}", f"browser-{RUN}-out", tmp_path / "in.log"
     write_lines(path, ["one", "two"])

@@ -7,11 +7,11 @@ names a server could route still lead a browser elsewhere unless the URL avoids 
 import pytest
 
 from tests import factories as make
+from tests.browser.pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 NAMES = ["", ".", "..", "a/b", "a\\b", "%2e%2e", "~tilde", "tab\tname", "café ☕"]
-TIMEOUT_MS = 15_000
 
 
 def test_each_name_in_the_list_leads_to_its_own_page(
@@ -23,11 +23,7 @@ def test_each_name_in_the_list_leads_to_its_own_page(
         make.snapshot(cluster, name, partitions=2)
         make.source_offsets(cluster, name, 2)
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("button[type=submit]")
-    page.wait_for_selector("#clusters")
+    log_in(page, live_server, "alice", "alice-password")
 
     listing = f"{live_server.url}/clusters/prod/connectors/?per_page=100"
     page.goto(listing)

@@ -1,15 +1,9 @@
 import pytest
 
 from offsets.models import Cluster
+from tests.browser.pages import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-
-def log_in(page, live_server, username, password):
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
 
 
 def test_a_user_logs_in_and_sees_the_live_state_of_the_demo_connectors(
@@ -37,7 +31,7 @@ def test_a_user_logs_in_and_sees_the_live_state_of_the_demo_connectors(
 
 def test_a_wrong_password_shows_an_error(page, live_server, transactional_db, django_user_model):
     django_user_model.objects.create_user("bob", password="bob-password")
-    log_in(page, live_server, "bob", "wrong")
+    log_in(page, live_server, "bob", "wrong", landing=None)
     assert (
         page.locator("p.error").inner_text().startswith("Your username and password didn't match")
     )

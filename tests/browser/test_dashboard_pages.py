@@ -21,21 +21,16 @@ from offsets.models import (
 from offsets.refresh.run import run_refresh
 from offsets.services import background
 from offsets.services.history import partition_history
+from tests.browser.pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-TIMEOUT_MS = 15_000
 
 
 @pytest.fixture
 def signed_in(page, live_server, transactional_db, refreshed_demo, operator):
     """A browser logged in as a user who may start refreshes, on the refreshed demo."""
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "olga")
-    page.fill("input[name=password]", "olga-password")
-    page.click("button[type=submit]")
-    page.wait_for_selector("#clusters")
+    log_in(page, live_server, "olga", "olga-password")
     return page
 
 

@@ -5,24 +5,12 @@ import pytest
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import reading
+from tests.browser.pages import log_in, log_out
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 CONNECTOR = "file-source-audit"  # STOPPED in the demo
 KEY = jackson.dumps_key(CONNECTOR, {"filename": "/var/log/app/audit.log"})
-
-
-def log_in(page, live_server, username, password):
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_selector("text=Clusters")
-
-
-def log_out(page):
-    page.click("form.logout button")
-    page.wait_for_selector("input[name=username]")
 
 
 def test_an_edit_is_staged_approved_by_another_user_applied_and_audited(
@@ -136,11 +124,12 @@ def test_reconcile_with_the_broker_unreachable_shows_why_and_leaves_the_edit_app
     # The page's htmx config must reach htmx (it reads only the first htmx-config meta):
     # without it a 503 answer is not swapped in and the button seems to do nothing.
     from offsets.models import OffsetEdit
-    from tests.edits_factory import make_cluster, make_edit, make_stuck
+    from tests import factories
+    from tests.edits_factory import make_edit, make_stuck
 
     settings.KAFKA_WRITE_TIMEOUT = 2  # the fence of the unreachable cluster gives up sooner
     settings.KAFKA_READ_TIMEOUT = 2
-    edit = make_stuck(make_edit(make_cluster(), editor))  # its cluster: 127.0.0.1:1
+    edit = make_stuck(make_edit(factories.cluster("c1"), editor))  # its cluster: 127.0.0.1:1
     page.on("dialog", lambda dialog: dialog.accept())
     log_in(page, live_server, "abe", "abe-password")
     page.goto(f"{live_server.url}/clusters/c1/edits/{edit.pk}/")

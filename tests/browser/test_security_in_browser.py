@@ -4,11 +4,17 @@ from <body hx-headers>, and no page breaks a rule of the policy."""
 import pytest
 
 from offsets.models import ConnectorSnapshot
+from tests.browser.pages import TIMEOUT_MS, log_in
 from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
-TIMEOUT_MS = 15_000
+
+@pytest.fixture
+def page(page):
+    """Chromium's page, giving up on any wait after TIMEOUT_MS."""
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
 
 
 @pytest.fixture
@@ -24,15 +30,6 @@ def console_errors(page):
     )
     page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
     return errors
-
-
-def log_in(page, live_server, username, password):
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_selector("#clusters")
 
 
 def test_htmx_posts_carry_the_csrf_token_and_succeed_under_the_csp(

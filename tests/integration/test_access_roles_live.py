@@ -5,12 +5,11 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit
+from tests.demo_data import AUDIT, AUDIT_PARTITION
 
 pytestmark = pytest.mark.integration
 
-AUDIT = "file-source-audit"  # STOPPED in the demo
 IDENTITY = '{"filename":"/var/log/app/audit.log"}'
-PARTITION = {"filename": "/var/log/app/audit.log"}
 
 
 def token(user) -> dict:
@@ -51,10 +50,10 @@ def test_an_editor_stages_and_imports_with_a_token_and_a_viewer_may_only_dry_run
 ):
     as_editor = token(editor)
     body = {"cluster": "fresh", "connector": AUDIT, "strategy": "set"}
-    body.update(partition=PARTITION, offset={"position": 9})
+    body.update(partition=AUDIT_PARTITION, offset={"position": 9})
     staged = client.post("/api/v1/edits/", body, "application/json", **as_editor)
     assert staged.status_code == 201, staged.json()
-    document = {AUDIT: [{"partition": PARTITION, "offset": {"position": 11}}]}
+    document = {AUDIT: [{"partition": AUDIT_PARTITION, "offset": {"position": 11}}]}
     imported = client.post(
         "/api/v1/edits/import/",
         {"cluster": "fresh", "document": document},

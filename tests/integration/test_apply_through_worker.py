@@ -10,16 +10,14 @@ import uuid
 import pytest
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
-from offsets.kafka import admin, embedded, producers
+from offsets.kafka import admin, producers
 from offsets.models import AuditEvent, Cluster, OffsetEdit
+from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
 from tests.fake_connect_worker import FakeWorker, closed_port_url
-from tests.integration.connect_rest import ConnectRest
-from tests.integration.test_edits_source import AUDIT, AUDIT_KEY, AUDIT_PARTITION, latest
-from tests.integration.test_real_worker import (
+from tests.integration.edit_steps import approved_audit_edit, stage_and_approve
+from tests.integration.offsets_reads import latest
+from tests.integration.worker_files import (
     eos_file_source,
     file_sink,
     file_source,
@@ -39,37 +37,6 @@ def name(what: str) -> str:
     return f"via-{RUN}-{what}"
 
 
-@pytest.fixture(scope="module")
-def rest(kafka_runtime) -> ConnectRest:
-    if not kafka_runtime.connect_url:
-        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
-    return ConnectRest(kafka_runtime.connect_url)
-
-
-@pytest.fixture
-def kafka(kafka_runtime) -> dict:
-    return {"bootstrap.servers": kafka_runtime.bootstrap_servers}
-
-
-@pytest.fixture
-def cluster(db, kafka_runtime) -> Cluster:
-    return Cluster.objects.create(
-        name=f"via-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
-    )
-
-
-def approved(cluster, connector, editor, approver, **request) -> OffsetEdit:
-    edit = stage_edit(
-        cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
-    )
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
-
-
 def applied_event(edit: OffsetEdit) -> AuditEvent:
     return edit.audit_events.get(action__in=["applied", "failed", "reconciled"])
 
@@ -87,7 +54,7 @@ def test_deleting_every_partition_is_one_delete_and_the_worker_reads_the_file_ag
     assert wait_for_values(kafka, output, 2) == ["one", "two"]
     stopped(rest, connector)
 
-    edit = approved(
+    edit = stage_and_approve(
         cluster, connector, editor, approver, strategy="delete", partition={"filename": str(path)}
     )
     edit = apply_edit(edit=edit, user=approver, comment="read it all again")
@@ -121,7 +88,7 @@ def test_a_sink_deletes_one_partitions_offset_through_the_worker_in_one_step(
         e["partition"]["kafka_partition"]: e["offset"] for e in rest.offsets(connector)["offsets"]
     }
 
-    edit = approved(
+    edit = stage_and_approve(
         cluster, connector, editor, approver, strategy="delete-offsets", partitions=((topic, 0),)
     )
     edit = apply_edit(edit=edit, user=approver)
@@ -144,7 +111,7 @@ def test_offsets_the_connector_refuses_leave_the_edit_truthful_with_the_workers_
     rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
     stopped(rest, connector)
     # FileStreamSourceConnector.alterOffsets refuses a negative position.
-    edit = approved(
+    edit = stage_and_approve(
         cluster, connector, editor, approver,
         strategy="set", partition={"filename": str(path)}, offset={"position": -1},
     )  # fmt: skip
@@ -167,7 +134,7 @@ def test_deleting_offsets_of_a_connector_with_its_own_topic_goes_to_the_topic_an
     rest.create(connector, eos_file_source(path, name("own-del-out"), name("own-del-offsets")))
     rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
     stopped(rest, connector)
-    edit = approved(
+    edit = stage_and_approve(
         cluster, connector, editor, approver, strategy="delete", partition={"filename": str(path)}
     )
     edit = apply_edit(edit=edit, user=approver)
@@ -187,7 +154,7 @@ def test_the_edit_page_and_the_api_say_the_worker_will_write_it(
     rest.create(connector, file_source(path, name("page-out")))
     rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 4)
     stopped(rest, connector)
-    edit = approved(
+    edit = stage_and_approve(
         cluster, connector, editor, approver,
         strategy="set", partition={"filename": str(path)}, offset={"position": 0},
     )  # fmt: skip
@@ -217,13 +184,6 @@ def with_worker(cluster: Cluster, url: str) -> Cluster:
     return cluster
 
 
-def audit_edit(cluster, editor, approver, position: int) -> OffsetEdit:
-    return approved(
-        cluster, AUDIT, editor, approver,
-        strategy="set", partition=AUDIT_PARTITION, offset={"position": position},
-    )  # fmt: skip
-
-
 @pytest.mark.parametrize(
     "answer, via, reason",
     [
@@ -239,7 +199,10 @@ def test_an_older_or_unreachable_worker_leaves_the_direct_write(
         if answer:
             worker.answer("GET", "/", *answer)
         with_worker(fresh_demo.cluster, worker.url if answer else closed_port_url())
-        edit = apply_edit(edit=audit_edit(fresh_demo.cluster, editor, approver, 7), user=approver)
+        edit = apply_edit(
+            edit=approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 7}),
+            user=approver,
+        )
 
     assert edit.state == State.APPLIED, edit.error
     assert edit.applied_via == via
@@ -271,7 +234,9 @@ def test_a_worker_that_refuses_writes_nothing_and_the_edit_stays_approved(
     with FakeWorker() as worker:
         worker.answer("GET", "/", 200, VERSION)
         worker.answer(method, path, status, body, content_type)
-        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 3)
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 3}
+        )
         edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == State.APPROVED
@@ -288,7 +253,9 @@ def test_a_worker_failing_midway_is_settled_by_reading_the_topic_back(
     with FakeWorker() as worker:
         worker.answer("GET", "/", 200, VERSION)
         worker.answer("PATCH", AUDIT_OFFSETS, 500, {"message": "Failed to modify offsets"})
-        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 5)
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 5}
+        )
         edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == State.FAILED
@@ -305,7 +272,9 @@ def test_a_worker_whose_offsets_disagree_after_the_patch_fails_the_edit(
         worker.answer("GET", "/", 200, VERSION)
         worker.answer("PATCH", AUDIT_OFFSETS, 200, {"message": "altered"})
         worker.answer("GET", AUDIT_OFFSETS, 200, {"offsets": []})
-        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 9)
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 9}
+        )
         edit = apply_edit(edit=edit, user=approver)
 
     assert edit.state == State.FAILED
@@ -320,7 +289,9 @@ def test_a_garbled_offsets_answer_after_the_patch_is_recorded_and_the_topic_deci
         worker.answer("GET", "/", 200, VERSION)
         worker.answer("PATCH", AUDIT_OFFSETS, 200, {"message": "altered"})
         worker.answer("GET", AUDIT_OFFSETS, 200, [{"not": "connect"}])
-        edit = audit_edit(with_worker(demo_cluster, worker.url), editor, approver, 11)
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 11}
+        )
         edit = apply_edit(edit=edit, user=approver)
 
     # The fake wrote nothing, and reading the topic back says so: never "applied".
@@ -336,7 +307,7 @@ def test_a_reset_whose_first_read_fails_sends_nothing_and_stays_approved(
     with FakeWorker() as worker:
         worker.answer("GET", "/", 200, VERSION)
         worker.answer("GET", AUDIT_OFFSETS, 200, b"<html>proxy</html>", "text/html")
-        edit = approved(
+        edit = stage_and_approve(
             with_worker(demo_cluster, worker.url), AUDIT, editor, approver,
             strategy="delete", partition=AUDIT_PARTITION,
         )  # fmt: skip

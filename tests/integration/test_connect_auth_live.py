@@ -7,18 +7,15 @@ nothing done.
 """
 
 import uuid
-from pathlib import Path
 
 import pytest
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
-from offsets.kafka import embedded
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from tests.integration.connect_rest import ConnectRest
-from tests.integration.test_real_worker import file_source, stopped, write_lines
+from tests.integration.edit_steps import stage_and_approve
+from tests.integration.worker_files import running_source, stopped
+from tests.integration.workers import ConnectWorker
 
 pytestmark = pytest.mark.integration
 
@@ -32,22 +29,13 @@ def name(what: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def rest(secured_connect) -> ConnectRest:
-    """The test's own client of the secured worker, with the right credentials."""
-    return ConnectRest(secured_connect.url, auth=secured_connect.auth)
-
-
-@pytest.fixture
-def cluster(db, kafka_runtime, secured_connect) -> Cluster:
-    """The secured Connect cluster, registered with the right credentials."""
-    return Cluster.objects.create(
-        name=f"auth-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=secured_connect.url,
-        connect_username=secured_connect.username,
-        connect_password=secured_connect.password,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **secured_connect.topics,
+def connect_worker(secured_connect) -> ConnectWorker:
+    """The secured worker, with the right credentials, for `rest` and `cluster`."""
+    return ConnectWorker(
+        secured_connect.url,
+        secured_connect.topics,
+        secured_connect.username,
+        secured_connect.password,
     )
 
 
@@ -55,15 +43,6 @@ def with_credentials(cluster: Cluster, username: str, password: str) -> Cluster:
     cluster.connect_username, cluster.connect_password = username, password
     cluster.save(update_fields=["connect_username", "connect_password"])
     return cluster
-
-
-def running_source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:
-    connector, path = name(what), tmp_path / f"{what}.log"
-    write_lines(path, ["one", "two"])
-    rest.create(connector, file_source(path, name(f"{what}-out")))
-    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
-    rest.wait_for_state(connector, "RUNNING", tasks=1)
-    return connector, path
 
 
 def test_the_worker_guards_every_resource_with_basic_auth(secured_connect, rest):
@@ -117,7 +96,7 @@ def test_wrong_or_missing_credentials_say_the_worker_refused_them(
 def test_a_stop_with_the_wrong_password_is_refused_and_audited_then_works(
     client, cluster, rest, secured_connect, tmp_path, editor
 ):
-    connector, _ = running_source(rest, tmp_path, "stop")
+    connector, _ = running_source(rest, name("stop"), tmp_path / "stop.log", name("stop-out"))
     url = f"/api/v1/clusters/{cluster.name}/connectors/{connector}/stop/"
     client.force_login(editor)
     with_credentials(cluster, "dashboard", "not the password")
@@ -152,18 +131,12 @@ def test_a_stop_with_the_wrong_password_is_refused_and_audited_then_works(
 def test_an_apply_with_the_wrong_password_writes_nothing_then_goes_through_the_worker(
     cluster, rest, secured_connect, tmp_path, editor, approver
 ):
-    connector, path = running_source(rest, tmp_path, "apply")
+    connector, path = running_source(rest, name("apply"), tmp_path / "apply.log", name("apply-out"))
     stopped(rest, connector)
-    edit = stage_edit(
-        cluster=cluster,
-        connector=connector,
-        user=editor,
-        request=StageRequest(
-            strategy="set", partition={"filename": str(path)}, offset={"position": 4}
-        ),
-    )
-    submit_edit(edit=edit, user=editor)
-    edit = approve_edit(edit=edit, user=approver)
+    edit = stage_and_approve(
+        cluster, connector, editor, approver,
+        strategy="set", partition={"filename": str(path)}, offset={"position": 4},
+    )  # fmt: skip
     edit.cluster = with_credentials(cluster, "dashboard", "not the password")
 
     edit = apply_edit(edit=edit, user=approver)

@@ -3,59 +3,24 @@ of the test session: the worker's own status, the audit log, and the lock check 
 
 import urllib.parse
 import uuid
-from pathlib import Path
 
 import pytest
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
 from offsets.formats.connector_paths import to_segment
-from offsets.kafka import embedded
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest
+from tests.integration.edit_steps import stage_and_approve
+from tests.integration.worker_files import running_source
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 
 
-@pytest.fixture(scope="module")
-def rest(kafka_runtime) -> ConnectRest:
-    if not kafka_runtime.connect_url:
-        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
-    return ConnectRest(kafka_runtime.connect_url)
-
-
-@pytest.fixture
-def cluster(db, kafka_runtime) -> Cluster:
-    return Cluster.objects.create(
-        name=f"ctl-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
-    )
-
-
-def running_source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:
+def connector_name(what: str) -> str:
     # A space and a question mark: the adapter must quote them. (Connect 4's Jetty refuses an
     # encoded slash, %2F, with 400 "Ambiguous URI path separator", so no slash here.)
-    connector, path = f"ctl {RUN}?{what}", tmp_path / f"{what}.log"
-    path.write_text("one\ntwo\n")
-    config = {
-        "connector.class": FILE_SOURCE,
-        "file": str(path),
-        "topic": f"ctl-{RUN}-{what}-out",
-        "tasks.max": "1",
-        **STRING_CONVERTERS,
-    }
-    rest.create(connector, config)
-    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
-    rest.wait_for_state(connector, "RUNNING", tasks=1)
-    return connector, path
+    return f"ctl {RUN}?{what}"
 
 
 def api_url(cluster: Cluster, connector: str, action: str) -> str:
@@ -64,7 +29,9 @@ def api_url(cluster: Cluster, connector: str, action: str) -> str:
 
 
 def test_stop_resume_and_restart_through_the_api(client, cluster, rest, tmp_path, editor):
-    connector, _ = running_source(rest, tmp_path, "api")
+    connector, _ = running_source(
+        rest, connector_name("api"), tmp_path / "api.log", f"ctl-{RUN}-api-out"
+    )
     client.force_login(editor)
 
     stopped = client.post(api_url(cluster, connector, "stop"), {"comment": "maintenance"})
@@ -114,13 +81,13 @@ def test_the_worker_reports_its_version_and_capabilities(client, cluster, rest, 
 def test_the_edit_page_stops_the_connector_and_the_lock_check_passes(
     client, cluster, rest, tmp_path, editor, approver
 ):
-    connector, path = running_source(rest, tmp_path, "edit")
-    request = StageRequest(
-        strategy="set", partition={"filename": str(path)}, offset={"position": 0}
+    connector, path = running_source(
+        rest, connector_name("edit"), tmp_path / "edit.log", f"ctl-{RUN}-edit-out"
     )
-    edit = stage_edit(cluster=cluster, connector=connector, user=editor, request=request)
-    submit_edit(edit=edit, user=editor)
-    approve_edit(edit=edit, user=approver)
+    edit = stage_and_approve(
+        cluster, connector, editor, approver,
+        strategy="set", partition={"filename": str(path)}, offset={"position": 0},
+    )  # fmt: skip
     edit = apply_edit(edit=edit, user=approver)
     assert edit.state == OffsetEdit.State.APPROVED  # refused: the connector runs
     client.force_login(approver)

@@ -7,31 +7,12 @@ from django.db import connection
 
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
-from offsets.edits.preview import StageRequest
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
-from offsets.formats import jackson
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
+from tests.demo_data import AUDIT, AUDIT_KEY
+from tests.integration.edit_steps import approved_audit_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-AUDIT = "file-source-audit"
-AUDIT_PARTITION = {"filename": "/var/log/app/audit.log"}
-AUDIT_KEY = jackson.dumps_key(AUDIT, AUDIT_PARTITION)
-
-
-def approved_edit(fresh_demo, editor, approver, position):
-    edit = stage_edit(
-        cluster=fresh_demo.cluster,
-        connector=AUDIT,
-        user=editor,
-        request=StageRequest(
-            strategy="set", partition=AUDIT_PARTITION, offset={"position": position}
-        ),
-    )
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
 
 
 def run_in_thread(target, results, name):
@@ -56,7 +37,7 @@ def audit_writes(fresh_demo):
 def test_two_approvers_applying_the_same_edit_at_once_apply_it_exactly_once(
     fresh_demo, editor, approver, second_approver
 ):
-    edit = approved_edit(fresh_demo, editor, approver, 11)
+    edit = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 11})
     writes_before = len(audit_writes(fresh_demo))
     start = threading.Barrier(2)
     results: dict[str, object] = {}
@@ -92,8 +73,8 @@ def test_two_approvers_applying_the_same_edit_at_once_apply_it_exactly_once(
 def test_a_second_edit_of_the_same_connector_cannot_start_while_one_is_applying(
     fresh_demo, editor, approver, second_approver
 ):
-    first = approved_edit(fresh_demo, editor, approver, 21)
-    second = approved_edit(fresh_demo, editor, approver, 22)
+    first = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 21})
+    second = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 22})
     inside = threading.Event()
     release = threading.Event()
     results: dict[str, object] = {}
@@ -127,8 +108,8 @@ def test_a_second_edit_of_the_same_connector_cannot_start_while_one_is_applying(
 def test_the_database_refuses_two_applying_edits_for_one_connector(fresh_demo, editor, approver):
     from django.db import IntegrityError, transaction
 
-    first = approved_edit(fresh_demo, editor, approver, 31)
-    second = approved_edit(fresh_demo, editor, approver, 32)
+    first = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 31})
+    second = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 32})
     OffsetEdit.objects.filter(pk=first.pk).update(state="applying")
     with pytest.raises(IntegrityError), transaction.atomic():
         OffsetEdit.objects.filter(pk=second.pk).update(state="applying")
@@ -140,7 +121,7 @@ def test_another_dashboard_process_using_the_connectors_transactional_id_fences_
     from offsets.kafka import offsets_writer
 
     settings.KAFKA_WRITE_TIMEOUT = 3
-    edit = approved_edit(fresh_demo, editor, approver, 41)
+    edit = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 41})
     writes_before = audit_writes(fresh_demo)
     transactional_id = offsets_writer.transactional_id("fresh", AUDIT)
     assert transactional_id == "connect-offsets-dashboard.fresh.file-source-audit"

@@ -26,17 +26,14 @@ from offsets.edits.reconcile import stale_after
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
-from offsets.kafka import groups, reading
 from offsets.models import AuditEvent, OffsetEdit
 from tests.db_faults import database_url
+from tests.demo_data import DELETED, EOS, EOS_TOPICS, S3
 from tests.integration.connect_sim import stop_connector
+from tests.integration.edit_steps import approved_eos_edit, approved_sink_edit
+from tests.integration.offsets_reads import committed, eos_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-EOS = "orders-cdc-eos"  # a source with its own offsets topic, mirrored to the worker topic
-EOS_TOPICS = ("connect-offsets-orders-cdc-eos", "connect-offsets")
-S3 = "s3-sink-orders"
-S3_GROUP = "connect-s3-sink-orders"
 
 
 @pytest.fixture
@@ -63,33 +60,18 @@ print(apply_edit(edit=edit, user=user).state, flush=True)
 """
 
 
-def topic_records(kafka: dict) -> dict:
-    """Every record of the source's offsets topics, under both isolation levels, in
-    (partition, offset) order: a consumer interleaves partitions in no fixed order, and two
-    reads of the same records once came back interleaved differently (a failed CI run)."""
-    fast = {**kafka, "fetch.wait.max.ms": 10}
-    return {
-        (topic, level): sorted(
-            (r.partition, r.offset, r.key, r.value)
-            for r in reading.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
-        )
-        for topic in EOS_TOPICS
-        for level in ("read_committed", "read_uncommitted")
-    }
-
-
 def approved_edit(fresh_demo, editor, approver, kind: str) -> OffsetEdit:
     if kind == "source":
         stop_connector(fresh_demo.settings, EOS)
-        connector = EOS
-        request = StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1})
-    else:
-        stop_connector(fresh_demo.settings, S3, tasks=2)
-        connector = S3
-        request = StageRequest(strategy="earliest", partitions=(("orders", 0), ("orders", 1)))
-    edit = stage_edit(cluster=fresh_demo.cluster, connector=connector, user=editor, request=request)
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
+        return approved_eos_edit(fresh_demo.cluster, editor, approver)
+    stop_connector(fresh_demo.settings, S3, tasks=2)
+    return approved_sink_edit(
+        fresh_demo.cluster,
+        editor,
+        approver,
+        strategy="earliest",
+        partitions=(("orders", 0), ("orders", 1)),
+    )
 
 
 def apply_and_kill_at(edit: OffsetEdit, approver, point: str, tmp_path: Path) -> None:
@@ -140,10 +122,6 @@ def audit_actions(edit: OffsetEdit) -> list[str]:
     )
 
 
-def committed(fresh_demo) -> dict:
-    return groups.committed_offsets(fresh_demo.settings, S3_GROUP, timeout=5)
-
-
 AUDIT_BEFORE_THE_CRASH = ["staged", "submitted", "approved", "apply-started"]
 
 
@@ -151,7 +129,7 @@ def test_killed_before_the_source_transaction_commits_nothing_is_written_and_it_
     fresh_demo, editor, approver, tmp_path
 ):
     edit = approved_edit(fresh_demo, editor, approver, "source")
-    before = topic_records(fresh_demo.settings)
+    before = eos_records(fresh_demo.settings)
 
     apply_and_kill_at(edit, approver, "apply-before-commit", tmp_path)
 
@@ -165,20 +143,20 @@ def test_killed_before_the_source_transaction_commits_nothing_is_written_and_it_
     assert "interrupted before its write committed" in edit.error
     assert audit_actions(edit) == [*AUDIT_BEFORE_THE_CRASH, "reconciled"]
     # Not one record of the edit reached the topics, committed or not.
-    assert topic_records(fresh_demo.settings) == before
+    assert eos_records(fresh_demo.settings) == before
 
 
 def test_killed_after_the_source_transaction_committed_it_reconciles_applied(
     fresh_demo, editor, approver, tmp_path
 ):
     edit = approved_edit(fresh_demo, editor, approver, "source")
-    before = topic_records(fresh_demo.settings)
+    before = eos_records(fresh_demo.settings)
 
     apply_and_kill_at(edit, approver, "apply-after-commit", tmp_path)
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLYING
-    after = topic_records(fresh_demo.settings)
+    after = eos_records(fresh_demo.settings)
     key = jackson.dumps_key(EOS, {"server": "orders-db"})
     for topic in EOS_TOPICS:
         # The whole transaction, committed: one new record in each topic, under both levels.
@@ -238,8 +216,6 @@ def test_killed_after_the_sink_group_changed_it_reconciles_applied(
 # partition is then "at its new value", so only comparing the WHOLE group with what was
 # stored tells that the other partitions' offsets are gone, and which ones to restore.
 
-DELETED = ("payments", 2)
-
 
 def killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path) -> tuple:
     """Stage, approve and apply a delete of DELETED; kill the apply after the group delete.
@@ -248,14 +224,9 @@ def killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path) -> tup
     group before the apply: what must be restored.
     """
     stop_connector(fresh_demo.settings, S3, tasks=2)
-    edit = stage_edit(
-        cluster=fresh_demo.cluster,
-        connector=S3,
-        user=editor,
-        request=StageRequest(strategy="delete-offsets", partitions=(DELETED,)),
+    edit = approved_sink_edit(
+        fresh_demo.cluster, editor, approver, strategy="delete-offsets", partitions=(DELETED,)
     )
-    submit_edit(edit=edit, user=editor)
-    edit = approve_edit(edit=edit, user=approver)
     before = committed(fresh_demo)
     others = {tp: offset for tp, offset in before.items() if tp != DELETED}
     assert DELETED in before and len(others) >= 3, before

@@ -9,52 +9,23 @@ from offsets.demo_writer import write_demo
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.live import LiveReader
-from offsets.edits.preview import StageRequest
 from offsets.edits.reconcile import reconcile_edits
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
-from offsets.formats import jackson
-from offsets.kafka import groups, reading
+from offsets.kafka import groups
 from offsets.kafka.embedded import EmbeddedKafka
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.conftest import DEMO_END_MS
+from tests.demo_data import DELETED, DEMO_END_MS, EOS, EOS_TOPIC, S3, S3_GROUP
 from tests.integration.broker_proxy import BrokerBehindProxy
 from tests.integration.connect_sim import stop_connector
+from tests.integration.edit_steps import approved_eos_edit, approved_sink_edit
 from tests.integration.librdkafka_abort import in_child_process
+from tests.integration.offsets_reads import eos_records
 
 pytestmark = pytest.mark.integration
 
-EOS = "orders-cdc-eos"
-EOS_TOPIC = "connect-offsets-orders-cdc-eos"
-EOS_KEY = jackson.dumps_key(EOS, {"server": "orders-db"})
 SMALL_DEMO = DemoOptions(
     end_ms=DEMO_END_MS, hours=0.5, seed=3, source_partitions=2, data_records_per_hour=10
 )
-
-
-def snapshot(settings):
-    """Every record of both offsets topics, for both isolation levels."""
-    fast = {**settings, "fetch.wait.max.ms": 10}
-    return {
-        (topic, level): [
-            (r.partition, r.offset, r.key, r.value)
-            for r in reading.read_topic(fast, topic, isolation_level=level, timeout=5, batch_size=1)
-        ]
-        for topic in (EOS_TOPIC, "connect-offsets")
-        for level in ("read_committed", "read_uncommitted")
-    }
-
-
-def approved_eos_edit(cluster, editor, approver):
-    edit = stage_edit(
-        cluster=cluster,
-        connector=EOS,
-        user=editor,
-        request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
-    )
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
 
 
 @pytest.fixture
@@ -77,7 +48,7 @@ def test_a_broker_unreachable_mid_apply_leaves_nothing_written_and_the_edit_fail
         name="flaky", bootstrap_servers=broker_behind_proxy.bootstrap_servers
     )
     edit = approved_eos_edit(cluster, editor, approver)
-    before = snapshot(kafka)
+    before = eos_records(kafka)
 
     # The lock check has passed and every record is handed to the producer: now the broker
     # goes away, just before the commit.
@@ -104,7 +75,7 @@ def test_a_broker_unreachable_mid_apply_leaves_nothing_written_and_the_edit_fail
 
     # The broker comes back: not one record of the edit reached it, under either isolation.
     broker_behind_proxy.proxy.restore()
-    assert snapshot(kafka) == before
+    assert eos_records(kafka) == before
 
 
 def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
@@ -137,25 +108,11 @@ def test_a_broker_killed_mid_apply_fails_the_edit_with_a_complete_audit_trail(
 
 # --- The broker lost during the lock check, and during a sink's apply. -----------------------
 
-S3 = "s3-sink-orders"
-S3_GROUP = "connect-s3-sink-orders"
-
 
 def proxied_demo(broker, name="flaky"):
     kafka = {"bootstrap.servers": broker.bootstrap_servers}
     write_demo(kafka, build_demo(SMALL_DEMO))
     return kafka, Cluster.objects.create(name=name, bootstrap_servers=broker.bootstrap_servers)
-
-
-def approved_sink_edit(cluster, editor, approver, **request):
-    edit = stage_edit(
-        cluster=cluster,
-        connector=S3,
-        user=editor,
-        request=StageRequest(**(request or {"strategy": "earliest"})),
-    )
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
 
 
 def cut_before(monkeypatch, broker, owner, name, when=lambda *args, **kwargs: True):
@@ -183,7 +140,7 @@ def test_a_broker_lost_during_a_source_lock_check_writes_nothing_and_gives_the_e
     kafka, cluster = proxied_demo(broker_behind_proxy)
     stop_connector(kafka, EOS)
     edit = approved_eos_edit(cluster, editor, approver)
-    before = snapshot(kafka)
+    before = eos_records(kafka)
     # The check has read the config and status topics; the broker goes as it reads offsets.
     cut_before(
         monkeypatch,
@@ -203,7 +160,7 @@ def test_a_broker_lost_during_a_source_lock_check_writes_nothing_and_gives_the_e
     assert refused.actor_name == "abe" and refused.details["error"] == edit.error
     monkeypatch.undo()
     broker_behind_proxy.proxy.restore()
-    assert snapshot(kafka) == before
+    assert eos_records(kafka) == before
     # And it can be applied once the broker is back.
     assert apply_edit(edit=edit, user=approver).state == OffsetEdit.State.APPLIED
 
@@ -330,9 +287,6 @@ def partial_delete_whose_second_step_answers_badly(fresh_demo, editor, approver,
 
     monkeypatch.setattr(groups, "alter_offsets", alter_offsets)
     return apply_edit(edit=edit, user=approver), others
-
-
-DELETED = ("payments", 2)
 
 
 def test_a_partial_sink_delete_whose_lost_answer_hid_a_full_recommit_is_applied(

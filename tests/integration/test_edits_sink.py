@@ -13,12 +13,12 @@ from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.staging import stage_edit
 from offsets.kafka import admin, groups, reading
 from offsets.models import AuditEvent, OffsetEdit
+from tests.demo_data import S3, S3_GROUP
 from tests.integration.connect_sim import stop_connector
+from tests.integration.edit_steps import stage_approve_apply
+from tests.integration.offsets_reads import committed
 
 pytestmark = pytest.mark.integration
-
-S3 = "s3-sink-orders"  # topics orders (6 partitions) and payments (3)
-S3_GROUP = "connect-s3-sink-orders"
 
 
 @pytest.fixture
@@ -36,25 +36,8 @@ def log_ends(fresh_demo):
     }
 
 
-def stage_and_apply(fresh_demo, editor, approver, connector=S3, **request):
-    edit = stage_edit(
-        cluster=fresh_demo.cluster,
-        connector=connector,
-        user=editor,
-        request=StageRequest(**request),
-        comment="test",
-    )
-    submit_edit(edit=edit, user=editor)
-    approve_edit(edit=edit, user=approver)
-    return apply_edit(edit=edit, user=approver)
-
-
-def committed(fresh_demo, group=S3_GROUP):
-    return groups.committed_offsets(fresh_demo.settings, group)
-
-
 def test_to_earliest_resets_every_partition_of_the_sinks_topics(stopped_s3, editor, approver):
-    edit = stage_and_apply(stopped_s3, editor, approver, strategy="earliest")
+    edit = stage_approve_apply(stopped_s3.cluster, S3, editor, approver, strategy="earliest")
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
     expected = {("orders", p): 0 for p in range(6)} | {("payments", p): 0 for p in range(3)}
     assert committed(stopped_s3) == expected
@@ -67,7 +50,7 @@ def test_to_earliest_resets_every_partition_of_the_sinks_topics(stopped_s3, edit
 
 
 def test_to_latest_sets_each_partition_to_its_log_end(stopped_s3, editor, approver):
-    edit = stage_and_apply(stopped_s3, editor, approver, strategy="latest")
+    edit = stage_approve_apply(stopped_s3.cluster, S3, editor, approver, strategy="latest")
     assert edit.state == "applied", edit.error
     ends = log_ends(stopped_s3)
     assert committed(stopped_s3) == {tp: ends[tp] for tp in committed(stopped_s3)}
@@ -96,8 +79,14 @@ def test_an_offset_outside_the_log_is_clamped_with_a_visible_warning(stopped_s3,
 
 def test_shifting_moves_the_committed_offsets_by_n(stopped_s3, editor, approver):
     before = committed(stopped_s3)
-    edit = stage_and_apply(
-        stopped_s3, editor, approver, strategy="shift", value=-3, partitions=(("orders", 0),)
+    edit = stage_approve_apply(
+        stopped_s3.cluster,
+        S3,
+        editor,
+        approver,
+        strategy="shift",
+        value=-3,
+        partitions=(("orders", 0),),
     )
     assert edit.state == "applied", edit.error
     after = committed(stopped_s3)
@@ -110,8 +99,9 @@ def test_shifting_moves_the_committed_offsets_by_n(stopped_s3, editor, approver)
 def test_a_date_time_before_every_record_resets_to_the_log_start(stopped_s3, editor, approver):
     options = stopped_s3.demo.options
     before_everything = datetime.fromtimestamp(options.start_ms / 1000 - 3600, tz=UTC)
-    edit = stage_and_apply(
-        stopped_s3,
+    edit = stage_approve_apply(
+        stopped_s3.cluster,
+        S3,
         editor,
         approver,
         strategy="datetime",
@@ -128,8 +118,14 @@ def test_a_date_time_in_the_middle_goes_to_the_first_record_at_or_after_it(
     options = stopped_s3.demo.options
     middle_ms = (options.start_ms + options.end_ms) // 2
     middle = datetime.fromtimestamp(middle_ms / 1000, tz=UTC)
-    edit = stage_and_apply(
-        stopped_s3, editor, approver, strategy="datetime", at=middle, partitions=(("orders", 2),)
+    edit = stage_approve_apply(
+        stopped_s3.cluster,
+        S3,
+        editor,
+        approver,
+        strategy="datetime",
+        at=middle,
+        partitions=(("orders", 2),),
     )
     assert edit.state == "applied", edit.error
     target = committed(stopped_s3)[("orders", 2)]
@@ -170,8 +166,9 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
     stopped_s3, editor, approver, monkeypatch
 ):
     long_ago = timedelta(days=365 * 20)
-    edit = stage_and_apply(
-        stopped_s3,
+    edit = stage_approve_apply(
+        stopped_s3.cluster,
+        S3,
         editor,
         approver,
         strategy="duration",
@@ -258,7 +255,7 @@ def test_deleting_some_partitions_offsets_warns_it_is_not_atomic_and_keeps_the_o
 
 
 def test_deleting_every_partitions_offsets_deletes_the_group(stopped_s3, editor, approver):
-    edit = stage_and_apply(stopped_s3, editor, approver, strategy="delete-offsets")
+    edit = stage_approve_apply(stopped_s3.cluster, S3, editor, approver, strategy="delete-offsets")
     assert edit.state == "applied", edit.error
     assert not any("atomic" in w for w in edit.warnings)
     assert committed(stopped_s3) == {}

@@ -7,25 +7,17 @@ import pytest
 
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError, EditStateConflict
-from offsets.edits.preview import StageRequest
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.formats.edit_rules import offsets_as_of, runtime_view
 from offsets.formats.murmur2 import java_partition
-from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
+from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION, EOS, EOS_KEY, EOS_TOPIC
 from tests.integration.connect_sim import commit_source_offset, resume_connector, stop_connector
+from tests.integration.edit_steps import approve, stage
+from tests.integration.offsets_reads import latest
 
 pytestmark = pytest.mark.integration
-
-AUDIT = "file-source-audit"  # STOPPED in the demo
-AUDIT_PARTITION = {"filename": "/var/log/app/audit.log"}
-AUDIT_KEY = jackson.dumps_key(AUDIT, AUDIT_PARTITION)
-EOS = "orders-cdc-eos"
-EOS_TOPIC = "connect-offsets-orders-cdc-eos"
-EOS_KEY = jackson.dumps_key(EOS, {"server": "orders-db"})
 
 
 def records(settings, topic, isolation_level="read_committed"):
@@ -35,27 +27,8 @@ def records(settings, topic, isolation_level="read_committed"):
     )
 
 
-def latest(settings, topic):
-    return latest_offsets((r.key, r.value) for r in records(settings, topic)).offsets
-
-
 def values(view):
     return {key: record.value_bytes for key, record in view.items()}
-
-
-def approve(edit, editor, approver):
-    submit_edit(edit=edit, user=editor, comment="please")
-    return approve_edit(edit=edit, user=approver, comment="ok")
-
-
-def stage(fresh_demo, editor, connector, **request):
-    return stage_edit(
-        cluster=fresh_demo.cluster,
-        connector=connector,
-        user=editor,
-        request=StageRequest(**request),
-        comment="test",
-    )
 
 
 def test_setting_an_offset_writes_the_exact_key_on_the_java_partition_and_nothing_else(
@@ -64,7 +37,12 @@ def test_setting_an_offset_writes_the_exact_key_on_the_java_partition_and_nothin
     settings = fresh_demo.settings
     before = values(latest(settings, "connect-offsets"))
     edit = stage(
-        fresh_demo, editor, AUDIT, strategy="set", partition=AUDIT_PARTITION, offset={"position": 7}
+        fresh_demo.cluster,
+        AUDIT,
+        editor,
+        strategy="set",
+        partition=AUDIT_PARTITION,
+        offset={"position": 7},
     )
     (change,) = edit.changes.all()
     assert bytes(change.key_bytes) == AUDIT_KEY
@@ -104,7 +82,9 @@ def test_adding_a_partition_writes_jackson_key_bytes_in_the_order_given(
     fresh_demo, editor, approver
 ):
     partition = {"filename": "/var/log/app/audit-ü.log", "shard": 2}
-    edit = stage(fresh_demo, editor, AUDIT, strategy="add", partition=partition, offset={"pos": 0})
+    edit = stage(
+        fresh_demo.cluster, AUDIT, editor, strategy="add", partition=partition, offset={"pos": 0}
+    )
     (change,) = edit.changes.all()
     expected_key = '["file-source-audit",{"filename":"/var/log/app/audit-ü.log","shard":2}]'
     assert bytes(change.key_bytes) == expected_key.encode()
@@ -120,11 +100,23 @@ def test_adding_a_partition_writes_jackson_key_bytes_in_the_order_given(
 
 def test_adding_a_partition_that_exists_or_setting_one_that_does_not_is_refused(fresh_demo, editor):
     with pytest.raises(EditInputError) as error:
-        stage(fresh_demo, editor, AUDIT, strategy="add", partition=AUDIT_PARTITION, offset={"a": 1})
+        stage(
+            fresh_demo.cluster,
+            AUDIT,
+            editor,
+            strategy="add",
+            partition=AUDIT_PARTITION,
+            offset={"a": 1},
+        )
     assert error.value.field == "partition" and "use 'set'" in error.value.message
     with pytest.raises(EditInputError) as error:
         stage(
-            fresh_demo, editor, AUDIT, strategy="set", partition={"filename": "x"}, offset={"a": 1}
+            fresh_demo.cluster,
+            AUDIT,
+            editor,
+            strategy="set",
+            partition={"filename": "x"},
+            offset={"a": 1},
         )
     assert "use 'add'" in error.value.message
     assert not OffsetEdit.objects.exists()
@@ -133,7 +125,7 @@ def test_adding_a_partition_that_exists_or_setting_one_that_does_not_is_refused(
 def test_deleting_a_partition_writes_a_tombstone_the_runtime_reads_as_no_offset(
     fresh_demo, editor, approver
 ):
-    edit = stage(fresh_demo, editor, AUDIT, strategy="delete", partition=AUDIT_PARTITION)
+    edit = stage(fresh_demo.cluster, AUDIT, editor, strategy="delete", partition=AUDIT_PARTITION)
     (change,) = edit.changes.all()
     assert change.is_delete and change.after_bytes is None
 
@@ -161,9 +153,9 @@ def test_restoring_to_a_time_brings_every_partition_back_to_its_value_then(
     )
 
     edit = stage(
-        fresh_demo,
-        editor,
+        fresh_demo.cluster,
         connector,
+        editor,
         strategy="restore",
         at=datetime.fromtimestamp(at_ms / 1000, tz=UTC),
     )
@@ -182,9 +174,9 @@ def test_an_own_topic_connector_is_written_in_its_topic_and_mirrored_in_one_tran
     settings = fresh_demo.settings
     stop_connector(settings, EOS)
     edit = stage(
-        fresh_demo,
-        editor,
+        fresh_demo.cluster,
         EOS,
+        editor,
         strategy="set",
         partition={"server": "orders-db"},
         offset={"lsn": 1, "txId": 2},
@@ -206,7 +198,9 @@ def test_deleting_an_own_topic_partition_tombstones_both_topics_so_it_stays_dele
 ):
     settings = fresh_demo.settings
     stop_connector(settings, EOS)
-    edit = stage(fresh_demo, editor, EOS, strategy="delete", partition={"server": "orders-db"})
+    edit = stage(
+        fresh_demo.cluster, EOS, editor, strategy="delete", partition={"server": "orders-db"}
+    )
     approve(edit, editor, approver)
     edit = apply_edit(edit=edit, user=approver)
 
@@ -222,7 +216,12 @@ def test_a_running_connector_fails_the_lock_check_and_nothing_is_written(
     connector = "file-source-app-logs"  # RUNNING in the demo
     partition = {"filename": "/var/log/app/events.log"}
     edit = stage(
-        fresh_demo, editor, connector, strategy="set", partition=partition, offset={"position": 1}
+        fresh_demo.cluster,
+        connector,
+        editor,
+        strategy="set",
+        partition=partition,
+        offset={"position": 1},
     )
     assert any("stop it before applying" in warning for warning in edit.warnings)
     approve(edit, editor, approver)
@@ -248,7 +247,7 @@ def test_a_paused_connector_is_not_stopped_enough(fresh_demo, editor, approver):
     view = runtime_view(connector, latest(fresh_demo.settings, "connect-offsets"))
     partition = next(iter(view.values())).partition
     edit = stage(
-        fresh_demo, editor, connector, strategy="set", partition=partition, offset={"c": 1}
+        fresh_demo.cluster, connector, editor, strategy="set", partition=partition, offset={"c": 1}
     )
     approve(edit, editor, approver)
     edit = apply_edit(edit=edit, user=approver)
@@ -258,7 +257,12 @@ def test_a_paused_connector_is_not_stopped_enough(fresh_demo, editor, approver):
 
 def test_a_connector_resumed_after_approval_is_caught_at_apply(fresh_demo, editor, approver):
     edit = stage(
-        fresh_demo, editor, AUDIT, strategy="set", partition=AUDIT_PARTITION, offset={"p": 1}
+        fresh_demo.cluster,
+        AUDIT,
+        editor,
+        strategy="set",
+        partition=AUDIT_PARTITION,
+        offset={"p": 1},
     )
     approve(edit, editor, approver)
     resume_connector(fresh_demo.settings, AUDIT)
@@ -272,7 +276,12 @@ def test_offsets_moved_after_staging_make_the_edit_a_conflict_and_nothing_is_wri
 ):
     settings = fresh_demo.settings
     edit = stage(
-        fresh_demo, editor, AUDIT, strategy="set", partition=AUDIT_PARTITION, offset={"p": 1}
+        fresh_demo.cluster,
+        AUDIT,
+        editor,
+        strategy="set",
+        partition=AUDIT_PARTITION,
+        offset={"p": 1},
     )
     approve(edit, editor, approver)
     # A task (or another tool) commits a new offset after the diff was made.
@@ -295,9 +304,9 @@ def test_a_failure_before_the_commit_writes_nothing_at_all(fresh_demo, editor, a
     settings = fresh_demo.settings
     stop_connector(settings, EOS)
     edit = stage(
-        fresh_demo,
-        editor,
+        fresh_demo.cluster,
         EOS,
+        editor,
         strategy="set",
         partition={"server": "orders-db"},
         offset={"lsn": 5},
@@ -340,7 +349,7 @@ def test_a_drifted_partition_is_changed_under_every_byte_form(fresh_demo, editor
     assert len(forms) == 2
     partition = next(iter(view.values())).partition
     edit = stage(
-        fresh_demo, editor, connector, strategy="set", partition=partition, offset={"c": 2}
+        fresh_demo.cluster, connector, editor, strategy="set", partition=partition, offset={"c": 2}
     )
     assert {bytes(c.key_bytes) for c in edit.changes.all()} == forms
     assert all("Key drift" in c.warnings[0] for c in edit.changes.all())
@@ -355,7 +364,9 @@ def test_a_deleted_connectors_remaining_offsets_can_be_edited_with_a_warning(
     fresh_demo, editor, approver
 ):
     connector = "legacy-inventory-source"  # deleted; its offsets remain
-    edit = stage(fresh_demo, editor, connector, strategy="delete", partition={"table": "stock"})
+    edit = stage(
+        fresh_demo.cluster, connector, editor, strategy="delete", partition={"table": "stock"}
+    )
     assert any("connector is deleted" in w for w in edit.warnings)
     approve(edit, editor, approver)
     edit = apply_edit(edit=edit, user=approver)
@@ -370,7 +381,12 @@ def test_a_mirrormaker2_edit_warns_what_it_does_not_change(fresh_demo, editor):
     view = runtime_view(connector, latest(fresh_demo.settings, "connect-offsets"))
     partition = next(iter(view.values())).partition
     edit = stage(
-        fresh_demo, editor, connector, strategy="set", partition=partition, offset={"offset": 1}
+        fresh_demo.cluster,
+        connector,
+        editor,
+        strategy="set",
+        partition=partition,
+        offset={"offset": 1},
     )
     assert any("MirrorMaker 2" in w for w in edit.warnings)
     assert any("stop it before applying" in w for w in edit.warnings)

@@ -16,44 +16,25 @@ from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.formats.edit_rules import runtime_view
-from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import groups, reading
+from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.services import offsets_export
+from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
 from tests.integration.connect_sim import stop_connector
+from tests.integration.edit_steps import approved_audit_edit
+from tests.integration.offsets_reads import latest
 
 pytestmark = pytest.mark.integration
-
-AUDIT = "file-source-audit"  # STOPPED in the demo
-AUDIT_PARTITION = {"filename": "/var/log/app/audit.log"}
-AUDIT_KEY = jackson.dumps_key(AUDIT, AUDIT_PARTITION)
 
 
 class Crash(BaseException):
     """The process dies: nothing after this point runs, no handler sees it."""
 
 
-def latest(settings, topic="connect-offsets"):
-    fast = {**settings, "fetch.wait.max.ms": 10}
-    records = reading.read_topic(fast, topic, timeout=5, batch_size=1)
-    return latest_offsets((r.key, r.value) for r in records).offsets
-
-
-def approved_audit_edit(fresh_demo, editor, approver, offset):
-    edit = stage_edit(
-        cluster=fresh_demo.cluster,
-        connector=AUDIT,
-        user=editor,
-        request=StageRequest(strategy="set", partition=AUDIT_PARTITION, offset=offset),
-    )
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
-
-
 def test_an_edit_left_applying_after_its_commit_is_reconciled_as_applied(
     fresh_demo, editor, approver, monkeypatch
 ):
-    edit = approved_audit_edit(fresh_demo, editor, approver, {"position": 5})
+    edit = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 5})
 
     def crash(*args, **kwargs):
         raise Crash
@@ -81,7 +62,7 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
     fresh_demo, editor, approver
 ):
     before = latest(fresh_demo.settings)[AUDIT_KEY].value_bytes
-    edit = approved_audit_edit(fresh_demo, editor, approver, {"position": 6})
+    edit = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 6})
 
     def crash():
         raise Crash
@@ -94,7 +75,7 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLYING
     # Another apply of the same connector is refused while this one is unsettled.
-    other = approved_audit_edit(fresh_demo, editor, approver, {"position": 7})
+    other = approved_audit_edit(fresh_demo.cluster, editor, approver, {"position": 7})
     with pytest.raises(EditStateConflict, match="being applied"):
         apply_edit(edit=other, user=approver)
 

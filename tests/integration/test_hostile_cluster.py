@@ -31,7 +31,7 @@ from offsets.kafka import admin
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun
 from offsets.refresh.run import run_refresh
 from tests.access import endpoints, sample_params
-from tests.connect_topics import write_records
+from tests.connect_topics import YEAR_10000_MS, write_records
 from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -69,7 +69,6 @@ SECRET_FORMS = [
 SECRET_NAMES = ["connection.password", "aws.secret.access.key", "ssl.key", "x.api-key"]
 
 NOW_MS = int(time.time() * 1000)
-YEAR_10000_MS = 253_402_300_800_000
 
 # --- What a hostile user writes -------------------------------------------------------------
 

@@ -18,28 +18,26 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.live import LiveReader
 from offsets.edits.move_staging import stage_move
-from offsets.edits.review import approve_edit, submit_edit
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import partition_identity
-from offsets.kafka import embedded, reading
 from offsets.kafka.connect_rest import ConnectMalformed, ConnectNotJson
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from tests.connect_topics import write_records
 from tests.fake_connect_worker import FakeWorker
-from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, wait_until
+from tests.integration.connect_rest import ConnectRest, wait_until
+from tests.integration.edit_steps import approve, approve_and_apply
+from tests.integration.worker_files import FILE_SOURCE, file_sink, file_source, topic_values
+from tests.integration.workers import ConnectWorker, register
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 
 
 @pytest.fixture(scope="module")
-def rest_a(kafka_runtime) -> ConnectRest:
-    if not kafka_runtime.connect_url:
-        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
-    return ConnectRest(kafka_runtime.connect_url)
+def rest_a(rest) -> ConnectRest:
+    """The session's worker (A)."""
+    return rest
 
 
 @pytest.fixture(scope="module")
@@ -48,44 +46,19 @@ def rest_b(second_connect) -> ConnectRest:
 
 
 @pytest.fixture
-def cluster_a(db, kafka_runtime) -> Cluster:
-    return Cluster.objects.create(
-        name=f"mv-a-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
-    )
+def cluster_a(cluster) -> Cluster:
+    """The session worker's Connect cluster (A)."""
+    return cluster
 
 
 @pytest.fixture
 def cluster_b(db, kafka_runtime, second_connect) -> Cluster:
-    return Cluster.objects.create(
-        name=f"mv-b-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=second_connect.url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **second_connect.topics,
-    )
+    worker = ConnectWorker(second_connect.url, second_connect.topics)
+    return register(f"mv-b-{RUN}", kafka_runtime.bootstrap_servers, worker)
 
 
 def segment(name: str) -> str:
     return urllib.parse.quote(to_segment(name), safe="")
-
-
-def source_config(path: Path, topic: str) -> dict:
-    return {
-        "connector.class": FILE_SOURCE,
-        "file": str(path),
-        "topic": topic,
-        "tasks.max": "1",
-        **STRING_CONVERTERS,
-    }
-
-
-def topic_values(cluster: Cluster, topic: str) -> list[str]:
-    records = reading.read_topic(cluster.kafka_settings(), topic, timeout=5)
-    return [record.value.decode() for record in records]
 
 
 def offsets_topic_view(cluster: Cluster, connector: str) -> dict[str, object]:
@@ -98,24 +71,21 @@ def offsets_topic_view(cluster: Cluster, connector: str) -> dict[str, object]:
     }
 
 
-def approve_and_apply(edit: OffsetEdit, editor, approver) -> OffsetEdit:
-    submit_edit(edit=edit, user=editor)
-    approve_edit(edit=edit, user=approver)
-    return apply_edit(edit=edit, user=approver)
-
-
 def test_a_file_source_moved_to_b_resumes_there_where_it_stopped_on_a(
     client, cluster_a, cluster_b, rest_a, rest_b, tmp_path, editor, approver
 ):
     connector, path, topic = f"mv src {RUN}", tmp_path / "source.txt", f"mv-{RUN}-out"
     path.write_text("one\ntwo\n")
     # An extra property the connector ignores, secret by its name: masked, supplied again.
-    rest_a.create(connector, {**source_config(path, topic), "hook.api.token": "s3cret-a"})
+    rest_a.create(connector, {**file_source(path, topic), "hook.api.token": "s3cret-a"})
     rest_a.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
     rest_a.stop(connector)
     rest_a.wait_for_state(connector, "STOPPED")
     wait_until(
-        lambda: topic_values(cluster_a, topic), lambda v: len(v) == 2, timeout=30, what=topic
+        lambda: topic_values(cluster_a.kafka_settings(), topic),
+        lambda v: len(v) == 2,
+        timeout=30,
+        what=topic,
     )
 
     # Staged as an editor on the page; the form offers B (a cluster with a worker URL).
@@ -177,10 +147,15 @@ def test_a_file_source_moved_to_b_resumes_there_where_it_stopped_on_a(
         lines.write("three\nfour\n")
     rest_b.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 19)
     values = wait_until(
-        lambda: topic_values(cluster_a, topic), lambda v: len(v) >= 4, timeout=30, what=topic
+        lambda: topic_values(cluster_a.kafka_settings(), topic),
+        lambda v: len(v) >= 4,
+        timeout=30,
+        what=topic,
     )
     time.sleep(2)  # a task that started from position 0 would be sending "one" again by now
-    assert topic_values(cluster_a, topic) == values == ["one", "two", "three", "four"]
+    assert (
+        topic_values(cluster_a.kafka_settings(), topic) == values == ["one", "two", "three", "four"]
+    )
     rest_b.delete(connector)
     rest_a.delete(connector)
 
@@ -191,8 +166,7 @@ def test_a_sink_moved_to_b_resumes_without_delivering_a_record_twice(
     connector, path, topic = f"mv-sink-{RUN}", tmp_path / "sink.txt", f"mv-{RUN}-in"
     settings = cluster_a.kafka_settings()
     write_records(settings, [(topic, None, f"r{i}".encode(), None) for i in range(3)])
-    config = {"connector.class": FILE_SINK, "file": str(path), "topics": topic, "tasks.max": "1"}
-    rest_a.create(connector, {**config, **STRING_CONVERTERS})
+    rest_a.create(connector, file_sink(path, topic))
     group = f"connect-{connector}"
     wait_until(
         lambda: LiveReader(cluster_a).committed(group),
@@ -245,7 +219,7 @@ def test_a_sink_moved_to_b_resumes_without_delivering_a_record_twice(
 def stopped_source_on_a(rest_a: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:
     connector, path = f"mv-{what}-{RUN}", tmp_path / f"{what}.txt"
     path.write_text("")
-    rest_a.create(connector, source_config(path, f"mv-{RUN}-{what}"), initial_state="STOPPED")
+    rest_a.create(connector, file_source(path, f"mv-{RUN}-{what}"), initial_state="STOPPED")
     rest_a.wait_for_state(connector, "STOPPED")
     return connector, path
 
@@ -264,9 +238,8 @@ def test_a_name_taken_on_b_is_refused_at_staging_and_at_apply(
     edit = stage_move(
         cluster=cluster_a, connector=connector, target=cluster_b, user=editor, secrets={}
     )
-    submit_edit(edit=edit, user=editor)
-    approve_edit(edit=edit, user=approver)
-    theirs = source_config(tmp_path / "theirs.txt", f"mv-{RUN}-theirs")
+    approve(edit, editor, approver)
+    theirs = file_source(tmp_path / "theirs.txt", f"mv-{RUN}-theirs")
     rest_b.create(connector, theirs, initial_state="STOPPED")
     rest_b.wait_for_state(connector, "STOPPED")
 

@@ -15,13 +15,9 @@ import pytest
 from confluent_kafka import Consumer
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
-from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import admin, embedded, groups, producers, reading
-from offsets.kafka.errors import TopicNotFound
+from offsets.kafka import admin, embedded, groups, reading
 from offsets.live_demo import one_broker_mirror
 from offsets.models import (
     Cluster,
@@ -33,14 +29,24 @@ from offsets.models import (
 )
 from offsets.refresh.run import run_refresh
 from offsets.services import snapshots
-from tests.conftest import REFRESH_MODELS
-from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, canonical, wait_until
+from tests.demo_data import REFRESH_MODELS
+from tests.integration.connect_rest import STRING_CONVERTERS, canonical, wait_until
+from tests.integration.edit_steps import stage_and_approve, stage_approve_apply
+from tests.integration.worker_files import (
+    byte_position,
+    eos_file_source,
+    file_sink,
+    file_source,
+    produce,
+    stopped,
+    wait_for_values,
+    write_lines,
+)
+from tests.integration.workers import register, session_worker
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 TABLE_SOURCE = "dev.offsetsdashboard.connectors.TableSourceConnector"
 EXTERNAL_SINK = "dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector"
 # A file name with what a JSON key must escape (quotes, backslashes) or may not (non-ASCII,
@@ -53,130 +59,11 @@ def name(what: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def rest(kafka_runtime) -> ConnectRest:
-    if not kafka_runtime.connect_url:
-        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
-    return ConnectRest(kafka_runtime.connect_url)
-
-
-@pytest.fixture(scope="module")
-def kafka(kafka_runtime) -> dict:
-    return {"bootstrap.servers": kafka_runtime.bootstrap_servers}
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("connect-files")
 
 
-def register(kafka_runtime) -> Cluster:
-    """The worker's Connect cluster, as `add_cluster --embedded` registers it."""
-    return Cluster.objects.create(
-        name=f"real-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
-    )
-
-
-@pytest.fixture
-def cluster(db, kafka_runtime) -> Cluster:
-    return register(kafka_runtime)
-
-
 # --- Helpers. --------------------------------------------------------------------------------
-
-
-def write_lines(path: Path, lines: list[str], *, append: bool = False) -> None:
-    with path.open("a" if append else "w", encoding="utf-8") as out:
-        out.writelines(f"{line}\n" for line in lines)
-
-
-def byte_position(lines: list[str], count: int) -> int:
-    """The file position after the first `count` lines (what FileStreamSource commits)."""
-    return sum(len(line.encode()) + 1 for line in lines[:count])
-
-
-def topic_values(kafka: dict, topic: str) -> list[str]:
-    fast = {**kafka, "fetch.wait.max.ms": 10}
-    try:
-        records = list(reading.read_topic(fast, topic, timeout=5, batch_size=1))
-    except TopicNotFound:
-        return []
-    return [record.value.decode() for record in sorted(records, key=lambda r: r.offset)]
-
-
-def wait_for_values(kafka: dict, topic: str, count: int, *, timeout: float = 60) -> list[str]:
-    return wait_until(
-        lambda: topic_values(kafka, topic),
-        lambda values: len(values) >= count,
-        timeout=timeout,
-        what=f"{count} records in {topic}",
-    )
-
-
-def produce(kafka: dict, topic: str, values: list[str]) -> None:
-    admin.create_topics(kafka, [admin.TopicSpec(topic, 1, {})])
-    producer = producers.java_producer(kafka)
-    for value in values:
-        producer.produce(topic, value=value.encode(), on_delivery=producers.raise_on_delivery_error)
-    assert producer.flush(10) == 0
-
-
-def file_source(path: Path, topic: str, **extra) -> dict:
-    return {
-        "connector.class": FILE_SOURCE,
-        "file": str(path),
-        "topic": topic,
-        "tasks.max": "1",
-        **STRING_CONVERTERS,
-        **extra,
-    }
-
-
-def eos_file_source(path: Path, topic: str, offsets_topic: str) -> dict:
-    return file_source(
-        path,
-        topic,
-        **{
-            "exactly.once.support": "required",
-            "offsets.storage.topic": offsets_topic,
-            "transaction.boundary": "poll",
-        },
-    )
-
-
-def file_sink(path: Path, topic: str) -> dict:
-    return {
-        "connector.class": FILE_SINK,
-        "file": str(path),
-        "topics": topic,
-        "tasks.max": "1",
-        **STRING_CONVERTERS,
-    }
-
-
-def stage_approve_apply(cluster, connector, editor, approver, **request) -> OffsetEdit:
-    edit = stage_edit(
-        cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
-    )
-    submit_edit(edit=edit, user=editor)
-    approve_edit(edit=edit, user=approver)
-    return apply_edit(edit=edit, user=approver)
-
-
-def stage_and_approve(cluster, connector, editor, approver, **request) -> OffsetEdit:
-    edit = stage_edit(
-        cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
-    )
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver)
-
-
-def stopped(rest: ConnectRest, connector: str) -> None:
-    rest.stop(connector)
-    rest.wait_for_state(connector, "STOPPED")
 
 
 def raw_keys(kafka: dict, topic: str, connector: str) -> set[bytes]:
@@ -329,7 +216,9 @@ def _refreshed_rows(
     settings.OFFSETS_HISTORY_PATH = str(tmp_path_factory.mktemp("history"))
     try:
         with django_db_blocker.unblock(), transaction.atomic():
-            cluster = register(kafka_runtime)
+            cluster = register(
+                f"real-{RUN}", kafka_runtime.bootstrap_servers, session_worker(kafka_runtime)
+            )
             run = run_refresh(cluster=cluster, spark=spark)
             assert run.status == RefreshRun.Status.SUCCEEDED, run.error
             rows = {

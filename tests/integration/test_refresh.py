@@ -38,15 +38,9 @@ from offsets.refresh.results import ms_to_datetime
 from offsets.refresh.run import run_refresh
 from offsets.services.history import partition_history
 from offsets.spark import history_files, merge
+from tests.demo_data import EOS_TOPIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
-
-EOS_TOPIC = "connect-offsets-orders-cdc-eos"
-
-
-@pytest.fixture
-def history_dir(settings, tmp_path):
-    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from offsets.models import (
 )
 from offsets.refresh import compute, history_store, runs, sinks
 from offsets.refresh.run import run_refresh
-from tests.conftest import DEMO_END_MS
 from tests.db_faults import SqliteLock, short_busy_timeout
+from tests.demo_data import DEMO_END_MS
 from tests.integration.broker_proxy import BrokerBehindProxy
 
 pytestmark = pytest.mark.integration

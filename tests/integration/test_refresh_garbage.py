@@ -24,12 +24,12 @@ from offsets.kafka import admin
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
 from offsets.services import connect_state, history
-from tests.connect_topics import write_records
+from tests.connect_topics import YEAR_10000_MS, write_records
+from tests.demo_data import EOS_TOPIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
 OFFSETS = "connect-offsets"
-EOS_TOPIC = "connect-offsets-orders-cdc-eos"
 CONFIGS = "connect-configs"
 STATUS = "connect-status"
 
@@ -154,11 +154,6 @@ SNAPSHOT_FIELDS = (
     "rewinds",
     "drifted_partitions",
 )
-
-
-@pytest.fixture
-def history_dir(settings, tmp_path):
-    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
 
 
 def good_connector(fresh_demo) -> str:
@@ -310,7 +305,6 @@ def test_garbage_in_every_connect_topic_is_counted_and_the_good_records_are_kept
 # key's JSON, so the bytes are valid UTF-8 JSON; only what they decode to cannot be kept.
 HOSTILE = "hostile-source"
 FOLDER_TOO_LONG = "/" * 200  # 600 bytes once escaped for a folder: kept, its folder hashed
-YEAR_10000_MS = 253_402_300_800_000
 
 
 def connect_key(connector: str, partition: dict) -> bytes:

@@ -16,7 +16,6 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.reconcile import reconcile_edit
 from offsets.edits.removal import stage_cleanup, stage_removal
-from offsets.edits.review import approve_edit, submit_edit
 from offsets.formats.connect_workers import worker_capabilities
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import latest_offsets
@@ -28,57 +27,21 @@ from offsets.services.orphans import orphans
 from tests import factories as make
 from tests.edits_factory import make_stuck
 from tests.fake_connect_worker import FakeWorker, closed_port_url
-from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, wait_until
+from tests.integration.connect_rest import ConnectRest, wait_until
+from tests.integration.edit_steps import approve, approve_and_apply
+from tests.integration.worker_files import file_sink, file_source, two_line_source
 
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 WORKER_TOPIC = embedded.WORKER_TOPICS["offsets_topic"]
 
 
-@pytest.fixture(scope="module")
-def rest(kafka_runtime) -> ConnectRest:
-    if not kafka_runtime.connect_url:
-        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
-    return ConnectRest(kafka_runtime.connect_url)
-
-
-@pytest.fixture
-def cluster(db, kafka_runtime) -> Cluster:
-    return Cluster.objects.create(
-        name=f"rm-{RUN}",
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
+def source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:
+    """Start a FileStreamSource that has committed position 8 (two lines)."""
+    return two_line_source(
+        rest, f"rm {RUN} {what}", tmp_path / f"{what}.log", f"rm-{RUN}-{what}-out"
     )
-
-
-def source(rest: ConnectRest, tmp_path: Path, what: str, **extra: str) -> tuple[str, Path]:
-    """A running FileStreamSource that has committed position 8 (two lines)."""
-    connector, path = f"rm {RUN} {what}", tmp_path / f"{what}.log"
-    path.write_text("one\ntwo\n")
-    rest.create(connector, source_config(path, what, **extra))
-    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 8)
-    return connector, path
-
-
-def source_config(path: Path, what: str, **extra: str) -> dict:
-    return {
-        "connector.class": FILE_SOURCE,
-        "file": str(path),
-        "topic": f"rm-{RUN}-{what}-out",
-        "tasks.max": "1",
-        **STRING_CONVERTERS,
-        **extra,
-    }
-
-
-def approved(edit: OffsetEdit, editor, approver) -> OffsetEdit:
-    submit_edit(edit=edit, user=editor)
-    return approve_edit(edit=edit, user=approver, comment="checked the plan")
 
 
 def keys_of(cluster: Cluster, topic: str, connector: str) -> dict[bytes, bytes | None]:
@@ -110,7 +73,7 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
     rest.call(
         "PUT",
         f"/connectors/{urllib.parse.quote(connector, safe='')}/config",
-        source_config(path, "own", **{"offsets.storage.topic": own_topic}),
+        file_source(path, f"rm-{RUN}-own-out", **{"offsets.storage.topic": own_topic}),
     )
     time.sleep(3)  # the task restarts with the new config
     with path.open("a") as file:
@@ -139,7 +102,7 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
         (own_topic, key): b'{"position":14}',
         (old_topic, key): b'{"position":3}',
     }
-    apply_edit(edit=approved(edit, editor, approver), user=approver)
+    approve_and_apply(edit, editor, approver)
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
@@ -167,16 +130,7 @@ def running_sink(cluster: Cluster, rest: ConnectRest, tmp_path: Path, what: str)
     for value in (b"a", b"b", b"c"):
         producer.produce(topic, value=value)
     producer.flush(10)
-    rest.create(
-        connector,
-        {
-            "connector.class": FILE_SINK,
-            "file": str(tmp_path / f"{what}.out"),
-            "topics": topic,
-            "tasks.max": "1",
-            **STRING_CONVERTERS,
-        },
-    )
+    rest.create(connector, file_sink(tmp_path / f"{what}.out", topic))
     group = f"connect-{connector}"
     wait_until(
         lambda: groups.committed_offsets(kafka, group),
@@ -204,7 +158,7 @@ def test_a_sink_is_deleted_with_its_consumer_group(
     assert [(c.topic, c.kafka_partition, c.before) for c in edit.changes.all()] == [
         (topic, 0, {"kafka_offset": 3})
     ]
-    apply_edit(edit=approved(edit, editor, approver), user=approver)
+    approve_and_apply(edit, editor, approver)
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
@@ -245,7 +199,7 @@ def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up
     assert answer.status_code == 201, answer.content
     edit = OffsetEdit.objects.get(pk=answer.json()["id"])
     assert edit.strategy == "cleanup" and edit.changes.count() == 1
-    apply_edit(edit=approved(edit, editor, approver), user=approver)
+    approve_and_apply(edit, editor, approver)
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
@@ -254,7 +208,7 @@ def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up
     assert keys_of(cluster, WORKER_TOPIC, connector) == {key: None}
 
     edit = stage_cleanup(cluster=cluster, connector=sink, user=editor)
-    apply_edit(edit=approved(edit, editor, approver), user=approver)
+    approve_and_apply(edit, editor, approver)
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
     assert steps_of(edit) == ["absent", "group-delete"]
@@ -289,7 +243,7 @@ def test_a_removal_whose_worker_is_down_or_not_a_worker_writes_nothing(
 ):
     connector, _ = source(rest, tmp_path, f"kept-{worker_kind}")
     before = live_keys(cluster, WORKER_TOPIC, connector)
-    edit = approved(
+    edit = approve(
         stage_removal(cluster=cluster, connector=connector, user=editor), editor, approver
     )
     with FakeWorker() as fake:
@@ -334,7 +288,7 @@ def test_on_a_worker_without_kip875_writes_the_offsets_are_tombstoned_directly(
 
     monkeypatch.setattr(ConnectRestAdapter, "worker_info", as_connect_3_5)
     edit = stage_removal(cluster=cluster, connector=connector, user=editor)
-    apply_edit(edit=approved(edit, editor, approver), user=approver)
+    approve_and_apply(edit, editor, approver)
 
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error

@@ -18,10 +18,9 @@ from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, p
 from offsets.kafka import admin, groups, reading
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.services.connect_state import read_connect_state
+from tests.demo_data import EOS_TOPIC
 
 pytestmark = pytest.mark.integration
-
-EOS_TOPIC = "connect-offsets-orders-cdc-eos"
 
 
 def topic_config(settings: dict, topic: str) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """The merge of the folds with the previous state (offsets.spark.merge).
 
 On the random mix of writes, rewinds, tombstones, malformed records and key drift over two
-topics of test_partials, for a full and an incremental read and for a refresh with nothing new
-to read, the merge must give what the record-by-record reference model gives
+topics that tests/spark/records.py makes, for a full and an incremental read and for a refresh
+with nothing new to read, the merge must give what the record-by-record reference model gives
 (tests/spark/reference_merge.py), over one partition or several; its rules are pinned on
 hand-made rows in plain Python; and Spark must plan a small merge without a shuffle.
 """
@@ -20,7 +20,7 @@ from offsets.spark import merge as M
 from offsets.spark import partials as P
 from offsets.spark.schemas import RESULT_STRUCTS, STATE_SCHEMA, result_schema
 from tests.spark import reference_merge
-from tests.spark.test_partials import OWN, WORKER, partials_frame, random_records
+from tests.spark.records import OWN, WORKER, partials_frame, random_records
 
 NOW_MS, THRESHOLD_MS = 2_600_000, 120_000
 OWN_TOPICS, RUNNING = {"eos": OWN}, {"a", "eos"}

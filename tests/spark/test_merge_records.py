@@ -7,23 +7,12 @@ no Spark.
 import pyarrow as pa
 import pytest
 
-from offsets.formats import jackson
 from offsets.formats.offset_records import MalformedReason
 from offsets.spark import kafka_source
 from offsets.spark import merge as M
 from offsets.spark import partials as P
 from offsets.spark.schemas import STATE_COLUMNS
-
-WORKER = "connect-offsets"
-OWN = "connect-offsets-eos"
-
-
-def key(connector, partition):
-    return jackson.dumps_key(connector, partition)
-
-
-def value(offset):
-    return None if offset is None else jackson.dumps(offset)
+from tests.spark.records import OWN, WORKER, key, value
 
 
 def previous_rows(latest: list[dict]) -> list[dict]:

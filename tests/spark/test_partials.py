@@ -1,32 +1,17 @@
 """The read task's fold (offsets.spark.partials), and the folds of the records the planner kept.
 
 The fold's rules are unit-tested in plain Python, its commit rows checked against the
-reference model (tests/spark/reference_merge.py). The random mix of writes, rewinds,
-tombstones, malformed records and key drift over two topics made here also serves the merge's
-tests (test_merge.py), which check the merge of the folds against the reference model.
+reference model (tests/spark/reference_merge.py), on hand-made records and on the random mix
+of writes, rewinds, tombstones, malformed records and key drift over two topics that
+tests/spark/records.py makes (the merge's tests, test_merge.py, use it too).
 """
-
-import random
-from collections import Counter
 
 import pyarrow as pa
 
-from offsets.formats import jackson
-from offsets.formats.murmur2 import java_partition
 from offsets.spark import kafka_source
 from offsets.spark import partials as P
 from tests.spark import reference_merge
-
-WORKER = "connect-offsets"
-OWN = "connect-offsets-eos"
-
-
-def key(connector, partition):
-    return jackson.dumps_key(connector, partition)
-
-
-def value(offset):
-    return jackson.dumps(offset)
+from tests.spark.records import OWN, WORKER, Message, key, random_records, value
 
 
 def fold(records, topic=WORKER, bucket_seconds=300):
@@ -139,28 +124,6 @@ def test_records_the_database_or_a_date_cannot_hold_are_counted_by_reason_and_ne
     assert [row["timestamp_ms"] for row in rows[P.COMMIT]] == [100]
 
 
-class Message:
-    """The five accessors of a confluent-kafka message that the fold reads."""
-
-    def __init__(self, partition, offset, timestamp_ms, key, value):
-        self._fields = (partition, offset, timestamp_ms, key, value)
-
-    def partition(self):
-        return self._fields[0]
-
-    def offset(self):
-        return self._fields[1]
-
-    def timestamp(self):
-        return (1, self._fields[2])
-
-    def key(self):
-        return self._fields[3]
-
-    def value(self):
-        return self._fields[4]
-
-
 def test_commit_rows_come_in_bounded_batches_and_the_summary_last(monkeypatch):
     monkeypatch.setattr(P, "COMMITS_PER_BATCH", 2)
     k = key("c", {"t": "x"})
@@ -170,67 +133,6 @@ def test_commit_rows_come_in_bounded_batches_and_the_summary_last(monkeypatch):
     assert kinds == [[P.COMMIT], [P.COMMIT], [P.BUCKET, P.KEY, P.RECORDS]]
     assert all(batch.schema == P.SUMMARY_ARROW for batch in batches)
     assert list(P.fold_messages(WORKER, 300, [])) == []
-
-
-def random_records(seed: int, count: int) -> list[tuple]:
-    """(topic, kafka_partition, kafka_offset, timestamp_ms, key, value) in topic order."""
-    rng = random.Random(seed)
-    keys = [key(c, {"t": i}) for c in ("a", "b", "eos") for i in range(4)]
-    keys.append(b'["a", {"t":0}]')  # the same logical partition as a's t=0: key drift
-    progress: Counter = Counter()
-    next_offset: Counter = Counter()
-    records = []
-    for step in range(count):
-        k = rng.choice(keys)
-        topic = OWN if k.startswith(b'["eos"') and rng.random() < 0.5 else WORKER
-        roll = rng.random()
-        if roll < 0.65:
-            progress[k] += rng.randint(1, 5)
-            v = value({"offset": progress[k]})
-        elif roll < 0.75:
-            progress[k] -= rng.randint(1, 20)  # a rewind
-            v = value({"offset": progress[k]})
-        elif roll < 0.83:
-            v = None
-        elif roll < 0.88:
-            v = value({"file": "f"})  # no progress field
-        elif roll < 0.94:
-            v = rng.choice([b"not json", b"[1]", b"\xff\xfe", b'{"a":{"b":1}}'])
-        else:
-            k = rng.choice([b"junk", b'{"a":1}', None, b'["c",[1]]'])
-            v = value({"offset": 1})
-        # Now and then a key the database cannot store (without drawing on rng: the seeds'
-        # other cases stay as they were).
-        if step % 41 == 40:
-            k = key("c\x00", {"t": "x"})
-        elif step % 43 == 42:
-            k = key("c", {"t": "\ud800"})
-        partition = java_partition(k, 3) if k is not None else rng.randrange(3)
-        timestamp = 1_000_000 + step * 1000 + rng.randint(-900, 900)
-        slot = (topic, partition)
-        records.append(
-            (
-                topic,
-                partition,
-                next_offset[slot],
-                timestamp if step % 47 != 46 else 2**62,  # now and then after the year 9999
-                k,
-                v,
-            )
-        )
-        next_offset[slot] += 1
-    return records
-
-
-def partials_frame(spark, records, bucket_seconds=300):
-    """Fold the records like the source does: per topic, Kafka partitions split over tasks."""
-    batches = []
-    for topic in (WORKER, OWN):
-        for task in ({0, 2}, {1}):
-            messages = [Message(*r[1:]) for r in records if r[0] == topic and r[1] in task]
-            batches += P.fold_messages(topic, bucket_seconds, [messages])
-    table = pa.Table.from_batches(batches, schema=P.SUMMARY_ARROW)
-    return spark.createDataFrame(table.to_pandas(), P.SUMMARY_SCHEMA)
 
 
 def test_the_commit_rows_are_every_commit_of_the_history():

@@ -1,0 +1,20 @@
+"""Steps through the dashboard's pages that browser tests share: logging in and out."""
+
+# The longest wait of the tests that set it (page.set_default_timeout): a broken page fails
+# them in 15 s, not in Playwright's default 30 s.
+TIMEOUT_MS = 15_000
+
+
+def log_in(page, live_server, username, password, *, landing: str | None = "#clusters") -> None:
+    """Log in through the login page, then wait for `landing` (None: the login may be refused)."""
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    if landing:
+        page.wait_for_selector(landing)
+
+
+def log_out(page) -> None:
+    page.click("form.logout button")
+    page.wait_for_selector("input[name=username]")
