@@ -182,15 +182,6 @@ def fresh_kafka(_scratch_kafka) -> str:
     return _scratch_kafka
 
 
-@pytest.fixture
-def own_kafka(tmp_path: Path) -> str:
-    """A broker process of its own for one test: only for a test that says why it needs one."""
-    broker = EmbeddedKafka(tmp_path / "kafka")
-    info = broker.start(worker=False)
-    yield info.bootstrap_servers
-    broker.stop(kill=True)  # its data dies with the test
-
-
 @dataclass(frozen=True)
 class SeededDemo:
     bootstrap_servers: str

@@ -36,13 +36,6 @@ from tests.integration.offsets_reads import committed, eos_records
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def fresh_kafka(own_kafka):
-    # A broker of its own: an apply killed mid-transaction leaves the transaction open on the
-    # broker until it times out, and its abort marker must not land in another test's topics.
-    return own_kafka
-
-
 CHILD = """
 import sys
 
