@@ -169,7 +169,8 @@ def _partition_counts(admin: AdminClient, settings: dict, timeout: float) -> dic
 
 @handles.released_after
 def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float = 30.0) -> None:
-    """Create the topics, raising on the first failure (including 'already exists')."""
+    """Create the topics, raising on the first failure (including 'already exists'); return
+    once the broker's metadata lists them."""
     new_topics = [
         NewTopic(spec.name, num_partitions=spec.partitions, config=spec.config) for spec in specs
     ]
@@ -183,6 +184,21 @@ def create_topics(settings: dict, specs: Iterable[TopicSpec], *, timeout: float 
         timeout=timeout,
         failure=lambda name: f"Could not create topic {name}",
     )
+    _wait_until_listed(admin, settings, {topic.topic for topic in new_topics}, timeout)
+
+
+def _wait_until_listed(admin: AdminClient, settings: dict, topics: set[str], timeout: float):
+    # CreateTopics answers once the controller has committed the topics; a broker lists them
+    # only after it has applied that metadata, a moment later (longer on a busy machine). A
+    # metadata request in between (the next step of a writer) would not find them.
+    deadline = time.monotonic() + timeout
+    while missing := topics - _partition_counts(admin, settings, timeout).keys():
+        if time.monotonic() > deadline:
+            raise KafkaUnavailable(
+                f"Kafka at {settings.get('bootstrap.servers')} created but does not list "
+                f"{', '.join(sorted(missing))} after {timeout:.0f} s"
+            )
+        time.sleep(0.02)
 
 
 @handles.released_after

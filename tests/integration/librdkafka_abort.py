@@ -65,12 +65,16 @@ def aborted(child: subprocess.CompletedProcess) -> bool:
 
 def in_child_process(test):
     """Decorate a test: the parent runs it in a child pytest, re-run on an abort only
-    (`aborted`)."""
+    (`aborted`).
+
+    Only the child sets up the test's fixtures (its brokers, its database rows): the parent
+    asks for `request` alone, so it starts nothing the child starts again.
+    """
+    if os.environ.get(CHILD_ENV):
+        return test
 
     @functools.wraps(test)
-    def wrapper(*args, request, **kwargs):
-        if os.environ.get(CHILD_ENV):
-            return test(*args, **kwargs)
+    def in_parent(request):
         outputs = []
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         for attempt in range(1, ABORT_RETRIES + 1):
@@ -104,16 +108,9 @@ def in_child_process(test):
             print(f"librdkafka aborted the child (attempt {attempt}); running it again")
         if child.returncode != 0:
             pytest.fail("\n".join(outputs), pytrace=False)
-        return None
 
-    # pytest reads the wrapper's signature for fixtures: the test's own plus `request`.
-    signature = inspect.signature(test)
-    if "request" not in signature.parameters:
-        parameters = [
-            *signature.parameters.values(),
-            inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY),
-        ]
-        wrapper.__signature__ = signature.replace(parameters=parameters)
-    else:  # pragma: no cover - no test here asks for request itself
-        raise TypeError("in_child_process tests must not take `request` themselves")
-    return wrapper
+    # pytest reads the signature for fixtures: the parent's is `request` alone.
+    in_parent.__signature__ = inspect.Signature(
+        [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    )
+    return in_parent
