@@ -21,6 +21,7 @@ from offsets.formats.connect_workers import (
     worker_capabilities,
 )
 from offsets.formats.masking import mask_text
+from offsets.outgoing import opener
 
 # Target states a connector can be created in (KIP-980), as POST /connectors spells them.
 INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
@@ -67,6 +68,13 @@ class ConnectNotJson(ConnectRestError):
     """The URL answered HTML or other non-JSON: it is not a Connect worker."""
 
 
+class ConnectRedirected(ConnectNotJson):
+    """A 3xx: a Connect worker never redirects its API, so this is a proxy or another server.
+
+    The redirect is not followed (it would carry the worker's credentials elsewhere).
+    """
+
+
 class ConnectMalformed(ConnectRestError):
     """The answer claimed to be JSON but is not, or lacks what Connect always sends."""
 
@@ -96,12 +104,21 @@ def _worker_message(body: bytes) -> str:
 
 
 def error_for_answer(
-    what: str, status: int, body: bytes, content_type: str = ""
+    what: str, status: int, body: bytes, content_type: str = "", location: str = ""
 ) -> ConnectRestError | None:
     """Map a worker's answer to the error it means, or None when it is a success to parse.
 
-    `what` names the call ("PUT .../stop on http://connect:8083") for the message.
+    `what` names the call ("PUT .../stop on http://connect:8083") for the message; `location`
+    is a redirect's Location header.
     """
+    if 300 <= status < 400:
+        target = mask_text(location[:QUOTED_CHARS]) or "(no Location)"
+        return ConnectRedirected(
+            f"{what}: HTTP {status}: redirects to {target}, which the dashboard does not "
+            "follow (a Connect worker never redirects; following would send its credentials "
+            "there): set the worker's own URL on the cluster",
+            status=status,
+        )
     if status in (401, 403):
         return ConnectAuthFailed(
             f"{what}: HTTP {status}: the worker refused the credentials (check the Connect "
@@ -245,9 +262,7 @@ class ConnectRest:
             )
         self.settings = settings
         self.url = settings.urls[0]
-        self._opener = urllib.request.build_opener(
-            urllib.request.HTTPSHandler(context=self._tls_context())
-        )
+        self._opener = opener(urllib.request.HTTPSHandler(context=self._tls_context()))
 
     @classmethod
     def for_cluster(cls, cluster, *, timeout: float = DEFAULT_TIMEOUT) -> "ConnectRest":
@@ -350,10 +365,11 @@ class ConnectRest:
             if isinstance(answer, str):
                 unreachable.append(answer)
                 continue
-            status, text, content_type = answer
+            status, text, headers = answer
             self.url = url
             what = f"{method} {path} on {url}"
-            error = error_for_answer(what, status, text, content_type)
+            content_type = headers.get("Content-Type", "")
+            error = error_for_answer(what, status, text, content_type, headers.get("Location", ""))
             if error is not None:
                 raise error
             return parse_json(what, text, content_type)
@@ -362,7 +378,7 @@ class ConnectRest:
         )
 
     def _send(self, url: str, method: str, path: str, body: dict | None):
-        """Return (status, body, content type), or why the URL could not be reached."""
+        """Return (status, body, headers), or why the URL could not be reached."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.settings.username:
@@ -373,10 +389,10 @@ class ConnectRest:
         request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
         try:
             with self._opener.open(request, timeout=self.settings.timeout) as response:
-                return response.status, response.read(), response.headers.get("Content-Type", "")
+                return response.status, response.read(), response.headers
         except urllib.error.HTTPError as exc:
             with exc:
-                return exc.code, exc.read(), exc.headers.get("Content-Type", "")
+                return exc.code, exc.read(), exc.headers
         except (OSError, ValueError) as exc:  # refused, unknown host, TLS, timed out
             reason = getattr(exc, "reason", exc)
             return f"{url} did not answer ({mask_text(str(reason))})"

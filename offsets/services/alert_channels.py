@@ -15,6 +15,7 @@ from django.core.mail import send_mail
 
 from offsets.formats import alert_messages
 from offsets.formats.alert_messages import Message
+from offsets.outgoing import opener
 
 USER_AGENT = "connect-offsets-dashboard-alerts/1"
 
@@ -23,13 +24,8 @@ class DeliveryFailed(Exception):
     """A message was not delivered; str() says why, secrets masked."""
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # A webhook that redirects is misconfigured; following it would re-send the body elsewhere.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
+# A webhook that redirects is misconfigured; following it would re-send the body elsewhere.
+_opener = opener()
 
 
 def send(channel: str, target: str, message: Message) -> None:
@@ -58,6 +54,10 @@ def post_json(url: str, body: str) -> None:
     except urllib.error.HTTPError as exc:
         answer = exc.read(200).decode("utf-8", "replace").strip()
         text = f"The webhook at {host} answered HTTP {exc.code} {exc.reason}"
+        if 300 <= exc.code < 400:
+            # Only the target's host: the rest of a webhook URL may be its secret.
+            target = urllib.parse.urlsplit(exc.headers.get("Location", "")).hostname or "?"
+            text += f", a redirect to {target} that is not followed"
         raise DeliveryFailed(_described(text + (f": {answer}" if answer else ""))) from None
     except TimeoutError:
         raise DeliveryFailed(
