@@ -5,6 +5,7 @@ answers what a real one rarely does on cue (an old version, 401, HTML, 409, 500,
 disagrees) on a demo cluster whose connectors are simulated in its topics.
 """
 
+import json
 import uuid
 
 import pytest
@@ -331,6 +332,22 @@ def test_a_garbled_offsets_answer_after_the_patch_is_recorded_and_the_topic_deci
     details = applied_event(edit).details
     assert "answered no offsets list" in details["worker_verify_error"]
     assert "reading it back disagrees" in edit.error
+
+
+def test_what_the_worker_answers_reaches_the_audit_log_masked(demo_cluster, editor, approver):
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer("PATCH", AUDIT_OFFSETS, 200, {"message": "altered with password=hunter2"})
+        worker.answer("GET", AUDIT_OFFSETS, 200, {"offsets": "jdbc:mysql://app:hunter2@db"})
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 17}
+        )
+        edit = apply_edit(edit=edit, user=approver)
+
+    details = applied_event(edit).details
+    assert "answered no offsets list" in details["worker_verify_error"]
+    assert "altered with password=" in details["worker_answer"]
+    assert "hunter2" not in json.dumps(details) and "hunter2" not in edit.error
 
 
 def test_a_reset_whose_first_read_fails_sends_nothing_and_stays_approved(
