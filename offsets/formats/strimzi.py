@@ -108,7 +108,7 @@ def to_configmap(document: dict, *, connector: str, name: str = "", namespace: s
         raise ValueError(f"ConfigMap name {name!r} {problem}")
     if namespace and (problem := namespace_problem(namespace)):
         raise ValueError(f"Namespace {namespace!r} {problem}")
-    text = jackson.dumps_text(document, indent=2) + "\n"
+    text = _escape_yaml_breaks(jackson.dumps_text(document, indent=2)) + "\n"
     if len(text.encode("utf-8")) > CONFIGMAP_MAX_BYTES:
         raise ValueError(
             f"The offsets take {len(text.encode('utf-8')) / 2**20:.1f} MiB: a ConfigMap holds at "
@@ -260,8 +260,24 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    if any(char in value for char in _YAML_ONLY_BREAKS):
+        # Double quotes are the one style that escapes them (\N, \L, \P).
+        style = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+# YAML 1.1 reads NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR as line breaks, where JSON and
+# Java read them as characters: written raw, they would come back as newlines or spaces.
+_YAML_ONLY_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _escape_yaml_breaks(json_text: str) -> str:
+    """JSON text with YAML's extra line breaks as JSON escapes (they occur in strings only)."""
+    for char in _YAML_ONLY_BREAKS:
+        json_text = json_text.replace(char, f"\\u{ord(char):04x}")
+    return json_text
 
 
 _Dumper.add_representer(str, _represent_str)

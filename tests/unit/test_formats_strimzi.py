@@ -267,3 +267,16 @@ def test_a_document_python_cannot_hold_is_refused_with_its_reason_at_once(text, 
     assert time.monotonic() - started < 2
     assert error.value.field == "document"
     assert "invalid YAML at line" in error.value.message and message in error.value.message
+
+
+@pytest.mark.parametrize("odd", ["\x85", "\u2028", "\u2029", "\n\x85", "\x85\r\n"])
+def test_yamls_extra_line_breaks_survive_the_configmap_round_trip(odd):
+    name = f"orders{odd}src"
+    document = {
+        "offsets": [
+            {"partition": {f"file{odd}": f"/data/a{odd}b.log"}, "offset": {"note": f"x{odd}y"}}
+        ]
+    }
+    text = strimzi.dump_yaml(strimzi.to_configmap(document, connector=name))
+    back = strimzi.parse_configmap(strimzi.load_yaml(text.encode("utf-8")))
+    assert (back.connector, back.document) == (name, document)
