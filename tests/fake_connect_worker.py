@@ -7,6 +7,7 @@ broken framing, answers cut short), dripped a byte at a time, or a body that nev
 import contextlib
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -23,13 +24,20 @@ class FakeWorker:
     another loopback address (127.0.0.2) to stand for another host.
     """
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", *, tls: tuple[str, str] | None = None) -> None:
         self.routes: dict[tuple[str, str], tuple[int, bytes, str] | Writer] = {}
         self.requests: list[dict] = []
         self.stopping = threading.Event()
         self.sent: dict[tuple[str, str], int] = {}
         self.server = ThreadingHTTPServer((host, 0), self._handler())
-        self.url = f"http://{host}:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls:
+            # (certificate file, key file): the worker answers HTTPS.
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://{host}:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def __enter__(self) -> "FakeWorker":

@@ -6,6 +6,7 @@ worker page, the API and the connector controls answer each with the adapter's o
 never a 500, and no credential leaves for the second address.
 """
 
+import subprocess
 import time
 
 import pytest
@@ -287,3 +288,37 @@ def test_a_stop_whose_status_poll_answers_garbage_is_audited_not_a_500(
     page = client.post("/clusters/c1/connectors/src/control/stop/", headers={"HX-Request": "true"})
     assert page.status_code == 502 and b'id="control-error"' in page.content
     assert AuditEvent.objects.filter(connector="src", action="control-failed").count() == 2
+
+
+# --- Over TLS ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1: (certificate file, key file)."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run(
+        [*request, "-keyout", str(key), "-out", str(cert), *subject],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+def test_a_worker_over_tls_answers_and_its_redirects_and_drips_are_refused(certificate, elsewhere):
+    with FakeWorker(tls=certificate) as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.redirect("GET", "/connectors/c/config", f"{elsewhere.url}/connectors/c/config")
+        worker.raw("PATCH", "/connectors/c/offsets", HEAD + b"Content-Length: 99\r\n\r\n", drip=0.1)
+        adapter = rest(worker, ca_file=certificate[0], deadline=1.5)
+        assert adapter.worker_info().version == "3.7.0"
+        with pytest.raises(ConnectRedirected):
+            adapter.config("c")
+        started = time.monotonic()
+        with pytest.raises(ConnectAnswerBroken, match=r"within 1\.5 s"):
+            adapter.alter_offsets("c", [])
+        assert time.monotonic() - started < 3
+    assert elsewhere.requests == []
