@@ -25,6 +25,7 @@ from offsets.kafka.connect_rest import (
 from offsets.models import AuditEvent, Cluster
 from offsets.services import alert_channels
 from offsets.services.alert_channels import DeliveryFailed
+from tests.edits_factory import make_edit
 from tests.fake_connect_worker import FakeWorker
 
 pytestmark = pytest.mark.django_db
@@ -321,4 +322,33 @@ def test_a_worker_over_tls_answers_and_its_redirects_and_drips_are_refused(certi
         with pytest.raises(ConnectAnswerBroken, match=r"within 1\.5 s"):
             adapter.alter_offsets("c", [])
         assert time.monotonic() - started < 3
+    assert elsewhere.requests == []
+
+
+# --- An open edit's page asks the worker how it would be written -------------------------------
+
+EDIT_SHAPES = {
+    "deep json": (200, DEEP, "did not answer"),
+    "version of thousands of digits": (200, b'{"version": "' + b"9" * 5000 + b'.0"}', "runs"),
+    "cut body": (None, BROKEN["cut body"], "cut its answer short"),
+    "redirect": (None, b"", "redirects to"),
+}
+
+
+@pytest.mark.parametrize(("status", "body", "words"), EDIT_SHAPES.values(), ids=EDIT_SHAPES.keys())
+def test_an_open_edits_page_and_route_say_what_the_worker_did_and_never_answer_500(
+    client, editor, worker, elsewhere, cluster, status, body, words
+):
+    if status is not None:
+        worker.answer("GET", "/", status, body)
+    elif body:
+        worker.raw("GET", "/", body)
+    else:
+        worker.redirect("GET", "/", f"{elsewhere.url}/")
+    edit = make_edit(cluster, editor, state="approved")
+    client.force_login(editor)
+    page = client.get(f"/clusters/c1/edits/{edit.pk}/")
+    assert page.status_code == 200 and words in page.content.decode()
+    route = client.get(f"/api/v1/edits/{edit.pk}/route/")
+    assert route.status_code == 200 and words in route.json()["reason"]
     assert elsewhere.requests == []
