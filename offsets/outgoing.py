@@ -188,7 +188,11 @@ def _read(response, max_bytes: int, keep_start: bool) -> bytes:
         return response.read(max_bytes)
     declared = response.headers.get("Content-Length", "").strip()
     # Compared as text first: int() refuses thousands of digits.
-    if declared.isdigit() and (len(declared) > 18 or int(declared) > max_bytes):
+    if (
+        declared.isascii()
+        and declared.isdigit()
+        and (len(declared) > 18 or int(declared) > max_bytes)
+    ):
         raise AnswerTooLarge(
             f"announced an answer of {_size(declared)}, more than the {_mib(max_bytes)} read"
         )
