@@ -338,8 +338,16 @@ def move_context(edit: OffsetEdit) -> dict:
             .order_by("-at")
             .first()
         )
+    # The approver sees no secret value, so the page names the keys the editor re-typed: the
+    # config they approve holds values only the editor has seen.
+    supplied = edit.parameters.get("secrets_supplied") if edit.parameters else None
+    retyped = sorted(key for key in supplied or [] if isinstance(key, str))
     return {
-        "move_config": sorted(mask_secrets(edit.connector_config or {}).items()),
+        "move_config": [
+            (key, value, key in retyped)
+            for key, value in sorted(mask_secrets(edit.connector_config or {}).items())
+        ],
+        "move_retyped": retyped,
         "target_resumed": resumed,
     }
 

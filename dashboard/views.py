@@ -269,7 +269,15 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     # are cached on the user by then, when asked at all.
     can_remove = (can_control or snapshot.deleted) and can_stage(request.user)
     context.update(
-        refresh=refresh, can_control=can_control, can_remove=can_remove, **_figures(cached)
+        refresh=refresh,
+        can_control=can_control,
+        can_remove=can_remove,
+        newer_not_stored=cached.get(
+            "newer-not-stored",
+            {},
+            lambda: snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot),
+        ),
+        **_figures(cached),
     )
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
@@ -479,6 +487,8 @@ def connector_offsets_json(
         content_type="application/json; charset=utf-8",
     )
     response["Content-Disposition"] = attachment(f"{cluster.name}-{snapshot.name}-offsets.json")
+    if not_stored := snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot):
+        response[snapshots.NOT_CURRENT_HEADER] = str(not_stored)
     return response
 
 

@@ -134,3 +134,22 @@ def short_read_settings(settings: dict, *, wait_ms: int = READER_WAIT_MS) -> dic
     """
     wait = min(int(settings.get("fetch.wait.max.ms", wait_ms)), wait_ms)
     return {**settings, "fetch.min.bytes": 1, "fetch.wait.max.ms": wait}
+
+
+# --- Connect REST calls (offsets.kafka.connect_rest) ----------------------------------------
+
+# A worker call's whole answer must arrive within this many times its read timeout (30 s, the
+# pages' probes 10 s). The read timeout bounds each wait for a byte only, so an answer
+# dripping a byte within it would hold the request, and a server thread, without end. Twice
+# gives a worker that starts answering at the last moment as long again to send the rest;
+# Connect's largest answers (below) take well under a second on a LAN.
+CONNECT_DEADLINE_FACTOR = 2
+
+# The most of one worker answer the dashboard reads; a larger answer fails, naming this. The
+# largest real answers are GET /connectors/{name}/offsets of connectors with many
+# partitions, in Connect's compact JSON: 105 bytes a partition for a file source, 110 for a
+# sink or MirrorMaker 2, 150 for a JDBC source, so 5.0-7.1 MiB for 50,000 partitions (the
+# largest edits the pages are measured with, docs/hostile-data.md). 32 MiB holds 220,000
+# partitions of the largest shape; parsed, such an answer takes ~6 times its size in Python
+# objects, so a few at once stay within a web worker's memory.
+CONNECT_ANSWER_MAX_BYTES = 32 * 2**20

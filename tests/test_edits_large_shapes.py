@@ -209,3 +209,30 @@ def test_the_source_form_takes_a_typed_partition_in_any_field_order_and_names_an
     form = SourceStageForm({"strategy": "delete", "existing": '{"a": 2}'}, partitions=known)
     assert not form.is_valid()
     assert form.errors["existing"][0].startswith('{"a":2} has no offset in the topic')
+
+
+@pytest.mark.db_engine  # 20,000 rows written in bulk and paged by the engine
+def test_the_api_gives_a_large_edit_with_counts_and_one_page_of_its_diff(
+    client, cluster, editor, user
+):
+    edit = make_restore(cluster, editor)
+    client.force_login(user)
+    url = f"/api/v1/edits/{edit.pk}/"
+
+    response = client.get(url)
+    assert response.status_code == 200 and len(response.content) < PAGE_BOUND
+    body = response.json()
+    assert body["counts"] == {"total": 20_000, "changed": 19_600, "added": 200, "deleted": 200}
+    assert [c["partition"] for c in body["changes"]] == [partition(i) for i in range(100)]
+    assert body["changes_page"] == {
+        "number": 1,
+        "pages": 200,
+        "per_page": 100,
+        "next": f"{url}?page=2",
+        "previous": None,
+    }
+    last = client.get(f"{url}?page=200").json()
+    assert last["changes"][-1]["partition"] == partition(19_999)
+    assert last["changes_page"]["next"] is None
+    assert client.get(f"{url}?page=0").status_code == 400
+    assert client.get(f"{url}?page=x").status_code == 400

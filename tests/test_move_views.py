@@ -78,6 +78,19 @@ def test_an_applied_move_page_offers_the_resume_to_approvers_only(
     assert client.post(f"/api/v1/edits/{edit.pk}/resume-target/").status_code == 403
 
 
+def test_a_moves_page_names_the_secrets_the_editor_retyped_but_not_their_values(
+    client, editor, approver, clusters
+):
+    edit = move_edit(clusters, editor, "submitted")
+    edit.parameters = {"target": "b", "secrets_supplied": ["db.password"]}
+    edit.save(update_fields=["parameters"])
+    client.force_login(approver)
+    page = client.get(f"/clusters/a/edits/{edit.pk}/").content.decode()
+    retyped = page.split('id="move-retyped"', 1)[1].split("</p>", 1)[0]
+    assert "<code>db.password</code>" in retyped and "erin" in retyped
+    assert "(re-typed by erin)" in page and SECRET not in page
+
+
 def test_resume_on_the_target_is_audited_there(client, editor, approver, clusters, worker):
     edit = move_edit(clusters, editor, "applied")
     worker.connector("orders", "orders", state="STOPPED")

@@ -87,6 +87,41 @@ def test_the_import_api_names_what_is_wrong_with_a_configmap(client, cluster, ed
     assert_nothing_changed(existing)
 
 
+HEAD = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+UNREADABLE = {
+    "deep nesting": (HEAD + b"x: " + b"[" * 5000 + b"]" * 5000, "nesting deeper than 20"),
+    "integer of thousands of digits": (HEAD + b"x: " + b"9" * 5000, "an integer of 5,000"),
+    "year zero": (HEAD + b"x: 0000-01-01", "year 0 is out of range"),
+    "month 13": (HEAD + b"x: 2001-13-45", "month must be in 1..12"),
+    "tagged february 30": (HEAD + b"x: !!timestamp 2001-02-30", "day is out of range"),
+    "a million values": (HEAD + b"x: [" + b"1," * 700_000 + b"1]", "more than 10,000 values"),
+}
+
+
+@pytest.mark.parametrize(("upload", "message"), UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_an_unreadable_yaml_upload_is_a_400_with_its_reason_on_the_page_and_the_api(
+    client, cluster, editor, user, upload, message
+):
+    existing = [make_edit(cluster, editor).pk]
+    client.force_login(editor)
+    response = client.post(
+        "/clusters/c1/import/", {"file": SimpleUploadedFile("offsets.yaml", upload)}
+    )
+    assert response.status_code == 400
+    assert (
+        message in response.content.decode() and "invalid YAML at line" in response.content.decode()
+    )
+    client.force_login(user)  # a viewer may dry-run
+    response = client.post(
+        "/api/v1/edits/import/",
+        {"cluster": "c1", "document": upload.decode(), "dry_run": True},
+        content_type="application/json",
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert message in json.dumps(response.json())
+    assert_nothing_changed(existing)
+
+
 def test_the_import_command_names_what_is_wrong_with_a_configmap(tmp_path, cluster, editor):
     existing = [make_edit(cluster, editor).pk]
     path = tmp_path / "offsets.yaml"

@@ -167,7 +167,14 @@ class SourcePartitionOutput(serializers.ModelSerializer):
             "commits",
             "rewinds",
             "stalled",
+            "newer_unstorable_offset",
         ]
+        extra_kwargs = {
+            "newer_unstorable_offset": {
+                "help_text": "The Kafka offset of a newer write the database cannot hold (a NUL "
+                "or a lone surrogate): the runtime uses it, so `offset` is not the current one."
+            }
+        }
 
 
 class SinkPartitionOutput(serializers.ModelSerializer):
@@ -334,10 +341,17 @@ def connector_partitions(request: Request, cluster_name: str, connector_name: st
 @extend_schema(responses={200: OffsetsOutput, **errors(404)})
 @api_view(["GET"])
 def connector_offsets(request: Request, cluster_name: str, connector_name: str) -> Response:
-    """The connector's offsets in the KIP-875 shape (`GET /connectors/{name}/offsets`)."""
+    """The connector's offsets in the KIP-875 shape (`GET /connectors/{name}/offsets`).
+
+    The stored ones: a partition whose newer offset could not be stored (`source_partitions`
+    says which) holds its older one here, and the X-Newer-Offsets-Not-Stored header counts them.
+    """
     snapshot = _get_connector(cluster_name, connector_name)
     cluster = snapshot.cluster
-    return Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
+    response = Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
+    if not_stored := snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot):
+        response[snapshots.NOT_CURRENT_HEADER] = str(not_stored)
+    return response
 
 
 @extend_schema(responses={200: LagOutput, **errors(404)})

@@ -11,8 +11,9 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
@@ -267,12 +268,65 @@ class EditOutput(serializers.ModelSerializer):
         return None if config is None else mask_secrets(config)
 
 
+class CountsOutput(serializers.Serializer):
+    total = serializers.IntegerField(help_text="Partitions the diff touches")
+    changed = serializers.IntegerField()
+    added = serializers.IntegerField(help_text="New partitions (no offset before)")
+    deleted = serializers.IntegerField(help_text="Offsets deleted")
+
+
+class DiffPageInput(serializers.Serializer):
+    page = serializers.IntegerField(
+        required=False, default=1, min_value=1, help_text=f"Page of the diff, {SHOWN} rows a page"
+    )
+
+
+class DiffPageOutput(serializers.Serializer):
+    number = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    per_page = serializers.IntegerField()
+    next = serializers.CharField(allow_null=True, help_text="The next page's URL")
+    previous = serializers.CharField(allow_null=True, help_text="The previous page's URL")
+
+
 class EditDetailOutput(EditOutput):
-    changes = ChangeOutput(many=True, read_only=True)
+    """An edit with one page of its diff (context "page"): an edit may touch 50,000 partitions."""
+
+    counts = serializers.SerializerMethodField()
+    changes = serializers.SerializerMethodField(
+        help_text=f"One page of the diff, {SHOWN} rows a page (?page=N)"
+    )
+    changes_page = serializers.SerializerMethodField()
     audit = serializers.SerializerMethodField()
 
     class Meta(EditOutput.Meta):
-        fields = [*EditOutput.Meta.fields, "changes", "audit"]
+        fields = [*EditOutput.Meta.fields, "counts", "changes", "changes_page", "audit"]
+
+    def _diff_page(self, edit):
+        if getattr(self, "_shown", None) is None:
+            number = self.context.get("page", 1)
+            self._shown = Paginator(edit.changes.all(), SHOWN).get_page(number)
+        return self._shown
+
+    @extend_schema_field(CountsOutput)
+    def get_counts(self, edit) -> dict:
+        return _counts(edit.change_counts())
+
+    @extend_schema_field(ChangeOutput(many=True))
+    def get_changes(self, edit) -> list:
+        return ChangeOutput(self._diff_page(edit).object_list, many=True).data
+
+    @extend_schema_field(DiffPageOutput)
+    def get_changes_page(self, edit) -> dict:
+        shown = self._diff_page(edit)
+        url = f"/api/v1/edits/{edit.pk}/?page="
+        return {
+            "number": shown.number,
+            "pages": shown.paginator.num_pages,
+            "per_page": SHOWN,
+            "next": f"{url}{shown.next_page_number()}" if shown.has_next() else None,
+            "previous": f"{url}{shown.previous_page_number()}" if shown.has_previous() else None,
+        }
 
     def get_audit(self, edit) -> list[dict]:
         return [
@@ -297,13 +351,6 @@ class PreviewChangeOutput(serializers.Serializer):
     is_new = serializers.BooleanField()
     is_delete = serializers.BooleanField()
     warnings = serializers.ListField(child=serializers.CharField())
-
-
-class CountsOutput(serializers.Serializer):
-    total = serializers.IntegerField(help_text="Partitions the diff touches")
-    changed = serializers.IntegerField()
-    added = serializers.IntegerField(help_text="New partitions (no offset before)")
-    deleted = serializers.IntegerField(help_text="Offsets deleted")
 
 
 class PreviewOutput(serializers.Serializer):
@@ -442,11 +489,14 @@ def edit_list(request: Request) -> Response:
     return Response(EditOutput(found[:500], many=True).data)
 
 
-@extend_schema(responses={200: EditDetailOutput, **errors(404)})
+@extend_schema(parameters=[DiffPageInput], responses={200: EditDetailOutput, **errors(400, 404)})
 @api_view(["GET"])
 def edit_detail(request: Request, pk: int) -> Response:
-    """One edit with its diff (every touched partition before -> after) and audit trail."""
-    return Response(EditDetailOutput(_get_edit(pk)).data)
+    """One edit with its diff's counts, one page of its rows (before -> after), and audit trail."""
+    query = DiffPageInput(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    edit = _get_edit(pk)
+    return Response(EditDetailOutput(edit, context={"page": query.validated_data["page"]}).data)
 
 
 class RouteOutput(serializers.Serializer):

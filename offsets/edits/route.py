@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from offsets.formats import worker_offsets
+from offsets.formats.masking import mask_text
 from offsets.formats.worker_offsets import WorkerRequest
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
@@ -157,6 +158,8 @@ def worker_shows(edit: OffsetEdit, route: Route) -> list[str]:
 
 def _written(method: str, rest: ConnectRest, answer) -> dict:
     message = answer.get("message", "") if isinstance(answer, dict) else ""
+    # The worker's words go to the audit log: masked like any trace, and text only.
+    message = mask_text(message) if isinstance(message, str) else ""
     return {
         "applied_via": Via.WORKER,
         "worker_request": f"{method} /connectors/{{name}}/offsets on {rest.url}",

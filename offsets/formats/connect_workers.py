@@ -9,7 +9,8 @@ OFFSETS_WRITE_SINCE = (3, 6)  # KIP-875: PATCH and DELETE /connectors/{c}/offset
 CREATE_STOPPED_SINCE = (3, 7)  # KIP-980: POST /connectors with "initial_state": "STOPPED"
 
 _URL = re.compile(r"^https?://[A-Za-z0-9._~%-]+(:\d{1,5})?(/\S*)?$")
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(.*)$")
+# Nine digits at most: int() refuses thousands of digits, and no version has a tenth.
+_VERSION = re.compile(r"^(\d{1,9})\.(\d{1,9})(?:\.\d+)?(.*)$")
 # Confluent Platform's Connect reports its own version ("7.6.0-ccs"): 7.x ships Kafka 3.x and
 # 8.x ships Kafka 4.x, minor for minor.
 _CONFLUENT_SUFFIX = re.compile(r"^-(ccs|ce)\b")

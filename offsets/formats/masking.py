@@ -36,8 +36,9 @@ _SECRET_NAME_FRAGMENTS = (
     "keyfile",
     "private",
 )
-# Whole words of a name (split at punctuation and camelCase) that mark a secret.
-_SECRET_NAME_WORDS = frozenset({"pass", "pw", "psk"})
+# Whole words of a name (split at punctuation and camelCase) that mark a secret: a word
+# only, since "oauthbearer" names SASL settings that are mostly not secret.
+_SECRET_NAME_WORDS = frozenset({"pass", "pw", "psk", "bearer"})
 # Names ending like this hold key material (ssl.key, ssl.keystore.key, aws...key).
 _SECRET_NAME_SUFFIXES = (".key", "_key", "-key")
 # Names ending like this name a secret rather than hold it (SharedAccessKeyName).
@@ -150,7 +151,7 @@ def is_secret_name(name: str) -> bool:
     The name, lower-cased, contains password, passwd, passphrase, pwd, secret, token,
     credential, jaas, user.info, api.key, apikey, api_key, api-key, access.key, accesskey,
     accountkey, sharedaccesskey, signature, authorization, cookie, keyfile or private; or has
-    the word pass, pw or psk; or ends in ``.key``, ``_key`` or ``-key``; and does not end in
+    the word pass, pw, psk or bearer; or ends in ``.key``, ``_key`` or ``-key``; and does not end in
     ``name`` (SharedAccessKeyName names a key, it does not hold one).
     """
     lowered = name.lower()

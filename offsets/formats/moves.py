@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from offsets.formats.masking import mask_secrets
+from offsets.formats.masking import mask_secrets, mask_text
 
 JsonMap = dict[str, object]
 
@@ -167,10 +167,10 @@ def offsets_map(entries: Iterable[object], what: str) -> dict[str, str]:
     result = {}
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("partition"), dict):
-            raise MoveRuleError(f"{what} holds an entry without a partition map: {entry!r:.200}")
+            raise MoveRuleError(f"{what} holds an entry without a partition map: {_quoted(entry)}")
         offset = entry.get("offset")
         if offset is not None and not isinstance(offset, dict):
-            raise MoveRuleError(f"{what} holds an offset that is not a map: {entry!r:.200}")
+            raise MoveRuleError(f"{what} holds an offset that is not a map: {_quoted(entry)}")
         key = json.dumps(entry["partition"], sort_keys=True)
         result[key] = json.dumps(offset, sort_keys=True)
     return result
@@ -179,7 +179,7 @@ def offsets_map(entries: Iterable[object], what: str) -> dict[str, str]:
 def answered_entries(body: object) -> list:
     """The "offsets" list of a GET .../offsets answer; MoveRuleError when it has none."""
     if not isinstance(body, dict) or not isinstance(body.get("offsets"), list):
-        raise MoveRuleError(f"GET .../offsets answered no offsets list: {body!r:.200}")
+        raise MoveRuleError(f"GET .../offsets answered no offsets list: {_quoted(body)}")
     return body["offsets"]
 
 
@@ -204,3 +204,8 @@ def compare_offsets(expected: Iterable[JsonMap], body: object) -> str | None:
             more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
             parts.append(f"{len(keys)} {label} ({shown}{more})")
     return "The target holds other offsets than the move wrote: " + ", ".join(parts) + "."
+
+
+def _quoted(value: object) -> str:
+    # The worker's answer reaches error messages and the audit log: masked like any trace.
+    return mask_text(f"{value!r:.200}")

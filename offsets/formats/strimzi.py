@@ -31,6 +31,15 @@ CONFIGMAP_MAX_BYTES = 1024 * 1024
 # An uploaded ConfigMap is its data plus metadata and YAML's indentation: anything past
 # this is no ConfigMap, and the pure-Python YAML parser is not handed it.
 UPLOAD_MAX_BYTES = 2 * CONFIGMAP_MAX_BYTES
+# A ConfigMap nests four levels (metadata.ownerReferences[0].name) and holds a few dozen
+# values; its offsets are one string. The limits stop the pure-Python parser early on
+# documents shaped otherwise: a 2 MiB upload of a million values took it 15 s, one nested
+# 5,000 deep 2 s before failing in recursion. Reading 2 MiB of long strings takes it ~2.5 s.
+YAML_MAX_DEPTH = 20
+YAML_MAX_VALUES = 10_000
+# Python's own limit on an integer's digits; a longer YAML integer is refused before
+# conversion (base 60 "1:59:59:..." would take quadratic time to reach it).
+YAML_INT_MAX_CHARS = 4300
 
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
@@ -99,7 +108,7 @@ def to_configmap(document: dict, *, connector: str, name: str = "", namespace: s
         raise ValueError(f"ConfigMap name {name!r} {problem}")
     if namespace and (problem := namespace_problem(namespace)):
         raise ValueError(f"Namespace {namespace!r} {problem}")
-    text = jackson.dumps_text(document, indent=2) + "\n"
+    text = _escape_yaml_breaks(jackson.dumps_text(document, indent=2)) + "\n"
     if len(text.encode("utf-8")) > CONFIGMAP_MAX_BYTES:
         raise ValueError(
             f"The offsets take {len(text.encode('utf-8')) / 2**20:.1f} MiB: a ConfigMap holds at "
@@ -251,8 +260,24 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    if any(char in value for char in _YAML_ONLY_BREAKS):
+        # Double quotes are the one style that escapes them (\N, \L, \P).
+        style = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+# YAML 1.1 reads NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR as line breaks, where JSON and
+# Java read them as characters: written raw, they would come back as newlines or spaces.
+_YAML_ONLY_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _escape_yaml_breaks(json_text: str) -> str:
+    """JSON text with YAML's extra line breaks as JSON escapes (they occur in strings only)."""
+    for char in _YAML_ONLY_BREAKS:
+        json_text = json_text.replace(char, f"\\u{ord(char):04x}")
+    return json_text
 
 
 _Dumper.add_representer(str, _represent_str)
@@ -260,7 +285,38 @@ _Dumper.add_representer(str, _represent_str)
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader that refuses anchors and aliases: no ConfigMap needs them, and aliases
-    nested in aliases expand exponentially (the "billion laughs")."""
+    nested in aliases expand exponentially (the "billion laughs"). It also refuses nesting
+    and values past a ConfigMap's, and turns a value Python cannot hold (a date that does
+    not exist, an integer of thousands of digits) into an error that says where."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        self._values += 1
+        if self._depth > YAML_MAX_DEPTH:
+            self._refuse(f"nesting deeper than {YAML_MAX_DEPTH} levels: no ConfigMap does")
+        if self._values > YAML_MAX_VALUES:
+            self._refuse(f"more than {YAML_MAX_VALUES:,} values: a ConfigMap holds a few dozen")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            tag = node.tag.rsplit(":", 1)[-1]
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.value!r:.60} as a {tag}: {exc}", node.start_mark
+            ) from None
+
+    def _refuse(self, problem: str) -> None:
+        raise yaml.composer.ComposerError(None, None, problem, self.peek_event().start_mark)
 
     def fetch_anchor(self) -> None:
         self._refuse_alias("an anchor (&)")
@@ -283,5 +339,17 @@ def _construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     )
 
 
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    if len(node.value) > YAML_INT_MAX_CHARS:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"an integer of {len(node.value):,} characters: at most {YAML_INT_MAX_CHARS} are read",
+            node.start_mark,
+        )
+    return loader.construct_yaml_int(node)
+
+
 _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 _Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)

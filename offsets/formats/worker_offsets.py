@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from offsets.formats import jackson
 from offsets.formats.java_hashmap import java_hashmap_order
+from offsets.formats.masking import mask_text
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 # How many refused partitions a reason quotes.
@@ -86,10 +87,10 @@ def sink_request(changes: Iterable[tuple[str, int, int | None]]) -> WorkerReques
 def answer_entries(body: object) -> list[dict]:
     """The entries of a `GET .../offsets` answer; ValueError when it is not Connect's shape."""
     if not isinstance(body, dict) or not isinstance(body.get("offsets"), list):
-        raise ValueError(f"GET .../offsets answered no offsets list: {body!r:.200}")
+        raise ValueError(f"GET .../offsets answered no offsets list: {_quoted(body)}")
     entries = body["offsets"]
     if not all(isinstance(entry, dict) for entry in entries):
-        raise ValueError(f"GET .../offsets answered entries that are not objects: {body!r:.200}")
+        raise ValueError(f"GET .../offsets answered entries that are not objects: {_quoted(body)}")
     return entries
 
 
@@ -170,3 +171,8 @@ def _hashmap_ordered(value: object) -> object:
 def _show(key_bytes: bytes) -> str:
     text = key_bytes.decode("utf-8", "backslashreplace")
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _quoted(body: object) -> str:
+    # The worker's answer reaches error messages and the audit log: masked like any trace.
+    return mask_text(f"{body!r:.200}")

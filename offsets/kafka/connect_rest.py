@@ -1,20 +1,24 @@
 """The adapter to Kafka Connect's REST API: one cluster's workers, their auth, TLS and errors.
 
-Plain `urllib`, JSON in and out. A cluster may list several worker URLs: they are tried in
-order and one that cannot be reached is skipped (any worker forwards to the leader). Every
-failure is a `ConnectRestError` subclass whose message says what went wrong in words a user
-acts on; whatever the worker wrote is masked (`mask_text`), since traces may quote configs.
+Plain `urllib` through `offsets.outgoing` (no redirects, a deadline, a size cap), JSON in and
+out. A cluster may list several worker URLs: they are tried in order and one that cannot be
+reached is skipped (any worker forwards to the leader). Every failure is a `ConnectRestError`
+subclass whose message says what went wrong in words a user acts on; whatever the worker
+wrote is masked (`mask_text`), since traces may quote configs. A worker's answer is data like
+any other: a broken one, a huge one, one of the wrong shape is an error, never a crash.
 """
 
 import base64
 import json
 import re
+import reprlib
 import ssl
-import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from offsets import outgoing, tuning
 from offsets.formats.connect_workers import (
     WorkerCapabilities,
     parse_connect_urls,
@@ -27,6 +31,11 @@ INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
 DEFAULT_TIMEOUT = 30.0
 # How much of an unexpected answer an error message quotes.
 QUOTED_CHARS = 200
+# Connect's answers nest a few levels plus a connector's own partition and offset maps.
+# Deeper is no Connect answer, and Python's recursive repr() and json.dumps() of it fail later.
+MAX_ANSWER_DEPTH = 64
+# What an error message quotes of a parsed answer: bounded in depth and length.
+_QUOTE = reprlib.Repr(maxlevel=3, maxstring=80, maxother=80, maxlist=6, maxdict=6)
 _TITLE = re.compile(rb"<title>([^<]*)</title>", re.IGNORECASE)
 
 
@@ -67,12 +76,33 @@ class ConnectNotJson(ConnectRestError):
     """The URL answered HTML or other non-JSON: it is not a Connect worker."""
 
 
+class ConnectRedirected(ConnectNotJson):
+    """A 3xx: a Connect worker never redirects its API, so this is a proxy or another server.
+
+    The redirect is not followed (it would carry the worker's credentials elsewhere).
+    """
+
+
 class ConnectMalformed(ConnectRestError):
     """The answer claimed to be JSON but is not, or lacks what Connect always sends."""
 
 
 class ConnectServerError(ConnectRestError):
     """5xx: the worker failed to do it."""
+
+
+class ConnectAnswerBroken(ConnectRestError):
+    """The request went out but no whole answer came back: cut short, broken HTTP framing,
+    past the call's deadline. After a write, the worker may have done it."""
+
+
+class ConnectAnswerTooLarge(ConnectAnswerBroken):
+    """The answer is larger than the dashboard reads (tuning.CONNECT_ANSWER_MAX_BYTES)."""
+
+
+def quoted(value: object) -> str:
+    """A parsed answer, shortened and masked, for an error message."""
+    return mask_text(_QUOTE.repr(value))[:QUOTED_CHARS]
 
 
 def _looks_html(body: bytes, content_type: str) -> bool:
@@ -96,12 +126,21 @@ def _worker_message(body: bytes) -> str:
 
 
 def error_for_answer(
-    what: str, status: int, body: bytes, content_type: str = ""
+    what: str, status: int, body: bytes, content_type: str = "", location: str = ""
 ) -> ConnectRestError | None:
     """Map a worker's answer to the error it means, or None when it is a success to parse.
 
-    `what` names the call ("PUT .../stop on http://connect:8083") for the message.
+    `what` names the call ("PUT .../stop on http://connect:8083") for the message; `location`
+    is a redirect's Location header.
     """
+    if 300 <= status < 400:
+        target = mask_text(location[:QUOTED_CHARS]) or "(no Location)"
+        return ConnectRedirected(
+            f"{what}: HTTP {status}: redirects to {target}, which the dashboard does not "
+            "follow (a Connect worker never redirects; following would send its credentials "
+            "there): set the worker's own URL on the cluster",
+            status=status,
+        )
     if status in (401, 403):
         return ConnectAuthFailed(
             f"{what}: HTTP {status}: the worker refused the credentials (check the Connect "
@@ -154,10 +193,35 @@ def parse_json(what: str, body: bytes, content_type: str = ""):
     if _looks_html(body, content_type):
         raise ConnectNotJson(f"{what}: answered HTML, not Connect's JSON: is this the worker URL?")
     try:
-        return json.loads(body)
-    except ValueError:
-        quoted = mask_text(body[:QUOTED_CHARS].decode("utf-8", "replace"))
-        raise ConnectMalformed(f"{what}: the answer is not valid JSON: {quoted!r}") from None
+        value = json.loads(body)
+    except RecursionError:
+        value = None
+    except ValueError as exc:
+        start = mask_text(body[:QUOTED_CHARS].decode("utf-8", "replace"))
+        # ValueError also says why: int() refuses numbers of thousands of digits.
+        raise ConnectMalformed(
+            f"{what}: the answer is not valid JSON ({str(exc)[:QUOTED_CHARS]}): {start!r}"
+        ) from None
+    else:
+        if _depth_within(value, MAX_ANSWER_DEPTH):
+            return value
+    raise ConnectMalformed(
+        f"{what}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels: no Connect answer does"
+    )
+
+
+def _depth_within(value: object, limit: int) -> bool:
+    """Whether `value` nests at most `limit` levels, found without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return True
 
 
 @dataclass(frozen=True)
@@ -171,6 +235,13 @@ class ConnectSettings:
     cert_file: str = ""
     key_file: str = ""
     timeout: float = DEFAULT_TIMEOUT
+    # The whole call's bound; None: tuning.CONNECT_DEADLINE_FACTOR times the timeout.
+    deadline: float | None = None
+    max_answer_bytes: int = tuning.CONNECT_ANSWER_MAX_BYTES
+
+    @property
+    def call_deadline(self) -> float:
+        return self.deadline or self.timeout * tuning.CONNECT_DEADLINE_FACTOR
 
     @classmethod
     def from_cluster(cls, cluster, *, timeout: float = DEFAULT_TIMEOUT) -> "ConnectSettings":
@@ -199,7 +270,7 @@ class ConnectorStatus:
         try:
             tasks = sorted(body.get("tasks", []), key=lambda task: task.get("id", 0))
             traces = [body["connector"].get("trace", "")] + [t.get("trace", "") for t in tasks]
-            return cls(
+            status = cls(
                 name=body["name"],
                 state=body["connector"]["state"],
                 tasks=tuple(task["state"] for task in tasks),
@@ -207,7 +278,10 @@ class ConnectorStatus:
                 traces=tuple(mask_text(trace) for trace in traces if trace),
             )
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ConnectMalformed(f"The connector status lacks {exc}: {body!r:.200}") from None
+            raise ConnectMalformed(f"The connector status lacks {exc}: {quoted(body)}") from None
+        if not all(isinstance(text, str) for text in (status.name, status.state, *status.tasks)):
+            raise ConnectMalformed(f"The connector status holds a non-text state: {quoted(body)}")
+        return status
 
     @property
     def summary(self) -> str:
@@ -245,9 +319,7 @@ class ConnectRest:
             )
         self.settings = settings
         self.url = settings.urls[0]
-        self._opener = urllib.request.build_opener(
-            urllib.request.HTTPSHandler(context=self._tls_context())
-        )
+        self._opener = outgoing.opener(self._tls_context())
 
     @classmethod
     def for_cluster(cls, cluster, *, timeout: float = DEFAULT_TIMEOUT) -> "ConnectRest":
@@ -259,27 +331,36 @@ class ConnectRest:
 
     def worker_info(self) -> WorkerInfo:
         """GET / of the first worker that answers."""
-        body = self._call("GET", "/")
+        return self._call("GET", "/", shape=self._worker_info)
+
+    def _worker_info(self, body) -> WorkerInfo:
         if not isinstance(body, dict) or not isinstance(body.get("version"), str):
-            raise ConnectMalformed(f"GET / answered no version: {body!r:.200}")
+            raise ConnectMalformed(f"GET / answered no version: {quoted(body)}")
         return WorkerInfo(
             url=self.url,
-            version=mask_text(body["version"]),
-            commit=mask_text(str(body.get("commit", ""))),
-            kafka_cluster_id=mask_text(str(body.get("kafka_cluster_id", ""))),
+            version=_text(body["version"]),
+            commit=_text(body.get("commit", "")),
+            kafka_cluster_id=_text(body.get("kafka_cluster_id", "")),
             capabilities=worker_capabilities(body["version"]),
         )
 
     def connectors(self) -> dict[str, ConnectorStatus]:
         """Every connector of the cluster with its status (GET /connectors?expand=status)."""
-        body = self._call("GET", "/connectors?expand=status")
-        return {name: ConnectorStatus.from_json(item["status"]) for name, item in body.items()}
+        return self._call(
+            "GET",
+            "/connectors?expand=status",
+            shape=lambda body: {
+                name: ConnectorStatus.from_json(item["status"]) for name, item in body.items()
+            },
+        )
 
     def status(self, name: str) -> ConnectorStatus:
-        return ConnectorStatus.from_json(self._call("GET", f"/connectors/{_quote(name)}/status"))
+        return self._call(
+            "GET", f"/connectors/{_quote(name)}/status", shape=ConnectorStatus.from_json
+        )
 
     def config(self, name: str) -> dict[str, str]:
-        return self._call("GET", f"/connectors/{_quote(name)}/config")
+        return self._call("GET", f"/connectors/{_quote(name)}/config", shape=_mapping)
 
     def offsets(self, name: str) -> dict:
         """GET /connectors/{name}/offsets (KIP-875, Connect 3.5 and later)."""
@@ -299,10 +380,7 @@ class ConnectRest:
 
     def plugin_classes(self) -> set[str]:
         """The connector classes the worker has (GET /connector-plugins?connectorsOnly=true)."""
-        body = self._call("GET", "/connector-plugins?connectorsOnly=true")
-        if not isinstance(body, list):
-            raise ConnectMalformed(f"GET /connector-plugins answered no list: {body!r:.200}")
-        return {item["class"] for item in body if isinstance(item, dict) and "class" in item}
+        return self._call("GET", "/connector-plugins?connectorsOnly=true", shape=_plugin_classes)
 
     def exists(self, name: str) -> bool:
         """Whether the worker has a connector of that name (its status answers, not 404)."""
@@ -342,27 +420,58 @@ class ConnectRest:
     def delete(self, name: str) -> None:
         self._call("DELETE", f"/connectors/{_quote(name)}")
 
-    def _call(self, method: str, path: str, body: dict | None = None):
-        """Send to each URL in turn until one answers; map its answer to a value or an error."""
+    def _call(
+        self, method: str, path: str, body: dict | None = None, *, shape: Callable | None = None
+    ):
+        """Send to each URL in turn until one answers; map its answer to a value or an error.
+
+        `shape` turns the parsed JSON into what the method returns; an answer it cannot
+        take (a key missing, a wrong type) is ConnectMalformed.
+        """
         unreachable = []
         for url in self.settings.urls:
-            answer = self._send(url, method, path, body)
-            if isinstance(answer, str):
-                unreachable.append(answer)
-                continue
-            status, text, content_type = answer
-            self.url = url
             what = f"{method} {path} on {url}"
-            error = error_for_answer(what, status, text, content_type)
+            try:
+                answer = self._send(url, method, path, body)
+            except outgoing.NotReached as exc:
+                unreachable.append(f"{url} did not answer ({mask_text(str(exc))})")
+                continue
+            except outgoing.AnswerTooLarge as exc:
+                doubt = "" if method == "GET" else ": it may have done it"
+                raise ConnectAnswerTooLarge(
+                    f"{what}: {exc} (CONNECT_ANSWER_MAX_BYTES): no Connect answer is that "
+                    f"large{doubt}"
+                ) from None
+            except outgoing.AnswerBroken as exc:
+                if method == "GET":
+                    # Reading again elsewhere is harmless; sending a write again is not.
+                    unreachable.append(f"{url} {mask_text(str(exc))}")
+                    continue
+                raise ConnectAnswerBroken(
+                    f"{what}: the worker {mask_text(str(exc))}: it may have done it"
+                ) from None
+            self.url = url
+            content_type = answer.headers.get("Content-Type", "")
+            location = answer.headers.get("Location", "")
+            error = error_for_answer(what, answer.status, answer.body, content_type, location)
             if error is not None:
                 raise error
-            return parse_json(what, text, content_type)
+            value = parse_json(what, answer.body, content_type)
+            if shape is None:
+                return value
+            try:
+                return shape(value)
+            except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+                raise ConnectMalformed(
+                    f"{what}: the answer is not what Connect sends ({type(exc).__name__}): "
+                    f"{quoted(value)}"
+                ) from None
         raise ConnectUnreachable(
             f"{method} {path}: no Connect worker answered: {'; '.join(unreachable)}"
         )
 
-    def _send(self, url: str, method: str, path: str, body: dict | None):
-        """Return (status, body, content type), or why the URL could not be reached."""
+    def _send(self, url: str, method: str, path: str, body: dict | None) -> outgoing.Answer:
+        """Send one request to one URL and read its whole answer (any status)."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.settings.username:
@@ -371,15 +480,13 @@ class ConnectRest:
             pair = f"{self.settings.username}:{self.settings.password}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-        try:
-            with self._opener.open(request, timeout=self.settings.timeout) as response:
-                return response.status, response.read(), response.headers.get("Content-Type", "")
-        except urllib.error.HTTPError as exc:
-            with exc:
-                return exc.code, exc.read(), exc.headers.get("Content-Type", "")
-        except (OSError, ValueError) as exc:  # refused, unknown host, TLS, timed out
-            reason = getattr(exc, "reason", exc)
-            return f"{url} did not answer ({mask_text(str(reason))})"
+        return outgoing.exchange(
+            self._opener,
+            request,
+            timeout=self.settings.timeout,
+            deadline=self.settings.call_deadline,
+            max_bytes=self.settings.max_answer_bytes,
+        )
 
     def _tls_context(self) -> ssl.SSLContext:
         try:
@@ -397,3 +504,24 @@ class ConnectRest:
 
 def _quote(name: str) -> str:
     return urllib.parse.quote(name, safe="")
+
+
+def _text(value: object) -> str:
+    """A short text of the worker's, masked (quoted when it is not a string)."""
+    return mask_text(value[:QUOTED_CHARS]) if isinstance(value, str) else quoted(value)
+
+
+def _mapping(body) -> dict:
+    if not isinstance(body, dict):
+        raise ConnectMalformed(f"The worker answered no JSON object: {quoted(body)}")
+    return body
+
+
+def _plugin_classes(body) -> set[str]:
+    if not isinstance(body, list):
+        raise ConnectMalformed(f"GET /connector-plugins answered no list: {quoted(body)}")
+    return {
+        item["class"]
+        for item in body
+        if isinstance(item, dict) and isinstance(item.get("class"), str)
+    }

@@ -28,6 +28,7 @@ from pathlib import Path
 from django.conf import settings
 
 from offsets.kafka import handles
+from offsets.outgoing import opener
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ WORKER_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 
 # Connect's own basic auth on the REST API (connect-basic-auth-extension): a worker started
 # with `basic_auth` checks every request against a users file through JAAS.
+# The health check sends the worker's credentials: a redirect is an answer, never followed.
+_NO_REDIRECTS = opener()
 BASIC_AUTH_EXTENSION = (
     "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 )
@@ -327,7 +330,7 @@ def wait_for_worker(
         _raise_if_exited(process, "Connect worker", log)
         try:
             health = urllib.request.Request(f"{url}/health", headers=headers)
-            with urllib.request.urlopen(health, timeout=2) as response:
+            with _NO_REDIRECTS.open(health, timeout=2) as response:
                 if response.status == 200:
                     return
                 last = f"HTTP {response.status}"

@@ -157,6 +157,9 @@ class SourceOffset(models.Model):
     rewinds = models.IntegerField(default=0)
     stalled = models.BooleanField(default=False)
     effective = models.BooleanField(default=True)
+    # A newer write of this key (at this Kafka offset) holds a NUL or a lone surrogate, which
+    # the database cannot store: the runtime uses it, so `offset` is no longer the current one.
+    newer_unstorable_offset = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["connector", "identity"]

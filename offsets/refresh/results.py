@@ -59,6 +59,8 @@ class SourceResults:
     rewinds: list[dict] = field(default_factory=list)
     buckets: list[dict] = field(default_factory=list)
     malformed: list[dict] = field(default_factory=list)
+    # Keys whose newest record the database cannot hold: {topic, key_hash, kafka_offset}.
+    unstorable: list[dict] = field(default_factory=list)
 
     @classmethod
     def collected(cls, plan: SourcePlan, rows: dict[str, list[dict]]) -> "SourceResults":
@@ -73,6 +75,7 @@ class SourceResults:
             rewinds=rows.get("rewinds", []),
             buckets=rows.get("buckets", []),
             malformed=rows.get("malformed", []),
+            unstorable=rows.get("unstorable", []),
         )
 
     def records_read(self) -> int:

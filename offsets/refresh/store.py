@@ -117,6 +117,9 @@ def save_source_offsets(
         if old is None:
             created.append(_source_offset(cluster, row, values))
         elif fields := changed_fields(old[1], values, row):
+            if "kafka_offset" in fields:
+                # A newer write was kept: whatever unstorable write came before it is past.
+                fields["newer_unstorable_offset"] = None
             changed.append((old[0], fields))
     gone = [pk for pk, _ in stored.values()]
     for start in range(0, len(gone), DELETE_BATCH):
@@ -226,6 +229,7 @@ def save(
             model.objects.filter(cluster=cluster).delete()
     _add_rewinds(cluster, sources.rewinds)
     save_source_offsets(cluster, sources.latest, stored_rows)
+    mark_unstorable(cluster, sources.unstorable, full=full)
     add_commit_buckets(
         cluster,
         {
@@ -242,6 +246,26 @@ def save(
     sinks_lag.drop_expired_lag_samples(cluster, now_ms=now_ms)
     _save_read_positions(cluster, plan)
     summaries.save_snapshots(cluster, state.connectors, sinks)
+
+
+def mark_unstorable(cluster: Cluster, unstorable: list[dict], *, full: bool) -> None:
+    """Mark the stored offsets that a newer, unstorable write of their key overtook.
+
+    A full refresh reads every record again and finds every such write anew; an incremental
+    one keeps the marks of keys it read nothing of (a kept newer write clears the mark in
+    `save_source_offsets`).
+    """
+    if full:
+        SourceOffset.objects.filter(cluster=cluster, newer_unstorable_offset__isnull=False).update(
+            newer_unstorable_offset=None
+        )
+    for row in unstorable:
+        SourceOffset.objects.filter(
+            cluster=cluster,
+            topic=row["topic"],
+            key_hash=row["key_hash"],
+            kafka_offset__lt=row["kafka_offset"],
+        ).update(newer_unstorable_offset=row["kafka_offset"])
 
 
 def _add_rewinds(cluster: Cluster, rewinds: list[dict]) -> None:

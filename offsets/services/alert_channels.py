@@ -5,14 +5,15 @@ Each failure raises DeliveryFailed with a message an operator can act on ("answe
 is a secret.
 """
 
+import http.client
 import smtplib
-import urllib.error
 import urllib.parse
 import urllib.request
 
 from django.conf import settings
 from django.core.mail import send_mail
 
+from offsets import outgoing
 from offsets.formats import alert_messages
 from offsets.formats.alert_messages import Message
 
@@ -23,13 +24,8 @@ class DeliveryFailed(Exception):
     """A message was not delivered; str() says why, secrets masked."""
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # A webhook that redirects is misconfigured; following it would re-send the body elsewhere.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
+# A webhook that redirects is misconfigured; following it would re-send the body elsewhere.
+_opener = outgoing.opener()
 
 
 def send(channel: str, target: str, message: Message) -> None:
@@ -52,27 +48,32 @@ def post_json(url: str, body: str) -> None:
         method="POST",
         headers={"Content-Type": "application/json; charset=utf-8", "User-Agent": USER_AGENT},
     )
+    late = f"The webhook at {host} did not answer within {timeout} s (ALERT_WEBHOOK_TIMEOUT)."
     try:
-        with _opener.open(request, timeout=timeout) as response:
-            response.read(65536)
-    except urllib.error.HTTPError as exc:
-        answer = exc.read(200).decode("utf-8", "replace").strip()
-        text = f"The webhook at {host} answered HTTP {exc.code} {exc.reason}"
-        raise DeliveryFailed(_described(text + (f": {answer}" if answer else ""))) from None
-    except TimeoutError:
+        # The timeout bounds the whole answer too, so a receiver that drips cannot hold the
+        # sender; of the body, only its start is read (it is quoted in an error at most).
+        answer = outgoing.exchange(
+            _opener, request, timeout=timeout, deadline=timeout, max_bytes=65536, keep_start=True
+        )
+    except outgoing.NotReached as exc:
+        if exc.timed_out:
+            raise DeliveryFailed(late) from None
         raise DeliveryFailed(
-            f"The webhook at {host} did not answer within {timeout} s (ALERT_WEBHOOK_TIMEOUT)."
+            _described(f"The webhook at {host} could not be reached: {exc}")
         ) from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise DeliveryFailed(
-                f"The webhook at {host} did not answer within {timeout} s (ALERT_WEBHOOK_TIMEOUT)."
-            ) from None
-        raise DeliveryFailed(
-            _described(f"The webhook at {host} could not be reached: {exc.reason}")
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise DeliveryFailed(_described(f"The webhook at {host} failed: {exc}")) from None
+    except outgoing.TimedOut:
+        raise DeliveryFailed(late) from None
+    except outgoing.AnswerBroken as exc:
+        raise DeliveryFailed(_described(f"The webhook at {host} {exc}")) from None
+    if not 200 <= answer.status < 300:
+        reason = http.client.responses.get(answer.status, "")
+        text = f"The webhook at {host} answered HTTP {answer.status} {reason}".rstrip()
+        if 300 <= answer.status < 400:
+            # Only the target's host: the rest of a webhook URL may be its secret.
+            target = urllib.parse.urlsplit(answer.headers.get("Location", "")).hostname or "?"
+            text += f", a redirect to {target} that is not followed"
+        quoted = answer.body[:200].decode("utf-8", "replace").strip()
+        raise DeliveryFailed(_described(text + (f": {quoted}" if quoted else "")))
 
 
 def send_email(addresses: list[str], message: Message) -> None:

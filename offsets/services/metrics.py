@@ -81,12 +81,14 @@ def gauge(name: str, documentation: str, labels: Sequence[str] = ()) -> GaugeMet
 
 
 def label(value: object) -> str:
-    """A label value that has a UTF-8 form: lone surrogates written as \\udxxx.
+    """A label value that has a UTF-8 form and one line: lone surrogates written as \\udxxx,
+    a carriage return as \\r.
 
     Connector names are any Java String; prometheus-client escapes backslashes, quotes and
-    newlines itself, but a lone surrogate would make the whole exposition fail to encode.
+    newlines itself, but a lone surrogate would make the whole exposition fail to encode, and
+    a raw carriage return ends the line for scrapers that split lines at it.
     """
-    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8").replace("\r", "\\r")
 
 
 def one_hot(current: str | None, choices: Iterable[str]) -> list[tuple[str, float]]:

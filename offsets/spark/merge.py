@@ -256,6 +256,11 @@ def merge_folds(
             rows, P.MALFORMED, ("topic", "connector", "reason")
         ).items()
     ]
+    results["unstorable"] = [
+        {"topic": row["topic"], "key_hash": row["key_hash"], "kafka_offset": row["kafka_offset"]}
+        for row in rows
+        if row["kind"] == P.UNSTORABLE
+    ]
     return results
 
 

@@ -55,6 +55,8 @@ KEY = "key"  # one per (topic, key bytes): the last write and totals (schemas.ST
 REWIND = "rewind"  # a commit whose progress is lower than the write before it
 BUCKET = "bucket"  # commits per connector and time bucket (timestamp_ms = the bucket start)
 MALFORMED = "malformed"  # malformed records per topic, connector (or null) and reason
+UNSTORABLE = "unstorable"  # a key whose last record in this read the database cannot hold
+#                            (kafka_offset: that record's), so its stored value is older
 RECORDS = "records"  # records read from the topic by this task (count)
 
 SUMMARY_SCHEMA = StructType(
@@ -142,6 +144,7 @@ class _Key:
         "last_commit_ms",
         "partition_json",
         "progress",
+        "unstorable",
     )
 
     def __init__(self, key: bytes, connector: str, partition: dict) -> None:
@@ -157,6 +160,8 @@ class _Key:
         self.last_commit_ms: int | None = None
         # The previous write's progress (None after a tombstone), to spot rewinds.
         self.progress: float | None = None
+        # The Kafka offset of a write after the last kept one that the database cannot hold.
+        self.unstorable: int | None = None
 
 
 class Folder:
@@ -198,6 +203,7 @@ class Folder:
         if value is None:
             state.progress = None  # a tombstone resets the comparison: no rewind across it
             state.last = (None, offset, timestamp_ms, None)
+            state.unstorable = None
             if state.head is None:
                 state.head = (offset, timestamp_ms, None, True)
             return
@@ -205,7 +211,10 @@ class Folder:
         if not isinstance(parsed, MalformedRecord):
             parsed = refresh_value_reason(parsed, value) or parsed
         if isinstance(parsed, MalformedRecord):
-            # Skipped like the runtime's reader skips it: it is neither a write nor a rewind.
+            # Skipped like the runtime's reader skips it: neither a write nor a rewind. The
+            # runtime does use an unstorable value, so the value kept is no longer current.
+            if parsed.reason == MalformedReason.VALUE_UNSTORABLE:
+                state.unstorable = offset
             self._malformed(state.connector, parsed.reason, key, value)
             return
         progress = progress_of(parsed, progress_fields(tuple(parsed)))
@@ -216,6 +225,7 @@ class Folder:
             self.rewinds.append((state, partition, offset, timestamp_ms, state.progress, progress))
         state.progress = progress
         state.last = (text, offset, timestamp_ms, progress)
+        state.unstorable = None
         state.commits += 1
         if state.first_commit_ms is None or timestamp_ms < state.first_commit_ms:
             state.first_commit_ms = timestamp_ms
@@ -268,6 +278,7 @@ class Folder:
                 (REWIND, self._rewind_columns()),
                 (BUCKET, self._bucket_columns()),
                 (MALFORMED, self._malformed_columns()),
+                (UNSTORABLE, self._unstorable_columns()),
                 (RECORDS, {"count": [self.records] if self.records else []}),
             )
         ]
@@ -304,6 +315,21 @@ class Folder:
             "head_timestamp_ms": [head[1] for head in heads],
             "head_progress": [head[2] for head in heads],
             "head_tombstone": [head[3] for head in heads],
+        }
+
+    def _unstorable_columns(self) -> dict[str, list]:
+        found = [
+            (partition, state)
+            for partition, keys in self.keys.items()
+            for state in keys.values()
+            if not isinstance(state, MalformedRecord) and state.unstorable is not None
+        ]
+        return {
+            "connector": [state.connector for _, state in found],
+            "key_hash": [state.key_hash for _, state in found],
+            "identity": [state.identity for _, state in found],
+            "kafka_partition": [partition for partition, _ in found],
+            "kafka_offset": [state.unstorable for _, state in found],
         }
 
     def _rewind_columns(self) -> dict[str, list]:

@@ -107,6 +107,14 @@ RESULT_STRUCTS = {
             StructField("example", StringType()),
         ]
     ),
+    # Keys whose newest record the database cannot hold (partials.UNSTORABLE).
+    "unstorable": StructType(
+        [
+            StructField("topic", StringType()),
+            StructField("key_hash", StringType()),
+            StructField("kafka_offset", LongType()),
+        ]
+    ),
 }
 # What a rewind row holds, whether a read task found it or the merge did.
 REWIND_COLUMNS = RESULT_STRUCTS["rewinds"].names

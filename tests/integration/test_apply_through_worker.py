@@ -5,10 +5,12 @@ answers what a real one rarely does on cue (an old version, 401, HTML, 409, 500,
 disagrees) on a demo cluster whose connectors are simulated in its topics.
 """
 
+import json
 import uuid
 
 import pytest
 
+from offsets import tuning
 from offsets.edits.apply import apply_edit
 from offsets.formats import jackson
 from offsets.kafka import admin, producers
@@ -265,6 +267,37 @@ def test_a_worker_failing_midway_is_settled_by_reading_the_topic_back(
     assert latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes == before
 
 
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+CUT_ANSWERS = {
+    "cut body": (HEAD + b'Content-Length: 200\r\n\r\n{"message": "alt', 0.0),
+    "broken chunk": (HEAD + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n", 0.0),
+    "bad status line": (b"HTTP/1.1 2xx OK\r\n\r\n", 0.0),
+    "drip past the deadline": (HEAD + b"Content-Length: 100\r\n\r\n" + b" " * 100, 0.1),
+}
+
+
+@pytest.mark.parametrize(("data", "drip"), CUT_ANSWERS.values(), ids=CUT_ANSWERS.keys())
+def test_a_patch_whose_answer_breaks_is_in_doubt_and_settled_by_reading_back(
+    demo_cluster, editor, approver, seeded_demo, monkeypatch, data, drip
+):
+    # The worker's calls get 30 s reads: a deadline of 1.5 s keeps the drip short.
+    monkeypatch.setattr(tuning, "CONNECT_DEADLINE_FACTOR", 0.05)
+    before = latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.raw("PATCH", AUDIT_OFFSETS, data, drip=drip)
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 13}
+        )
+        edit = apply_edit(edit=edit, user=approver)
+
+    # The fake wrote nothing, and reading the topic back says so; never left "applying".
+    assert edit.state == State.FAILED, edit.error
+    assert "it may have done it" in edit.error and "still hold their old value" in edit.error
+    assert edit.audit_events.filter(action="reconciled").exists()
+    assert latest(seeded_demo.settings, "connect-offsets")[AUDIT_KEY].value_bytes == before
+
+
 def test_a_worker_whose_offsets_disagree_after_the_patch_fails_the_edit(
     demo_cluster, editor, approver
 ):
@@ -299,6 +332,22 @@ def test_a_garbled_offsets_answer_after_the_patch_is_recorded_and_the_topic_deci
     details = applied_event(edit).details
     assert "answered no offsets list" in details["worker_verify_error"]
     assert "reading it back disagrees" in edit.error
+
+
+def test_what_the_worker_answers_reaches_the_audit_log_masked(demo_cluster, editor, approver):
+    with FakeWorker() as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        worker.answer("PATCH", AUDIT_OFFSETS, 200, {"message": "altered with password=hunter2"})
+        worker.answer("GET", AUDIT_OFFSETS, 200, {"offsets": "jdbc:mysql://app:hunter2@db"})
+        edit = approved_audit_edit(
+            with_worker(demo_cluster, worker.url), editor, approver, {"position": 17}
+        )
+        edit = apply_edit(edit=edit, user=approver)
+
+    details = applied_event(edit).details
+    assert "answered no offsets list" in details["worker_verify_error"]
+    assert "altered with password=" in details["worker_answer"]
+    assert "hunter2" not in json.dumps(details) and "hunter2" not in edit.error
 
 
 def test_a_reset_whose_first_read_fails_sends_nothing_and_stays_approved(

@@ -434,3 +434,30 @@ def test_odd_names_and_values_in_the_config_and_status_topics_never_fail_a_refre
         reverse("live-state", args=[cluster.name]),
     ):
         assert client.get(url).status_code == 200, url
+
+
+def test_a_newer_offset_the_database_cannot_store_marks_the_stored_one_until_a_kept_write(
+    fresh_demo, spark, history_dir, client: object, user
+):
+    cluster = fresh_demo.cluster
+    key = connect_key(HOSTILE, {"n": 7})
+    write(fresh_demo.settings, [(OFFSETS, key, jackson.dumps({"position": 1}))])
+    assert run_refresh(cluster=cluster, spark=spark).status == RefreshRun.Status.SUCCEEDED
+    # The runtime reads this one (Jackson); the database cannot hold it.
+    write(fresh_demo.settings, [(OFFSETS, key, jackson.dumps({"position": 2, "f": "\ud800"}))])
+
+    client.force_login(user)
+    for full in (False, True):
+        run = run_refresh(cluster=cluster, spark=spark, full=full)
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+        row = SourceOffset.objects.get(cluster=cluster, topic=OFFSETS, key_bytes=key)
+        assert row.offset == {"position": 1} and row.newer_unstorable_offset is not None, full
+        page = client.get(reverse("connector", args=[cluster.name, HOSTILE])).content.decode()
+        assert 'data-field="newer-not-stored"' in page and 'id="newer-not-stored"' in page
+        export = client.get(reverse("connector-offsets-json", args=[cluster.name, HOSTILE]))
+        assert export["X-Newer-Offsets-Not-Stored"] == "1"
+
+    write(fresh_demo.settings, [(OFFSETS, key, jackson.dumps({"position": 3}))])
+    assert run_refresh(cluster=cluster, spark=spark).status == RefreshRun.Status.SUCCEEDED
+    row = SourceOffset.objects.get(cluster=cluster, topic=OFFSETS, key_bytes=key)
+    assert row.offset == {"position": 3} and row.newer_unstorable_offset is None

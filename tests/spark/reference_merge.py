@@ -162,6 +162,23 @@ def commits(valid: list[dict]) -> list[dict]:
     return [{name: row[name] for name in P.COMMIT_COLUMNS} for row in valid if not row["tombstone"]]
 
 
+def unstorable(parsed: list[dict]) -> list[dict]:
+    """Keys whose last kept or unstorable record of this read is one the database cannot
+    hold: a kept write or a tombstone after it clears it, other malformed records do not."""
+    last: dict[tuple[str, bytes], int | None] = {}
+    for row in parsed:
+        slot = (row["topic"], row["key"])
+        if row["reason"] == MalformedReason.VALUE_UNSTORABLE.value:
+            last[slot] = row["kafka_offset"]
+        elif row["reason"] is None:
+            last[slot] = None
+    return [
+        {"topic": topic, "key_hash": hashlib.sha1(key).hexdigest(), "kafka_offset": offset}
+        for (topic, key), offset in last.items()
+        if offset is not None
+    ]
+
+
 def results(
     records: list[tuple],
     earlier: list[tuple] = (),
@@ -189,6 +206,7 @@ def results(
         (row["topic"], row["connector"], row["reason"]) for row in parsed if row["reason"]
     )
     return {
+        "unstorable": unstorable(parsed),
         "latest": latest,
         "drift": drift(latest),
         "records": [{"topic": t, "count": n} for t, n in Counter(r[0] for r in records).items()],

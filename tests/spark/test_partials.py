@@ -201,3 +201,26 @@ def by_partition(records: list[tuple]) -> list[tuple[int, list[tuple]]]:
     for record in records:
         found.setdefault(record[0], []).append(record)
     return sorted(found.items())
+
+
+def test_a_key_whose_last_write_cannot_be_stored_says_so_until_a_newer_write_is_kept():
+    a, b, c = key("c", {"t": "a"}), key("c", {"t": "b"}), key("c", {"t": "c"})
+    odd = value({"offset": 7, "file": "\ud800"})
+    rows = fold(
+        [
+            (0, 0, 100, a, value({"offset": 5})),
+            (0, 1, 110, a, odd),  # a keeps offset 5, but the runtime reads this one
+            (0, 2, 120, b, odd),
+            (0, 3, 130, b, value({"offset": 6})),  # kept: b is current again
+            (0, 4, 140, c, odd),  # c's only record of this read
+        ]
+    )
+    marked = {
+        (row["key_hash"], row["kafka_partition"], row["kafka_offset"]) for row in rows[P.UNSTORABLE]
+    }
+    assert marked == {
+        (P._Key(a, "c", {"t": "a"}).key_hash, 0, 1),
+        (P._Key(c, "c", {"t": "c"}).key_hash, 0, 4),
+    }
+    keys = {row["key"]: row["offset_json"] for row in rows[P.KEY]}
+    assert keys == {a: '{"offset":5}', b: '{"offset":6}'}

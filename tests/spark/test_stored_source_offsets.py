@@ -5,7 +5,7 @@ from django.db import transaction
 
 from offsets.models import Cluster, SourceOffset
 from offsets.refresh.compute import previous_state
-from offsets.refresh.store import save_source_offsets, stored_source_offsets
+from offsets.refresh.store import mark_unstorable, save_source_offsets, stored_source_offsets
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +67,35 @@ def test_a_save_retried_from_the_rows_read_at_the_start_gives_the_same_rows():
         "hash-a": ({"position": 20}, 20, 2),
         "hash-c": ({"position": 7}, 7, 1),
     }
+
+
+def test_a_newer_unstorable_write_marks_the_stored_offset_until_a_newer_one_is_kept():
+    cluster = Cluster.objects.create(name="prod", bootstrap_servers="localhost:9092")
+    save_source_offsets(cluster, [result_row("a", 10, commits=1), result_row("b", 5, commits=1)])
+    newer = [
+        {"topic": "connect-offsets", "key_hash": "hash-a", "kafka_offset": 11},
+        {"topic": "connect-offsets", "key_hash": "hash-b", "kafka_offset": 4},  # older: no mark
+    ]
+    mark_unstorable(cluster, newer, full=False)
+    assert marks(cluster) == {"hash-a": 11, "hash-b": None}
+
+    # An incremental refresh that read nothing of a keeps its mark; a newer kept write clears it.
+    save_source_offsets(cluster, [result_row("a", 10, commits=1), result_row("b", 5, commits=1)])
+    mark_unstorable(cluster, [], full=False)
+    assert marks(cluster) == {"hash-a": 11, "hash-b": None}
+    save_source_offsets(cluster, [result_row("a", 12, commits=2), result_row("b", 5, commits=1)])
+    mark_unstorable(cluster, [], full=False)
+    assert marks(cluster) == {"hash-a": None, "hash-b": None}
+
+    # A full refresh finds every mark anew.
+    mark_unstorable(cluster, [{**newer[0], "kafka_offset": 13}], full=True)
+    mark_unstorable(cluster, [], full=True)
+    assert marks(cluster) == {"hash-a": None, "hash-b": None}
+
+
+def marks(cluster: Cluster) -> dict[str, int | None]:
+    return dict(
+        SourceOffset.objects.filter(cluster=cluster).values_list(
+            "key_hash", "newer_unstorable_offset"
+        )
+    )

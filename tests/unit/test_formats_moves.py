@@ -6,6 +6,7 @@ from offsets.formats.masking import MASK
 from offsets.formats.moves import (
     MoveRuleError,
     TargetFacts,
+    answered_entries,
     compare_offsets,
     config_for_move,
     kept_references,
@@ -168,3 +169,17 @@ def test_the_warnings_say_what_a_reviewer_must_know():
     assert "is RUNNING: stop it" in warnings_of(target_state="RUNNING")[1]
     assert "same group on b" in warnings_of()[-1]
     assert "another Kafka cluster" in warnings_of(same_kafka=False)[-1]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: answered_entries({"offsets": "jdbc:postgresql://app:hunter2@db/shop"}),
+        lambda: offsets_map([{"partition": "password=hunter2"}], "The target"),
+        lambda: offsets_map([{"partition": {}, "offset": "token=hunter2"}], "The target"),
+    ],
+)
+def test_a_malformed_worker_answer_is_quoted_masked(call):
+    with pytest.raises(MoveRuleError) as error:
+        call()
+    assert "hunter2" not in str(error.value) and MASK in str(error.value)

@@ -240,3 +240,43 @@ def test_a_yaml_alias_bomb_is_refused_at_once():
     with pytest.raises(OffsetsDocumentError, match="anchors and aliases are not accepted"):
         strimzi.load_yaml(bomb)
     assert time.monotonic() - started < 1
+
+
+HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+UNREADABLE = {
+    "deep flow": (HEAD + "x: " + "[" * 5000 + "]" * 5000, "nesting deeper than 20 levels"),
+    "deep blocks": (HEAD + "".join("  " * i + f"k{i}:\n" for i in range(30)), "deeper than 20"),
+    "integer of thousands of digits": (HEAD + "x: " + "9" * 5000, "an integer of 5,000 characters"),
+    "hex integer": (HEAD + "x: 0x" + "f" * 5000, "an integer of 5,002 characters"),
+    "base 60 integer": (HEAD + "x: 1" + ":59" * 30000, "an integer of 90,001 characters"),
+    "year zero": (HEAD + "x: 0000-01-01", "cannot read '0000-01-01' as a timestamp"),
+    "month 13": (HEAD + "x: 2001-13-45", "month must be in 1..12"),
+    "tagged february 30": (HEAD + "x: !!timestamp 2001-02-30", "day is out of range"),
+    "hour 25": (HEAD + "x: 2001-02-28T25:00:00Z", "hour must be in 0..23"),
+    "offset of 99 hours": (HEAD + "x: 2001-02-28 10:00:00 +99:00", "as a timestamp"),
+    "tagged int that is none": (HEAD + "x: !!int 1e5", "cannot read '1e5' as a int"),
+    "a million values": (HEAD + "x: [" + "1," * 700_000 + "1]", "more than 10,000 values"),
+}
+
+
+@pytest.mark.parametrize(("text", "message"), UNREADABLE.values(), ids=UNREADABLE.keys())
+def test_a_document_python_cannot_hold_is_refused_with_its_reason_at_once(text, message):
+    started = time.monotonic()
+    with pytest.raises(OffsetsDocumentError) as error:
+        strimzi.load_yaml(text.encode())
+    assert time.monotonic() - started < 2
+    assert error.value.field == "document"
+    assert "invalid YAML at line" in error.value.message and message in error.value.message
+
+
+@pytest.mark.parametrize("odd", ["\x85", "\u2028", "\u2029", "\n\x85", "\x85\r\n"])
+def test_yamls_extra_line_breaks_survive_the_configmap_round_trip(odd):
+    name = f"orders{odd}src"
+    document = {
+        "offsets": [
+            {"partition": {f"file{odd}": f"/data/a{odd}b.log"}, "offset": {"note": f"x{odd}y"}}
+        ]
+    }
+    text = strimzi.dump_yaml(strimzi.to_configmap(document, connector=name))
+    back = strimzi.parse_configmap(strimzi.load_yaml(text.encode("utf-8")))
+    assert (back.connector, back.document) == (name, document)

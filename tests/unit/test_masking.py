@@ -189,6 +189,18 @@ def test_names_that_do_not(name: str) -> None:
     assert not is_secret_name(name)
 
 
+@pytest.mark.parametrize("name", ["auth.bearer", "bearer", "oauth.bearer", "http.Bearer"])
+def test_bearer_names_hold_secrets_in_configs_and_in_text(name: str) -> None:
+    assert is_secret_name(name)
+    assert mask_secrets({name: "abc123"}) == {name: MASK}
+    assert mask_text(f"failed with {name}=abc123 set") == f"failed with {name}={MASK} set"
+
+
+@pytest.mark.parametrize("name", ["sasl.oauthbearer.jwks.endpoint.url", "ssl.client.auth"])
+def test_names_near_bearer_and_auth_that_hold_no_secret(name: str) -> None:
+    assert not is_secret_name(name)
+
+
 def test_config_values_under_any_name_are_masked_by_shape() -> None:
     masked = mask_secrets(
         {

@@ -86,6 +86,7 @@ def test_a_label_keeps_any_encodable_text_and_escapes_lone_surrogates():
     assert label('a "b"\\c\nd é 🚀') == 'a "b"\\c\nd é 🚀'
     assert label("a\udc80b") == "a\\udc80b"
     assert label(7) == "7"
+    assert label("a\rb") == "a\\rb"
 
 
 HOSTILE_NAMES = [
@@ -110,8 +111,11 @@ def test_a_hostile_label_value_survives_the_text_format(name):
             yield family
 
     registry.register(One())
-    parsed = list(text_string_to_metric_families(generate_latest(registry).decode()))
-    assert [(s.labels, s.value) for s in parsed[0].samples] == [({"connector": name}, 3.0)]
+    exposition = generate_latest(registry)
+    assert b"\r" not in exposition  # one line per sample, whoever splits lines at a CR
+    parsed = list(text_string_to_metric_families(exposition.decode()))
+    shown = name.replace("\r", "\\r")
+    assert [(s.labels, s.value) for s in parsed[0].samples] == [({"connector": shown}, 3.0)]
 
 
 def test_a_lone_surrogate_in_a_name_does_not_break_the_text_format():

@@ -1,10 +1,13 @@
 """An edit as a KIP-875 request: which edits the worker can write as the topic holds them."""
 
+import pytest
+
 from offsets.formats import jackson
 from offsets.formats.java_hashmap import java_hashmap_order
 from offsets.formats.worker_offsets import (
     WorkerEntry,
     WorkerRequest,
+    answer_entries,
     canonical,
     resets_everything,
     sink_request,
@@ -139,3 +142,16 @@ def test_an_offsets_answer_of_another_shape_is_refused_with_what_it_was():
             assert "GET .../offsets answered" in str(exc)
         else:
             raise AssertionError(f"{body!r} was accepted")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"offsets": "jdbc:postgresql://app:hunter2@db/shop"},
+        {"offsets": ["password=hunter2"]},
+    ],
+)
+def test_a_malformed_answer_is_quoted_masked(body):
+    with pytest.raises(ValueError) as error:
+        answer_entries(body)
+    assert "hunter2" not in str(error.value) and "********" in str(error.value)

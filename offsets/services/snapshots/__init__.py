@@ -21,6 +21,7 @@ from offsets.services.snapshots.choices import (
     severity_rank,
 )
 from offsets.services.snapshots.connector_detail import (
+    NOT_CURRENT_HEADER,
     Bucket,
     LagPoint,
     commit_buckets,
@@ -30,6 +31,7 @@ from offsets.services.snapshots.connector_detail import (
     get_source_partition,
     key_drifts,
     lag_series,
+    newer_offsets_not_stored,
     rewinds,
     sink_partitions,
     source_partitions,
@@ -62,6 +64,7 @@ __all__ = [
     "LAG_STATUSES",
     "MAX_COMMIT_BUCKETS",
     "MAX_LAG_SAMPLES",
+    "NOT_CURRENT_HEADER",
     "PARTITION_SORTS",
     "SINK_PARTITION_SORTS",
     "STATE_CHOICES",
@@ -84,6 +87,7 @@ __all__ = [
     "get_source_partition",
     "key_drifts",
     "lag_series",
+    "newer_offsets_not_stored",
     "paginate",
     "refresh_state",
     "rewinds",

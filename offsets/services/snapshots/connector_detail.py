@@ -170,3 +170,20 @@ def export_entries(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> list[Par
 
 def export_document(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, JsonValue]:
     return to_kip875(export_entries(cluster=cluster, snapshot=snapshot))
+
+
+# The header a stored export carries when some of its offsets are older than the current ones.
+NOT_CURRENT_HEADER = "X-Newer-Offsets-Not-Stored"
+
+
+def newer_offsets_not_stored(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> int:
+    """How many of a source's partitions have a newer offset than the stored one, which the
+    database cannot hold (a NUL or a lone surrogate): the runtime uses that one."""
+    if snapshot.type == "sink":
+        return 0
+    return SourceOffset.objects.filter(
+        cluster=cluster,
+        connector=snapshot.name,
+        effective=True,
+        newer_unstorable_offset__isnull=False,
+    ).count()
