@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from offsets.kafka import admin, producers
-from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
+from offsets.kafka.connect_rest import ConnectRebalancing, ConnectRest, ConnectRestError
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
@@ -34,6 +34,8 @@ BYTES = {
     "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
 }
 MIRROR_ALIAS = "upstream"
+# How long a read refused during a rebalance is asked again (a rebalance takes a second or two).
+REBALANCE_WAIT_SECONDS = 30
 CLICKS_PARTITIONS = 3
 
 # What a connector is meant to show. FLAPPING: paused and resumed in turns by `flap()`.
@@ -292,7 +294,18 @@ class LiveDemo:
         return {**connector.config, "file": str(blocker / "out.txt")}
 
     def _broken(self, connector: LiveConnector) -> bool:
-        return self.rest.config(connector.name).get("file") != connector.config["file"]
+        # Just after the connectors were created or changed, the worker refuses reads until
+        # its rebalance is done: ask again.
+        deadline = time.monotonic() + REBALANCE_WAIT_SECONDS
+        while True:
+            try:
+                config = self.rest.config(connector.name)
+            except ConnectRebalancing:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+                continue
+            return config.get("file") != connector.config["file"]
 
     def _worker(self) -> str:
         return f"{self.rest.url} {self.bootstrap_servers}"

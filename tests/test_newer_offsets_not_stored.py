@@ -7,7 +7,8 @@ from django.urls import reverse
 from offsets.models import SourceOffset
 from tests import factories as make
 
-pytestmark = pytest.mark.django_db
+# db_engine: the value at stake is one PostgreSQL refuses and SQLite stores.
+pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
 
 CONNECTOR = "jdbc-source"
 

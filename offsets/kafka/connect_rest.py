@@ -125,6 +125,10 @@ def _worker_message(body: bytes) -> str:
     return mask_text(text[:QUOTED_CHARS]) or "(no message)"
 
 
+# The message of Connect's RebalanceNeededException.
+REBALANCE_NEEDED = "Request cannot be completed because a rebalance is expected"
+
+
 def error_for_answer(
     what: str, status: int, body: bytes, content_type: str = "", location: str = ""
 ) -> ConnectRestError | None:
@@ -180,8 +184,18 @@ def error_for_answer(
             status=status,
         )
     if status >= 500:
+        message = _worker_message(body)
+        # A worker that has read a config change but not yet rebalanced refuses requests
+        # before acting on them (DistributedHerder's RebalanceNeededException); some
+        # resources pass that on as a 500 rather than Connect's usual 409.
+        if message == REBALANCE_NEEDED:
+            return ConnectRebalancing(
+                f"{what}: HTTP {status}: the workers are rebalancing; try again in a few "
+                f"seconds: {message}",
+                status=status,
+            )
         return ConnectServerError(
-            f"{what}: HTTP {status}: the worker failed: {_worker_message(body)}", status=status
+            f"{what}: HTTP {status}: the worker failed: {message}", status=status
         )
     return None
 

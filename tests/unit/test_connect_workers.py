@@ -84,6 +84,16 @@ def test_it_maps_error_statuses_to_errors(status, error):
     assert "said the worker" in found.message and "PUT /connectors/x/stop" in found.message
 
 
+def test_a_500_saying_a_rebalance_is_expected_is_a_rebalance_not_a_failure():
+    # What a worker answered a GET config on the real runtime just after a config change.
+    body = b'{"error_code":500,"message":"Request cannot be completed because a rebalance is expected"}'
+    found = error_for_answer("GET /connectors/x/config on http://w", 500, body)
+    assert type(found) is ConnectRebalancing and found.status == 500
+    assert "rebalancing; try again" in found.message
+    other = error_for_answer("GET /connectors/x/config on http://w", 500, b'{"message":"boom"}')
+    assert type(other) is ConnectServerError
+
+
 def test_a_success_is_no_error():
     assert error_for_answer("GET /", 200, b"{}") is None
     assert error_for_answer("PUT /stop", 202, b"") is None
