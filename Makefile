@@ -78,13 +78,13 @@ demo-stop: install ## Stop what the demo started: the server, the writers, the r
 	$(PY) manage.py embedded_kafka stop
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
-	$(BIN)/pytest -n $(TEST_PROCESSES) --dist loadgroup -ra --durations=25 $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
 
 test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
 	$(BIN)/pytest -m "not integration and not spark and not browser" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS)
 
 test-postgres: install kafka-runtime ## Run the tests whose outcome can depend on the database engine against PostgreSQL (DATABASE_URL)
-	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser" -n $(TEST_PROCESSES) --dist loadgroup -ra $(PYTEST_ARGS)
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS)
 
 bench: bench-refresh bench-pages bench-load bench-loop bench-live ## Run every benchmark (they print figures, they assert nothing)
 

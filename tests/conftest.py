@@ -17,7 +17,7 @@ from tests.scratch_broker import empty_broker
 from tests.users import user_with
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` selects and pytest-xdist groups by the markers
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers
 def pytest_collection_modifyitems(items):
     markers.mark(items)
 

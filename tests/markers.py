@@ -17,9 +17,6 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 
 BROKER_FIXTURES = frozenset({"kafka_runtime", "_scratch_kafka"})
-# The extra Connect clusters: their tests run in one test process (`--dist loadgroup`), so only
-# that process starts them.
-EXTRA_WORKER_FIXTURES = frozenset({"second_connect", "secured_connect"})
 SPARK_FIXTURES = frozenset({"spark"})
 # Real transactions (commits other connections see), query counts, sequences.
 ENGINE_FIXTURES = frozenset(
@@ -53,8 +50,6 @@ def mark(items: list[pytest.Item]) -> None:
             item.add_marker("integration")
         if names & SPARK_FIXTURES:
             item.add_marker("spark")
-        if names & EXTRA_WORKER_FIXTURES:
-            item.add_marker(pytest.mark.xdist_group("extra-connect-workers"))
         if _depends_on_engine(item, names):
             item.add_marker("db_engine")
 
