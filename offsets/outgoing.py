@@ -100,7 +100,9 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-class _WatchedHTTP(http.client.HTTPConnection):
+class _Watched:
+    """A connection whose socket its deadline shuts down (mixed into HTTP and HTTPS)."""
+
     def __init__(self, *args, deadline: _Deadline | None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._deadline = deadline
@@ -111,15 +113,12 @@ class _WatchedHTTP(http.client.HTTPConnection):
             self._deadline.watch(self.sock)
 
 
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args, deadline: _Deadline | None, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
+class _WatchedHTTP(_Watched, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        if self._deadline is not None:
-            self._deadline.watch(self.sock)
+
+class _WatchedHTTPS(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 # A request sent through `exchange` carries its deadline; one opened directly has none.
