@@ -18,7 +18,5 @@ from offsets.refresh.sinks import consumer_position
         (3, "latest", 100),
     ],
 )
-def test_a_sink_reads_from_its_commit_or_where_its_reset_policy_puts_it(
-    committed, reset, expected
-):
+def test_a_sink_reads_from_its_commit_or_where_its_reset_policy_puts_it(committed, reset, expected):
     assert consumer_position(committed, 10, 100, reset=reset) == expected
