@@ -90,7 +90,8 @@ def compact_json(value: object) -> str:
 
 
 def status_html(status: str | None, reasons: list[str] | tuple[str, ...] = ()) -> SafeString:
-    """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND)."""
+    """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND,
+    "no commit yet")."""
     badges = []
     if status:
         name = escape(status)
@@ -99,9 +100,8 @@ def status_html(status: str | None, reasons: list[str] | tuple[str, ...] = ()) -
         )
     for reason in reasons:
         name = escape(reason)
-        badges.append(
-            f'<span class="status status-{name.lower()}" data-reason="{name}">{name}</span>'
-        )
+        css = name.lower().replace(" ", "-")
+        badges.append(f'<span class="status status-{css}" data-reason="{name}">{name}</span>')
     if not badges:
         return SafeString(f'<span class="status status-none" data-status="">{DASH}</span>')
     return SafeString(" ".join(badges))

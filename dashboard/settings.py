@@ -280,6 +280,9 @@ LAG_SAMPLE_RETENTION_DAYS = envint("LAG_SAMPLE_RETENTION_DAYS", "7")
 # seconds old (0: every refresh keeps its samples), so a loop of one round a second stores a
 # sampling a minute, not 86,400 a day; the current lag is still updated every round.
 LAG_SAMPLE_SECONDS = envint("LAG_SAMPLE_SECONDS", "60")
+# Sink connector classes that keep their offsets outside Connect (their preCommit returns {}),
+# beside the ones the dashboard knows: shown as such rather than as lagging (docs/refresh.md).
+EXTERNAL_OFFSETS_SINK_CLASSES = envlist("EXTERNAL_OFFSETS_SINK_CLASSES", "")
 # Spark tasks per Kafka read: several Kafka partitions share a task when there are more
 # partitions than this (each Python task costs ~85 ms of fixed overhead).
 SPARK_MAX_READ_TASKS = envint("SPARK_MAX_READ_TASKS", "8")

@@ -325,7 +325,7 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
         context: dict[str, object] = {
             "connector": snapshot,
             "config": sorted(mask_secrets(snapshot.config).items()),
-            "task_states": sorted(snapshot.task_states.items(), key=lambda item: int(item[0])),
+            "tasks": snapshot.tasks(),
             "commit_chart": _commit_chart(cluster, snapshot),
         }
         if snapshot.type == "sink":

@@ -73,9 +73,12 @@ def snapshot(
     }
     if type == "sink":
         defaults.update(sink_group=f"connect-{name}", lag_records=0, lag_ms=0)
-    return ConnectorSnapshot.objects.create(
-        cluster=cluster, name=name, type=type, **{**defaults, **fields}
+    values = {**defaults, **fields}
+    # As a refresh stores it (summaries._connector_fields).
+    values.setdefault(
+        "failed_tasks", sum(state == "FAILED" for state in values["task_states"].values())
     )
+    return ConnectorSnapshot.objects.create(cluster=cluster, name=name, type=type, **values)
 
 
 def source_offsets(

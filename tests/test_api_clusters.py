@@ -29,6 +29,7 @@ def test_it_lists_clusters_without_their_client_secrets(logged_in_client):
             "connect_password_set": False,
             "connectors": 0,
             "counts_by_state": {},
+            "failed_tasks": 0,
             "total_sink_lag": None,
             "worst_lag_status": None,
             "last_refresh": None,

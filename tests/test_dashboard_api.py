@@ -263,3 +263,37 @@ def test_the_schema_is_valid_and_generates_without_warnings(tmp_path):
     call_command(
         "spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yml")
     )
+
+
+def test_a_connector_lists_its_tasks_with_worker_and_error(logged_in_client, prod):
+    make.snapshot(
+        prod,
+        "half-failed",
+        task_states={"1": "FAILED", "0": "RUNNING"},
+        task_details={
+            "0": {"worker_id": "w1:8083", "trace": ""},
+            "1": {"worker_id": "w2:8083", "trace": "E: boom\n\tat X.y(X.java:1)"},
+        },
+    )
+    body = logged_in_client.get(f"{BASE}/connectors/half-failed/").json()
+    assert body["failed_tasks"] == 1
+    assert body["tasks"] == [
+        {"task": 0, "state": "RUNNING", "worker_id": "w1:8083", "error": "", "trace": ""},
+        {
+            "task": 1,
+            "state": "FAILED",
+            "worker_id": "w2:8083",
+            "error": "E: boom",
+            "trace": "E: boom\n\tat X.y(X.java:1)",
+        },
+    ]
+    listed = logged_in_client.get(f"{BASE}/connectors/?state=FAILED").json()["connectors"]
+    assert [c["name"] for c in listed] == ["half-failed"]
+
+
+def test_a_sinks_lag_says_which_partitions_have_no_commit_yet(logged_in_client, prod):
+    prod.connectors.filter(name="s3-sink").update(uncommitted_partitions=1)
+    body = logged_in_client.get(f"{BASE}/connectors/s3-sink/lag/").json()
+    assert body["uncommitted_partitions"] == 1
+    assert "no commit yet" in body["status_reasons"]
+    assert body["lag_records"] == 20 and body["offsets_managed_externally"] is False

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from offsets.models import RefreshRun, SourceOffset
+from offsets.models import ConnectorSnapshot, RefreshRun, SourceOffset
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db
@@ -349,3 +349,37 @@ def test_the_polled_figures_answer_with_their_part_only_in_few_queries(
         assert 'id="partitions"' not in html and "<h1>" not in html
     facts = logged_in_client.get(SINK, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="facts")
     assert 'data-field="lag"' in facts.content.decode()
+
+
+def test_each_task_shows_its_worker_and_error_with_the_whole_trace_folded(logged_in_client, prod):
+    ConnectorSnapshot.objects.filter(cluster=prod, name="jdbc-source").update(
+        task_details={
+            "0": {"worker_id": "w1:8083", "trace": ""},
+            "1": {
+                "worker_id": "w2:8083",
+                "trace": "java.sql.SQLException: <script>gone</script>\n\tat Db.query(Db.java:7)",
+            },
+        }
+    )
+    html = logged_in_client.get(SOURCE).content.decode()
+    tasks = html.split('id="tasks"')[1].split("</table>")[0]
+    running = tasks.split('data-task="0"')[1].split("</tr>")[0]
+    assert "<code>w1:8083</code>" in running and "<details" not in running
+    failed = tasks.split('data-task="1"')[1].split("</tr>")[0]
+    assert "<code>w2:8083</code>" in failed
+    # The first line beside the state; the whole trace folded under it; Kafka's text escaped.
+    assert "<summary>java.sql.SQLException: &lt;script&gt;gone&lt;/script&gt;</summary>" in failed
+    assert "\tat Db.query(Db.java:7)</pre></details>" in failed
+    assert "<script>gone" not in html
+
+
+def test_a_sink_with_no_commit_yet_says_where_its_lag_counts_from(logged_in_client, prod):
+    ConnectorSnapshot.objects.filter(cluster=prod, name="s3-sink").update(
+        uncommitted_partitions=1, lag_status="ERR"
+    )
+    html = logged_in_client.get(SINK).content.decode()
+    facts = html.split('id="facts"')[1].split("</section>")[0]
+    assert 'data-reason="no commit yet"' in facts
+    assert "1 topic-partition without a commit yet" in facts
+    row = html.split('data-partition="payments-0"')[1].split("</tr>")[0]
+    assert 'data-field="lag-records">50<' in row

@@ -239,3 +239,39 @@ def test_each_connector_links_to_its_offset_edits_and_export(logged_in_client, p
     assert 'href="/clusters/prod/connectors/beta-sink/edits/"' in row
     assert 'href="/clusters/prod/export/?connector=beta-sink"' in row
     assert 'href="/clusters/prod/edits/"' in html
+
+
+def test_the_failed_state_filter_matches_a_connector_whose_task_failed(logged_in_client, prod):
+    make.snapshot(
+        prod,
+        "half-failed",
+        task_states={"0": "RUNNING", "1": "FAILED"},
+        task_details={"1": {"worker_id": "w2:8083", "trace": "E: <b>boom</b>\n\tat X"}},
+        task_count=2,
+    )
+    make.snapshot(prod, "all-failed", runtime_state="FAILED", task_states={"0": "FAILED"})
+    make.snapshot(prod, "gone-failed", deleted=True, task_states={"0": "FAILED"})
+    html = logged_in_client.get(URL + "?state=FAILED").content.decode()
+    assert names(html) == ["all-failed", "half-failed"]
+    row = html.split('data-connector="half-failed"')[1].split("</tr>")[0]
+    # The first line of the failed task's trace as a tooltip, escaped.
+    assert 'title="E: &lt;b&gt;boom&lt;/b&gt;">1 task FAILED</span>' in row
+
+
+def test_a_sink_with_no_commit_yet_shows_its_lag_and_says_why(logged_in_client, prod):
+    make.snapshot(
+        prod,
+        "new-sink",
+        "sink",
+        lag_records=7,
+        lag_ms=3_000,
+        lag_status="ERR",
+        uncommitted_partitions=1,
+    )
+    make.sink_lags(prod, "new-sink", "orders", 1, committed=None, lag_records=7, status="STOP")
+    html = logged_in_client.get(URL).content.decode()
+    row = html.split('data-connector="new-sink"')[1].split("</tr>")[0]
+    assert 'data-field="lag-records">7<' in row
+    assert 'data-status="ERR"' in row
+    assert 'data-reason="STOP"' in row and 'data-reason="no commit yet"' in row
+    assert "offsets managed outside Connect" not in row

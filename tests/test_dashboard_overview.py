@@ -213,3 +213,22 @@ def test_a_next_url_on_another_host_is_ignored(operator_client, launched):
     make.cluster("prod")
     response = operator_client.post("/clusters/prod/refreshes/", {"next": "https://evil.example/"})
     assert response["Location"] == "/"
+
+
+def test_a_cluster_whose_only_failure_is_a_task_counts_it_as_failed(logged_in_client):
+    cluster = make.cluster("prod")
+    make.run(cluster)
+    make.snapshot(cluster, "a")
+    make.snapshot(cluster, "b", task_states={"0": "FAILED", "1": "RUNNING", "2": "FAILED"})
+    # A deleted connector's last task states do not count.
+    make.snapshot(cluster, "c", deleted=True, runtime_state="", task_states={"0": "FAILED"})
+
+    html = logged_in_client.get("/").content.decode()
+
+    assert 'data-state="RUNNING" data-count="1"' in html
+    assert 'data-state="FAILED" data-count="1"' in html
+    failed = html.split('data-field="failed-tasks"')[1].split("</a>")[0]
+    assert 'href="/clusters/prod/connectors/?state=FAILED">2 tasks FAILED' in failed
+    [summary] = logged_in_client.get("/api/v1/clusters/").json()
+    assert summary["counts_by_state"] == {"RUNNING": 1, "FAILED": 1, "DELETED": 1}
+    assert summary["failed_tasks"] == 2

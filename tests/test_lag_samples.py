@@ -33,8 +33,8 @@ def test_the_window_is_each_partitions_samples_at_the_clusters_last_samplings(se
     for index in range(20):
         at = start + timedelta(minutes=index)
         sample(cluster, "a", 0, at, 100 + index)
-        # No committed offset at the last-but-one sampling: left out, not replaced by an
-        # older sample.
+        # No committed offset at the last-but-one sampling: the consumer then stood where it
+        # starts, the log end less the lag (here the log start, 0).
         sample(cluster, "a", 1, at, None if index == 18 else 200 + index)
         if index < 10:  # a sink deleted since: its samples are older than the window
             sample(cluster, "gone", 0, at, 300 + index)
@@ -44,7 +44,7 @@ def test_the_window_is_each_partitions_samples_at_the_clusters_last_samplings(se
 
     assert window == {
         ("a", "t", 0): [LagPoint(117, 883), LagPoint(118, 882), LagPoint(119, 881)],
-        ("a", "t", 1): [LagPoint(217, 783), LagPoint(219, 781)],
+        ("a", "t", 1): [LagPoint(217, 783), LagPoint(0, 1000), LagPoint(219, 781)],
     }
     assert sinks.recent_samples(cluster, []) == {}
     settings.LAG_WINDOW_SAMPLES = 1

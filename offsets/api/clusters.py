@@ -40,8 +40,10 @@ class ClusterOutput(serializers.Serializer):
     counts_by_state = serializers.DictField(
         child=serializers.IntegerField(),
         help_text="Connectors by runtime state (RUNNING, PAUSED, STOPPED, FAILED, ...), "
-        "deleted connectors whose offsets remain as DELETED; states with none are left out.",
+        "a connector with a FAILED task as FAILED, deleted connectors whose offsets remain as "
+        "DELETED; states with none are left out.",
     )
+    failed_tasks = serializers.IntegerField(help_text="FAILED tasks of all its connectors.")
     total_sink_lag = serializers.IntegerField(
         allow_null=True, help_text="Records behind, all sinks that commit offsets together."
     )

@@ -83,11 +83,13 @@ class ConnectorOutput(serializers.ModelSerializer):
             "target_state",
             "runtime_state",
             "task_count",
+            "failed_tasks",
             "deleted",
             "mirrormaker2",
             "own_offsets_topic",
             "sink_group",
             "offsets_managed_externally",
+            "uncommitted_partitions",
             "partitions",
             "lag_records",
             "lag_ms",
@@ -114,11 +116,20 @@ class ConnectorListOutput(FreshnessOutput):
     connectors = ConnectorOutput(many=True)
 
 
+class TaskOutput(serializers.Serializer):
+    task = serializers.IntegerField()
+    state = serializers.CharField()
+    worker_id = serializers.CharField(help_text="The worker running it, as the status topic says.")
+    error = serializers.CharField(help_text="The first line of its trace; empty without one.")
+    trace = serializers.CharField(help_text="Its whole trace, secrets masked.")
+
+
 class ConnectorDetailOutput(ConnectorOutput):
     config = serializers.SerializerMethodField(help_text="Secret values masked.")
+    tasks = TaskOutput(many=True)
 
     class Meta(ConnectorOutput.Meta):
-        fields = [*ConnectorOutput.Meta.fields, "task_states", "trace", "config"]
+        fields = [*ConnectorOutput.Meta.fields, "task_states", "tasks", "trace", "config"]
 
     def get_config(self, snapshot: ConnectorSnapshot) -> dict[str, str | None]:
         return mask_secrets(snapshot.config)
@@ -216,6 +227,9 @@ class LagOutput(serializers.Serializer):
     lag_status = serializers.CharField(allow_blank=True)
     status_reasons = serializers.ListField(child=serializers.CharField())
     offsets_managed_externally = serializers.BooleanField()
+    uncommitted_partitions = serializers.IntegerField(
+        help_text="Partitions its group has no commit for: they lag from auto.offset.reset."
+    )
     partitions = SinkPartitionOutput(many=True)
 
 
@@ -371,6 +385,7 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
             "lag_status": snapshot.lag_status,
             "status_reasons": snapshots.status_reasons(snapshot),
             "offsets_managed_externally": snapshot.offsets_managed_externally,
+            "uncommitted_partitions": snapshot.uncommitted_partitions,
             "partitions": SinkPartitionOutput(partitions, many=True).data,
         }
     )

@@ -187,7 +187,9 @@ def connector_specs(options: DemoOptions) -> list[ConnectorSpec]:
         ConnectorSpec(
             "bq-sink-events",
             {
-                "connector.class": "com.wepay.kafka.connect.bigquery.BigQuerySinkConnector",
+                # A class the dashboard knows keeps its offsets outside Connect
+                # (formats.connectors.EXTERNAL_OFFSETS_SINK_CLASSES): the project's own.
+                "connector.class": "dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector",
                 "tasks.max": "1",
                 "topics": "app-logs",
                 "project": "analytics",

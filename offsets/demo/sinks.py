@@ -59,7 +59,7 @@ def group_offsets(
     for partition, stamps in enumerate(by_name["audit-events"].timestamps):
         audit[("audit-events", partition)] = _committed_at(stamps, failure_ms(options))
     groups["connect-jdbc-sink-audit"] = audit
-    # bq-sink-events manages its offsets in BigQuery: its group never commits.
+    # bq-sink-events keeps its offsets in its destination: its group never commits.
     return groups
 
 

@@ -17,9 +17,11 @@ __all__ = [
     "connector_type",
     "is_mirrormaker2",
     "is_secret_name",
+    "manages_offsets_externally",
     "mask_secrets",
     "mask_text",
     "sink_group_id",
+    "sink_offset_reset",
     "sink_topics",
     "source_offsets_topics",
 ]
@@ -38,6 +40,17 @@ _MIRROR_MAKER_2_CLASSES = (
     "MirrorCheckpointConnector",
     "MirrorHeartbeatConnector",
 )
+
+# Sinks whose tasks keep their offsets in the system they write to and hand Connect nothing to
+# commit (`preCommit` returns {}): their group's empty offsets say nothing of their lag. The
+# project's own test connector is the one known here; operators name others with
+# EXTERNAL_OFFSETS_SINK_CLASSES (docs/refresh.md).
+EXTERNAL_OFFSETS_SINK_CLASSES = ("dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector",)
+
+# Where a sink's consumer starts on a partition its group has no (valid) offset for
+# (auto.offset.reset). Worker.baseConsumerConfigs sets "earliest", then applies the worker's
+# consumer.* and the connector's consumer.override.* properties on top.
+EARLIEST, LATEST = "earliest", "latest"
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,31 @@ def sink_group_id(name: str, properties: Mapping[str, str | None]) -> str:
     if override is not None and override.strip():
         return override
     return f"connect-{name}"
+
+
+def sink_offset_reset(properties: Mapping[str, str | None]) -> str:
+    """Return where a sink's consumer starts without a committed offset: "earliest",
+    "latest", or the connector's other value as written ("none", "by_duration:PT1H")."""
+    # A worker-wide consumer.auto.offset.reset lives in the worker's properties, which no
+    # Connect topic holds: the dashboard cannot see it (docs/refresh.md).
+    value = (properties.get("consumer.override.auto.offset.reset") or "").strip().lower()
+    return value or EARLIEST
+
+
+def manages_offsets_externally(
+    properties: Mapping[str, str | None], known_classes: Iterable[str] = ()
+) -> bool:
+    """Tell whether a sink is known to keep its offsets outside Connect: its class is one of
+    EXTERNAL_OFFSETS_SINK_CLASSES or `known_classes`.
+
+    Never from its group having no commits: a sink just created, paused, stopped or failing
+    before its first commit has none either, and its records wait all the same.
+    """
+    connector_class = (properties.get("connector.class") or "").strip()
+    return bool(connector_class) and connector_class in {
+        *EXTERNAL_OFFSETS_SINK_CLASSES,
+        *known_classes,
+    }
 
 
 def source_offsets_topics(

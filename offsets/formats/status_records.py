@@ -26,6 +26,21 @@ STATES = ("UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING", 
 _JAVA_INT_MAX = 2**31 - 1
 
 
+# The first line of a trace shown beside a task's state; the whole trace is a click away.
+TRACE_SUMMARY_CHARS = 300
+
+
+def trace_summary(trace: str | None) -> str:
+    """Return a trace's first non-blank line (Java's "exception class: message"), shortened."""
+    for line in (trace or "").splitlines():
+        line = line.strip()
+        if line:
+            return (
+                line if len(line) <= TRACE_SUMMARY_CHARS else line[: TRACE_SUMMARY_CHARS - 1] + "…"
+            )
+    return ""
+
+
 class StatusMalformedReason(StrEnum):
     """Why the runtime would discard a status-topic record."""
 

@@ -7,10 +7,12 @@ and never recomputed from the topic alone. The full per-commit history lives in 
 """
 
 import hashlib
+from dataclasses import dataclass
 
 from django.db import models
 from django.db.models import Q
 
+from offsets.formats.status_records import trace_summary
 from offsets.models.cluster import Cluster
 
 
@@ -78,6 +80,17 @@ class ReadPosition(models.Model):
         return f"{self.topic}[{self.partition}] @ {self.next_offset}"
 
 
+@dataclass(frozen=True)
+class TaskRow:
+    """A connector's task as its page and the API show it."""
+
+    task: int
+    state: str
+    worker_id: str
+    error: str  # the trace's first line
+    trace: str  # masked
+
+
 class ConnectorSnapshot(models.Model):
     """A connector as the last successful refresh saw it (config, status, offsets, lag)."""
 
@@ -93,6 +106,12 @@ class ConnectorSnapshot(models.Model):
     target_state = models.CharField(max_length=16, blank=True)
     runtime_state = models.CharField(max_length=16, blank=True)
     task_states = models.JSONField(default=dict, blank=True)  # {"0": "RUNNING"}
+    # Each task's worker and trace (masked) from the status topic: {"0": {"worker_id": ...,
+    # "trace": ...}}.
+    task_details = models.JSONField(default=dict, blank=True)
+    # Tasks the refresh saw FAILED: Connect leaves the connector RUNNING when only a task
+    # fails, so the state filter and the overview count these too.
+    failed_tasks = models.IntegerField(default=0)
     task_count = models.IntegerField(null=True, blank=True)
     deleted = models.BooleanField(default=False)
     mirrormaker2 = models.BooleanField(default=False)
@@ -110,6 +129,8 @@ class ConnectorSnapshot(models.Model):
     drifted_partitions = models.IntegerField(default=0)
     malformed = models.IntegerField(default=0)
     offsets_managed_externally = models.BooleanField(default=False)
+    # A sink's partitions its group has no commit for: they lag from auto.offset.reset.
+    uncommitted_partitions = models.IntegerField(default=0)
     lag_records = models.BigIntegerField(null=True, blank=True)
     lag_ms = models.BigIntegerField(null=True, blank=True)
     lag_status = models.CharField(max_length=8, choices=LagStatus.choices, blank=True)
@@ -125,9 +146,31 @@ class ConnectorSnapshot(models.Model):
         return f"{self.cluster}/{self.name}"
 
     @property
-    def failed_tasks(self) -> int:
-        """How many of its tasks the refresh saw FAILED (Connect leaves the connector RUNNING)."""
-        return sum(state == "FAILED" for state in self.task_states.values())
+    def failed(self) -> bool:
+        """Whether the connector or one of its tasks is FAILED."""
+        return not self.deleted and (self.runtime_state == "FAILED" or self.failed_tasks > 0)
+
+    @property
+    def first_task_error(self) -> str:
+        """The first line of its first FAILED task's trace, for a tooltip in the list."""
+        return next((row.error for row in self.tasks() if row.state == "FAILED"), "")
+
+    def tasks(self) -> list[TaskRow]:
+        """Its tasks in order, each with its state, worker and trace (first line and whole)."""
+        rows = []
+        for task, state in sorted(self.task_states.items(), key=lambda item: int(item[0])):
+            details = self.task_details.get(task) or {}
+            trace = details.get("trace") or ""
+            rows.append(
+                TaskRow(
+                    task=int(task),
+                    state=state,
+                    worker_id=details.get("worker_id") or "",
+                    error=trace_summary(trace),
+                    trace=trace,
+                )
+            )
+        return rows
 
 
 class SourceOffset(models.Model):

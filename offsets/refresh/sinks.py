@@ -5,7 +5,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from offsets.formats.connectors import sink_topics
+from offsets.formats.connectors import (
+    EARLIEST,
+    LATEST,
+    manages_offsets_externally,
+    sink_offset_reset,
+    sink_topics,
+)
 from offsets.formats.history_rules import LagPoint, LagStatus, partition_lag_status
 from offsets.kafka import admin, groups, reading
 from offsets.models import Cluster, LagSample, SinkPartitionLag
@@ -35,10 +41,19 @@ def orphan_groups(deleted: list[ConnectorSummary], by_group: dict[str, dict]) ->
     return {c.name: len(by_group[c.sink_group]) for c in deleted if by_group.get(c.sink_group)}
 
 
-def consumer_position(committed: int | None, log_start: int) -> int:
-    """Where a sink's consumer reads next: its committed offset, or the log start when it
-    never committed or its offset fell below the log start (connect-formats.md)."""
-    return max(committed if committed is not None else log_start, log_start)
+def consumer_position(
+    committed: int | None, log_start: int, log_end: int, *, reset: str = EARLIEST
+) -> int:
+    """Where a sink's consumer reads next: its committed offset, or where `reset`
+    (auto.offset.reset) puts it when it never committed or its offset fell below the log start.
+
+    "latest" is the log end: the records there now are never read. Any other value counts
+    from the log start: "earliest" exactly; for "by_duration:..." an upper bound of the lag;
+    "none" fails the task, and the records still wait.
+    """
+    if committed is not None and committed >= log_start:
+        return committed
+    return log_end if reset == LATEST else log_start
 
 
 def known_time_lags(cluster: Cluster) -> KnownTimeLags:
@@ -47,9 +62,9 @@ def known_time_lags(cluster: Cluster) -> KnownTimeLags:
     known: KnownTimeLags = {}
     rows = SinkPartitionLag.objects.filter(
         cluster=cluster, lag_records__gt=0, lag_ms__isnull=False
-    ).values_list("connector", "topic", "partition", "committed", "log_start", "log_end", "lag_ms")
-    for connector, topic, partition, committed, low, high, lag_ms in rows:
-        known[(connector, (topic, partition))] = ((consumer_position(committed, low), high), lag_ms)
+    ).values_list("connector", "topic", "partition", "log_end", "lag_records", "lag_ms")
+    for connector, topic, partition, high, lag, lag_ms in rows:
+        known[(connector, (topic, partition))] = ((high - lag, high), lag_ms)
     return known
 
 
@@ -90,16 +105,21 @@ def sample_sinks(
     # different offsets, each its own lag.
     positions: dict[Slot, int] = {}
     for connector in sinks:
+        if manages_offsets_externally(connector.config, settings.EXTERNAL_OFFSETS_SINK_CLASSES):
+            # Its group's offsets (none, or stale ones) are not where it resumes from.
+            results.externally_managed.add(connector.name)
+        reset = sink_offset_reset(connector.config)
         for tp in wanted[connector.name]:
-            position = consumer_position(committed[connector.name].get(tp), marks[tp][0])
-            if position < marks[tp][1]:
-                positions[(connector.name, tp)] = position
-    lags_ms = _time_lags(kafka, positions, marks, known or {})
+            low, high = marks[tp]
+            positions[(connector.name, tp)] = consumer_position(
+                committed[connector.name].get(tp), low, high, reset=reset
+            )
+    lagging = {
+        slot: position for slot, position in positions.items() if position < marks[slot[1]][1]
+    }
+    lags_ms = _time_lags(kafka, lagging, marks, known or {})
     sampled_at = ms_to_datetime(now_ms)
     for connector in sinks:
-        if not committed[connector.name]:
-            # preCommit returns {} for connectors that store offsets themselves: no lag to report.
-            results.externally_managed.add(connector.name)
         for tp in wanted[connector.name]:
             _add_partition(
                 results,
@@ -107,6 +127,7 @@ def sample_sinks(
                 connector,
                 tp,
                 committed=committed[connector.name].get(tp),
+                position=positions[(connector.name, tp)],
                 marks=marks[tp],
                 lag_ms=lags_ms.get((connector.name, tp)),
                 recent=recent.get((connector.name, *tp), []),
@@ -169,21 +190,23 @@ def _add_partition(
     tp: tuple[str, int],
     *,
     committed: int | None,
+    position: int,
     marks: tuple[int, int],
     lag_ms: int | None,
     recent: list[LagPoint],
     sampled_at: datetime,
 ) -> None:
-    """Add one sink partition's current lag and its sample to `results`."""
+    """Add one sink partition's current lag and its sample to `results`.
+
+    A partition its group never committed lags from where the consumer starts
+    (`consumer_position`): a sink just created, paused or failing before its first commit
+    has records waiting all the same, rated by the same rules.
+    """
     low, high = marks
-    # A partition with no commit counts from the log start (connect-formats.md).
-    lag = max(high - consumer_position(committed, low), 0)
+    lag = max(high - position, 0)
     if lag == 0:
         lag_ms = 0
-    window = [
-        *recent[-(settings.LAG_WINDOW_SAMPLES - 1) :],
-        LagPoint(committed if committed is not None else low, lag),
-    ]
+    window = [*recent[-(settings.LAG_WINDOW_SAMPLES - 1) :], LagPoint(position, lag)]
     status = (
         LagStatus.OK
         if connector.name in results.externally_managed
@@ -209,7 +232,8 @@ def _add_partition(
 
 def recent_samples(cluster: Cluster, connectors: list[str]) -> RecentSamples:
     """The lag samples of every sink partition at the cluster's last N-1 samplings, oldest
-    first (samples with no committed offset left out).
+    first; a sample with no committed offset stands at the consumer's position then (its log
+    end less its lag), as `_add_partition` rated it.
 
     A refresh samples every sink at one time (`sampled_at`), so the window is found as those
     times first, through the (cluster, sampled_at) index, and only their rows are read: the
@@ -224,11 +248,11 @@ def recent_samples(cluster: Cluster, connectors: list[str]) -> RecentSamples:
             cluster=cluster, connector__in=connectors, sampled_at__gte=times[-1]
         )
         .order_by("sampled_at")
-        .values_list("connector", "topic", "partition", "committed", "lag_records")
+        .values_list("connector", "topic", "partition", "committed", "log_end", "lag_records")
     )
-    for connector, topic, partition, committed, lag in samples:
-        if committed is not None:
-            window[(connector, topic, partition)].append(LagPoint(committed, lag))
+    for connector, topic, partition, committed, high, lag in samples:
+        position = committed if committed is not None else high - lag
+        window[(connector, topic, partition)].append(LagPoint(position, lag))
     return window
 
 

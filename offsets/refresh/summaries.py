@@ -104,6 +104,8 @@ def _connector_fields(connector: ConnectorSummary) -> dict:
         "target_state": connector.target_state,
         "runtime_state": connector.runtime_state or "",
         "task_states": {str(k): v for k, v in connector.task_states.items()},
+        "task_details": {str(k): v for k, v in connector.task_details.items()},
+        "failed_tasks": sum(state == "FAILED" for state in connector.task_states.values()),
         "task_count": connector.task_count,
         "deleted": connector.deleted,
         "mirrormaker2": connector.mirrormaker2,
@@ -132,6 +134,9 @@ def _offsets_fields(
         "rewinds": entry.rewinds,
         "stalled_partitions": entry.stalled,
         "offsets_managed_externally": external,
+        # Partitions lagging from where the consumer starts, not from a commit: the reason
+        # "no commit yet" beside the sink's status.
+        "uncommitted_partitions": sum(lag.committed is None for lag in sink_lags) if lagging else 0,
         "lag_records": sum(lag.lag_records for lag in sink_lags) if lagging else None,
         "lag_ms": max((lag.lag_ms or 0 for lag in sink_lags), default=0) if lagging else None,
         "lag_status": connector_lag_status([LagStatus(lag.status) for lag in sink_lags])

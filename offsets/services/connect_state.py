@@ -42,6 +42,8 @@ class ConnectorSummary:
     config: dict  # secrets masked
     topics: tuple[str, ...] = ()  # a sink's `topics` list
     topics_regex: str = ""
+    # Each task's worker and trace (masked): {task: {"worker_id": str, "trace": str}}.
+    task_details: dict[int, dict[str, str]] = field(default_factory=dict)
 
     @property
     def consuming(self) -> bool:
@@ -129,6 +131,17 @@ def _summary(
         runtime_state=running.state if running else None,
         task_states=(
             {task_id: task.state for task_id, task in sorted(running.tasks.items())}
+            if running
+            else {}
+        ),
+        task_details=(
+            {
+                task_id: {
+                    "worker_id": task.worker_id or "",
+                    "trace": mask_text(task.trace) if task.trace else "",
+                }
+                for task_id, task in sorted(running.tasks.items())
+            }
             if running
             else {}
         ),

@@ -271,7 +271,9 @@ def test_a_sink_with_topics_regex_covers_the_matching_topics(fresh_demo, editor)
     assert {c.topic for c in edit.changes.all()} == {"audit-events"}
 
 
-def test_a_sink_that_never_commits_is_flagged_as_managing_offsets_externally(fresh_demo, editor):
+def test_an_edit_of_a_group_without_commits_warns_it_may_not_be_where_the_sink_resumes(
+    fresh_demo, editor
+):
     edit = stage_edit(
         cluster=fresh_demo.cluster,
         connector="bq-sink-events",

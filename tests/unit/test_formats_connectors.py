@@ -5,8 +5,10 @@ from offsets.formats.connectors import (
     OffsetsTopics,
     connector_type,
     is_mirrormaker2,
+    manages_offsets_externally,
     mask_secrets,
     sink_group_id,
+    sink_offset_reset,
     sink_topics,
     source_offsets_topics,
 )
@@ -172,3 +174,34 @@ def test_a_pattern_that_backtracks_without_end_is_cut_off_within_its_time_limit(
     topics = ["a" * 40 + "!", "orders"]
     assert sink_topics([], "(a|aa)+$", topics) == set()
     assert "took over 0.5 s" in caplog.text
+
+
+# --- Where a sink starts without a commit; which sinks keep their offsets elsewhere. ----------
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [
+        ({}, "earliest"),  # Worker.baseConsumerConfigs
+        ({"consumer.override.auto.offset.reset": None}, "earliest"),
+        ({"consumer.override.auto.offset.reset": " "}, "earliest"),
+        ({"consumer.override.auto.offset.reset": "latest"}, "latest"),
+        ({"consumer.override.auto.offset.reset": " LATEST "}, "latest"),
+        ({"consumer.override.auto.offset.reset": "by_duration:PT1H"}, "by_duration:pt1h"),
+        ({"auto.offset.reset": "latest"}, "earliest"),  # not a consumer override
+    ],
+)
+def test_a_sink_starts_from_earliest_unless_its_consumer_override_says_otherwise(
+    properties, expected
+):
+    assert sink_offset_reset(properties) == expected
+
+
+def test_a_sink_manages_its_offsets_outside_connect_only_when_its_class_says_so():
+    known = {"connector.class": "dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector"}
+    other = {"connector.class": "io.example.HdfsSinkConnector", "topics": "t"}
+    assert manages_offsets_externally(known)
+    assert not manages_offsets_externally(other)
+    assert manages_offsets_externally(other, ["io.example.HdfsSinkConnector"])
+    assert not manages_offsets_externally({"connector.class": None}, [""])
+    assert not manages_offsets_externally({}, [])

@@ -4,11 +4,13 @@ from hypothesis import strategies as st
 
 from offsets.formats.status_records import (
     STATES,
+    TRACE_SUMMARY_CHARS,
     ConnectorStatus,
     StatusMalformedReason,
     StatusSnapshot,
     TaskStatus,
     fold_status_records,
+    trace_summary,
 )
 
 quick = settings(database=None, deadline=None, max_examples=200)
@@ -228,3 +230,21 @@ def test_a_name_the_database_cannot_store_is_counted_and_skipped() -> None:
     assert [m.reason for m in snapshot.malformed] == [
         StatusMalformedReason.KEY_CONNECTOR_UNSTORABLE
     ] * 3
+
+
+def test_a_traces_summary_is_its_first_non_blank_line_shortened():
+    trace = "\n  org.apache.kafka.connect.errors.DataException: bad record  \n\tat X.y(X.java:1)\n"
+    assert trace_summary(trace) == "org.apache.kafka.connect.errors.DataException: bad record"
+    assert trace_summary(None) == trace_summary("") == trace_summary(" \n ") == ""
+    long = trace_summary("E: " + "x" * 1000)
+    assert len(long) == TRACE_SUMMARY_CHARS and long.endswith("…")
+
+
+def test_a_tasks_worker_and_trace_are_kept_with_its_state():
+    records = [
+        (b"status-task-c-0", status("RUNNING", worker="w1:8083")),
+        (b"status-task-c-1", status("FAILED", worker="w2:8083", trace="E: boom")),
+    ]
+    tasks = fold_status_records(records).connectors["c"].tasks
+    assert (tasks[0].worker_id, tasks[0].trace) == ("w1:8083", None)
+    assert (tasks[1].state, tasks[1].worker_id, tasks[1].trace) == ("FAILED", "w2:8083", "E: boom")

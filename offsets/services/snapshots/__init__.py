@@ -37,6 +37,7 @@ from offsets.services.snapshots.connector_detail import (
     source_partitions,
 )
 from offsets.services.snapshots.connector_list import (
+    NO_COMMIT_YET,
     connector_of,
     connectors,
     get_connector,
@@ -65,6 +66,7 @@ __all__ = [
     "MAX_COMMIT_BUCKETS",
     "MAX_LAG_SAMPLES",
     "NOT_CURRENT_HEADER",
+    "NO_COMMIT_YET",
     "PARTITION_SORTS",
     "SINK_PARTITION_SORTS",
     "STATE_CHOICES",

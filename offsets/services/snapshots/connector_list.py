@@ -67,6 +67,9 @@ def connectors(
         rows = rows.filter(type=type)
     if state == DELETED:
         rows = rows.filter(deleted=True)
+    elif state == "FAILED":
+        # Connect leaves a connector RUNNING when only its tasks fail.
+        rows = rows.filter(Q(runtime_state=state) | Q(failed_tasks__gt=0), deleted=False)
     elif state:
         rows = rows.filter(runtime_state=state, deleted=False)
     if status in ("OK", "WARN", "ERR"):
@@ -89,12 +92,18 @@ def _has_reason(reason: str) -> Q:
     return partition_has
 
 
+NO_COMMIT_YET = "no commit yet"
+
+
 def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
-    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions."""
+    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions; and for a sink
+    lagging from where its consumer starts, "no commit yet"."""
     reasons = []
     worst = getattr(snapshot, "worst_partition_status", None)
     if worst in ERR_REASONS:
         reasons.append(worst)
+    if snapshot.type == "sink" and snapshot.uncommitted_partitions:
+        reasons.append(NO_COMMIT_YET)
     if snapshot.type == "source":
         if snapshot.stalled_partitions and "STALL" not in reasons:
             reasons.append("STALL")

@@ -3,8 +3,11 @@
 from dataclasses import dataclass, field
 
 from django.db.models import (
+    BooleanField,
     Count,
+    ExpressionWrapper,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Sum,
@@ -27,6 +30,7 @@ class ConnectorCounts:
     counts_by_state: dict[str, int] = field(default_factory=dict)
     total_sink_lag: int | None = None
     worst_lag_status: str | None = None
+    failed_tasks: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class ClusterSummary:
     total_sink_lag: int | None
     worst_lag_status: str | None
     refresh: RefreshState
+    failed_tasks: int = 0
 
 
 def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[ClusterSummary]:
@@ -85,6 +90,8 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
     # cluster, folded here.
     groups = (
         ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
+        # A connector whose task failed counts as FAILED, as the list's state filter has it.
+        .annotate(task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()))
         .values_list(
             "cluster_id",
             "type",
@@ -92,16 +99,31 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
             "deleted",
             "lag_status",
             "offsets_managed_externally",
+            "task_failed",
         )
-        .annotate(count=Count("pk"), lag=Sum("lag_records"))
+        .annotate(count=Count("pk"), lag=Sum("lag_records"), tasks=Sum("failed_tasks"))
         .order_by()
     )
     counts: dict[int, dict[str, int]] = {pk: {} for pk in cluster_ids}
     totals: dict[int, int] = {}
     sink_lag: dict[int, int | None] = {}
     worst: dict[int, str | None] = {}
-    for cluster_id, kind, state, deleted, status, external, count, lag in groups:
-        key = DELETED if deleted else state
+    failed_tasks: dict[int, int] = {}
+    for (
+        cluster_id,
+        kind,
+        state,
+        deleted,
+        status,
+        external,
+        task_failed,
+        count,
+        lag,
+        tasks,
+    ) in groups:
+        key = DELETED if deleted else "FAILED" if task_failed else state
+        if not deleted:
+            failed_tasks[cluster_id] = failed_tasks.get(cluster_id, 0) + (tasks or 0)
         if key:
             counts[cluster_id][key] = counts[cluster_id].get(key, 0) + count
         totals[cluster_id] = totals.get(cluster_id, 0) + count
@@ -118,6 +140,7 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
             ),
             total_sink_lag=sink_lag.get(pk),
             worst_lag_status=worst.get(pk),
+            failed_tasks=failed_tasks.get(pk, 0),
         )
         for pk in cluster_ids
     }
@@ -136,6 +159,7 @@ def summarize(runs: list[ClusterRuns], counts: dict[int, ConnectorCounts]) -> li
                 total_sink_lag=connectors.total_sink_lag,
                 worst_lag_status=connectors.worst_lag_status,
                 refresh=row.refresh,
+                failed_tasks=connectors.failed_tasks,
             )
         )
     return summaries

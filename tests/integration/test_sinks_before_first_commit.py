@@ -1,0 +1,212 @@
+"""Sinks whose group has no commit yet, on the REAL worker: three of them, three answers.
+
+A sink created PAUSED and one failing on its first record lag by every record of their
+topic (their consumers start at `auto.offset.reset`, earliest), rated STOP since their tasks
+are not running; a sink whose `preCommit` returns {} keeps its offsets outside Connect and
+shows no lag. Connectors and topics carry this module run's suffix: the broker and the
+worker are the session's.
+"""
+
+import time
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from offsets.kafka import groups, producers, reading
+from offsets.models import ConnectorSnapshot, RefreshRun, SinkPartitionLag
+from offsets.refresh.run import run_refresh
+from offsets.services import snapshots
+from tests.integration.connect_rest import wait_until
+from tests.integration.worker_files import file_sink, produce
+
+pytestmark = pytest.mark.integration
+
+RUN = uuid.uuid4().hex[:8]
+EXTERNAL_SINK = "dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector"
+RECORDS = 5
+
+
+def name(what: str) -> str:
+    return f"nocommit-{RUN}-{what}"
+
+
+@dataclass(frozen=True)
+class Sinks:
+    paused: str
+    failing: str
+    external: str
+    # Each sink's topic: its records' timestamps, oldest first.
+    stamps: dict[str, list[int]]
+
+
+def produce_spread(kafka: dict, topic: str) -> list[int]:
+    """Write RECORDS lines that are not JSON, the first a moment before the others (so the
+    lag in time is not 0); return their timestamps."""
+    produce(kafka, topic, ["first line"])
+    time.sleep(0.3)
+    producer = producers.java_producer(kafka)
+    for i in range(1, RECORDS):
+        producer.produce(topic, value=f"line {i}".encode())
+    assert producer.flush(10) == 0
+    fast = {**kafka, "fetch.wait.max.ms": 10}
+    records = list(reading.read_topic(fast, topic, timeout=5, batch_size=1))
+    assert len(records) == RECORDS
+    return [record.timestamp_ms for record in records]
+
+
+@pytest.fixture(scope="module")
+def sinks(rest, kafka, tmp_path_factory) -> Sinks:
+    files = tmp_path_factory.mktemp("no-commit")
+    paused, failing, external = name("paused"), name("failing"), name("external")
+    stamps = {
+        connector: produce_spread(kafka, f"{connector}-in")
+        for connector in (paused, failing, external)
+    }
+    rest.create(paused, file_sink(files / "paused.txt", f"{paused}-in"), initial_state="PAUSED")
+    rest.create(
+        failing,
+        {
+            **file_sink(files / "failing.txt", f"{failing}-in"),
+            # The records are not JSON: the converter fails the task on the first one.
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+        },
+    )
+    output = files / "external.txt"
+    rest.create(
+        external,
+        {
+            "connector.class": EXTERNAL_SINK,
+            "tasks.max": "1",
+            "topics": f"{external}-in",
+            "file": str(output),
+            "offsets.file": str(files / "external.offsets"),
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        },
+    )
+    try:
+        # Created PAUSED, it has no tasks yet (KIP-980): no consumer has read anything.
+        wait_until(
+            lambda: rest.status(paused),
+            lambda s: bool(s and s["connector"]["state"] == "PAUSED"),
+            timeout=60,
+            what=f"{paused} PAUSED",
+        )
+        wait_until(
+            lambda: rest.status(failing),
+            lambda s: bool(s and s["tasks"] and s["tasks"][0]["state"] == "FAILED"),
+            timeout=60,
+            what=f"{failing}'s task FAILED",
+        )
+        wait_until(
+            lambda: output.read_text() if output.exists() else "",
+            lambda text: text.count("\n") == RECORDS,
+            timeout=60,
+            what="the external-offsets sink's output",
+        )
+        yield Sinks(paused, failing, external, stamps)
+    finally:
+        for connector in (paused, failing, external):
+            rest.delete(connector)
+
+
+@pytest.fixture
+def refreshed(cluster, sinks, spark, history_dir):
+    run = run_refresh(cluster=cluster, spark=spark)
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    return cluster
+
+
+def lag_of(cluster, connector: str) -> SinkPartitionLag:
+    (row,) = SinkPartitionLag.objects.filter(cluster=cluster, connector=connector)
+    return row
+
+
+def test_a_sink_created_paused_lags_by_every_record_and_is_not_ok(
+    refreshed, sinks, kafka, logged_in_client
+):
+    assert groups.committed_offsets(kafka, f"connect-{sinks.paused}") == {}
+    stamps = sinks.stamps[sinks.paused]
+    lag = lag_of(refreshed, sinks.paused)
+    assert (lag.committed, lag.log_start, lag.log_end, lag.lag_records) == (
+        None,
+        0,
+        RECORDS,
+        RECORDS,
+    )
+    # From the first waiting record to the newest.
+    assert lag.lag_ms == stamps[-1] - stamps[0] > 0
+    assert lag.status == "STOP"
+    snapshot = ConnectorSnapshot.objects.get(cluster=refreshed, name=sinks.paused)
+    assert not snapshot.offsets_managed_externally
+    assert (snapshot.lag_records, snapshot.lag_ms, snapshot.lag_status) == (
+        RECORDS,
+        lag.lag_ms,
+        "ERR",
+    )
+    assert snapshot.uncommitted_partitions == 1
+    # The list, the page and the API say so, and why.
+    page = logged_in_client.get(f"/clusters/{refreshed.name}/connectors/?status=STOP")
+    row = page.content.decode().split(f'data-connector="{sinks.paused}"')[1].split("</tr>")[0]
+    assert f'data-field="lag-records">{RECORDS}<' in row
+    assert 'data-reason="no commit yet"' in row
+    assert "offsets managed outside Connect" not in row
+    body = logged_in_client.get(
+        f"/api/v1/clusters/{refreshed.name}/connectors/{sinks.paused}/lag/"
+    ).json()
+    assert body["lag_records"] == RECORDS and body["lag_status"] == "ERR"
+    assert body["status_reasons"] == ["STOP", snapshots.NO_COMMIT_YET]
+    assert [(p["committed"], p["lag_records"], p["status"]) for p in body["partitions"]] == [
+        (None, RECORDS, "STOP")
+    ]
+
+
+def test_a_sink_failing_on_its_first_record_lags_and_shows_its_task_error(
+    refreshed, sinks, kafka, logged_in_client
+):
+    assert groups.committed_offsets(kafka, f"connect-{sinks.failing}") == {}
+    stamps = sinks.stamps[sinks.failing]
+    lag = lag_of(refreshed, sinks.failing)
+    assert (lag.committed, lag.lag_records, lag.lag_ms, lag.status) == (
+        None,
+        RECORDS,
+        stamps[-1] - stamps[0],
+        "STOP",
+    )
+    snapshot = ConnectorSnapshot.objects.get(cluster=refreshed, name=sinks.failing)
+    # Connect keeps the connector RUNNING; its task failed.
+    assert (snapshot.runtime_state, snapshot.failed_tasks) == ("RUNNING", 1)
+    assert (snapshot.lag_records, snapshot.lag_status) == (RECORDS, "ERR")
+    (task,) = snapshot.tasks()
+    assert task.state == "FAILED" and task.worker_id
+    assert task.error.startswith("org.apache.kafka.connect.errors.")
+    assert "DataException" in task.trace and "\tat " in task.trace
+    # The state filter and the overview count it as FAILED.
+    listed = logged_in_client.get(f"/api/v1/clusters/{refreshed.name}/connectors/?state=FAILED")
+    assert sinks.failing in [c["name"] for c in listed.json()["connectors"]]
+    clusters = {c["name"]: c for c in logged_in_client.get("/api/v1/clusters/").json()}
+    assert clusters[refreshed.name]["counts_by_state"].get("FAILED", 0) >= 1
+    assert clusters[refreshed.name]["failed_tasks"] >= 1
+    detail = logged_in_client.get(
+        f"/api/v1/clusters/{refreshed.name}/connectors/{sinks.failing}/"
+    ).json()
+    assert detail["tasks"][0]["worker_id"] == task.worker_id
+    assert detail["tasks"][0]["error"] == task.error
+    html = logged_in_client.get(f"/clusters/{refreshed.name}/connectors/{sinks.failing}/")
+    tasks = html.content.decode().split('id="tasks"')[1].split("</table>")[0]
+    assert f"<code>{task.worker_id}</code>" in tasks and "<details" in tasks
+
+
+def test_a_sink_whose_precommit_returns_nothing_keeps_its_offsets_outside_connect(
+    refreshed, sinks, kafka
+):
+    # It consumed every record, yet its group holds no commit.
+    assert groups.committed_offsets(kafka, f"connect-{sinks.external}") == {}
+    snapshot = ConnectorSnapshot.objects.get(cluster=refreshed, name=sinks.external)
+    assert snapshot.offsets_managed_externally
+    assert (snapshot.lag_records, snapshot.lag_ms, snapshot.lag_status) == (None, None, "")
+    assert snapshot.uncommitted_partitions == 0
+    assert snapshots.status_reasons(snapshot) == []
+    assert lag_of(refreshed, sinks.external).status == "OK"

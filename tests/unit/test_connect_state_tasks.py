@@ -1,0 +1,54 @@
+"""A connector's tasks as the pages read them: state, worker and masked trace."""
+
+from offsets.formats.config_records import ConnectorConfig
+from offsets.formats.status_records import ConnectorStatus, TaskStatus
+from offsets.models import Cluster
+from offsets.services.connect_state import _summary
+
+SECRET_TRACE = (
+    "org.apache.kafka.connect.errors.ConnectException: connection.password=hunter2 refused\n"
+    "\tat io.example.Task.put(Task.java:42)"
+)
+
+
+def summary(status: ConnectorStatus | None, *, deleted: bool = False):
+    config = ConnectorConfig(
+        name="jdbc-sink",
+        properties={"connector.class": "io.example.JdbcSinkConnector", "topics": "t"},
+        target_state="STARTED",
+        task_count=2,
+        task_configs={},
+        deleted=deleted,
+    )
+    return _summary("jdbc-sink", config, status, Cluster(name="c"))
+
+
+def status() -> ConnectorStatus:
+    return ConnectorStatus(
+        name="jdbc-sink",
+        state="RUNNING",
+        trace=None,
+        worker_id="w0:8083",
+        generation=3,
+        tasks={
+            0: TaskStatus("jdbc-sink", 0, "RUNNING", None, "w1:8083", 3),
+            1: TaskStatus("jdbc-sink", 1, "FAILED", SECRET_TRACE, "w2:8083", 3),
+        },
+    )
+
+
+def test_each_task_keeps_its_worker_and_its_trace_masked():
+    connector = summary(status())
+    assert connector.task_states == {0: "RUNNING", 1: "FAILED"}
+    assert connector.task_details[0] == {"worker_id": "w1:8083", "trace": ""}
+    failed = connector.task_details[1]
+    assert failed["worker_id"] == "w2:8083"
+    assert "hunter2" not in failed["trace"]
+    assert failed["trace"].startswith(
+        "org.apache.kafka.connect.errors.ConnectException: connection.password=********"
+    )
+    assert "Task.java:42" in failed["trace"]
+
+
+def test_a_deleted_connector_has_no_tasks():
+    assert summary(status(), deleted=True).task_details == {}
