@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("offsets", "0019_source_offset_newer_unstorable"),
+        ("offsets", "0020_connector_tasks_and_uncommitted"),
     ]
 
     operations = [
