@@ -303,6 +303,16 @@ REFRESH_RUN_RETENTION_DAYS = envint("REFRESH_RUN_RETENTION_DAYS", "30")
 # At most this many finished runs of a cluster are kept, the newest (0: no limit): a loop of
 # one round a second records 86,400 runs a day.
 REFRESH_RUNS_KEPT = envint("REFRESH_RUNS_KEPT", "10000")
+# manage.py scheduler: refreshes of different clusters run side by side up to this many; it
+# looks for due clusters this often; on SIGTERM it waits this long for running refreshes
+# (a container runtime kills it after 10 s by default).
+SCHEDULER_REFRESHES_AT_ONCE = envint("SCHEDULER_REFRESHES_AT_ONCE", "2")
+SCHEDULER_ROUND_SECONDS = envint("SCHEDULER_ROUND_SECONDS", "1")
+SCHEDULER_STOP_SECONDS = envint("SCHEDULER_STOP_SECONDS", "7")
+# /readyz: the scheduler counts as running if its last round is this recent, and a cluster as
+# refreshed if its last success is within this many of its periods.
+READY_SCHEDULER_SECONDS = envint("READY_SCHEDULER_SECONDS", "60")
+READY_REFRESH_PERIODS = envint("READY_REFRESH_PERIODS", "3")
 
 # Seconds a live read of a Connect topic (config, status) may take before it is reported as
 # "broker unreachable" instead of hanging a page.

@@ -27,6 +27,7 @@ class ClusterAdminForm(forms.ModelForm):
             "connect_cert_file",
             "connect_key_file",
             "offset_flush_interval_ms",
+            "refresh_every_seconds",
         ]
 
     def __init__(self, *args: object, **kwargs: object) -> None:

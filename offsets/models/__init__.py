@@ -15,6 +15,7 @@ from offsets.models.refresh import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.models.scheduling import SchedulerBeat
 
 __all__ = [
     "AlertDelivery",
@@ -33,6 +34,7 @@ __all__ = [
     "ReadPosition",
     "RefreshRun",
     "RewindEvent",
+    "SchedulerBeat",
     "SinkPartitionLag",
     "SourceOffset",
 ]

@@ -112,6 +112,13 @@ class Cluster(models.Model):
     # The workers' offset.flush.interval.ms (a worker setting, not in any topic): a source
     # partition with no commit for STALL_AFTER_FLUSH_INTERVALS of these is reported stalled.
     offset_flush_interval_ms = models.PositiveIntegerField(default=60_000)
+    # How often `manage.py scheduler` refreshes the cluster, from one round's start to the
+    # next; 0 leaves it to refreshes started by hand.
+    refresh_every_seconds = models.PositiveIntegerField(
+        default=60,
+        help_text="Seconds between the scheduler's refreshes of this cluster (0: never; "
+        "refresh by hand or with refresh_offsets).",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,69 @@
+"""manage.py scheduler: keep every cluster refreshed on its own period, until SIGTERM."""
+
+import signal
+import threading
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from offsets.services.scheduler import Scheduler
+
+
+class Command(BaseCommand):
+    help = (
+        "Refresh every cluster on its own period (Cluster.refresh_every_seconds, editable in "
+        "the admin; clusters added later are picked up), settle edits left applying, send "
+        "alerts. One process for all clusters; stops within 10 s on SIGTERM or Ctrl-C."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--refreshes-at-once",
+            type=int,
+            default=settings.SCHEDULER_REFRESHES_AT_ONCE,
+            help="Refreshes run side by side, each of another cluster "
+            "(default SCHEDULER_REFRESHES_AT_ONCE: %(default)s)",
+        )
+        parser.add_argument(
+            "--round-seconds",
+            type=float,
+            default=settings.SCHEDULER_ROUND_SECONDS,
+            help="How often it looks for due clusters (default %(default)s)",
+        )
+
+    def handle(self, *args: object, refreshes_at_once: int, round_seconds: float, **options):
+        if refreshes_at_once < 1:
+            raise CommandError("--refreshes-at-once must be at least 1.")
+        if round_seconds <= 0:
+            raise CommandError("--round-seconds must be a positive number of seconds.")
+        from offsets.spark.session import get_spark
+
+        self.stop = threading.Event()
+        signal.signal(signal.SIGTERM, self.on_signal)
+        signal.signal(signal.SIGINT, self.on_signal)
+        self.stdout.write("Starting Spark...")
+        spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+        scheduler = Scheduler(spark=spark, refreshes_at_once=refreshes_at_once, say=self.say)
+        self.stdout.write(
+            f"Scheduler running: up to {refreshes_at_once} refreshes at once; "
+            "SIGTERM or Ctrl-C stops it."
+        )
+        try:
+            while not self.stop.is_set():
+                for run in scheduler.round():
+                    self.say(f"{run.cluster.name}: refresh #{run.pk} started")
+                self.stop.wait(round_seconds)
+        finally:
+            interrupted = scheduler.stop(timeout=settings.SCHEDULER_STOP_SECONDS)
+            if interrupted:
+                self.say(f"{interrupted} running refresh(es) marked interrupted.")
+            spark.stop()
+        self.say("Stopped.")
+
+    def say(self, text: str) -> None:
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        self.say(f"Received {signal.Signals(signum).name}: stopping.")
+        self.stop.set()

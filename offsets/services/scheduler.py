@@ -1,0 +1,161 @@
+"""One process that keeps every cluster refreshed on its own period (`manage.py scheduler`).
+
+Each round it looks for due clusters (offsets.refresh.schedule), claims each one's refresh as
+the Refresh button does (a RUNNING run created under the cluster's row lock: two schedulers,
+or a scheduler and a button, never refresh one cluster at once) and runs it on a thread of a
+small pool, in the process's one Spark session. A slow or failing cluster holds one thread,
+never the rounds or the other clusters. After each refresh it settles the cluster's edits
+left "applying" by a dead process and sends the alerts that are due; retention is applied by
+the refresh itself.
+"""
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connections
+from django.db.models import Max
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from offsets.edits.reconcile import reconcile_edits, stale_after
+from offsets.models import Cluster, RefreshRun, SchedulerBeat
+from offsets.refresh.run import run_refresh
+from offsets.refresh.schedule import ClusterTurn, due_clusters
+from offsets.services import alert_delivery, background
+
+logger = logging.getLogger(__name__)
+
+STOPPED = "Interrupted: the scheduler running it was stopped."
+
+
+def cluster_turns() -> list[ClusterTurn]:
+    """What the schedule rules need of every cluster, in three queries."""
+    now = timezone.now()
+    last = dict(RefreshRun.objects.values_list("cluster_id").annotate(last=Max("started_at")))
+    alive_since = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
+    running = set()
+    for run in (
+        RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING)
+        .alias(last_sign=Coalesce("heartbeat_at", "started_at"))
+        .filter(last_sign__gte=alive_since)
+    ):
+        # A run whose process is known to be gone (a scheduler killed mid-refresh) does not
+        # count: the claim marks it abandoned and starts the next one.
+        if not background.process_gone(run):
+            running.add(run.cluster_id)
+    return [
+        ClusterTurn(
+            cluster_id=pk,
+            every_seconds=every,
+            last_started=last.get(pk),
+            running=pk in running,
+        )
+        for pk, every in Cluster.objects.values_list("pk", "refresh_every_seconds")
+    ]
+
+
+class Scheduler:
+    def __init__(self, *, spark, refreshes_at_once: int, say: Callable[[str], None]) -> None:
+        self.spark = spark
+        self.say = say
+        self.refreshes_at_once = refreshes_at_once
+        # Daemon threads, not a pool's: a refresh stuck in a Kafka call must not keep a stopped
+        # scheduler's process alive (its run is marked interrupted by `stop`).
+        self.busy: dict[int, threading.Thread] = {}
+        self.stopping = threading.Event()
+        now = timezone.now()
+        host, pid = socket.gethostname(), os.getpid()
+        # A scheduler killed on this host left its row: it beats no more.
+        for beat in SchedulerBeat.objects.filter(host=host).exclude(pid=pid):
+            if not _alive(beat.pid):
+                beat.delete()
+        self.beat, _ = SchedulerBeat.objects.update_or_create(
+            host=host, pid=pid, defaults={"started_at": now, "beat_at": now}
+        )
+
+    def round(self) -> list[RefreshRun]:
+        """Start the refreshes that are due (as many as threads are free); return their runs."""
+        SchedulerBeat.objects.filter(pk=self.beat.pk).update(beat_at=timezone.now())
+        self.busy = {pk: thread for pk, thread in self.busy.items() if thread.is_alive()}
+        started = []
+        for cluster_id in due_clusters(cluster_turns(), now=timezone.now(), busy=set(self.busy)):
+            if len(self.busy) >= self.refreshes_at_once or self.stopping.is_set():
+                break
+            cluster = Cluster.objects.filter(pk=cluster_id).first()
+            if cluster is None:  # deleted since the look
+                continue
+            run = background.claim_refresh(cluster=cluster, full=False)
+            if run is None:  # someone else claimed it since the look
+                continue
+            thread = threading.Thread(
+                target=self._refresh,
+                args=(cluster, run),
+                name=f"refresh-{cluster.name}",
+                daemon=True,
+            )
+            self.busy[cluster_id] = thread
+            thread.start()
+            started.append(run)
+        return started
+
+    def _refresh(self, cluster: Cluster, run: RefreshRun) -> None:
+        try:
+            with background.heartbeat(run):
+                run = run_refresh(cluster=cluster, spark=self.spark, run=run)
+            self.say(
+                f"{cluster.name}: refresh #{run.pk} {run.status} in {run.seconds or 0:.1f}s, "
+                f"{run.records_read:,} records" + (f"; error: {run.error}" if run.error else "")
+            )
+            if not self.stopping.is_set():
+                self._settle_edits(cluster)
+                alert_delivery.send_in_background()
+        except Exception:
+            # The thread must outlive a bad round (a database hiccup); the run says the rest.
+            logger.exception("The scheduled refresh of %s failed", cluster.name)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    def _settle_edits(self, cluster: Cluster) -> None:
+        for edit, error in reconcile_edits(cluster=cluster, min_age=stale_after()):
+            if error:
+                logger.warning("Edit #%s (%s) stays applying: %s", edit.pk, edit.connector, error)
+            else:
+                self.say(
+                    f"{cluster.name}: reconciled edit #{edit.pk} ({edit.connector}): {edit.state}"
+                )
+
+    def stop(self, *, timeout: float) -> int:
+        """Stop within `timeout` seconds: cancel Spark's jobs, wait for the refreshes to end,
+        and mark the runs still going as interrupted. Return how many were."""
+        self.stopping.set()
+        if self.busy:
+            self.spark.sparkContext.cancelAllJobs()
+        deadline = time.monotonic() + timeout
+        for thread in self.busy.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        interrupted = RefreshRun.objects.filter(
+            status=RefreshRun.Status.RUNNING, **background.this_process()
+        ).update(
+            status=RefreshRun.Status.FAILED,
+            finished_at=timezone.now(),
+            error=STOPPED,
+            phase=f"failed: {STOPPED}",
+        )
+        SchedulerBeat.objects.filter(pk=self.beat.pk).delete()
+        return interrupted
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
