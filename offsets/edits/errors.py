@@ -5,7 +5,12 @@ from offsets.kafka.errors import KafkaUnavailable
 
 
 class EditError(Exception):
-    """Base of the errors a caller shows to people; ``field`` names the input at fault."""
+    """Base of the errors a caller shows to people; ``field`` names the input at fault.
+
+    Each kind says the HTTP status a page or the API answers with (``http_status``).
+    """
+
+    http_status: int
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -15,6 +20,8 @@ class EditError(Exception):
 
 class EditInputError(EditError):
     """Bad input: the pages show it by the field, the API answers 400."""
+
+    http_status = 400
 
 
 class DocumentInputError(EditInputError):
@@ -29,13 +36,19 @@ class NothingToChange(EditInputError):
 class ConnectorNotFound(EditError):
     """No such connector in the config topic nor in the offsets topic (404)."""
 
+    http_status = 404
+
 
 class EditForbidden(EditError):
     """The user may not do this (403): missing role, or approving their own edit."""
 
+    http_status = 403
+
 
 class EditStateConflict(EditError):
     """The edit is not in a state that allows this, or someone else acted first (409)."""
+
+    http_status = 409
 
 
 class SinkWriteIncomplete(KafkaUnavailable):
