@@ -23,13 +23,13 @@ from dashboard.edit_forms import (
     SinkStageForm,
     SourceStageForm,
 )
-from dashboard.errors import READING_KAFKA, SERVICE_ERRORS, refusal
+from dashboard.errors import READING_KAFKA, refusal
 from dashboard.formatting import attachment
 from offsets.edits import route
 from offsets.edits.apply import apply_edit
 from offsets.edits.audit import audit_log
 from offsets.edits.connector_control import stop_for_edit
-from offsets.edits.errors import ConnectorNotFound, EditInputError
+from offsets.edits.errors import SERVICE_ERRORS, ConnectorNotFound, EditInputError
 from offsets.edits.imports import import_document
 from offsets.edits.live import current_offsets
 from offsets.edits.move import can_resume_on_target, resume_on_target

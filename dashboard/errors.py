@@ -10,9 +10,6 @@ from offsets.edits.errors import EditError
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaError
 
-# Everything a service raises for a page to show rather than crash on.
-SERVICE_ERRORS = (EditError, KafkaError, ConnectRestError)
-
 REACHING_KAFKA = "The cluster could not be reached"
 READING_KAFKA = "The cluster could not be read"
 WORKER = "The Connect worker"

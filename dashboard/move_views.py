@@ -10,8 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from dashboard.errors import READING_KAFKA, SERVICE_ERRORS, WORKER, refusal
-from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditStateConflict
+from dashboard.errors import READING_KAFKA, WORKER, refusal
+from offsets.edits.errors import (
+    SERVICE_ERRORS,
+    ConnectorNotFound,
+    EditForbidden,
+    EditStateConflict,
+)
 from offsets.edits.move_checks import source_config
 from offsets.edits.move_staging import stage_move
 from offsets.edits.roles import can_stage

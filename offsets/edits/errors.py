@@ -1,7 +1,8 @@
 """The errors the edit workflow raises to the pages, the API and the commands."""
 
 from offsets.formats import edit_rules
-from offsets.kafka.errors import KafkaUnavailable
+from offsets.kafka.connect_rest import ConnectRestError
+from offsets.kafka.errors import KafkaError, KafkaUnavailable
 
 
 class EditError(Exception):
@@ -65,3 +66,8 @@ class SinkWriteIncomplete(KafkaUnavailable):
         )
         self.cause = cause
         self.restore = restore
+
+
+# What a service raises for the pages and the API to answer with its `http_status`, never a 500:
+# its own refusals, Kafka out of reach, the Connect worker refusing or failing.
+SERVICE_ERRORS = (EditError, KafkaError, ConnectRestError)
