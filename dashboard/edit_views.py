@@ -118,8 +118,7 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
-        message, status = refusal(exc, kafka="")
-        return _page(request, cluster, connector, error=message, status=status)
+        return _page(request, cluster, connector, error=str(exc), status=exc.http_status)
     context = current.context
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
     strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
@@ -547,8 +546,7 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
-        message, status = refusal(exc, kafka="")
-        return JsonResponse({"error": message}, status=status)
+        return JsonResponse({"error": str(exc)}, status=exc.http_status)
     label = options["names"][0] if len(options["names"]) == 1 else "connectors"
     suffix = "-history" if options["from_beginning"] else ""
     response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
@@ -569,8 +567,7 @@ def _export_configmap(cluster: Cluster, options: dict) -> HttpResponse:
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
-        message, status = refusal(exc, kafka="")
-        return JsonResponse({"error": message}, status=status)
+        return JsonResponse({"error": str(exc)}, status=exc.http_status)
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     response = HttpResponse(strimzi.dump_yaml(configmap), content_type="application/yaml")

@@ -21,7 +21,6 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
 from dashboard import charts, page_cache
-from dashboard.errors import refusal
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
 from offsets.edits.roles import can_control_connectors, can_stage
@@ -502,7 +501,7 @@ def live_state(request: HttpRequest, cluster_name: str) -> HttpResponse:
         state = connect_state.read_connect_state(cluster=cluster)
     except KafkaError as exc:
         logger.warning("Cannot read Connect state of %s: %s", cluster.name, exc)
-        error, status = refusal(exc, kafka="")
+        error, status = str(exc), exc.http_status
     return render(
         request,
         "dashboard/live.html",
