@@ -1,9 +1,11 @@
-"""Log lines on standard output: JSON (one object a line) or plain text, secrets masked.
+"""Log lines: JSON (one object a line) or plain text, secrets masked.
 
 The JSON shape is {"time", "level", "logger", "message"} plus "error" for an exception, and
-the fields of a request's line (deploy/gunicorn.conf.py). Messages go through the same masking as every config
-value and trace the dashboard shows (offsets.formats.masking): a log collector is one more
-reader.
+the fields of a request's line (deploy/gunicorn.conf.py). Messages go through the same
+masking as every config value and trace the dashboard shows (offsets.formats.masking): a
+log collector is one more reader. Lines go to standard error, which container runtimes
+collect like standard output: commands such as `export_offsets` write their document on
+standard output, where a log line would corrupt it.
 """
 
 import json
