@@ -30,6 +30,7 @@ def form_data(cluster, client_config):
         "status_topic": cluster.status_topic,
         "connect_url": "",
         "offset_flush_interval_ms": 60000,
+        "refresh_every_seconds": 60,
     }
 
 
