@@ -90,6 +90,9 @@ class ConnectorOutput(serializers.ModelSerializer):
             "sink_group",
             "offsets_managed_externally",
             "uncommitted_partitions",
+            "source_alias",
+            "upstream_cluster",
+            "upstream_error",
             "partitions",
             "lag_records",
             "lag_ms",
@@ -195,6 +198,7 @@ class SinkPartitionOutput(serializers.ModelSerializer):
             "topic",
             "partition",
             "committed",
+            "upstream",
             "log_start",
             "log_end",
             "lag_records",
@@ -202,6 +206,16 @@ class SinkPartitionOutput(serializers.ModelSerializer):
             "status",
             "sampled_at",
         ]
+        extra_kwargs = {
+            "committed": {
+                "help_text": "The next offset to read: a sink group's committed offset (null: "
+                "never committed), a MirrorMaker 2 source's stored offset + 1."
+            },
+            "upstream": {
+                "help_text": "A MirrorMaker 2 source's upstream cluster (registered name); "
+                "empty for a sink."
+            },
+        }
 
 
 class PartitionsOutput(serializers.Serializer):
@@ -229,6 +243,16 @@ class LagOutput(serializers.Serializer):
     offsets_managed_externally = serializers.BooleanField()
     uncommitted_partitions = serializers.IntegerField(
         help_text="Partitions its group has no commit for: they lag from auto.offset.reset."
+    )
+    source_alias = serializers.CharField(
+        allow_blank=True, help_text="A MirrorMaker 2 source's source.cluster.alias."
+    )
+    upstream_cluster = serializers.CharField(
+        allow_blank=True,
+        help_text="The registered cluster chosen for the alias; empty: none, its lag is unknown.",
+    )
+    upstream_error = serializers.CharField(
+        allow_blank=True, help_text="Why the upstream's lag could not be read at the last refresh."
     )
     partitions = SinkPartitionOutput(many=True)
 
@@ -371,9 +395,10 @@ def connector_offsets(request: Request, cluster_name: str, connector_name: str) 
 @extend_schema(responses={200: LagOutput, **errors(404)})
 @api_view(["GET"])
 def connector_lag(request: Request, cluster_name: str, connector_name: str) -> Response:
-    """A sink's lag per topic-partition (committed, log start and end, records, time, status).
+    """A sink's lag per topic-partition (committed, log start and end, records, time, status),
+    or a MirrorMaker 2 source's per upstream partition.
 
-    Sources have no consumer lag: their partitions list is empty.
+    Other sources have no such lag: their partitions list is empty.
     """
     snapshot = _get_connector(cluster_name, connector_name)
     cluster = snapshot.cluster
@@ -386,6 +411,9 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
             "status_reasons": snapshots.status_reasons(snapshot),
             "offsets_managed_externally": snapshot.offsets_managed_externally,
             "uncommitted_partitions": snapshot.uncommitted_partitions,
+            "source_alias": snapshot.source_alias,
+            "upstream_cluster": snapshot.upstream_cluster,
+            "upstream_error": snapshot.upstream_error,
             "partitions": SinkPartitionOutput(partitions, many=True).data,
         }
     )

@@ -128,7 +128,8 @@ class LagPoint:
 
 
 def lag_series(*, cluster: Cluster, connector: str) -> list[LagPoint]:
-    """The sink's total lag (records) and worst lag (time) at each refresh, oldest first."""
+    """A sink's or mirror's total lag (records) and worst lag (time) at each refresh, oldest
+    first."""
     rows = list(
         LagSample.objects.filter(cluster=cluster, connector=connector)
         .values("sampled_at")
