@@ -418,7 +418,9 @@ def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tupl
             html = render_to_string(
                 "dashboard/rows/source_partitions.html",
                 {
-                    "offsets": page.object_list,
+                    "offsets": snapshots.with_position_ages(
+                        page.object_list, connector_class=snapshot.connector_class
+                    ),
                     "connector_url": reverse("connector", args=[cluster.name, snapshot.name]),
                     "worker_topic": cluster.offsets_topic,
                 },
@@ -503,9 +505,20 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     from offsets.services import history
 
     points = history.partition_history(
-        cluster=cluster, connector=snapshot.name, key_hash=partition.key_hash
+        cluster=cluster,
+        connector=snapshot.name,
+        key_hash=partition.key_hash,
+        connector_class=snapshot.connector_class,
     )
     numeric = [point for point in points if point.progress is not None]
+    aged = [point for point in points if point.position_age_ms is not None]
+    if aged:
+        context["age_chart"] = charts.line_chart(
+            [(point.at, point.position_age_ms / 1000) for point in aged],
+            title="Source position age at each commit",
+            unit="the source's clock in the offset, behind the commit",
+            durations=True,
+        )
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
         markers=[(point.at, point.progress, "rewind") for point in numeric if point.rewind],

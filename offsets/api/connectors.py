@@ -166,6 +166,15 @@ class PartitionsInput(serializers.Serializer):
 
 
 class SourcePartitionOutput(serializers.ModelSerializer):
+    position_age_ms = serializers.SerializerMethodField(
+        help_text="CDC and JDBC-style sources: the commit's time less the source's own clock in "
+        "the offset (Debezium's ts_sec/ts_usec/ts_ms, a JDBC source's timestamp). It grows "
+        "while the source is idle. Null for other shapes."
+    )
+
+    def get_position_age_ms(self, row: SourceOffset) -> int | None:
+        return getattr(row, "position_age_ms", None)
+
     class Meta:
         model = SourceOffset
         fields = [
@@ -182,6 +191,7 @@ class SourcePartitionOutput(serializers.ModelSerializer):
             "rewinds",
             "stalled",
             "newer_unstorable_offset",
+            "position_age_ms",
         ]
         extra_kwargs = {
             "newer_unstorable_offset": {
@@ -292,6 +302,10 @@ class CommitPointOutput(serializers.Serializer):
     offset = serializers.DictField(allow_null=True)
     kafka_offset = serializers.IntegerField()
     rewind = serializers.BooleanField()
+    position_age_ms = serializers.IntegerField(
+        allow_null=True,
+        help_text="The source position's age at this commit (CDC and JDBC-style offsets).",
+    )
 
 
 class PartitionHistoryOutput(serializers.Serializer):
@@ -366,6 +380,10 @@ def connector_partitions(request: Request, cluster_name: str, connector_name: st
         rows, params.validated_data["page"], params.validated_data["page_size"]
     )
     output = SinkPartitionOutput if sink else SourcePartitionOutput
+    if not sink:
+        page.object_list = snapshots.with_position_ages(
+            page.object_list, connector_class=snapshot.connector_class
+        )
     return Response(
         {
             "count": page.paginator.count,
@@ -452,6 +470,7 @@ def connector_history(request: Request, cluster_name: str, connector_name: str) 
             connector=snapshot.name,
             key_hash=key_hash,
             since=params.validated_data.get("since"),
+            connector_class=snapshot.connector_class,
         )
         body["partition_history"] = {
             "key_hash": key_hash,

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 __all__ = [
     "MirrorPosition",
+    "has_source_clock",
     "is_mirror_source",
     "mirror_position",
     "mirror_source_alias",
+    "position_age_ms",
     "source_clock_ms",
     "suggested_upstream",
 ]
@@ -99,6 +101,23 @@ def source_clock_ms(connector_class: str, offset: object) -> int | None:
         value = _integer(offset.get("timestamp"))
         return value if value is not None and value > 0 else None
     return None
+
+
+def has_source_clock(connector_class: str) -> bool:
+    """Whether the class is one whose offsets may carry the source's clock."""
+    connector_class = connector_class.strip()
+    return connector_class.startswith(_DEBEZIUM_PREFIX) or connector_class in JDBC_SOURCE_CLASSES
+
+
+def position_age_ms(connector_class: str, offset: object, committed_at_ms: int) -> int | None:
+    """How old the source position was when its offset was committed: the commit's time less
+    the source's clock in the offset (`source_clock_ms`); None when the offset has no clock.
+
+    It grows while the source is idle (no change, the position stays), so it is the age of
+    the last change read, not a backlog. A source clock ahead of the worker's counts 0.
+    """
+    clock = source_clock_ms(connector_class, offset)
+    return None if clock is None else max(committed_at_ms - clock, 0)
 
 
 def _servers(bootstrap: str) -> set[str]:

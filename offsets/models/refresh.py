@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.db import models
 from django.db.models import Q
 
-from offsets.formats.source_lag import is_mirror_source
+from offsets.formats.source_lag import has_source_clock, is_mirror_source
 from offsets.formats.status_records import trace_summary
 from offsets.models.cluster import Cluster
 
@@ -161,6 +161,11 @@ class ConnectorSnapshot(models.Model):
     def mirror_source(self) -> bool:
         """Whether it is a MirrorSourceConnector, whose lag needs its upstream cluster."""
         return self.type == "source" and is_mirror_source(self.config)
+
+    @property
+    def source_clock(self) -> bool:
+        """Whether its offsets may carry the source's own clock (CDC, JDBC-style sources)."""
+        return self.type == "source" and has_source_clock(self.connector_class)
 
     @property
     def failed(self) -> bool:

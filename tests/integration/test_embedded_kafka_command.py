@@ -156,5 +156,3 @@ def test_a_worker_that_cannot_start_fails_with_its_log_and_leaves_nothing_runnin
     assert EmbeddedKafka(settings.RUN_DIR).status() is None
     # The broker it started is gone too.
     assert set(embedded._children) == before
-
-
