@@ -1,5 +1,7 @@
 """What a source offset says of the source's progress: MirrorMaker 2 positions, source clocks."""
 
+import json
+
 import pytest
 
 from offsets.formats.source_lag import (
@@ -9,6 +11,7 @@ from offsets.formats.source_lag import (
     source_clock_ms,
     suggested_upstream,
 )
+from offsets.refresh.mirrors import mirror_positions
 
 MIRROR = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 
@@ -115,3 +118,28 @@ def test_the_upstream_is_suggested_from_a_shared_bootstrap_server():
     assert suggested_upstream({"source.cluster.bootstrap.servers": "k2:9092"}, clusters) == "b"
     assert suggested_upstream({"source.cluster.bootstrap.servers": "k7:9092"}, clusters) is None
     assert suggested_upstream({}, clusters) is None
+
+
+def row(connector: str, partition: dict, offset: dict | None, *, effective: bool = True) -> dict:
+    return {
+        "connector": connector,
+        "partition_json": json.dumps(partition),
+        "offset_json": None if offset is None else json.dumps(offset),
+        "effective": effective,
+    }
+
+
+def test_a_mirror_resumes_from_its_effective_live_offsets_of_its_current_alias_only():
+    latest = [
+        row("m", {"cluster": "up", "topic": "t", "partition": 0}, {"offset": 9}),
+        # The value the runtime does not use (the connector's own topic wins).
+        row("m", {"cluster": "up", "topic": "t", "partition": 1}, {"offset": 4}, effective=False),
+        # Tombstoned: the task starts that partition afresh.
+        row("m", {"cluster": "up", "topic": "t", "partition": 2}, None),
+        # An alias the connector no longer has.
+        row("m", {"cluster": "old", "topic": "t", "partition": 0}, {"offset": 99}),
+        # Another connector's, and one that is no mirror.
+        row("n", {"cluster": "up", "topic": "t", "partition": 0}, {"offset": 1}),
+        row("file", {"filename": "a.log"}, {"position": 8}),
+    ]
+    assert mirror_positions(latest, {"m": "up"}) == {"m": {("t", 0): 10}}
