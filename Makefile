@@ -27,7 +27,7 @@ KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -76,6 +76,17 @@ demo: install kafka-runtime ## Start Kafka and a Connect worker with live connec
 demo-stop: install ## Stop what the demo started: the server, the writers, the refresh loops, the worker and the broker
 	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
+
+lock: ## Write deploy/requirements.lock: the exact dependencies the image installs
+	rm -rf var/lock-venv && $(PYTHON) -m venv var/lock-venv
+	var/lock-venv/bin/pip install --quiet .
+	{ echo "# The image's dependencies, exact (deploy/build-image installs these, then the app with --no-deps)."; \
+	  echo "# Made from pyproject.toml with: make lock"; \
+	  var/lock-venv/bin/pip freeze --exclude connect-offsets-dashboard; } > deploy/requirements.lock
+	rm -rf var/lock-venv
+
+image: ## Build the OCI image with podman (a Debian 13 base made here with debootstrap; prints its size)
+	deploy/build-image
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
 	$(BIN)/pytest -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)

@@ -9,42 +9,20 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard.errors import refusal
 from offsets.edits.connector_control import ACTIONS, control_connector
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors
-from offsets.kafka.connect_rest import (
-    ConnectNotConfigured,
-    ConnectorUnknown,
-    ConnectRebalancing,
-    ConnectRest,
-    ConnectRestError,
-    ConnectUnreachable,
-)
-from offsets.models import Cluster
+from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
+from offsets.services.clusters import cluster_for_user
 
 
 class ControlForm(forms.Form):
     comment = forms.CharField(required=False, max_length=2000)
     include_tasks = forms.BooleanField(required=False)
-
-
-def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
-    # Every logged-in user sees every cluster; the role check is the service's and below.
-    return get_object_or_404(Cluster, name=name)
-
-
-def http_status(exc: ConnectRestError) -> int:
-    """The status a page answers with when the worker call failed."""
-    if isinstance(exc, ConnectorUnknown):
-        return 404
-    if isinstance(exc, (ConnectNotConfigured, ConnectRebalancing)):
-        return 409
-    if isinstance(exc, ConnectUnreachable):
-        return 503
-    return 502
 
 
 @require_POST
@@ -53,7 +31,7 @@ def connector_control(
     request: HttpRequest, cluster_name: str, connector_name: str, action: str
 ) -> HttpResponse:
     """Stop (waiting for STOPPED), resume or restart; htmx gets the control card back."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     if action not in ACTIONS:
         raise Http404(f"No action {action!r}.")
     if not can_control_connectors(request.user):
@@ -75,7 +53,7 @@ def connector_control(
         except EditForbidden as exc:
             raise PermissionDenied(exc.message) from exc
         except ConnectRestError as exc:
-            error, status = exc.message, http_status(exc)
+            error, status = refusal(exc, worker="")
     if not request.htmx:
         if outcome is not None and outcome.ok:
             messages.success(request, outcome.message)
@@ -96,7 +74,7 @@ def connector_control(
 @login_required
 def cluster_worker(request: HttpRequest, cluster_name: str) -> HttpResponse:
     """The cluster's Connect worker: version, commit and the REST features it supports."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     info, error = None, ""
     if cluster.connect_url:
         try:

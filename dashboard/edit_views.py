@@ -11,7 +11,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard.control_views import http_status
 from dashboard.edit_forms import (
     SINK_CHOICES,
     SOURCE_CHOICES,
@@ -24,17 +23,13 @@ from dashboard.edit_forms import (
     SinkStageForm,
     SourceStageForm,
 )
+from dashboard.errors import READING_KAFKA, refusal
 from dashboard.formatting import attachment
 from offsets.edits import route
 from offsets.edits.apply import apply_edit
 from offsets.edits.audit import audit_log
 from offsets.edits.connector_control import stop_for_edit
-from offsets.edits.errors import (
-    ConnectorNotFound,
-    EditForbidden,
-    EditInputError,
-    EditStateConflict,
-)
+from offsets.edits.errors import SERVICE_ERRORS, ConnectorNotFound, EditInputError
 from offsets.edits.imports import import_document
 from offsets.edits.live import current_offsets
 from offsets.edits.move import can_resume_on_target, resume_on_target
@@ -47,10 +42,10 @@ from offsets.formats import jackson, removal_rules, strimzi
 from offsets.formats.edit_rules import CONNECTOR_STOPPED, SinkChange, SourceChange
 from offsets.formats.masking import mask_secrets
 from offsets.formats.offset_records import partition_identity
-from offsets.kafka.connect_rest import ConnectRestError
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.services import offsets_export
+from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +63,6 @@ ACTIONS = {
     # An applied move: resume the connector on the cluster it moved to.
     "resume-target": resume_on_target,
 }
-KAFKA_ERRORS = (KafkaUnavailable, TopicNotFound)
 # Rows of live offsets per page of a connector's edit page.
 OFFSETS_PER_PAGE = 100
 
@@ -87,11 +81,6 @@ STRATEGY_FIELDS = {
     "copy-group": ["partitions", "group"],
     "delete-offsets": ["partitions"],
 }
-
-
-def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
-    # Every logged-in user sees every cluster (viewers see, editors stage, approvers apply).
-    return get_object_or_404(Cluster, name=name)
 
 
 def _get_edit_for_user(request: HttpRequest, cluster: Cluster, pk: int) -> OffsetEdit:
@@ -113,7 +102,7 @@ def _require_editor(request: HttpRequest) -> None:
 @require_http_methods(["GET", "POST"])
 @login_required
 def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     if request.method == "POST":
         _require_editor(request)
     listing = OffsetsPageForm(request.GET)
@@ -128,8 +117,8 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         )
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
-    except KAFKA_ERRORS as exc:
-        return _page(request, cluster, connector, error=str(exc), status=503)
+    except KafkaError as exc:
+        return _page(request, cluster, connector, error=str(exc), status=exc.http_status)
     context = current.context
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
     strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
@@ -180,8 +169,8 @@ def _stage(
         )
     except EditInputError as exc:
         form.add_error(_form_field(form, exc.field, strategy), exc.message)
-    except KAFKA_ERRORS as exc:
-        form.add_error(None, f"The cluster could not be read: {exc}")
+    except KafkaError as exc:
+        form.add_error(None, f"{READING_KAFKA}: {exc}")
     return None
 
 
@@ -221,7 +210,7 @@ def _form_field(form, field: str | None, strategy: str) -> str | None:
 @require_GET
 @login_required
 def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     edit = _get_edit_for_user(request, cluster, pk)
     listing = PageForm(request.GET)
     diff = _diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
@@ -242,7 +231,7 @@ def _route_ahead(edit: OffsetEdit) -> route.Route | None:
 @login_required
 def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -> HttpResponse:
     """Submit, approve, reject, cancel, apply or reconcile; htmx gets the status panel back."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     edit = _get_edit_for_user(request, cluster, pk)
     service = ACTIONS.get(action)
     if service is None:
@@ -254,18 +243,8 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     else:
         try:
             result = service(edit=edit, user=request.user, comment=form.cleaned_data["comment"])
-        except EditForbidden as exc:
-            message, status = exc.message, 403
-        except EditStateConflict as exc:
-            message, status = exc.message, 409
-        except ConnectorNotFound as exc:
-            message, status = exc.message, 404
-        except EditInputError as exc:  # stage-restore: nothing left to commit back
-            message, status = exc.message, 400
-        except KAFKA_ERRORS as exc:
-            message, status = f"The cluster could not be reached: {exc}", 503
-        except ConnectRestError as exc:
-            message, status = f"The Connect worker: {exc.message}", http_status(exc)
+        except SERVICE_ERRORS as exc:
+            message, status = refusal(exc)
         else:
             if result.pk != edit.pk:  # a new edit was staged: go to it
                 url = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": result.pk})
@@ -460,7 +439,7 @@ def _text(data: bytes | None) -> str:
 @require_GET
 @login_required
 def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     form = EditFilterForm(request.GET)
     found = OffsetEdit.objects.filter(cluster=cluster).select_related("created_by")
     if form.is_valid():
@@ -484,7 +463,7 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     _require_editor(request)
     result, status = None, 200
     if request.method == "POST":
@@ -506,8 +485,8 @@ def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
                 form.add_error(None, f"Nothing was staged. {where}{exc.message}")
             except ConnectorNotFound as exc:
                 form.add_error("connector", exc.message)
-            except KAFKA_ERRORS as exc:
-                form.add_error(None, f"The cluster could not be read: {exc}")
+            except KafkaError as exc:
+                form.add_error(None, f"{READING_KAFKA}: {exc}")
             else:
                 status = 200
                 if not data["dry_run"]:
@@ -544,7 +523,7 @@ def _preview_context(preview: Preview) -> dict:
 @login_required
 def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     """Download offsets: one connector as KIP-875 or a Strimzi ConfigMap, several as KIP-199."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     form = ExportForm(request.GET)
     if not form.is_valid():
         return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
@@ -566,8 +545,8 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
             )
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
-    except KAFKA_ERRORS as exc:
-        return JsonResponse({"error": str(exc)}, status=503)
+    except KafkaError as exc:
+        return JsonResponse({"error": str(exc)}, status=exc.http_status)
     label = options["names"][0] if len(options["names"]) == 1 else "connectors"
     suffix = "-history" if options["from_beginning"] else ""
     response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
@@ -587,8 +566,8 @@ def _export_configmap(cluster: Cluster, options: dict) -> HttpResponse:
         )
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
-    except KAFKA_ERRORS as exc:
-        return JsonResponse({"error": str(exc)}, status=503)
+    except KafkaError as exc:
+        return JsonResponse({"error": str(exc)}, status=exc.http_status)
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     response = HttpResponse(strimzi.dump_yaml(configmap), content_type="application/yaml")

@@ -7,14 +7,14 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from dashboard.control_views import http_status
+from dashboard.errors import READING_KAFKA, WORKER, refusal
 from offsets.edits.errors import (
+    SERVICE_ERRORS,
     ConnectorNotFound,
     EditForbidden,
-    EditInputError,
     EditStateConflict,
 )
 from offsets.edits.move_checks import source_config
@@ -22,9 +22,9 @@ from offsets.edits.move_staging import stage_move
 from offsets.edits.roles import can_stage
 from offsets.formats.masking import mask_secrets
 from offsets.formats.moves import kept_references, secret_keys
-from offsets.kafka.connect_rest import ConnectRestError
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.services.clusters import cluster_for_user
 
 
 class MoveForm(forms.Form):
@@ -48,29 +48,23 @@ class MoveForm(forms.Form):
         return {key: value for key, value in values if value}
 
 
-def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
-    return get_object_or_404(Cluster, name=name)
-
-
 @require_http_methods(["GET", "POST"])
 @login_required
 def connector_move(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
     """GET: the move form; POST: stage the move and go to its edit page."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     if not can_stage(request.user):
         raise PermissionDenied("Staging a move needs the editor role.")
     context = {"cluster": cluster, "connector_name": connector_name, "error": ""}
     try:
         config = source_config(cluster=cluster, connector=connector_name)
-    except ConnectorNotFound as exc:
-        return _page(request, {**context, "error": exc.message}, 404)
-    except EditStateConflict as exc:
-        # The connector exists but cannot move (deleted, offsets only): the page says why;
-        # only staging it is a conflict.
-        status = 200 if request.method == "GET" else 409
-        return _page(request, {**context, "error": exc.message}, status)
-    except (KafkaUnavailable, TopicNotFound) as exc:
-        return _page(request, {**context, "error": f"The cluster could not be read: {exc}"}, 503)
+    except (ConnectorNotFound, EditStateConflict, KafkaError) as exc:
+        message, status = refusal(exc, kafka=READING_KAFKA)
+        if isinstance(exc, EditStateConflict) and request.method == "GET":
+            # The connector exists but cannot move (deleted, offsets only): the page says why;
+            # only staging it is a conflict.
+            status = 200
+        return _page(request, {**context, "error": message}, status)
     targets = list(
         Cluster.objects.exclude(pk=cluster.pk)
         .exclude(connect_url="")
@@ -108,16 +102,11 @@ def _stage(request, cluster: Cluster, connector: str, form: MoveForm):
         )
     except EditForbidden as exc:
         raise PermissionDenied(exc.message) from exc
-    except EditInputError as exc:
-        return exc.message, 400
-    except ConnectorNotFound as exc:
-        return exc.message, 404
-    except EditStateConflict as exc:
-        return exc.message, 409
-    except (KafkaUnavailable, TopicNotFound) as exc:
-        return f"A cluster could not be read: {exc}", 503
-    except ConnectRestError as exc:
-        return f"The Connect worker of {target.name}: {exc.message}", http_status(exc)
+    except SERVICE_ERRORS as exc:
+        # Two clusters are read: the words cannot say which one failed.
+        return refusal(
+            exc, kafka="A cluster could not be read", worker=f"{WORKER} of {target.name}"
+        )
     return edit.pk, None
 
 

@@ -8,29 +8,21 @@ The orphans page lists what the last refresh stored (`offsets.services.orphans`)
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.edit_forms import CommentForm
-from offsets.edits.errors import (
-    ConnectorNotFound,
-    EditForbidden,
-    EditInputError,
-    EditStateConflict,
-)
+from dashboard.errors import refusal
+from offsets.edits.errors import EditError
 from offsets.edits.removal import stage_cleanup, stage_removal
 from offsets.edits.roles import can_stage
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.services.clusters import cluster_for_user
 from offsets.services.orphans import orphans
 
 SERVICES = {"delete": stage_removal, "cleanup": stage_cleanup}
-
-
-def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
-    # Every logged-in user sees every cluster; staging checks the editor role.
-    return get_object_or_404(Cluster, name=name)
 
 
 @require_POST
@@ -39,7 +31,7 @@ def stage(
     request: HttpRequest, cluster_name: str, connector_name: str, action: str
 ) -> HttpResponse:
     """Stage a removal ("delete") or a clean-up ("cleanup") and go to the new edit's page."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     service = SERVICES.get(action)
     if service is None:
         raise Http404(f"No action {action!r}.")
@@ -55,16 +47,8 @@ def stage(
             user=request.user,
             comment=form.cleaned_data["comment"],
         )
-    except EditForbidden as exc:
-        return _refused(request, cluster, exc.message, 403)
-    except ConnectorNotFound as exc:
-        return _refused(request, cluster, exc.message, 404)
-    except EditStateConflict as exc:
-        return _refused(request, cluster, exc.message, 409)
-    except EditInputError as exc:
-        return _refused(request, cluster, exc.message, 400)
-    except (KafkaUnavailable, TopicNotFound) as exc:
-        return _refused(request, cluster, f"The cluster could not be reached: {exc}", 503)
+    except (EditError, KafkaError) as exc:
+        return _refused(request, cluster, *refusal(exc))
     url = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": edit.pk})
     if request.htmx:
         return HttpResponse(status=204, headers={"HX-Redirect": url})
@@ -84,7 +68,7 @@ def _refused(request: HttpRequest, cluster: Cluster, message: str, status: int) 
 @login_required
 def orphans_page(request: HttpRequest, cluster_name: str) -> HttpResponse:
     """Offsets that outlived their connector, with a clean-up button each (editors)."""
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     return render(request, "dashboard/orphans.html", _orphans_context(request, cluster))
 
 

@@ -12,6 +12,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from dashboard.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -173,6 +175,24 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.getenv("STATIC_ROOT", BASE_DIR / "var" / "static"))
+# STATIC_COLLECTED: `collectstatic` has run into STATIC_ROOT (the image). The web process then
+# serves those files itself (whitenoise, no separate web server), each under a name with its
+# content's hash, gzip and brotli beside it, cached for a year. Without it (development)
+# files keep their names and runserver serves them.
+STATIC_COLLECTED = envbool("STATIC_COLLECTED", "false")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_COLLECTED
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+if STATIC_COLLECTED:
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 # --- Transport and browser security. Every default follows DEBUG: strict when it is off. ---
 PRODUCTION_DEFAULT = "false" if DEBUG else "true"
@@ -363,11 +383,5 @@ ALERT_MAX_ATTEMPTS = envint("ALERT_MAX_ATTEMPTS", "6")
 ALERT_DASHBOARD_URL = os.getenv("ALERT_DASHBOARD_URL", "").rstrip("/")
 
 LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"py4j": {"level": "WARNING"}},
-}
+# LOG_FORMAT=json (the image's default) writes one JSON object a line; messages are masked.
+LOGGING = logging_config(LOG_LEVEL)

@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -28,9 +28,10 @@ from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, ConnectorSnapshot
 from offsets.services import background, connect_state, snapshots
+from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
 
@@ -42,18 +43,13 @@ SEARCH_PROBE = 1000
 POLLED_FIGURES = {"facts": "facts", "history-charts": "history"}
 
 
-def _get_cluster_for_user(request: HttpRequest, name: str) -> Cluster:
-    # Every logged-in user may read every cluster; per-cluster rights would go here.
-    return get_object_or_404(Cluster, name=name)
-
-
 def _get_connector_for_user(
     request: HttpRequest, cluster_name: str, name: str
 ) -> ConnectorSnapshot:
     """Return the connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
     snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
     if snapshot is None:
-        cluster = _get_cluster_for_user(request, cluster_name)
+        cluster = cluster_for_user(user=request.user, name=cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
 
@@ -128,7 +124,7 @@ def _finished(refresh: snapshots.RefreshState) -> bool:
 @require_POST
 @login_required
 def start_refresh(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     # Running Spark over a cluster's topics loads its brokers: a right of its own.
     if not request.user.has_perm("offsets.add_refreshrun"):
         raise PermissionDenied("You may not start refreshes (permission offsets.add_refreshrun).")
@@ -161,7 +157,7 @@ def start_refresh(request: HttpRequest, cluster_name: str) -> HttpResponse:
 @require_GET
 @login_required
 def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     form = ConnectorFilterForm(request.GET)
     refresh = snapshots.refresh_state(cluster=cluster)
     context = {
@@ -222,7 +218,7 @@ def _connectors_page(
 @require_GET
 @login_required
 def connector_detail(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     target = _htmx_target(request)
     # The whole page shows the refresh state: read it first, it names the cached run too.
     refresh = (
@@ -557,14 +553,13 @@ def connector_offsets_json(
 @require_GET
 @login_required
 def live_state(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = _get_cluster_for_user(request, cluster_name)
-    state, error = None, None
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
+    state, error, status = None, None, 200
     try:
         state = connect_state.read_connect_state(cluster=cluster)
-    except (KafkaUnavailable, TopicNotFound) as exc:
+    except KafkaError as exc:
         logger.warning("Cannot read Connect state of %s: %s", cluster.name, exc)
-        error = str(exc)
-    status = 200 if error is None else 503
+        error, status = str(exc), exc.http_status
     return render(
         request,
         "dashboard/live.html",

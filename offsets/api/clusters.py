@@ -1,23 +1,26 @@
 """Clusters: their summary (counts, lag, last refresh) and the live state of their connectors."""
 
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.errors import errors
+from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
 from offsets.services import connect_state, snapshots
+from offsets.services.clusters import cluster_for_user
 
 
-class KafkaUnavailableError(APIException):
-    status_code = 503
-    default_code = "kafka_unavailable"
+def get_cluster(request: Request, name: str) -> Cluster:
+    """The cluster the user may see (`cluster_for_user`), named in the 404 of the edit routes."""
+    try:
+        return cluster_for_user(user=request.user, name=name)
+    except Http404:
+        raise NotFound(f"No cluster {name!r}.") from None
 
 
 class ClusterOutput(serializers.Serializer):
@@ -89,9 +92,6 @@ def cluster_list(request: Request) -> Response:
 @api_view(["GET"])
 def connector_states(request: Request, cluster_name: str) -> Response:
     """The connectors of a cluster as the config and status topics say now."""
-    cluster = get_object_or_404(Cluster, name=cluster_name)
-    try:
-        state = connect_state.read_connect_state(cluster=cluster)
-    except (KafkaUnavailable, TopicNotFound) as exc:
-        raise KafkaUnavailableError(str(exc)) from exc
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
+    state = run_service(lambda: connect_state.read_connect_state(cluster=cluster))
     return Response(ConnectorStateOutput(state.connectors, many=True).data)

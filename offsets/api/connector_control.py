@@ -1,50 +1,21 @@
 """Stop, resume and restart a connector, and a cluster's Connect worker version, over REST.
 
 Thin views: an input serializer validates, `offsets.edits.connector_control` acts and audits,
-an output serializer renders. Worker errors map to 404 (unknown connector), 409 (no worker
-URL, or a rebalance), 502 (the worker refused or failed) and 503 (no worker answered).
+an output serializer renders. Worker errors answer 404 (unknown connector), 409 (no worker
+URL, or a rebalance), 502 (the worker refused or failed) and 503 (no worker answered), as
+their classes say (`offsets.api.errors.run_service`).
 """
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.edits import Conflict, get_cluster
-from offsets.api.errors import errors
+from offsets.api.clusters import get_cluster
+from offsets.api.errors import errors, run_service
 from offsets.edits.connector_control import control_connector
-from offsets.edits.errors import EditForbidden
-from offsets.kafka.connect_rest import (
-    ConnectNotConfigured,
-    ConnectorUnknown,
-    ConnectRebalancing,
-    ConnectRest,
-    ConnectRestError,
-    ConnectUnreachable,
-)
-
-
-class BadGateway(APIException):
-    status_code = status.HTTP_502_BAD_GATEWAY
-    default_code = "connect_error"
-
-
-class WorkerUnavailable(APIException):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "connect_unavailable"
-
-
-def connect_error(exc: ConnectRestError) -> APIException:
-    """The API error a Connect REST failure answers as."""
-    if isinstance(exc, ConnectorUnknown):
-        return NotFound(exc.message)
-    if isinstance(exc, (ConnectNotConfigured, ConnectRebalancing)):
-        return Conflict(exc.message)
-    if isinstance(exc, ConnectUnreachable):
-        return WorkerUnavailable(exc.message)
-    return BadGateway(exc.message)
+from offsets.kafka.connect_rest import ConnectRest
 
 
 class ControlInput(serializers.Serializer):
@@ -68,20 +39,17 @@ class ControlOutput(serializers.Serializer):
 
 
 def _control(request: Request, cluster_name: str, connector_name: str, action: str) -> Response:
-    cluster = get_cluster(cluster_name)
+    cluster = get_cluster(request, cluster_name)
     form = ControlInput(data=request.data)
     form.is_valid(raise_exception=True)
     options = form.validated_data
     if action != "restart":
         options = {"comment": options["comment"]}
-    try:
-        outcome = control_connector(
+    outcome = run_service(
+        lambda: control_connector(
             cluster=cluster, connector=connector_name, action=action, user=request.user, **options
         )
-    except EditForbidden as exc:
-        raise PermissionDenied(exc.message) from exc
-    except ConnectRestError as exc:
-        raise connect_error(exc) from exc
+    )
     return Response(ControlOutput(outcome).data)
 
 
@@ -133,9 +101,6 @@ class WorkerOutput(serializers.Serializer):
 @api_view(["GET"])
 def cluster_worker(request: Request, cluster_name: str) -> Response:
     """The cluster's Connect worker (GET / of the first that answers): version, capabilities."""
-    cluster = get_cluster(cluster_name)
-    try:
-        info = ConnectRest.for_cluster(cluster, timeout=10).worker_info()
-    except ConnectRestError as exc:
-        raise connect_error(exc) from exc
+    cluster = get_cluster(request, cluster_name)
+    info = run_service(lambda: ConnectRest.for_cluster(cluster, timeout=10).worker_info())
     return Response(WorkerOutput(info).data)

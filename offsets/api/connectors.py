@@ -3,7 +3,6 @@
 import re
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -14,21 +13,18 @@ from rest_framework.response import Response
 from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.formats.connectors import mask_secrets
-from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag, SourceOffset
+from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
 from offsets.services import snapshots
+from offsets.services.clusters import cluster_for_user
 
 MAX_PAGE_SIZE = 1000
 
 
-def _get_cluster(name: str) -> Cluster:
-    return get_object_or_404(Cluster, name=name)
-
-
-def _get_connector(cluster_name: str, name: str) -> ConnectorSnapshot:
+def _get_connector(request: Request, cluster_name: str, name: str) -> ConnectorSnapshot:
     """The connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
     snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
     if snapshot is None:
-        cluster = _get_cluster(cluster_name)
+        cluster = cluster_for_user(user=request.user, name=cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
 
@@ -333,7 +329,7 @@ class HistoryOutput(serializers.Serializer):
 @api_view(["GET"])
 def connector_list(request: Request, cluster_name: str) -> Response:
     """The cluster's connectors as the last refresh saw them, filtered and sorted like the page."""
-    cluster = _get_cluster(cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     params = ConnectorListInput(data=request.query_params)
     params.is_valid(raise_exception=True)
     rows = snapshots.with_partition_status(
@@ -356,14 +352,16 @@ def connector_list(request: Request, cluster_name: str) -> Response:
 @api_view(["GET"])
 def connector_detail(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One connector: states, tasks, masked config, offsets and lag summary."""
-    return Response(ConnectorDetailOutput(_get_connector(cluster_name, connector_name)).data)
+    return Response(
+        ConnectorDetailOutput(_get_connector(request, cluster_name, connector_name)).data
+    )
 
 
 @extend_schema(parameters=[PartitionsInput], responses={200: PartitionsOutput, **errors(400, 404)})
 @api_view(["GET"])
 def connector_partitions(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One page of the connector's source partitions or sink topic-partitions."""
-    snapshot = _get_connector(cluster_name, connector_name)
+    snapshot = _get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     sink = snapshot.type == "sink"
     sorts = snapshots.SINK_PARTITION_SORTS if sink else snapshots.PARTITION_SORTS
@@ -402,7 +400,7 @@ def connector_offsets(request: Request, cluster_name: str, connector_name: str) 
     The stored ones: a partition whose newer offset could not be stored (`source_partitions`
     says which) holds its older one here, and the X-Newer-Offsets-Not-Stored header counts them.
     """
-    snapshot = _get_connector(cluster_name, connector_name)
+    snapshot = _get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     response = Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
     if not_stored := snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot):
@@ -418,7 +416,7 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
 
     Other sources have no such lag: their partitions list is empty.
     """
-    snapshot = _get_connector(cluster_name, connector_name)
+    snapshot = _get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     partitions = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name)
     return Response(
@@ -441,7 +439,7 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
 @api_view(["GET"])
 def connector_history(request: Request, cluster_name: str, connector_name: str) -> Response:
     """Commits per time bucket, rewinds, lag over time and, for `?partition=`, its commits."""
-    snapshot = _get_connector(cluster_name, connector_name)
+    snapshot = _get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     params = HistoryInput(data=request.query_params)
     params.is_valid(raise_exception=True)

@@ -16,22 +16,15 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.clusters import KafkaUnavailableError
-from offsets.api.errors import errors
+from offsets.api.clusters import get_cluster
+from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits import route
 from offsets.edits.apply import apply_edit
-from offsets.edits.errors import (
-    ConnectorNotFound,
-    DocumentInputError,
-    EditForbidden,
-    EditInputError,
-    EditStateConflict,
-)
 from offsets.edits.imports import import_document
 from offsets.edits.preview import DIFF_PAGE_ROWS, Preview, StageRequest
 from offsets.edits.reconcile import reconcile_edit
@@ -41,18 +34,11 @@ from offsets.edits.staging import stage_edit, stage_restore
 from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
 from offsets.formats.masking import mask_secrets
 from offsets.formats.offsets_json import flat_map_problem
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
-from offsets.models import ChangeCounts, Cluster, OffsetEdit
+from offsets.models import ChangeCounts, OffsetEdit
 
 # An answer about a document holds its counts and the first rows of each diff: a document
 # may name tens of thousands of partitions.
 SHOWN = DIFF_PAGE_ROWS
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
-    default_detail = "The edit is not in a state that allows this."
 
 
 class PayloadTooLarge(APIException):
@@ -70,35 +56,6 @@ def _data(request: Request):
             f"The request body is larger than {limit:,} bytes, the most the API reads "
             "(DATA_UPLOAD_MAX_MEMORY_SIZE). Split the document, or upload it on the import page."
         ) from None
-
-
-def run_service(action: Callable):
-    """Call a service and turn its errors into the API's status codes."""
-    try:
-        return action()
-    except EditInputError as exc:
-        if isinstance(exc, DocumentInputError) and exc.field not in (None, "document"):
-            # A place in an imported document (`orders-sink[0].partition`, a connector's name)
-            # is not a request field: it nests under "document", as DRF nests a nested
-            # serializer's errors. At the top level a connector called "cluster" or "0" would
-            # pose as a request field or a list index.
-            raise ValidationError({"document": {exc.field: [exc.message]}}) from exc
-        raise ValidationError({exc.field or "non_field_errors": [exc.message]}) from exc
-    except ConnectorNotFound as exc:
-        raise NotFound(exc.message) from exc
-    except EditForbidden as exc:
-        raise PermissionDenied(exc.message) from exc
-    except EditStateConflict as exc:
-        raise Conflict(exc.message) from exc
-    except (KafkaUnavailable, TopicNotFound) as exc:
-        raise KafkaUnavailableError(str(exc)) from exc
-
-
-def get_cluster(name: str) -> Cluster:
-    cluster = Cluster.objects.filter(name=name).first()
-    if cluster is None:
-        raise NotFound(f"No cluster {name!r}.")
-    return cluster
 
 
 def _get_edit(pk: int) -> OffsetEdit:
@@ -466,7 +423,7 @@ def edit_list(request: Request) -> Response:
         data.is_valid(raise_exception=True)
         if not can_stage(request.user):
             raise PermissionDenied("Staging offset edits needs the editor role.")
-        cluster = get_cluster(data.validated_data["cluster"])
+        cluster = get_cluster(request, data.validated_data["cluster"])
         edit = run_service(
             lambda: stage_edit(
                 cluster=cluster,
@@ -481,7 +438,7 @@ def edit_list(request: Request) -> Response:
     query.is_valid(raise_exception=True)
     found = OffsetEdit.objects.select_related("cluster", "created_by", "approved_by", "applied_by")
     if "cluster" in query.validated_data:
-        found = found.filter(cluster=get_cluster(query.validated_data["cluster"]))
+        found = found.filter(cluster=get_cluster(request, query.validated_data["cluster"]))
     if "connector" in query.validated_data:
         found = found.filter(connector=query.validated_data["connector"])
     if "state" in query.validated_data:
@@ -580,7 +537,7 @@ def import_offsets(request: Request) -> Response:
     options = data.validated_data
     if not options["dry_run"] and not can_stage(request.user):
         raise PermissionDenied("Importing offsets needs the editor role.")
-    cluster = get_cluster(options["cluster"])
+    cluster = get_cluster(request, options["cluster"])
     result = run_service(
         lambda: import_document(
             cluster=cluster,

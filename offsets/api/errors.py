@@ -1,14 +1,24 @@
-"""The API's error bodies, documented once for the OpenAPI schema.
+"""The API's errors: a service's error turned into its answer, and their bodies documented once.
 
 DRF answers errors in two shapes: `{"detail": "..."}` (401, 403, 404, 409, 503, a body that is
 not JSON) and, for input that fails validation, `{"<field>": ["message", ...], ...}` where a
 nested field (a list of partitions) nests the same way. Views list the codes they can answer
 with `errors(400, 404, ...)` next to their success responses.
+
+A service's error says its own status (`http_status` on its class); `run_service` is where the
+API answers with it.
 """
+
+from collections.abc import Callable
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
+from rest_framework.exceptions import APIException, ValidationError
+
+from offsets.edits.errors import SERVICE_ERRORS, DocumentInputError, EditInputError
+from offsets.kafka.connect_rest import ConnectRestError
+from offsets.kafka.errors import KafkaError
 
 DETAIL = inline_serializer("ErrorDetail", {"detail": serializers.CharField()})
 
@@ -37,3 +47,31 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
         )
         for code in sorted({401, 403, *codes})
     }
+
+
+class ServiceError(APIException):
+    """A service's refusal or failure as `{"detail": ...}`, with the status its class carries."""
+
+    def __init__(self, exc: EditInputError | KafkaError | ConnectRestError) -> None:
+        super().__init__(str(exc))
+        self.status_code = exc.http_status
+
+
+def run_service[T](action: Callable[[], T]) -> T:
+    """Call a service; answer its errors with their own status (bad input by its field)."""
+    try:
+        return action()
+    except EditInputError as exc:
+        raise _invalid(exc) from exc
+    except SERVICE_ERRORS as exc:
+        raise ServiceError(exc) from exc
+
+
+def _invalid(exc: EditInputError) -> ValidationError:
+    if isinstance(exc, DocumentInputError) and exc.field not in (None, "document"):
+        # A place in an imported document (`orders-sink[0].partition`, a connector's name) is
+        # not a request field: it nests under "document", as DRF nests a nested serializer's
+        # errors. At the top level a connector called "cluster" or "0" would pose as a request
+        # field or a list index.
+        return ValidationError({"document": {exc.field: [exc.message]}})
+    return ValidationError({exc.field or "non_field_errors": [exc.message]})

@@ -8,8 +8,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.edits import get_cluster, run_service
-from offsets.api.errors import errors
+from offsets.api.clusters import get_cluster
+from offsets.api.errors import errors, run_service
 from offsets.formats import strimzi
 from offsets.services import offsets_export
 
@@ -85,7 +85,7 @@ def export(request: Request) -> Response:
     query = ExportInput(data=request.query_params)
     query.is_valid(raise_exception=True)
     options = query.validated_data
-    cluster = get_cluster(options["cluster"])
+    cluster = get_cluster(request, options["cluster"])
     if options["shape"] == "strimzi":
         return Response(run_service(lambda: _configmap(cluster, options)))
     if options["shape"] == "kip875":

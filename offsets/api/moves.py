@@ -11,19 +11,13 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.connector_control import connect_error
-from offsets.api.edits import (
-    CommentInput,
-    EditDetailOutput,
-    get_cluster,
-    run_service,
-)
-from offsets.api.errors import errors
+from offsets.api.clusters import get_cluster
+from offsets.api.edits import CommentInput, EditDetailOutput
+from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.move import resume_on_target
 from offsets.edits.move_staging import stage_move
 from offsets.edits.roles import can_stage
-from offsets.kafka.connect_rest import ConnectRestError
 from offsets.models import Cluster, OffsetEdit
 
 
@@ -49,14 +43,6 @@ def _target(name: str) -> Cluster:
     return target
 
 
-def _acting(action):
-    """Run a move service, its worker errors answering as the connector control API's do."""
-    try:
-        return run_service(action)
-    except ConnectRestError as exc:
-        raise connect_error(exc) from exc
-
-
 @extend_schema(
     request=MoveInput,
     responses={201: MoveEditOutput, **errors(400, 404, 409, 415, 502, 503)},
@@ -65,14 +51,14 @@ def _acting(action):
 @api_view(["POST"])
 @parser_classes([JSONParser])
 def connector_move(request: Request, cluster_name: str, connector_name: str) -> Response:
-    cluster = get_cluster(cluster_name)
+    cluster = get_cluster(request, cluster_name)
     if not can_stage(request.user):
         raise PermissionDenied("Staging a move needs the editor role.")
     data = MoveInput(data=request.data)
     data.is_valid(raise_exception=True)
     options = data.validated_data
     target = _target(options["target"])
-    edit = _acting(
+    edit = run_service(
         lambda: stage_move(
             cluster=cluster,
             connector=connector_name,
@@ -97,7 +83,7 @@ def edit_resume_target(request: Request, pk: int) -> Response:
     edit = OffsetEdit.objects.select_related("cluster", "target_cluster").filter(pk=pk).first()
     if edit is None:
         raise NotFound(f"No edit #{pk}.")
-    edit = _acting(
+    edit = run_service(
         lambda: resume_on_target(
             edit=edit, user=request.user, comment=data.validated_data["comment"]
         )

@@ -1,6 +1,5 @@
 """Refresh runs of a cluster: the recent ones, and starting one in the background."""
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
@@ -9,8 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets.api.errors import errors
-from offsets.models import Cluster, RefreshRun
+from offsets.models import RefreshRun
 from offsets.services import background
+from offsets.services.clusters import cluster_for_user
 
 RECENT_RUNS = 50
 
@@ -69,7 +69,7 @@ class RefreshConflictOutput(serializers.Serializer):
 @api_view(["GET", "POST"])
 def refreshes(request: Request, cluster_name: str) -> Response:
     """GET: the cluster's recent refreshes, newest first. POST: start one in the background."""
-    cluster = get_object_or_404(Cluster, name=cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name)
     if request.method == "GET":
         runs = RefreshRun.objects.filter(cluster=cluster).order_by("-started_at", "-pk")
         return Response(RefreshRunOutput(runs[:RECENT_RUNS], many=True).data)

@@ -11,8 +11,9 @@ from rest_framework.decorators import api_view, parser_classes
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.edits import EditDetailOutput, get_cluster, run_service
-from offsets.api.errors import errors
+from offsets.api.clusters import get_cluster
+from offsets.api.edits import EditDetailOutput
+from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.removal import stage_cleanup, stage_removal
 from offsets.services.orphans import orphans
@@ -32,7 +33,7 @@ class RemovalInput(serializers.Serializer):
 
 
 def _stage(request: Request, cluster_name: str, connector_name: str, service) -> Response:
-    cluster = get_cluster(cluster_name)
+    cluster = get_cluster(request, cluster_name)
     data = RemovalInput(data=request.data)
     data.is_valid(raise_exception=True)
     edit = run_service(
@@ -87,5 +88,5 @@ class OrphanOutput(serializers.Serializer):
 @api_view(["GET"])
 def cluster_orphans(request: Request, cluster_name: str) -> Response:
     """Connectors that are gone but whose offsets remain, as of the last refresh."""
-    cluster = get_cluster(cluster_name)
+    cluster = get_cluster(request, cluster_name)
     return Response(OrphanOutput(orphans(cluster), many=True).data)

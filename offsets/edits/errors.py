@@ -1,11 +1,17 @@
 """The errors the edit workflow raises to the pages, the API and the commands."""
 
 from offsets.formats import edit_rules
-from offsets.kafka.errors import KafkaUnavailable
+from offsets.kafka.connect_rest import ConnectRestError
+from offsets.kafka.errors import KafkaError, KafkaUnavailable
 
 
 class EditError(Exception):
-    """Base of the errors a caller shows to people; ``field`` names the input at fault."""
+    """Base of the errors a caller shows to people; ``field`` names the input at fault.
+
+    Each kind says the HTTP status a page or the API answers with (``http_status``).
+    """
+
+    http_status: int
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -15,6 +21,8 @@ class EditError(Exception):
 
 class EditInputError(EditError):
     """Bad input: the pages show it by the field, the API answers 400."""
+
+    http_status = 400
 
 
 class DocumentInputError(EditInputError):
@@ -29,13 +37,19 @@ class NothingToChange(EditInputError):
 class ConnectorNotFound(EditError):
     """No such connector in the config topic nor in the offsets topic (404)."""
 
+    http_status = 404
+
 
 class EditForbidden(EditError):
     """The user may not do this (403): missing role, or approving their own edit."""
 
+    http_status = 403
+
 
 class EditStateConflict(EditError):
     """The edit is not in a state that allows this, or someone else acted first (409)."""
+
+    http_status = 409
 
 
 class SinkWriteIncomplete(KafkaUnavailable):
@@ -52,3 +66,8 @@ class SinkWriteIncomplete(KafkaUnavailable):
         )
         self.cause = cause
         self.restore = restore
+
+
+# What a service raises for the pages and the API to answer with its `http_status`, never a 500:
+# its own refusals, Kafka out of reach, the Connect worker refusing or failing.
+SERVICE_ERRORS = (EditError, KafkaError, ConnectRestError)

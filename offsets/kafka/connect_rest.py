@@ -40,7 +40,13 @@ _TITLE = re.compile(rb"<title>([^<]*)</title>", re.IGNORECASE)
 
 
 class ConnectRestError(RuntimeError):
-    """A Connect REST call failed; `status` is the worker's HTTP status when it answered."""
+    """A Connect REST call failed; `status` is the worker's HTTP status when it answered.
+
+    `http_status` is what a page or the API answers with: 502 (Bad Gateway) unless a subclass
+    says otherwise, since the worker refused or failed what the dashboard asked of it.
+    """
+
+    http_status = 502
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
@@ -51,21 +57,33 @@ class ConnectRestError(RuntimeError):
 class ConnectNotConfigured(ConnectRestError):
     """The cluster has no worker URL (or an invalid one)."""
 
+    # Nothing to call until someone sets the cluster's worker URL: the cluster's state conflicts.
+    http_status = 409
+
 
 class ConnectUnreachable(ConnectRestError):
     """No worker URL answered (refused, unknown host, TLS failure, timeout)."""
+
+    http_status = 503
 
 
 class ConnectAuthFailed(ConnectRestError):
     """401 or 403: the worker wants other credentials."""
 
+    # The worker refused the dashboard's credentials, not the user's: a gateway failure (502).
+
 
 class ConnectorUnknown(ConnectRestError):
     """404: the worker knows no such connector (or path)."""
 
+    http_status = 404
+
 
 class ConnectRebalancing(ConnectRestError):
     """409: the workers are rebalancing; the same call later usually works."""
+
+    # The same request later usually works: a conflict with the workers' state, not a failure.
+    http_status = 409
 
 
 class ConnectBadRequest(ConnectRestError):

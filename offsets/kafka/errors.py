@@ -1,9 +1,18 @@
 """The failures every Kafka adapter raises, for the layers above to catch without knowing which."""
 
 
-class KafkaUnavailable(RuntimeError):
+class KafkaError(Exception):
+    """Base of the Kafka adapters' failures: the cluster's Kafka, not the request, is at fault.
+
+    ``http_status`` is what a page or the API answers with (503 Service Unavailable).
+    """
+
+    http_status = 503
+
+
+class KafkaUnavailable(KafkaError, RuntimeError):
     """The cluster could not be reached or did not answer in time."""
 
 
-class TopicNotFound(LookupError):
+class TopicNotFound(KafkaError, LookupError):
     """A topic asked for does not exist on the cluster."""

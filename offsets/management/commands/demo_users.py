@@ -1,34 +1,16 @@
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandParser
+
+from offsets.services.roles import APPROVERS_GROUP, EDITORS_GROUP, ensure_role_groups
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "connect-demo"
 
-# The offset-edit roles as groups, so a real deployment grants them the same way (admin).
-EDITORS_GROUP = "Offset editors"
-APPROVERS_GROUP = "Offset approvers"
-ROLE_PERMISSIONS = {
-    EDITORS_GROUP: ["stage_offsetedit"],
-    APPROVERS_GROUP: ["stage_offsetedit", "approve_offsetedit"],
-}
 # (role, username, password, group): an editor stages, an approver (another person) approves.
 ROLE_USERS = [
     ("Editor", "editor", "connect-editor", EDITORS_GROUP),
     ("Approver", "approver", "connect-approver", APPROVERS_GROUP),
 ]
-
-
-def ensure_role_groups() -> dict[str, Group]:
-    """Create (or refresh) the editor and approver groups with their permissions."""
-    groups = {}
-    for name, codenames in ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=name)
-        group.permissions.set(
-            Permission.objects.filter(content_type__app_label="offsets", codename__in=codenames)
-        )
-        groups[name] = group
-    return groups
 
 
 class Command(BaseCommand):

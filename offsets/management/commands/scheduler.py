@@ -1,5 +1,6 @@
 """manage.py scheduler: keep every cluster refreshed on its own period, until SIGTERM."""
 
+import logging
 import signal
 import threading
 
@@ -7,6 +8,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from offsets.services.scheduler import Scheduler
+
+logger = logging.getLogger("offsets.scheduler")
 
 
 class Command(BaseCommand):
@@ -41,10 +44,10 @@ class Command(BaseCommand):
         self.stop = threading.Event()
         signal.signal(signal.SIGTERM, self.on_signal)
         signal.signal(signal.SIGINT, self.on_signal)
-        self.stdout.write("Starting Spark...")
+        self.say("Starting Spark...")
         spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
         scheduler = Scheduler(spark=spark, refreshes_at_once=refreshes_at_once, say=self.say)
-        self.stdout.write(
+        self.say(
             f"Scheduler running: up to {refreshes_at_once} refreshes at once; "
             "SIGTERM or Ctrl-C stops it."
         )
@@ -61,8 +64,8 @@ class Command(BaseCommand):
         self.say("Stopped.")
 
     def say(self, text: str) -> None:
-        self.stdout.write(text)
-        self.stdout.flush()
+        # Through logging: one line a refresh in the deployment's format (LOG_FORMAT), masked.
+        logger.info("%s", text)
 
     def on_signal(self, signum: int, frame: object) -> None:
         self.say(f"Received {signal.Signals(signum).name}: stopping.")
