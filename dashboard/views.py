@@ -6,6 +6,7 @@ Each page is one view and one template; an htmx request gets only the partial it
 
 import logging
 from collections.abc import Callable
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -26,6 +27,7 @@ from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshFor
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
+from offsets.formats.source_lag import suggested_upstream
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, ConnectorSnapshot
 from offsets.services import background, connect_state, snapshots
@@ -304,7 +306,31 @@ def _figures(cached: _ConnectorCache) -> dict[str, object]:
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     cached.snapshot.worst_partition_status = fragments.pop("worst_partition_status")
     cached.snapshot.reasons = snapshots.status_reasons(cached.snapshot)
-    return {"connector": cached.snapshot, **fragments}
+    return {
+        "connector": cached.snapshot,
+        "upstream_hint": _upstream_hint(cached.cluster, cached.snapshot),
+        **fragments,
+    }
+
+
+def _upstream_hint(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, object] | None:
+    """For a mirror without an upstream cluster: the admin's form to choose one, with the
+    registered cluster its `source.cluster.bootstrap.servers` names filled in if any."""
+    if not snapshot.mirror_source or snapshot.upstream_cluster or snapshot.deleted:
+        return None
+    registered = list(
+        Cluster.objects.order_by("name").values_list("pk", "name", "bootstrap_servers")
+    )
+    suggested = suggested_upstream(
+        snapshot.config, [(name, servers) for _, name, servers in registered]
+    )
+    initial = {"cluster": cluster.pk, "source_alias": snapshot.source_alias}
+    if suggested is not None:
+        initial["upstream"] = next(pk for pk, name, _ in registered if name == suggested)
+    return {
+        "suggested": suggested,
+        "add_url": f"{reverse('admin:offsets_mirrorupstream_add')}?{urlencode(initial)}",
+    }
 
 
 def _fragments(cached: _ConnectorCache) -> dict[str, object]:
@@ -330,13 +356,21 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
         else:
             context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
             context["drifts"] = snapshots.key_drifts(cluster=cluster, connector=snapshot.name)
+        if snapshot.upstream_cluster:
+            context.update(_lag_charts(cluster, snapshot))
+            context.update(_upstream_lags(cluster, snapshot))
         worst = None
-        if snapshot.type == "sink":
+        if snapshot.type == "sink" or snapshot.upstream_cluster:
             snapshots.with_partition_status([snapshot], cluster=cluster)
             worst = snapshot.worst_partition_status
         return {
             name: render_to_string(f"dashboard/connector.html#{name}", context)
-            for name in ("history_charts", "rewinds_section", "tasks_and_config")
+            for name in (
+                "history_charts",
+                "upstream_section",
+                "rewinds_section",
+                "tasks_and_config",
+            )
         } | {"worst_partition_status": worst}
 
     return cached.get("fragments", {}, compute)
@@ -380,7 +414,9 @@ def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tupl
             html = render_to_string(
                 "dashboard/rows/source_partitions.html",
                 {
-                    "offsets": page.object_list,
+                    "offsets": snapshots.with_position_ages(
+                        page.object_list, connector_class=snapshot.connector_class
+                    ),
                     "connector_url": reverse("connector", args=[cluster.name, snapshot.name]),
                     "worker_topic": cluster.offsets_topic,
                 },
@@ -407,6 +443,17 @@ def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart
         title="Offset commits per bucket",
         unit="commits",
     )
+
+
+def _upstream_lags(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, object]:
+    """A mirror's most lagging upstream partitions (the API lists every one)."""
+    rows = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name, sort="-lag_records")
+    shown = list(rows[:PARTITIONS_PER_PAGE])
+    return {
+        "upstream_rows": render_to_string("dashboard/rows/sink_partitions.html", {"lags": shown}),
+        "upstream_count": rows.count() if len(shown) == PARTITIONS_PER_PAGE else len(shown),
+        "upstream_shown": len(shown),
+    }
 
 
 def _lag_charts(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, charts.Chart]:
@@ -454,9 +501,20 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     from offsets.services import history
 
     points = history.partition_history(
-        cluster=cluster, connector=snapshot.name, key_hash=partition.key_hash
+        cluster=cluster,
+        connector=snapshot.name,
+        key_hash=partition.key_hash,
+        connector_class=snapshot.connector_class,
     )
     numeric = [point for point in points if point.progress is not None]
+    aged = [point for point in points if point.position_age_ms is not None]
+    if aged:
+        context["age_chart"] = charts.line_chart(
+            [(point.at, point.position_age_ms / 1000) for point in aged],
+            title="Source position age at each commit",
+            unit="the source's clock in the offset, behind the commit",
+            durations=True,
+        )
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
         markers=[(point.at, point.progress, "rewind") for point in numeric if point.rewind],

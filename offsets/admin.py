@@ -3,7 +3,7 @@ import json
 from django import forms
 from django.contrib import admin
 
-from offsets.models import Cluster
+from offsets.models import Cluster, MirrorUpstream
 from offsets.models.cluster import SECRET_MASK, is_secret_client_setting
 
 
@@ -65,3 +65,10 @@ class ClusterAdmin(admin.ModelAdmin):
     list_display = ["name", "bootstrap_servers", "offsets_topic", "configs_topic", "status_topic"]
     search_fields = ["name", "bootstrap_servers"]
     readonly_fields = ["created", "updated"]
+
+
+@admin.register(MirrorUpstream)
+class MirrorUpstreamAdmin(admin.ModelAdmin):
+    list_display = ["cluster", "source_alias", "upstream"]
+    list_filter = ["cluster"]
+    search_fields = ["source_alias", "cluster__name", "upstream__name"]

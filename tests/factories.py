@@ -124,7 +124,8 @@ def sink_lags(
         SinkPartitionLag(
             cluster=cluster,
             connector=connector,
-            group=f"connect-{connector}",
+            group="" if fields.get("upstream") else f"connect-{connector}",
+            upstream=fields.get("upstream", ""),
             topic=topic,
             partition=partition,
             committed=fields.get("committed", 90 + partition),

@@ -173,7 +173,12 @@ def test_the_progress_chart_loads_by_htmx_and_marks_rewinds(
     # By default the chart shows a partition that rewound.
     rewound = SourceOffset.objects.get(connector="jdbc-source", rewinds=1)
     assert partition_history.calls == [
-        {"cluster": prod, "connector": "jdbc-source", "key_hash": rewound.key_hash}
+        {
+            "cluster": prod,
+            "connector": "jdbc-source",
+            "key_hash": rewound.key_hash,
+            "connector_class": "io.example.SourceConnector",
+        }
     ]
     assert "table_00007" in html
 

@@ -403,7 +403,41 @@ def test_a_scrape_costs_the_same_few_queries_whatever_the_size(
         make.sink_lags(prod, f"sink-{index}", "t", 3)
         make.snapshot(prod, f"source-{index}", last_commit_at=make.now())
         make.commit_buckets(prod, f"source-{index}", 5)
-    with django_assert_max_num_queries(9):
+    # The mirrors' per-partition series take one query more, whatever their number.
+    with django_assert_max_num_queries(10):
         parsed = scrape(client)
     assert len(series(parsed, "sink_partition_lag_records")) == 90
     assert len(series(parsed, "source_commits_per_second")) == 30
+
+
+def test_a_mirror_has_series_of_its_own_and_none_among_the_sinks(client, token, prod):
+    make.snapshot(
+        prod,
+        "mirror",
+        lag_records=12,
+        lag_ms=4_000,
+        lag_status="ERR",
+        source_alias="east",
+        upstream_cluster="east-kafka",
+    )
+    make.sink_lags(prod, "mirror", "orders", 2, lag_records=6, status="STOP", upstream="east-kafka")
+    make.snapshot(prod, "unmapped-mirror", source_alias="west")
+    make.snapshot(prod, "s3-sink", "sink", lag_records=3)
+    make.sink_lags(prod, "s3-sink", "orders", 1, lag_records=3)
+    parsed = scrape(client)
+    mirror = {"cluster": "prod", "connector": "mirror"}
+    assert value(parsed, "mirror_lag_records", **mirror) == 12
+    assert value(parsed, "mirror_lag_seconds", **mirror) == 4.0
+    assert value(parsed, "mirror_lag_status", **mirror, status="ERR") == 1
+    assert value(parsed, "mirror_partitions", **mirror, status="STOP") == 2
+    assert (
+        value(parsed, "mirror_partition_lag_records", **mirror, topic="orders", partition="1") == 6
+    )
+    assert value(parsed, "mirror_partitions_unexported") == 0
+    # Each kind in its own series: no mirror among the sinks, no sink among the mirrors, and
+    # no series for a mirror whose upstream is not chosen.
+    assert series(parsed, "sink_lag_records", connector="mirror") == {}
+    assert series(parsed, "sink_partition_lag_records", connector="mirror") == {}
+    assert series(parsed, "mirror_lag_records", connector="s3-sink") == {}
+    assert series(parsed, "mirror_partition_lag_records", connector="s3-sink") == {}
+    assert series(parsed, "mirror_lag_records", connector="unmapped-mirror") == {}

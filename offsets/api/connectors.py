@@ -86,6 +86,9 @@ class ConnectorOutput(serializers.ModelSerializer):
             "sink_group",
             "offsets_managed_externally",
             "uncommitted_partitions",
+            "source_alias",
+            "upstream_cluster",
+            "upstream_error",
             "partitions",
             "lag_records",
             "lag_ms",
@@ -159,6 +162,15 @@ class PartitionsInput(serializers.Serializer):
 
 
 class SourcePartitionOutput(serializers.ModelSerializer):
+    position_age_ms = serializers.SerializerMethodField(
+        help_text="CDC and JDBC-style sources: the commit's time less the source's own clock in "
+        "the offset (Debezium's ts_sec/ts_usec/ts_ms, a JDBC source's timestamp). It grows "
+        "while the source is idle. Null for other shapes."
+    )
+
+    def get_position_age_ms(self, row: SourceOffset) -> int | None:
+        return getattr(row, "position_age_ms", None)
+
     class Meta:
         model = SourceOffset
         fields = [
@@ -175,6 +187,7 @@ class SourcePartitionOutput(serializers.ModelSerializer):
             "rewinds",
             "stalled",
             "newer_unstorable_offset",
+            "position_age_ms",
         ]
         extra_kwargs = {
             "newer_unstorable_offset": {
@@ -191,6 +204,7 @@ class SinkPartitionOutput(serializers.ModelSerializer):
             "topic",
             "partition",
             "committed",
+            "upstream",
             "log_start",
             "log_end",
             "lag_records",
@@ -198,6 +212,16 @@ class SinkPartitionOutput(serializers.ModelSerializer):
             "status",
             "sampled_at",
         ]
+        extra_kwargs = {
+            "committed": {
+                "help_text": "The next offset to read: a sink group's committed offset (null: "
+                "never committed), a MirrorMaker 2 source's stored offset + 1."
+            },
+            "upstream": {
+                "help_text": "A MirrorMaker 2 source's upstream cluster (registered name); "
+                "empty for a sink."
+            },
+        }
 
 
 class PartitionsOutput(serializers.Serializer):
@@ -225,6 +249,16 @@ class LagOutput(serializers.Serializer):
     offsets_managed_externally = serializers.BooleanField()
     uncommitted_partitions = serializers.IntegerField(
         help_text="Partitions its group has no commit for: they lag from auto.offset.reset."
+    )
+    source_alias = serializers.CharField(
+        allow_blank=True, help_text="A MirrorMaker 2 source's source.cluster.alias."
+    )
+    upstream_cluster = serializers.CharField(
+        allow_blank=True,
+        help_text="The registered cluster chosen for the alias; empty: none, its lag is unknown.",
+    )
+    upstream_error = serializers.CharField(
+        allow_blank=True, help_text="Why the upstream's lag could not be read at the last refresh."
     )
     partitions = SinkPartitionOutput(many=True)
 
@@ -264,6 +298,10 @@ class CommitPointOutput(serializers.Serializer):
     offset = serializers.DictField(allow_null=True)
     kafka_offset = serializers.IntegerField()
     rewind = serializers.BooleanField()
+    position_age_ms = serializers.IntegerField(
+        allow_null=True,
+        help_text="The source position's age at this commit (CDC and JDBC-style offsets).",
+    )
 
 
 class PartitionHistoryOutput(serializers.Serializer):
@@ -340,6 +378,10 @@ def connector_partitions(request: Request, cluster_name: str, connector_name: st
         rows, params.validated_data["page"], params.validated_data["page_size"]
     )
     output = SinkPartitionOutput if sink else SourcePartitionOutput
+    if not sink:
+        page.object_list = snapshots.with_position_ages(
+            page.object_list, connector_class=snapshot.connector_class
+        )
     return Response(
         {
             "count": page.paginator.count,
@@ -369,9 +411,10 @@ def connector_offsets(request: Request, cluster_name: str, connector_name: str) 
 @extend_schema(responses={200: LagOutput, **errors(404)})
 @api_view(["GET"])
 def connector_lag(request: Request, cluster_name: str, connector_name: str) -> Response:
-    """A sink's lag per topic-partition (committed, log start and end, records, time, status).
+    """A sink's lag per topic-partition (committed, log start and end, records, time, status),
+    or a MirrorMaker 2 source's per upstream partition.
 
-    Sources have no consumer lag: their partitions list is empty.
+    Other sources have no such lag: their partitions list is empty.
     """
     snapshot = _get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
@@ -384,6 +427,9 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
             "status_reasons": snapshots.status_reasons(snapshot),
             "offsets_managed_externally": snapshot.offsets_managed_externally,
             "uncommitted_partitions": snapshot.uncommitted_partitions,
+            "source_alias": snapshot.source_alias,
+            "upstream_cluster": snapshot.upstream_cluster,
+            "upstream_error": snapshot.upstream_error,
             "partitions": SinkPartitionOutput(partitions, many=True).data,
         }
     )
@@ -422,6 +468,7 @@ def connector_history(request: Request, cluster_name: str, connector_name: str) 
             connector=snapshot.name,
             key_hash=key_hash,
             since=params.validated_data.get("since"),
+            connector_class=snapshot.connector_class,
         )
         body["partition_history"] = {
             "key_hash": key_hash,

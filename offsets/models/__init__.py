@@ -1,7 +1,7 @@
 """The domain models, one module per area; import them from here."""
 
 from offsets.models.alerts import AlertDelivery, AlertRule, AlertState
-from offsets.models.cluster import Cluster
+from offsets.models.cluster import Cluster, MirrorUpstream
 from offsets.models.edits import AuditEvent, ChangeCounts, OffsetEdit, OffsetEditChange
 from offsets.models.refresh import (
     CommitBucket,
@@ -29,6 +29,7 @@ __all__ = [
     "KeyDrift",
     "LagSample",
     "MalformedCount",
+    "MirrorUpstream",
     "OffsetEdit",
     "OffsetEditChange",
     "ReadPosition",

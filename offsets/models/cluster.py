@@ -161,3 +161,33 @@ class Cluster(models.Model):
             key: SECRET_MASK if is_secret_client_setting(key) else value
             for key, value in self.client_config.items()
         }
+
+
+class MirrorUpstream(models.Model):
+    """The registered cluster a MirrorMaker 2 source alias of a Connect cluster stands for.
+
+    A MirrorSourceConnector's offsets name the upstream cluster by its alias
+    (`source.cluster.alias`) only; its lag is measured against this cluster's partitions.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="mirror_upstreams")
+    source_alias = models.CharField(
+        max_length=255, help_text="The connectors' source.cluster.alias, e.g. us-east"
+    )
+    upstream = models.ForeignKey(
+        Cluster,
+        on_delete=models.CASCADE,
+        related_name="mirrored_by",
+        help_text="The registered cluster the alias names (it may be the same cluster).",
+    )
+
+    class Meta:
+        ordering = ["cluster__name", "source_alias"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "source_alias"], name="one_upstream_per_alias"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}: {self.source_alias} = {self.upstream}"

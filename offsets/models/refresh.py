@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db import models
 from django.db.models import Q
 
+from offsets.formats.source_lag import has_source_clock, is_mirror_source
 from offsets.formats.status_records import trace_summary
 from offsets.models.cluster import Cluster
 
@@ -134,6 +135,11 @@ class ConnectorSnapshot(models.Model):
     lag_records = models.BigIntegerField(null=True, blank=True)
     lag_ms = models.BigIntegerField(null=True, blank=True)
     lag_status = models.CharField(max_length=8, choices=LagStatus.choices, blank=True)
+    # A MirrorSourceConnector's upstream: its source.cluster.alias, the registered cluster
+    # chosen for it ("" when none is: its lag is unknown) and why its lag could not be read.
+    source_alias = models.CharField(max_length=255, blank=True)
+    upstream_cluster = models.CharField(max_length=63, blank=True)
+    upstream_error = models.TextField(blank=True)
     updated_at = models.DateTimeField()
 
     class Meta:
@@ -144,6 +150,22 @@ class ConnectorSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster}/{self.name}"
+
+    @property
+    def lag_tracked(self) -> bool:
+        """Whether the last refresh measured its lag: a sink's unless it keeps its offsets
+        outside Connect, a MirrorSourceConnector's against its upstream cluster."""
+        return self.lag_records is not None
+
+    @property
+    def mirror_source(self) -> bool:
+        """Whether it is a MirrorSourceConnector, whose lag needs its upstream cluster."""
+        return self.type == "source" and is_mirror_source(self.config)
+
+    @property
+    def source_clock(self) -> bool:
+        """Whether its offsets may carry the source's own clock (CDC, JDBC-style sources)."""
+        return self.type == "source" and has_source_clock(self.connector_class)
 
     @property
     def failed(self) -> bool:
@@ -313,7 +335,8 @@ class MalformedCount(models.Model):
 
 
 class SinkPartitionLag(models.Model):
-    """The latest lag of one topic-partition of a sink connector's consumer group."""
+    """The latest lag of one topic-partition a connector reads: a sink's consumer group, or a
+    MirrorSourceConnector's upstream partition (`upstream` names its cluster)."""
 
     class Status(models.TextChoices):
         OK = "OK"
@@ -327,7 +350,11 @@ class SinkPartitionLag(models.Model):
     group = models.TextField()  # as long as a group id may be (sink_group)
     topic = models.CharField(max_length=249)
     partition = models.IntegerField()
-    committed = models.BigIntegerField(null=True, blank=True)  # null: the group never committed
+    # The next offset to read: a sink group's committed offset (null: never committed), a
+    # mirror's stored offset + 1.
+    committed = models.BigIntegerField(null=True, blank=True)
+    # A mirror's upstream cluster (registered name); "" for a sink.
+    upstream = models.CharField(max_length=63, blank=True)
     log_start = models.BigIntegerField()
     log_end = models.BigIntegerField()
     lag_records = models.BigIntegerField()
@@ -348,7 +375,7 @@ class SinkPartitionLag(models.Model):
 
 
 class LagSample(models.Model):
-    """A sink partition's lag at one refresh: the time series Burrow's rules read."""
+    """A sink's or mirror's partition lag at one refresh: the time series Burrow's rules read."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="lag_samples")
     connector = models.CharField(max_length=249)

@@ -83,11 +83,22 @@ class SourceResults:
 
 
 @dataclass
+class MirrorUpstreamFacts:
+    """A MirrorSourceConnector's upstream as the refresh found it (offsets.refresh.mirrors)."""
+
+    alias: str
+    cluster: str = ""  # the registered cluster chosen for the alias; "" when none is
+    error: str = ""  # why its lag could not be read (masked)
+
+
+@dataclass
 class SinkResults:
-    """The sinks' lag as sampled from Kafka (offsets.refresh.sinks)."""
+    """The sinks' and the mirrors' lag as sampled from Kafka (offsets.refresh.sinks, .mirrors)."""
 
     lags: list[SinkPartitionLag] = field(default_factory=list)
     samples: list[LagSample] = field(default_factory=list)
     externally_managed: set[str] = field(default_factory=set)
     # Deleted sinks whose group still has committed offsets: {connector: partitions}.
     orphan_groups: dict[str, int] = field(default_factory=dict)
+    # Each MirrorSourceConnector's upstream: {connector: facts}.
+    mirrors: dict[str, MirrorUpstreamFacts] = field(default_factory=dict)

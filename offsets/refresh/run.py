@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
-from offsets.refresh import compute, history_store, plan, runs, sinks, store
+from offsets.refresh import compute, history_store, mirrors, plan, runs, sinks, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
 from offsets.services import alerts, background, connect_state
 
@@ -164,7 +164,39 @@ def _compute(
         )
         phase(f"read {sources.records_read():,} records; sampling sink lag")
         assert sampling is not None  # started by the first prepare
-        return Refreshed(state, planned, inputs, sources, sampling.result(), full)
+        lags = sampling.result()
+        _sample_mirrors(cluster, state, sources, lags, now_ms=now_ms, phase=phase)
+        return Refreshed(state, planned, inputs, sources, lags, full)
+
+
+def _sample_mirrors(
+    cluster: Cluster,
+    state: connect_state.ConnectState,
+    sources: SourceResults,
+    lags: SinkResults,
+    *,
+    now_ms: int,
+    phase: Progress,
+) -> None:
+    """Add the MirrorSourceConnectors' lag to the sinks'.
+
+    After the Spark phase, not beside it: a mirror's position is its offset, which this
+    refresh's merge computes.
+    """
+    names = [c.name for c in mirrors.mirror_sources(state.connectors)]
+    if not names:
+        return
+    phase("sampling the mirrors' lag on their upstream clusters")
+    mirrors.sample_mirrors(
+        cluster,
+        state.connectors,
+        sources.latest,
+        now_ms=now_ms,
+        upstreams=mirrors.upstream_clusters(cluster),
+        recent=sinks.recent_samples(cluster, names),
+        known=sinks.known_time_lags(cluster),
+        results=lags,
+    )
 
 
 def _say_plan(phase: Progress, state: connect_state.ConnectState, planned: SourcePlan) -> None:

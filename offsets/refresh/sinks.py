@@ -117,15 +117,16 @@ def sample_sinks(
     lagging = {
         slot: position for slot, position in positions.items() if position < marks[slot[1]][1]
     }
-    lags_ms = _time_lags(kafka, lagging, marks, known or {})
+    lags_ms = time_lags(kafka, lagging, marks, known or {})
     sampled_at = ms_to_datetime(now_ms)
     for connector in sinks:
         for tp in wanted[connector.name]:
-            _add_partition(
+            add_partition(
                 results,
                 cluster,
                 connector,
                 tp,
+                group=connector.sink_group,
                 committed=committed[connector.name].get(tp),
                 position=positions[(connector.name, tp)],
                 marks=marks[tp],
@@ -147,7 +148,7 @@ def _topics_of(
     return topics
 
 
-def _time_lags(
+def time_lags(
     kafka: dict,
     positions: dict[Slot, int],
     marks: dict[tuple[str, int], tuple[int, int]],
@@ -183,12 +184,14 @@ def _time_lags(
     return lags
 
 
-def _add_partition(
+def add_partition(
     results: SinkResults,
     cluster: Cluster,
     connector: ConnectorSummary,
     tp: tuple[str, int],
     *,
+    group: str,
+    upstream: str = "",
     committed: int | None,
     position: int,
     marks: tuple[int, int],
@@ -196,9 +199,10 @@ def _add_partition(
     recent: list[LagPoint],
     sampled_at: datetime,
 ) -> None:
-    """Add one sink partition's current lag and its sample to `results`.
+    """Add one partition's current lag and its sample to `results`: a sink's group's
+    (`group`), or a mirror's upstream partition (`upstream`, its cluster).
 
-    A partition its group never committed lags from where the consumer starts
+    A sink's partition its group never committed lags from where the consumer starts
     (`consumer_position`): a sink just created, paused or failing before its first commit
     has records waiting all the same, rated by the same rules.
     """
@@ -225,7 +229,7 @@ def _add_partition(
         "sampled_at": sampled_at,
     }
     results.lags.append(
-        SinkPartitionLag(**measured, group=connector.sink_group, log_start=low, status=status)
+        SinkPartitionLag(**measured, group=group, upstream=upstream, log_start=low, status=status)
     )
     results.samples.append(LagSample(**measured))
 
@@ -233,7 +237,7 @@ def _add_partition(
 def recent_samples(cluster: Cluster, connectors: list[str]) -> RecentSamples:
     """The lag samples of every sink partition at the cluster's last N-1 samplings, oldest
     first; a sample with no committed offset stands at the consumer's position then (its log
-    end less its lag), as `_add_partition` rated it.
+    end less its lag), as `add_partition` rated it.
 
     A refresh samples every sink at one time (`sampled_at`), so the window is found as those
     times first, through the (cluster, sampled_at) index, and only their rows are read: the

@@ -125,7 +125,11 @@ def _offsets_fields(
     """The connector's offsets figures: a sink's lag from its partitions, a source's stats."""
     sink_lags = lags.get(connector.name, [])
     external = connector.name in sinks.externally_managed
-    lagging = connector.type == "sink" and not external
+    mirror = sinks.mirrors.get(connector.name)
+    # A mirror's lag is known when its upstream is registered and answered.
+    lagging = (connector.type == "sink" and not external) or bool(
+        mirror and mirror.cluster and not mirror.error
+    )
     return {
         "partitions": _sink_partitions(connector, sink_lags, sinks)
         if connector.type == "sink"
@@ -142,6 +146,9 @@ def _offsets_fields(
         "lag_status": connector_lag_status([LagStatus(lag.status) for lag in sink_lags])
         if lagging
         else "",
+        "source_alias": mirror.alias if mirror else "",
+        "upstream_cluster": mirror.cluster if mirror else "",
+        "upstream_error": mirror.error if mirror else "",
     }
 
 

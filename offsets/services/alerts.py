@@ -194,6 +194,9 @@ def _connector_facts(
         )
         if problem:
             details = {"lag_status": connector.lag_status, "partitions": statuses}
+            if connector.upstream_cluster:
+                # A mirror's lag is behind its upstream cluster, not behind its own topics.
+                details["upstream_cluster"] = connector.upstream_cluster
             facts.append(Fact(cluster, name, Condition.LAG, problem, details))
     if Condition.FAILED in conditions:
         failed = alert_rules.failed_parts(connector.runtime_state, connector.task_states)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from offsets.formats.source_lag import position_age_ms
 from offsets.models import Cluster
 from offsets.refresh.history_store import history_path
 from offsets.spark.history_files import connector_folder, run_folders
@@ -38,6 +39,8 @@ class CommitPoint:
     offset: dict | None
     kafka_offset: int
     rewind: bool
+    # How old the source position was at this commit (CDC and JDBC-style offsets only).
+    position_age_ms: int | None = None
 
 
 def connector_files(*, cluster: Cluster, connector: str) -> list[Path]:
@@ -92,11 +95,18 @@ def _key_rows(cluster: Cluster, connector: str, key_hash: str) -> list[dict]:
 
 
 def partition_history(
-    *, cluster: Cluster, connector: str, key_hash: str, since: datetime | None = None
+    *,
+    cluster: Cluster,
+    connector: str,
+    key_hash: str,
+    since: datetime | None = None,
+    connector_class: str = "",
 ) -> list[CommitPoint]:
     """Return every recorded commit of one source partition (exact key), oldest first.
 
-    `rewind` marks a commit whose progress is lower than the commit before it.
+    `rewind` marks a commit whose progress is lower than the commit before it;
+    `position_age_ms` is the source position's age at the commit, for a class whose offsets
+    carry the source's clock (`source_lag.position_age_ms`).
     """
     try:
         rows = _key_rows(cluster, connector, key_hash)
@@ -112,13 +122,17 @@ def partition_history(
     previous: float | None = None
     for row in rows:
         progress = row["progress"]
+        offset = json.loads(row["offset_json"]) if row["offset_json"] else None
         points.append(
             CommitPoint(
                 at=datetime.fromtimestamp(row["timestamp_ms"] / 1000, tz=UTC),
                 progress=progress,
-                offset=json.loads(row["offset_json"]) if row["offset_json"] else None,
+                offset=offset,
                 kafka_offset=row["kafka_offset"],
                 rewind=previous is not None and progress is not None and progress < previous,
+                position_age_ms=position_age_ms(connector_class, offset, row["timestamp_ms"])
+                if connector_class
+                else None,
             )
         )
         if progress is not None:

@@ -41,6 +41,11 @@ EDIT_STATES = tuple(OffsetEdit.State.values)
 # still filling, and anything later is not read yet.
 COMMIT_RATE_BUCKETS = 3
 
+# The two kinds of lag series: a sink's behind its topics, a MirrorMaker 2 source's behind its
+# upstream cluster. Same shapes, own names, so a dashboard never mixes the two.
+SINK, MIRROR = "sink", "mirror"
+_KIND_NOUNS = {SINK: "sink", MIRROR: "MirrorMaker 2 source"}
+
 CONNECTOR = ("cluster", "connector")
 PARTITION = ("cluster", "connector", "topic", "partition")
 
@@ -68,10 +73,13 @@ class StoredResultsCollector(Collector):
         rates = commit_rates(clusters, bucket_seconds=settings.COMMIT_BUCKET_SECONDS)
         yield from source_families(sources, names, rates, now=self.now)
         sinks = [row for row in snapshots if row.type == "sink"]
-        yield from sink_families(sinks, names, _partition_status_counts(names))
-        yield from sink_partition_families(
-            names, limit=max(0, settings.METRICS_MAX_SINK_PARTITIONS)
-        )
+        status_counts = _partition_status_counts(names)
+        limit = max(0, settings.METRICS_MAX_SINK_PARTITIONS)
+        yield from sink_families(sinks, names, status_counts)
+        yield from sink_partition_families(names, limit=limit)
+        mirrors = [row for row in sources if row.upstream_cluster]
+        yield from sink_families(mirrors, names, status_counts, kind=MIRROR)
+        yield from sink_partition_families(names, limit=limit, kind=MIRROR)
         yield from malformed_families(names)
         yield from edit_families(names)
 
@@ -192,6 +200,7 @@ def _snapshots(names: dict[int, str]) -> list[ConnectorSnapshot]:
             "lag_records",
             "lag_ms",
             "lag_status",
+            "upstream_cluster",
         )
     )
 
@@ -322,19 +331,27 @@ def sink_families(
     sinks: list[ConnectorSnapshot],
     names: dict[int, str],
     status_counts: dict[tuple[int, str], dict[str, int]],
+    *,
+    kind: str = SINK,
 ) -> list[Metric]:
+    """The per-connector lag series of the sinks, or (`kind=MIRROR`) of the mirrors."""
+    noun = _KIND_NOUNS[kind]
     records = gauge(
-        "sink_lag_records", "The sink's lag in records, summed over its partitions.", CONNECTOR
+        f"{kind}_lag_records",
+        f"The {noun}'s lag in records, summed over its partitions.",
+        CONNECTOR,
     )
-    seconds = gauge("sink_lag_seconds", "The sink's lag in time: its worst partition's.", CONNECTOR)
+    seconds = gauge(
+        f"{kind}_lag_seconds", f"The {noun}'s lag in time: its worst partition's.", CONNECTOR
+    )
     status = gauge(
-        "sink_lag_status",
-        "The sink's lag status by Burrow's rules: 1 for the current one, 0 for the others.",
+        f"{kind}_lag_status",
+        f"The {noun}'s lag status by Burrow's rules: 1 for the current one, 0 for the others.",
         [*CONNECTOR, "status"],
     )
     partitions = gauge(
-        "sink_partitions",
-        "The sink's topic-partitions by lag status (STALL, STOP, REWIND make the sink ERR).",
+        f"{kind}_partitions",
+        f"The {noun}'s topic-partitions by lag status (STALL, STOP, REWIND make it ERR).",
         [*CONNECTOR, "status"],
     )
     for row in sinks:
@@ -352,30 +369,35 @@ def sink_families(
     return [records, seconds, status, partitions]
 
 
-def sink_partition_families(names: dict[int, str], *, limit: int) -> list[Metric]:
-    """Per-partition series, all of them or none: past `limit` partitions they are dropped.
+def sink_partition_families(names: dict[int, str], *, limit: int, kind: str = SINK) -> list[Metric]:
+    """Per-partition series of the sinks, or (`kind=MIRROR`) of the mirrors' upstream
+    partitions, all of them or none: past `limit` partitions they are dropped.
 
     All or none, never the first `limit`, so that which series exist does not depend on the
-    order partitions happen to sort in; `sink_partitions_unexported` says how many are missing.
+    order partitions happen to sort in; `<kind>_partitions_unexported` says how many are
+    missing.
     """
     records = gauge(
-        "sink_partition_lag_records", "The topic-partition's lag in records.", PARTITION
+        f"{kind}_partition_lag_records", "The topic-partition's lag in records.", PARTITION
     )
     seconds = gauge(
-        "sink_partition_lag_seconds",
+        f"{kind}_partition_lag_seconds",
         "The topic-partition's lag in time (absent: not measurable).",
         PARTITION,
     )
     status = gauge(
-        "sink_partition_lag_status",
+        f"{kind}_partition_lag_status",
         "The topic-partition's lag status: one series, for the current status, valued 1.",
         [*PARTITION, "status"],
     )
     unexported = gauge(
-        "sink_partitions_unexported",
-        "Sink topic-partitions left without series of their own (METRICS_MAX_SINK_PARTITIONS).",
+        f"{kind}_partitions_unexported",
+        f"The {_KIND_NOUNS[kind]}s' topic-partitions left without series of their own "
+        "(METRICS_MAX_SINK_PARTITIONS).",
     )
     rows = SinkPartitionLag.objects.filter(cluster_id__in=list(names))
+    # A mirror's partitions name their upstream cluster; a sink's do not.
+    rows = rows.exclude(upstream="") if kind == MIRROR else rows.filter(upstream="")
     kept = list(
         rows.order_by("cluster_id", "connector", "topic", "partition").values_list(
             "cluster_id", "connector", "topic", "partition", "lag_records", "lag_ms", "status"

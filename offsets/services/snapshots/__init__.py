@@ -35,6 +35,7 @@ from offsets.services.snapshots.connector_detail import (
     rewinds,
     sink_partitions,
     source_partitions,
+    with_position_ages,
 )
 from offsets.services.snapshots.connector_list import (
     NO_COMMIT_YET,
@@ -99,4 +100,5 @@ __all__ = [
     "status_reasons",
     "summarize",
     "with_partition_status",
+    "with_position_ages",
 ]

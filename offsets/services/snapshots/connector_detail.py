@@ -1,6 +1,7 @@
 """One connector's page: its partitions, rewinds, drifts, charts and export."""
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -14,6 +15,7 @@ from django.db.models import (
 
 from offsets.formats.jackson import JsonValue
 from offsets.formats.offsets_json import PartitionOffset, to_kip875
+from offsets.formats.source_lag import has_source_clock, position_age_ms
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -60,6 +62,19 @@ def sink_partitions(
     if q:
         rows = rows.filter(topic__icontains=q)
     return rows.order_by(*order_by(SINK_PARTITION_SORTS, sort), "topic", "partition")
+
+
+def with_position_ages(rows: Iterable[SourceOffset], *, connector_class: str) -> list[SourceOffset]:
+    """Set `position_age_ms` on each row: its source position's age at its last commit, for a
+    class whose offsets carry the source's clock (CDC, JDBC-style); None otherwise."""
+    rows = list(rows)
+    for row in rows:
+        row.position_age_ms = (
+            position_age_ms(connector_class, row.offset, int(row.last_commit_at.timestamp() * 1000))
+            if has_source_clock(connector_class) and row.last_commit_at is not None
+            else None
+        )
+    return rows
 
 
 def default_chart_partition(*, cluster: Cluster, connector: str) -> SourceOffset | None:
@@ -128,7 +143,8 @@ class LagPoint:
 
 
 def lag_series(*, cluster: Cluster, connector: str) -> list[LagPoint]:
-    """The sink's total lag (records) and worst lag (time) at each refresh, oldest first."""
+    """A sink's or mirror's total lag (records) and worst lag (time) at each refresh, oldest
+    first."""
     rows = list(
         LagSample.objects.filter(cluster=cluster, connector=connector)
         .values("sampled_at")

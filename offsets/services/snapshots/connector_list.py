@@ -115,8 +115,8 @@ def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
 def with_partition_status(
     rows: list[ConnectorSnapshot], *, cluster: Cluster
 ) -> list[ConnectorSnapshot]:
-    """Set `worst_partition_status` on each sink of `rows` (one query for all of them)."""
-    sinks = [row.name for row in rows if row.type == "sink"]
+    """Set `worst_partition_status` on each sink and mirror of `rows` (one query for all)."""
+    sinks = [row.name for row in rows if row.type == "sink" or row.upstream_cluster]
     worst: dict[str, str] = {}
     if sinks:
         statuses = (

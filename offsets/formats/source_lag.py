@@ -1,0 +1,135 @@
+"""What a source offset says of the source's progress: MirrorMaker 2's upstream position, and
+the source's own clock in CDC and JDBC-style offsets. Pure rules, no I/O.
+
+Only shapes recognised by the connector's class and its fields mean anything here: an offset
+of any other shape says nothing, rather than a guess.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "MirrorPosition",
+    "has_source_clock",
+    "is_mirror_source",
+    "mirror_position",
+    "mirror_source_alias",
+    "position_age_ms",
+    "source_clock_ms",
+    "suggested_upstream",
+]
+
+# MirrorSourceConnector copies records; the checkpoint and heartbeat connectors write
+# offsets of other shapes, which say nothing of lag.
+_MIRROR_SOURCE_CLASS = "MirrorSourceConnector"
+
+# Debezium's connectors keep the source's commit time in the offset, each in its own unit:
+# MySQL and MariaDB `ts_sec` (the binlog event's time), PostgreSQL `ts_usec` (the
+# transaction's commit time), others `ts_ms`.
+_DEBEZIUM_PREFIX = "io.debezium.connector."
+_DEBEZIUM_CLOCKS = (("ts_ms", 1), ("ts_usec", 0.001), ("ts_sec", 1000))
+
+# JDBC-style sources in timestamp mode keep the last row's timestamp column as `timestamp`
+# (ms since the epoch) and its nanoseconds within the second as `timestamp_nanos`. The
+# project's own table source writes the same shape.
+JDBC_SOURCE_CLASSES = (
+    "io.confluent.connect.jdbc.JdbcSourceConnector",
+    "dev.offsetsdashboard.connectors.TableSourceConnector",
+)
+
+
+@dataclass(frozen=True)
+class MirrorPosition:
+    """Where a MirrorSourceConnector resumes on one upstream partition."""
+
+    alias: str  # the upstream cluster's alias (source.cluster.alias)
+    topic: str
+    partition: int
+    # The next upstream offset to copy: the stored offset is the last record copied
+    # (MirrorSourceTask.convertRecord wraps record.offset()), and a task seeks to it + 1.
+    next_offset: int
+
+
+def is_mirror_source(properties: Mapping[str, str | None]) -> bool:
+    """Tell whether the connector is MirrorMaker 2's MirrorSourceConnector."""
+    connector_class = (properties.get("connector.class") or "").strip()
+    return connector_class == _MIRROR_SOURCE_CLASS or connector_class.endswith(
+        "." + _MIRROR_SOURCE_CLASS
+    )
+
+
+def mirror_source_alias(properties: Mapping[str, str | None]) -> str:
+    """The upstream cluster's alias of a MirrorSourceConnector ("" when not set)."""
+    return (properties.get("source.cluster.alias") or "").strip()
+
+
+def _integer(value: object) -> int | None:
+    # JSON true/false are no offsets, though Python counts them as ints.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def mirror_position(partition: object, offset: object) -> MirrorPosition | None:
+    """Read a MirrorSourceConnector's source partition and offset; None for any other shape.
+
+    MirrorUtils.wrapPartition writes {"cluster": alias, "topic": t, "partition": p} and
+    wrapOffset {"offset": n}; a negative offset is "uncommitted" to the task.
+    """
+    if not isinstance(partition, Mapping) or not isinstance(offset, Mapping):
+        return None
+    alias, topic = partition.get("cluster"), partition.get("topic")
+    number, copied = _integer(partition.get("partition")), _integer(offset.get("offset"))
+    if not isinstance(alias, str) or not isinstance(topic, str) or number is None:
+        return None
+    if copied is None or copied < 0 or number < 0:
+        return None
+    return MirrorPosition(alias=alias, topic=topic, partition=number, next_offset=copied + 1)
+
+
+def source_clock_ms(connector_class: str, offset: object) -> int | None:
+    """The source's own time in a CDC or JDBC-style offset, in ms since the epoch; None when
+    the class or the fields are not ones known to carry it."""
+    if not isinstance(offset, Mapping):
+        return None
+    connector_class = connector_class.strip()
+    if connector_class.startswith(_DEBEZIUM_PREFIX):
+        for field, to_ms in _DEBEZIUM_CLOCKS:
+            value = _integer(offset.get(field))
+            if value is not None and value > 0:
+                return int(value * to_ms)
+        return None
+    if connector_class in JDBC_SOURCE_CLASSES:
+        value = _integer(offset.get("timestamp"))
+        return value if value is not None and value > 0 else None
+    return None
+
+
+def has_source_clock(connector_class: str) -> bool:
+    """Whether the class is one whose offsets may carry the source's clock."""
+    connector_class = connector_class.strip()
+    return connector_class.startswith(_DEBEZIUM_PREFIX) or connector_class in JDBC_SOURCE_CLASSES
+
+
+def position_age_ms(connector_class: str, offset: object, committed_at_ms: int) -> int | None:
+    """How old the source position was when its offset was committed: the commit's time less
+    the source's clock in the offset (`source_clock_ms`); None when the offset has no clock.
+
+    It grows while the source is idle (no change, the position stays), so it is the age of
+    the last change read, not a backlog. A source clock ahead of the worker's counts 0.
+    """
+    clock = source_clock_ms(connector_class, offset)
+    return None if clock is None else max(committed_at_ms - clock, 0)
+
+
+def _servers(bootstrap: str) -> set[str]:
+    return {server.strip().lower() for server in bootstrap.split(",") if server.strip()}
+
+
+def suggested_upstream(
+    properties: Mapping[str, str | None], clusters: Iterable[tuple[str, str]]
+) -> str | None:
+    """The registered cluster a MirrorSourceConnector's `source.cluster.bootstrap.servers`
+    names: the first of `clusters` ((name, bootstrap servers), in order) sharing a server."""
+    wanted = _servers(properties.get("source.cluster.bootstrap.servers") or "")
+    if not wanted:
+        return None
+    return next((name for name, servers in clusters if wanted & _servers(servers)), None)
