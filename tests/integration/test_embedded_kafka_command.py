@@ -1,8 +1,7 @@
 """`manage.py embedded_kafka`: the command starts and stops brokers and workers of its own.
 
-Starting and stopping them is what these tests test, so they start their own processes: one
-`start` shared by the tests that only read what it started (`started`), and one per test that
-stops them or makes the start fail.
+Starting and stopping them is what these tests test, so each test that needs them running
+starts its own.
 """
 
 import json
@@ -11,7 +10,6 @@ import urllib.request
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.test import override_settings
 
 from offsets.kafka import admin, embedded, reading
 from offsets.kafka.embedded import EmbeddedKafka
@@ -32,55 +30,45 @@ def worker_root(url: str) -> dict:
         return json.load(response)
 
 
-@pytest.fixture(scope="module")
-def started(tmp_path_factory):
-    """The run folder of one `embedded_kafka start`, and what the start printed; stopped after
-    the module's tests."""
-    run_dir = tmp_path_factory.mktemp("embedded-command") / "run"
-    with override_settings(RUN_DIR=run_dir):
-        try:
-            yield run_dir, run("start")
-        finally:
-            run("stop")
-
-
-def test_it_starts_a_broker_and_a_worker_and_prints_their_addresses(settings, started):
-    settings.RUN_DIR, output = started
-    address = output.strip().splitlines()[-1]
-    assert address.startswith("127.0.0.1:")
-    assert isinstance(admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict)
-    url = run("connect-url").strip()
-    assert url.startswith("http://127.0.0.1:") and url in output
-    # The worker is Apache Kafka Connect, on this broker's cluster.
-    root = worker_root(url)
-    assert root["version"].startswith("4.")
-    topics = admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5)
-    assert set(embedded.WORKER_TOPICS.values()) <= set(topics)
-    assert run("address").strip() == address
-    assert address in run("status") and url in run("status")
-    assert "Already running" in run("start")
-
-
 @pytest.mark.django_db
-def test_add_cluster_embedded_registers_the_broker_and_the_worker(settings, started):
+def test_it_starts_a_broker_and_a_worker_that_add_cluster_registers(settings):
+    # One start for both: what it prints and how `add_cluster --embedded` takes it up.
     from offsets.models import Cluster
 
-    settings.RUN_DIR, output = started
-    address = output.strip().splitlines()[-1]
-    call_command("add_cluster", "live", "--embedded", "--client-config", "fetch.wait.max.ms=50")
-    cluster = Cluster.objects.get(name="live")
-    assert cluster.bootstrap_servers == address
-    assert cluster.connect_url == run("connect-url").strip()
-    assert cluster.offsets_topic == embedded.WORKER_TOPICS["offsets_topic"]
-    assert cluster.configs_topic == embedded.WORKER_TOPICS["configs_topic"]
-    assert cluster.status_topic == embedded.WORKER_TOPICS["status_topic"]
-    assert cluster.offset_flush_interval_ms == embedded.WORKER_FLUSH_INTERVAL_MS
-    assert cluster.client_config == {"fetch.wait.max.ms": "50"}
-    # Options on the command line win over the worker's own values.
-    call_command("add_cluster", "seeded", "--embedded", "--offsets-topic", "connect-offsets")
-    assert Cluster.objects.get(name="seeded").offsets_topic == "connect-offsets"
-    admin.create_topics(cluster.kafka_settings(), [admin.TopicSpec("add-cluster-t", 2, {})])
-    assert list(reading.read_topic(cluster.kafka_settings(), "add-cluster-t", timeout=5)) == []
+    try:
+        output = run("start")
+        address = output.strip().splitlines()[-1]
+        assert address.startswith("127.0.0.1:")
+        assert isinstance(
+            admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5), dict
+        )
+        url = run("connect-url").strip()
+        assert url.startswith("http://127.0.0.1:") and url in output
+        # The worker is Apache Kafka Connect, on this broker's cluster.
+        root = worker_root(url)
+        assert root["version"].startswith("4.")
+        topics = admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5)
+        assert set(embedded.WORKER_TOPICS.values()) <= set(topics)
+        assert run("address").strip() == address
+        assert address in run("status") and url in run("status")
+        assert "Already running" in run("start")
+
+        call_command("add_cluster", "live", "--embedded", "--client-config", "fetch.wait.max.ms=50")
+        cluster = Cluster.objects.get(name="live")
+        assert cluster.bootstrap_servers == address
+        assert cluster.connect_url == url
+        assert cluster.offsets_topic == embedded.WORKER_TOPICS["offsets_topic"]
+        assert cluster.configs_topic == embedded.WORKER_TOPICS["configs_topic"]
+        assert cluster.status_topic == embedded.WORKER_TOPICS["status_topic"]
+        assert cluster.offset_flush_interval_ms == embedded.WORKER_FLUSH_INTERVAL_MS
+        assert cluster.client_config == {"fetch.wait.max.ms": "50"}
+        # Options on the command line win over the worker's own values.
+        call_command("add_cluster", "seeded", "--embedded", "--offsets-topic", "connect-offsets")
+        assert Cluster.objects.get(name="seeded").offsets_topic == "connect-offsets"
+        admin.create_topics(cluster.kafka_settings(), [admin.TopicSpec("t", 2, {})])
+        assert list(reading.read_topic(cluster.kafka_settings(), "t", timeout=5)) == []
+    finally:
+        run("stop")
 
 
 @pytest.mark.django_db

@@ -328,7 +328,9 @@ def fetch_all(
         response = http.get(url)
         elapsed = time.perf_counter() - started
         body = b"".join(response) if response.streaming else response.content
-        assert response.status_code < 500, (route, url[:300], body[:2000])
+        # /readyz answers 503 while not ready (no scheduler runs here): that is its answer.
+        allowed = {200, 503} if route == "readyz" else set(range(100, 500))
+        assert response.status_code in allowed, (route, url[:300], body[:2000])
         assert SECRET.encode() not in body, (route, url[:300])
         assert SECRET not in str(response.headers), (route, url[:300])
         answers[route] = (response.status_code, elapsed)
