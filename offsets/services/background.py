@@ -159,22 +159,28 @@ def this_process() -> dict:
 
 
 def process_gone(run: RefreshRun) -> bool:
-    """Whether the run's process is known to be gone: on this host, no such live process.
+    """Whether the run's process is known to be gone (`pid_gone`)."""
+    return pid_gone(run.host, run.pid)
+
+
+def pid_gone(host: str, pid: int | None) -> bool:
+    """Whether the process `pid` on `host` is known to be gone: on this host, no such live
+    process.
 
     Another host's process cannot be asked: its run blocks until its heartbeats stop for
     REFRESH_ABANDONED_SECONDS.
     A pid reused by another process looks alive, which only means waiting as before.
     """
-    if not run.pid or run.host != socket.gethostname():
+    if not pid or host != socket.gethostname():
         return False
     try:
-        os.kill(run.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:  # alive, another user's
         return False
     try:  # a zombie (ended, not reaped yet) is gone too
-        return Path(f"/proc/{run.pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
 

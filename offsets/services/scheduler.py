@@ -10,8 +10,6 @@ the refresh itself.
 """
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -70,13 +68,13 @@ class Scheduler:
         self.busy: dict[int, threading.Thread] = {}
         self.stopping = threading.Event()
         now = timezone.now()
-        host, pid = socket.gethostname(), os.getpid()
+        me = background.this_process()
         # A scheduler killed on this host left its row: it beats no more.
-        for beat in SchedulerBeat.objects.filter(host=host).exclude(pid=pid):
-            if not _alive(beat.pid):
+        for beat in SchedulerBeat.objects.filter(host=me["host"]).exclude(pid=me["pid"]):
+            if background.pid_gone(beat.host, beat.pid):
                 beat.delete()
         self.beat, _ = SchedulerBeat.objects.update_or_create(
-            host=host, pid=pid, defaults={"started_at": now, "beat_at": now}
+            **me, defaults={"started_at": now, "beat_at": now}
         )
 
     def round(self) -> list[RefreshRun]:
@@ -149,13 +147,3 @@ class Scheduler:
         )
         SchedulerBeat.objects.filter(pk=self.beat.pk).delete()
         return interrupted
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
