@@ -1,38 +1,19 @@
 """`refresh_offsets --every` keeps refreshing until SIGTERM, then stops cleanly."""
 
-import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
+from tests.integration.child_cluster import child_cluster
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_every_refreshes_periodically_and_stops_on_sigterm(fresh_kafka, tmp_path):
-    write_demo(
-        {"bootstrap.servers": fresh_kafka},
-        build_demo(DemoOptions(end_ms=int(time.time() * 1000), hours=0.5)),
-    )
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "OFFSETS_HISTORY_PATH": str(tmp_path / "history"),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-    }
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True)
-    subprocess.run(
-        [*manage, "add_cluster", "loop", "--bootstrap-servers", fresh_kafka], env=env, check=True
-    )
+    child = child_cluster(fresh_kafka, tmp_path)
+    env, manage = child.env, child.manage
     process = subprocess.Popen(
         [*manage, "refresh_offsets", "--cluster", "loop", "--every", "1"],
         env=env,

@@ -6,26 +6,20 @@ child process (the command itself): SIGKILL mid-refresh, a restart that settles 
 run and refreshes again, then SIGTERM that ends it within 10 s.
 """
 
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
 from offsets.models import RefreshRun, SchedulerBeat
 from offsets.services import scheduler as scheduling
 from tests import factories
+from tests.integration.child_cluster import child_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def wait_for(condition, *, timeout: float, every: float = 0.2, then=lambda: None):
@@ -114,23 +108,8 @@ def test_a_stop_marks_the_refresh_still_running_as_interrupted(spark, blocked):
 def test_the_command_survives_sigkill_and_stops_on_sigterm_within_ten_seconds(
     fresh_kafka, tmp_path
 ):
-    write_demo(
-        {"bootstrap.servers": fresh_kafka},
-        build_demo(DemoOptions(end_ms=int(time.time() * 1000), hours=0.5)),
-    )
-    database = tmp_path / "db.sqlite3"
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{database}",
-        "OFFSETS_HISTORY_PATH": str(tmp_path / "history"),
-        "RUN_DIR": str(tmp_path / "run"),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-    }
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True)
-    subprocess.run(
-        [*manage, "add_cluster", "loop", "--bootstrap-servers", fresh_kafka], env=env, check=True
-    )
+    child = child_cluster(fresh_kafka, tmp_path)
+    env, manage, database = child.env, child.manage, child.database
     with sqlite3.connect(database) as db:
         db.execute("UPDATE offsets_cluster SET refresh_every_seconds = 2")
 
