@@ -1,5 +1,6 @@
 """Settle edits left "applying" (a crash, or an outage at the commit) by reading them back."""
 
+import logging
 from datetime import timedelta
 
 from django.conf import settings
@@ -12,6 +13,8 @@ from offsets.edits.roles import can_approve
 from offsets.kafka import offsets_writer
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit
+
+logger = logging.getLogger(__name__)
 
 State = OffsetEdit.State
 
@@ -120,3 +123,20 @@ def reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> 
     return finish(
         edit, state, AuditEvent.Action.RECONCILED, user, comment=comment, error=why, extra=details
     )
+
+
+def settle_stale(cluster: Cluster) -> list[tuple[str, bool]]:
+    """Reconcile the cluster's edits left "applying" by a process that died (older than
+    stale_after(): a live apply is never judged between its steps); return a line per edit
+    and whether it was settled, each also logged. The refresh loop and the scheduler call it
+    after each refresh, so a crash is settled even if nobody runs reconcile_edits."""
+    lines = []
+    for edit, error in reconcile_edits(cluster=cluster, min_age=stale_after()):
+        if error:
+            message = f"Edit #{edit.pk} ({edit.connector}) stays applying: {error}"
+            logger.warning("%s", message)
+        else:
+            message = f"Reconciled edit #{edit.pk} ({edit.connector}): {edit.state}"
+            logger.info("%s", message)
+        lines.append((message, not error))
+    return lines

@@ -21,7 +21,7 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from offsets.edits.reconcile import reconcile_edits, stale_after
+from offsets.edits.reconcile import settle_stale
 from offsets.models import Cluster, RefreshRun, SchedulerBeat
 from offsets.refresh.run import run_refresh
 from offsets.refresh.schedule import ClusterTurn, due_clusters
@@ -120,13 +120,9 @@ class Scheduler:
             connections.close_all()  # this thread's own connections
 
     def _settle_edits(self, cluster: Cluster) -> None:
-        for edit, error in reconcile_edits(cluster=cluster, min_age=stale_after()):
-            if error:
-                logger.warning("Edit #%s (%s) stays applying: %s", edit.pk, edit.connector, error)
-            else:
-                self.say(
-                    f"{cluster.name}: reconciled edit #{edit.pk} ({edit.connector}): {edit.state}"
-                )
+        for message, settled in settle_stale(cluster):
+            if settled:
+                self.say(f"{cluster.name}: {message}")
 
     def stop(self, *, timeout: float) -> int:
         """Stop within `timeout` seconds: cancel Spark's jobs, wait for the refreshes to end,

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from offsets.edits.reconcile import reconcile_edits, stale_after
+from offsets.edits.reconcile import settle_stale
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, RefreshRun
 from offsets.refresh.plan import has_read_before
@@ -214,27 +214,16 @@ class Command(BaseCommand):
         return run
 
     def reconcile_stale(self, cluster: Cluster) -> None:
-        """Settle the cluster's edits left "applying" by a process that died.
-
-        So a crash is settled even if nobody runs reconcile_edits. Only edits older than
-        stale_after(): a live apply is never judged between its steps.
-        """
+        """Settle the cluster's edits left "applying" by a process that died (settle_stale)."""
         try:
-            results = reconcile_edits(cluster=cluster, min_age=stale_after())
+            lines = settle_stale(cluster)
         except Exception:
             # The refresh loop must outlive a bad round of reconciliation (a database hiccup).
             logger.exception("Reconciling the stale edits of %s failed", cluster.name)
             self.stdout.write(self.style.ERROR("Reconciling stale edits failed; see the log."))
             return
-        for edit, error in results:
-            if error:
-                message = f"Edit #{edit.pk} ({edit.connector}) stays applying: {error}"
-                logger.warning("%s", message)
-                self.stdout.write(self.style.WARNING(message))
-            else:
-                message = f"Reconciled edit #{edit.pk} ({edit.connector}): {edit.state}"
-                logger.info("%s", message)
-                self.stdout.write(message)
+        for message, settled in lines:
+            self.stdout.write(message if settled else self.style.WARNING(message))
 
     def on_signal(self, signum: int, frame: object) -> None:
         self.stdout.write(f"Received {signal.Signals(signum).name}: stopping after this round.")
