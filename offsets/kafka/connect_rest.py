@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from offsets import outgoing, tuning
+from offsets.kafka import tls
 from offsets.formats.connect_workers import (
     WorkerCapabilities,
     parse_connect_urls,
@@ -522,16 +523,15 @@ class ConnectRest:
 
     def _tls_context(self) -> ssl.SSLContext:
         try:
-            context = ssl.create_default_context(cafile=self.settings.ca_file or None)
-            if self.settings.cert_file:
-                context.load_cert_chain(self.settings.cert_file, self.settings.key_file or None)
+            return tls.context_for(
+                self.settings.ca_file, self.settings.cert_file, self.settings.key_file
+            )
         except (OSError, ssl.SSLError) as exc:
             raise ConnectRestError(
                 f"The Connect TLS files cannot be read (CA {self.settings.ca_file or '-'}, "
                 f"certificate {self.settings.cert_file or '-'}, key "
                 f"{self.settings.key_file or '-'}): {exc}"
             ) from exc
-        return context
 
 
 def _quote(name: str) -> str:
