@@ -1,7 +1,10 @@
 """Probes for an orchestrator: /healthz (the process answers) and /readyz (it can serve).
 
 Both answer JSON without a login and name no cluster, connector or setting: they are reached
-by anyone who can reach the port.
+by anyone who can reach the port. `probes`, the first middleware, answers them before the
+others: an orchestrator calls them over plain HTTP with the pod's address as the Host, which
+SECURE_SSL_REDIRECT would answer with a redirect (a kubelet counts any 3xx as success, ready
+or not) and ALLOWED_HOSTS with a 400 (never ready).
 """
 
 from datetime import timedelta
@@ -10,7 +13,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Max, Q
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -37,18 +40,32 @@ def readyz(request: HttpRequest) -> JsonResponse:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         checks["database"] = "ok"
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        checks["migrations"] = "ok" if not pending else f"{len(pending)} not applied"
+        if pending:
+            # The tables asked about below may not exist yet (a first start, an upgrade).
+            return _answer(checks, ready=False)
+        now = timezone.now()
+        recent = _scheduler_recent(now)
+        checks["scheduler"] = "ok" if recent else "no recent round"
+        scheduled, late = _clusters_late(now)
     except DatabaseError:
         checks["database"] = "unreachable"
         return _answer(checks, ready=False)
-    executor = MigrationExecutor(connection)
-    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    checks["migrations"] = "ok" if not pending else f"{len(pending)} not applied"
-    now = timezone.now()
+    checks["clusters"] = {"scheduled": scheduled, "not_refreshed_in_time": late}
+    return _answer(checks, ready=recent and late == 0)
+
+
+def _scheduler_recent(now) -> bool:
     newest = SchedulerBeat.objects.aggregate(newest=Max("beat_at"))["newest"]
-    recent = newest is not None and now - newest <= timedelta(
+    return newest is not None and now - newest <= timedelta(
         seconds=settings.READY_SCHEDULER_SECONDS
     )
-    checks["scheduler"] = "ok" if recent else "no recent round"
+
+
+def _clusters_late(now) -> tuple[int, int]:
+    """How many clusters are scheduled, and how many of them are not refreshed in time."""
     scheduled = Cluster.objects.filter(refresh_every_seconds__gt=0).annotate(
         last_success=Max("refresh_runs__finished_at", filter=Q(refresh_runs__status="succeeded"))
     )
@@ -65,9 +82,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         )
         for cluster in scheduled
     )
-    checks["clusters"] = {"scheduled": len(scheduled), "not_refreshed_in_time": late}
-    ready = not pending and recent and late == 0
-    return _answer(checks, ready=ready)
+    return len(scheduled), late
 
 
 def _answer(checks: dict, *, ready: bool) -> JsonResponse:
@@ -75,3 +90,16 @@ def _answer(checks: dict, *, ready: bool) -> JsonResponse:
         {"status": "ready" if ready else "unready", "checks": checks},
         status=200 if ready else 503,
     )
+
+
+PROBES = {"/healthz": healthz, "/readyz": readyz}
+
+
+def probes(get_response):
+    """Answer /healthz and /readyz before any other middleware (see the module's docstring)."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        probe = PROBES.get(request.path_info)
+        return probe(request) if probe else get_response(request)
+
+    return middleware

@@ -105,6 +105,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The probes, before the HTTPS redirect and the Host check (dashboard/health.py).
+    "dashboard.health.probes",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import control_views, health, metrics, move_views, removal_views, views
+from dashboard import control_views, metrics, move_views, removal_views, views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -47,8 +47,6 @@ urlpatterns = [
     path("api/v1/", include("offsets.api.urls")),
     # No login: a token or the caller's address (dashboard/metrics.py).
     path("metrics", metrics.metrics, name="metrics"),
-    path("healthz", health.healthz, name="healthz"),
-    path("readyz", health.readyz, name="readyz"),
 ]
 
 # A database outage met outside a view (the session save) answers 503 too.

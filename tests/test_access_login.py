@@ -20,9 +20,9 @@ EXEMPT = {
     "admin:logout": "the admin's logout (sends an anonymous visitor to the admin login)",
     "metrics": "Prometheus has no session: a bearer token or an allowed address, closed by "
     "default (tests/test_metrics.py)",
-    "healthz": "an orchestrator's liveness probe: answers 'ok' and nothing else (tests/test_health.py)",
-    "readyz": "an orchestrator's readiness probe: counts, never names (tests/test_health.py)",
 }
+# /healthz and /readyz are no URLs: a middleware answers them before the resolver, without a
+# login, with counts and never names (dashboard/health.py, tests/test_health.py).
 
 
 @pytest.fixture

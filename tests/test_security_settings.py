@@ -116,6 +116,36 @@ def test_production_redirects_to_https_and_sends_hsts(tmp_path):
     assert probe["cookies"] == [True, True]
 
 
+PROBES_PROBE = """
+import json, django
+django.setup()
+from django.test import Client
+# A kubelet: plain HTTP, the pod's address as the Host, which ALLOWED_HOSTS does not list.
+client = Client(HTTP_HOST="10.1.2.3:8000")
+answers = {path: client.get(path) for path in ("/healthz", "/readyz", "/login/")}
+print(json.dumps({path: [r.status_code, r.get("Content-Type")] for path, r in answers.items()}))
+"""
+
+
+def test_the_probes_answer_a_kubelet_over_plain_http_with_the_pods_address(tmp_path):
+    """Not redirected to HTTPS (a kubelet counts a 3xx as success) nor refused for the Host
+    (400: never ready); every other URL still is."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBES_PROBE],
+        cwd=ROOT,
+        env=production_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answers["/healthz"] == [200, "application/json"]
+    # No migrations ran on this test's database: unready, and saying so in JSON.
+    assert answers["/readyz"] == [503, "application/json"]
+    assert answers["/login/"][0] == 400
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("url", ["/login/", "/", "/api/v1/clusters/"])
 def test_every_response_carries_the_security_headers(client, user, url):
