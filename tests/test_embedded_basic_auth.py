@@ -5,7 +5,7 @@ import base64
 
 import pytest
 
-from offsets.kafka import embedded
+from devkit import embedded
 
 
 def test_java_property_escapes_what_properties_load_would_read_otherwise():

@@ -11,8 +11,9 @@ import urllib.request
 import pytest
 from django.core.management import CommandError, call_command
 
-from offsets.kafka import admin, embedded, reading
-from offsets.kafka.embedded import EmbeddedKafka
+from devkit import embedded
+from devkit.embedded import EmbeddedKafka
+from offsets.kafka import admin, reading
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.core.management import call_command
 
-from offsets.kafka import embedded
+from devkit import embedded
 from offsets.kafka.connect_rest import ConnectRest
 from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag, SourceOffset
 from offsets.refresh.run import run_refresh

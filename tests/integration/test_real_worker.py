@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
+from devkit import embedded
+from devkit.live_demo import one_broker_mirror
 from offsets.edits.apply import apply_edit
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import admin, embedded, groups, reading
-from offsets.live_demo import one_broker_mirror
+from offsets.kafka import admin, groups, reading
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from offsets.kafka import embedded
+from devkit import embedded
 from offsets.models import Cluster
 
 

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.kafka import embedded
+from devkit import embedded
 from offsets.models import Cluster
 
 

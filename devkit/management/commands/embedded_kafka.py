@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.kafka.embedded import EmbeddedKafka, EmbeddedKafkaError
+from devkit.embedded import EmbeddedKafka, EmbeddedKafkaError
 
 
 class Command(BaseCommand):
