@@ -91,7 +91,8 @@ if not DEBUG and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
 # The development kit (devkit/: the embedded broker and worker, the demos) is in a checkout and
-# not in the image.
+# not in the image. It comes before `offsets` so that its `add_cluster`, which adds --embedded,
+# is the one manage.py runs (Django takes a command from the first app that has it).
 DEVKIT_APPS = ["devkit"] if importlib.util.find_spec("devkit") else []
 
 INSTALLED_APPS = [
