@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from devkit import embedded
+from devkit import embedded_config
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.reconcile import reconcile_edit
@@ -35,7 +35,7 @@ from tests.integration.worker_files import file_sink, file_source, two_line_sour
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-WORKER_TOPIC = embedded.WORKER_TOPICS["offsets_topic"]
+WORKER_TOPIC = embedded_config.WORKER_TOPICS["offsets_topic"]
 
 
 def source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:

@@ -7,7 +7,7 @@ where the development kit is absent (the image), `add_cluster` has no --embedded
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from devkit import embedded
+from devkit import embedded, embedded_config
 from offsets.management.commands import add_cluster
 from offsets.models import Cluster
 
@@ -34,6 +34,6 @@ class Command(add_cluster.Command):
         cluster.bootstrap_servers = info.bootstrap_servers
         where = {"connect_url": info.connect_url}
         if info.connect_url:
-            where.update(embedded.WORKER_TOPICS)
-            cluster.offset_flush_interval_ms = embedded.WORKER_FLUSH_INTERVAL_MS
+            where.update(embedded_config.WORKER_TOPICS)
+            cluster.offset_flush_interval_ms = embedded_config.WORKER_FLUSH_INTERVAL_MS
         return where
