@@ -254,7 +254,6 @@ class EmbeddedKafka:
         _check_ports(port, connect_port)
         port = port or free_port()
         address = f"127.0.0.1:{port}"
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         jvm = write_logging(self.run_dir)
         server = write_broker_config(
             self.run_dir, port=port, controller_port=free_port(), advertised=advertised or address
@@ -337,7 +336,6 @@ class EmbeddedKafka:
         the state file: the process that starts it stops it (a test session). `basic_auth`
         (username -> password) makes its REST API demand one of those users.
         """
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         jvm = write_logging(self.run_dir)
         options = {"group_id": group_id, "topics": topics}
         classpath, auth = _classpath("worker"), None

@@ -181,7 +181,9 @@ def _properties(values: dict[str, str]) -> str:
 
 
 def write_logging(run_dir: Path) -> list[str]:
-    """Write the JVMs' logging configuration into `run_dir`; return the JVM options to use."""
+    """Write the JVMs' logging configuration into `run_dir` (made if missing); return the JVM
+    options that start them with it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
     run_dir = run_dir.resolve()
     (run_dir / "log4j2.properties").write_text(LOG4J2)
     return [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
