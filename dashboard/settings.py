@@ -4,6 +4,7 @@ Every variable is read through a small typed helper that fails loudly on a bad v
 and secrets can come from a file (``<NAME>_FILE``) instead of the environment.
 """
 
+import importlib.util
 import ipaddress
 import os
 from pathlib import Path
@@ -89,6 +90,11 @@ if not DEBUG and not ALLOWED_HOSTS:
     )
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
+# The development kit (devkit/: the embedded broker and worker, the demos) is in a checkout and
+# not in the image. It comes before `offsets` so that its `add_cluster`, which adds --embedded,
+# is the one manage.py runs (Django takes a command from the first app that has it).
+DEVKIT_APPS = ["devkit"] if importlib.util.find_spec("devkit") else []
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -100,6 +106,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    *DEVKIT_APPS,
     "offsets",
     "dashboard",
 ]
@@ -274,7 +281,8 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Where the embedded broker keeps its pid, address and log (`manage.py embedded_kafka`).
+# Where the refreshes started from a page, the embedded broker and the demo keep their pids and
+# logs.
 RUN_DIR = Path(os.getenv("RUN_DIR", BASE_DIR / ".run"))
 # The broker's and the Connect worker's jars (`make kafka-runtime` puts them there).
 KAFKA_RUNTIME_LIBS = Path(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from offsets.demo import DemoCluster, DemoOptions, build_demo
-from offsets.demo_writer import SeedSummary, write_demo
-from offsets.kafka.embedded import EmbeddedKafka
+from devkit.demo import DemoCluster, DemoOptions, build_demo
+from devkit.demo_writer import SeedSummary, write_demo
+from devkit.embedded import EmbeddedKafka
 from tests import markers
 from tests.demo_data import DEMO_END_MS, REFRESH_MODELS
 from tests.scratch_broker import empty_broker

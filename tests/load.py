@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from offsets.kafka.embedded import free_port
+from devkit.embedded import free_port
 from tests.production_env import loopback_production_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent

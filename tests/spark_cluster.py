@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from offsets.kafka.embedded import free_port
+from devkit.embedded import free_port
 
 # A master and two workers take ~20 s to come up and register on the project's loaded 2-core
 # machine; the bound leaves room for a slower CI runner.

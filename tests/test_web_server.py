@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from offsets.kafka.embedded import free_port
+from devkit.embedded import free_port
 from tests.production_env import loopback_production_env
 
 ROOT = Path(__file__).resolve().parents[1]

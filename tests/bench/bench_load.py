@@ -50,9 +50,9 @@ def main() -> int:
 
     from django.core.management import call_command
 
-    from offsets.demo import DemoOptions, build_demo
-    from offsets.demo_writer import write_demo
-    from offsets.kafka.embedded import EmbeddedKafka
+    from devkit.demo import DemoOptions, build_demo
+    from devkit.demo_writer import write_demo
+    from devkit.embedded import EmbeddedKafka
     from offsets.models import Cluster
     from offsets.refresh.run import run_refresh
     from offsets.spark.session import get_spark

@@ -531,7 +531,7 @@ def main() -> int:
     configure(args, work)
     from django.core.management import call_command
 
-    from offsets.kafka.embedded import EmbeddedKafka
+    from devkit.embedded import EmbeddedKafka
 
     compare = None
     if args.compare_records and not args.memory_only:

@@ -8,8 +8,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import SeedSummary, write_demo
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import SeedSummary, write_demo
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import producers

@@ -11,7 +11,7 @@ import socket
 import threading
 from pathlib import Path
 
-from offsets.kafka.embedded import EmbeddedKafka, free_port
+from devkit.embedded import EmbeddedKafka, free_port
 
 
 class TcpProxy:

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import write_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 

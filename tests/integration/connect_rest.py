@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 
-from offsets.kafka.embedded import basic_auth_header
+from devkit.embedded_config import basic_auth_header
 
 POLL_SECONDS = 0.2
 STRING = "org.apache.kafka.connect.storage.StringConverter"

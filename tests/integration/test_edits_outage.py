@@ -4,14 +4,14 @@ import time
 
 import pytest
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import write_demo
+from devkit.embedded import EmbeddedKafka
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.live import LiveReader
 from offsets.edits.reconcile import reconcile_edits
 from offsets.kafka import groups
-from offsets.kafka.embedded import EmbeddedKafka
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from tests.demo_data import DELETED, DEMO_END_MS, EOS, EOS_TOPIC, S3, S3_GROUP

@@ -11,8 +11,9 @@ import urllib.request
 import pytest
 from django.core.management import CommandError, call_command
 
-from offsets.kafka import admin, embedded, reading
-from offsets.kafka.embedded import EmbeddedKafka
+from devkit import embedded, embedded_config
+from devkit.embedded import EmbeddedKafka
+from offsets.kafka import admin, reading
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +49,7 @@ def test_it_starts_a_broker_and_a_worker_that_add_cluster_registers(settings):
         root = worker_root(url)
         assert root["version"].startswith("4.")
         topics = admin.topic_partition_counts({"bootstrap.servers": address}, timeout=5)
-        assert set(embedded.WORKER_TOPICS.values()) <= set(topics)
+        assert set(embedded_config.WORKER_TOPICS.values()) <= set(topics)
         assert run("address").strip() == address
         assert address in run("status") and url in run("status")
         assert "Already running" in run("start")
@@ -57,10 +58,10 @@ def test_it_starts_a_broker_and_a_worker_that_add_cluster_registers(settings):
         cluster = Cluster.objects.get(name="live")
         assert cluster.bootstrap_servers == address
         assert cluster.connect_url == url
-        assert cluster.offsets_topic == embedded.WORKER_TOPICS["offsets_topic"]
-        assert cluster.configs_topic == embedded.WORKER_TOPICS["configs_topic"]
-        assert cluster.status_topic == embedded.WORKER_TOPICS["status_topic"]
-        assert cluster.offset_flush_interval_ms == embedded.WORKER_FLUSH_INTERVAL_MS
+        assert cluster.offsets_topic == embedded_config.WORKER_TOPICS["offsets_topic"]
+        assert cluster.configs_topic == embedded_config.WORKER_TOPICS["configs_topic"]
+        assert cluster.status_topic == embedded_config.WORKER_TOPICS["status_topic"]
+        assert cluster.offset_flush_interval_ms == embedded_config.WORKER_FLUSH_INTERVAL_MS
         assert cluster.client_config == {"fetch.wait.max.ms": "50"}
         # Options on the command line win over the worker's own values.
         call_command("add_cluster", "seeded", "--embedded", "--offsets-topic", "connect-offsets")

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.core.management import call_command
 
-from offsets.kafka import embedded
+from devkit import embedded_config
 from offsets.kafka.connect_rest import ConnectRest
 from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag, SourceOffset
 from offsets.refresh.run import run_refresh
@@ -25,8 +25,8 @@ def live_cluster(db, kafka_runtime, settings, tmp_path):
         name="live",
         bootstrap_servers=kafka_runtime.bootstrap_servers,
         connect_url=kafka_runtime.connect_url,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
-        **embedded.WORKER_TOPICS,
+        offset_flush_interval_ms=embedded_config.WORKER_FLUSH_INTERVAL_MS,
+        **embedded_config.WORKER_TOPICS,
     )
 
 

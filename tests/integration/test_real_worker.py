@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
+from devkit import embedded_config
+from devkit.live_demo import one_broker_mirror
 from offsets.edits.apply import apply_edit
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import admin, embedded, groups, reading
-from offsets.live_demo import one_broker_mirror
+from offsets.kafka import admin, groups, reading
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -287,7 +288,7 @@ def test_a_refresh_reads_the_exactly_once_connectors_own_offsets_topic(refreshed
 
 def test_the_source_keys_are_stored_with_the_workers_exact_bytes(refreshed, fleet, kafka):
     connector = fleet.names["odd"]
-    (key,) = raw_keys(kafka, embedded.WORKER_TOPICS["offsets_topic"], connector)
+    (key,) = raw_keys(kafka, embedded_config.WORKER_TOPICS["offsets_topic"], connector)
     (row,) = SourceOffset.objects.filter(cluster=refreshed, connector=connector)
     assert bytes(row.key_bytes) == key
     assert row.partition == {"filename": str(fleet.external_output.parent / ODD_NAME)}
@@ -580,7 +581,7 @@ def test_an_edit_of_a_file_whose_name_needs_escaping_writes_the_workers_key_and_
     )
     assert wait_for_values(kafka, output, 3) == lines
     stopped(rest, connector)
-    (worker_key,) = raw_keys(kafka, embedded.WORKER_TOPICS["offsets_topic"], connector)
+    (worker_key,) = raw_keys(kafka, embedded_config.WORKER_TOPICS["offsets_topic"], connector)
     partition = {"filename": str(path)}
 
     edit = stage_and_approve(
@@ -595,7 +596,9 @@ def test_an_edit_of_a_file_whose_name_needs_escaping_writes_the_workers_key_and_
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
     assert edit.applied_via == via
     # Still one key: the edit overwrote the worker's record rather than adding a look-alike.
-    assert raw_keys(kafka, embedded.WORKER_TOPICS["offsets_topic"], connector) == {worker_key}
+    assert raw_keys(kafka, embedded_config.WORKER_TOPICS["offsets_topic"], connector) == {
+        worker_key
+    }
     assert rest.offsets(connector)["offsets"] == [
         {"partition": partition, "offset": {"position": byte_position(lines, 1)}}
     ]

@@ -11,9 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import write_demo
 from offsets import tuning
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import latest_offsets

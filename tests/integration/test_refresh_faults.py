@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import write_demo
 from offsets.models import (
     CommitBucket,
     ConnectorSnapshot,

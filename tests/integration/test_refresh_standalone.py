@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 from django.conf import settings as django_settings
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import write_demo
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import write_demo
 from offsets.models import (
     Cluster,
     CommitBucket,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from devkit import embedded_config
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.reconcile import reconcile_edit
@@ -19,7 +20,7 @@ from offsets.edits.removal import stage_cleanup, stage_removal
 from offsets.formats.connect_workers import worker_capabilities
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import latest_offsets
-from offsets.kafka import admin, embedded, groups, offsets_writer, reading
+from offsets.kafka import admin, groups, offsets_writer, reading
 from offsets.kafka.connect_rest import ConnectRest as ConnectRestAdapter
 from offsets.models import AuditEvent, Cluster, OffsetEdit, RefreshRun
 from offsets.refresh.run import run_refresh
@@ -34,7 +35,7 @@ from tests.integration.worker_files import file_sink, file_source, two_line_sour
 pytestmark = pytest.mark.integration
 
 RUN = uuid.uuid4().hex[:8]
-WORKER_TOPIC = embedded.WORKER_TOPICS["offsets_topic"]
+WORKER_TOPIC = embedded_config.WORKER_TOPICS["offsets_topic"]
 
 
 def source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:

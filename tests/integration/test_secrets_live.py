@@ -19,7 +19,7 @@ from tests.edits_factory import make_edit
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-# The demo's connectors hold these in their configs (offsets/demo.py), as real ones would.
+# The demo's connectors hold these in their configs (devkit/demo/connectors.py), as real ones would.
 DEMO_CONNECTOR_SECRETS = ["s3cr3t-inventory", "pg-orders-pw", "AKIA-demo-secret", "audit-pw"]
 # librdkafka accepts SASL and SSL settings on a PLAINTEXT connection and leaves them unused,
 # so the real broker is reached with the secrets present in every client the app creates.

@@ -10,8 +10,8 @@ from confluent_kafka.admin import ConfigResource
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import keep_writing
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import keep_writing
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record

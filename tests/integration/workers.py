@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from offsets.kafka import embedded
+from devkit import embedded_config
 from offsets.models import Cluster
 
 
@@ -22,7 +22,7 @@ class ConnectWorker:
 
 def session_worker(kafka_runtime) -> ConnectWorker:
     """Return the session's worker (`kafka_runtime`), with the topics embedded_kafka gives it."""
-    return ConnectWorker(kafka_runtime.connect_url, embedded.WORKER_TOPICS)
+    return ConnectWorker(kafka_runtime.connect_url, embedded_config.WORKER_TOPICS)
 
 
 def register(name: str, bootstrap_servers: str, worker: ConnectWorker) -> Cluster:
@@ -33,6 +33,6 @@ def register(name: str, bootstrap_servers: str, worker: ConnectWorker) -> Cluste
         connect_url=worker.url,
         connect_username=worker.username,
         connect_password=worker.password,
-        offset_flush_interval_ms=embedded.WORKER_FLUSH_INTERVAL_MS,
+        offset_flush_interval_ms=embedded_config.WORKER_FLUSH_INTERVAL_MS,
         **worker.topics,
     )

@@ -2,13 +2,13 @@
 
 import itertools
 
-from offsets.demo import (
+from devkit.demo import (
     DemoOptions,
     connector_specs,
     continued_offset_records,
     continued_sink_flushes,
 )
-from offsets.demo.source_offsets import offset_records
+from devkit.demo.source_offsets import offset_records
 from offsets.formats import jackson
 
 OPTIONS = DemoOptions(end_ms=1_700_000_000_000, hours=1, seed=3)

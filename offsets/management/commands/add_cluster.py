@@ -3,11 +3,9 @@
 import os
 from pathlib import Path
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.kafka import embedded
 from offsets.models import Cluster
 
 
@@ -23,14 +21,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="Short name used in URLs, e.g. prod-eu")
-        where = parser.add_mutually_exclusive_group(required=True)
-        where.add_argument("--bootstrap-servers", help="HOST:PORT[,HOST:PORT...]")
-        where.add_argument(
-            "--embedded",
-            action="store_true",
-            help="The embedded broker and Connect worker (embedded_kafka start): the broker's "
-            "address, the worker's REST URL, topics and offset flush interval",
-        )
+        self.add_location_arguments(parser.add_mutually_exclusive_group(required=True))
         parser.add_argument("--offsets-topic", default=None, help="default connect-offsets")
         parser.add_argument("--configs-topic", default=None, help="default connect-configs")
         parser.add_argument("--status-topic", default=None, help="default connect-status")
@@ -58,7 +49,7 @@ class Command(BaseCommand):
             "--offset-flush-interval-ms",
             type=int,
             help="The workers' offset.flush.interval.ms, which stalls are judged on (default "
-            "60000, or the embedded worker's)",
+            "60000)",
         )
         parser.add_argument(
             "--client-config",
@@ -71,6 +62,20 @@ class Command(BaseCommand):
             "--update", action="store_true", help="Change the cluster if it exists already"
         )
 
+    def add_location_arguments(self, where) -> None:
+        """Add the options that say where the cluster is to `where`, a group of which exactly
+        one is given (argparse's mutually exclusive group)."""
+        where.add_argument("--bootstrap-servers", help="HOST:PORT[,HOST:PORT...]")
+
+    def locate(self, cluster: Cluster, options: dict) -> dict[str, str]:
+        """Set where the cluster is; return the topics and Connect URL that go with it.
+
+        Those are defaults: an option given on the command line wins over them. The
+        development kit's `add_cluster` adds `--embedded` here.
+        """
+        cluster.bootstrap_servers = options["bootstrap_servers"]
+        return {}
+
     def handle(self, *args: object, **options: object) -> None:
         name = options["name"]
         cluster = Cluster.objects.filter(name=name).first()
@@ -78,27 +83,14 @@ class Command(BaseCommand):
             raise CommandError(f"Cluster {name!r} exists already (use --update to change it).")
         cluster = cluster or Cluster(name=name)
         client_config = dict(parse_client_setting(s) for s in options["client_config"])
-        if options["embedded"]:
-            info = embedded.EmbeddedKafka(settings.RUN_DIR).status()
-            if info is None:
-                raise CommandError(
-                    "No embedded Kafka is running (start it with: embedded_kafka start)."
-                )
-            cluster.bootstrap_servers = info.bootstrap_servers
-            where = {"connect_url": info.connect_url}
-            if info.connect_url:
-                where.update(embedded.WORKER_TOPICS)
-                cluster.offset_flush_interval_ms = embedded.WORKER_FLUSH_INTERVAL_MS
-        else:
-            cluster.bootstrap_servers = options["bootstrap_servers"]
-            where = {}
+        where = self.locate(cluster, options)
         defaults = {
             "offsets_topic": "connect-offsets",
             "configs_topic": "connect-configs",
             "status_topic": "connect-status",
             "connect_url": "",
         }
-        # An option given on the command line wins over the embedded worker's own values.
+        # An option given on the command line wins over what `locate` found.
         if options["connect_url"] is not None:
             options["connect_url"] = ",".join(options["connect_url"])
         for field, default in defaults.items():

@@ -11,7 +11,6 @@ recycled pid or another run's broker is never touched. Every start formats a new
 directory: stopping loses the data, as a test or a demo wants.
 """
 
-import base64
 import json
 import logging
 import os
@@ -27,6 +26,15 @@ from pathlib import Path
 
 from django.conf import settings
 
+from devkit.embedded_config import (
+    BASIC_AUTH_JARS,
+    basic_auth_header,
+    cluster_id,
+    worker_properties,
+    write_basic_auth,
+    write_broker_config,
+    write_logging,
+)
 from offsets.kafka import handles
 from offsets.outgoing import opener
 
@@ -34,34 +42,10 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "embedded-kafka.json"
 
-# The worker's group and internal topics. They differ from Connect's defaults
-# (connect-offsets, ...) so that a cluster seeded by `seed_demo` can share the broker without
-# the worker trying to run its made-up connectors.
-WORKER_GROUP = "embedded-connect"
-WORKER_TOPICS = {
-    "offsets_topic": "embedded-connect-offsets",
-    "configs_topic": "embedded-connect-configs",
-    "status_topic": "embedded-connect-status",
-}
-# How often the worker commits source offsets (offset.flush.interval.ms); a cluster registered
-# with `add_cluster --embedded` records it, so stalls are judged on the worker's real pace.
-WORKER_FLUSH_INTERVAL_MS = 1000
-
 WORKER_MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 
-# Connect's own basic auth on the REST API (connect-basic-auth-extension): a worker started
-# with `basic_auth` checks every request against a users file through JAAS.
 # The health check sends the worker's credentials: a redirect is an answer, never followed.
 _NO_REDIRECTS = opener()
-BASIC_AUTH_EXTENSION = (
-    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
-)
-BASIC_AUTH_LOGIN_MODULE = (
-    "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
-)
-BASIC_AUTH_JARS = "connect-basic-auth-extension-*.jar"
-
-JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
 
 # Brokers and workers started by this process, kept so that `stop` can collect their exit
 # status (no zombies in a test run) and Popen does not warn about a live child being dropped.
@@ -113,149 +97,6 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
-
-    Kafka's own generator avoids a leading '-', which its command-line parsing would take for
-    an option; any other character is accepted.
-    """
-    while True:
-        value = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-        if not value.startswith("-"):
-            return value
-
-
-def broker_properties(*, data_dir: Path, port: int, controller_port: int, advertised: str) -> str:
-    return _properties(
-        {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{advertised}",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-            "log.dirs": str(data_dir),
-            "num.partitions": "1",
-            "num.network.threads": "2",
-            "num.io.threads": "2",
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "5",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "transaction.state.log.num.partitions": "5",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
-            # A group's first member joins at once instead of after 3 s.
-            "group.initial.rebalance.delay.ms": "0",
-            # The log cleaner looks for work every half second, so compaction shows in a test.
-            "log.cleaner.backoff.ms": "500",
-            "log.cleaner.dedupe.buffer.size": "33554432",
-        }
-    )
-
-
-def worker_properties(
-    *,
-    bootstrap_servers: str,
-    rest_port: int,
-    group_id: str = WORKER_GROUP,
-    topics: dict[str, str] = WORKER_TOPICS,
-    basic_auth: bool = False,
-) -> str:
-    """A distributed worker's properties; another group and topics make another Connect cluster.
-
-    `basic_auth` turns on Connect's basic auth extension (its JAAS file is a JVM option).
-    """
-    extensions = {"rest.extension.classes": BASIC_AUTH_EXTENSION} if basic_auth else {}
-    return _properties(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": group_id,
-            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "key.converter.schemas.enable": "false",
-            "value.converter.schemas.enable": "false",
-            "offset.storage.topic": topics["offsets_topic"],
-            "config.storage.topic": topics["configs_topic"],
-            "status.storage.topic": topics["status_topic"],
-            "config.storage.replication.factor": "1",
-            "offset.storage.replication.factor": "1",
-            "status.storage.replication.factor": "1",
-            "offset.flush.interval.ms": str(WORKER_FLUSH_INTERVAL_MS),
-            "exactly.once.source.support": "enabled",
-            "consumer.isolation.level": "read_committed",
-            "listeners": f"http://127.0.0.1:{rest_port}",
-            "rest.advertised.host.name": "127.0.0.1",
-            "rest.advertised.port": str(rest_port),
-            # Plugins are jars on the classpath, found by their service manifests; plugin.path
-            # stays unset (an empty value is refused).
-            "plugin.discovery": "service_load",
-            "scheduled.rebalance.max.delay.ms": "0",
-            **extensions,
-        }
-    )
-
-
-def java_property(text: str) -> str:
-    """`text` escaped as a key or value of a Java properties file.
-
-    Properties.load reads ISO-8859-1 and gives `=`, `:`, `#`, `!`, spaces and backslashes a
-    meaning, so those are escaped with a backslash and anything outside printable ASCII is
-    written as UTF-16 `\\uXXXX` escapes.
-    """
-    escaped = []
-    for char in text:
-        if not " " <= char <= "~":
-            units = char.encode("utf-16-be")
-            escaped += [f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)]
-        elif char in "\\=:#! ":
-            escaped.append("\\" + char)
-        else:
-            escaped.append(char)
-    return "".join(escaped)
-
-
-def basic_auth_users(users: dict[str, str]) -> str:
-    """The users file of PropertyFileLoginModule: one `username=password` line each."""
-    for username in users:
-        # The worker splits the Authorization header at the first colon.
-        if not username or ":" in username:
-            raise ValueError(f"A basic auth username must be non-empty, without ':': {username!r}")
-    return "".join(f"{java_property(u)}={java_property(p)}\n" for u, p in users.items())
-
-
-def basic_auth_jaas(users_file: Path) -> str:
-    """The JAAS file whose `KafkaConnect` entry the basic auth extension logs requests in with."""
-    quoted = str(users_file).replace("\\", "\\\\").replace('"', '\\"')
-    return f'KafkaConnect {{\n  {BASIC_AUTH_LOGIN_MODULE} required\n  file="{quoted}";\n}};\n'
-
-
-def basic_auth_header(username: str, password: str) -> str:
-    pair = f"{username}:{password}".encode()
-    return "Basic " + base64.b64encode(pair).decode("ascii")
-
-
-# Both JVMs log to standard output, which `start` sends to their log files.
-LOG4J2 = """status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = out
-logger.kafka.name = org.apache.kafka
-logger.kafka.level = INFO
-logger.reflections.name = org.reflections
-logger.reflections.level = ERROR
-"""
-
-
-def _properties(values: dict[str, str]) -> str:
-    return "".join(f"{key}={value}\n" for key, value in values.items())
-
-
 def _java() -> str:
     java = shutil.which("java")
     if java is None:
@@ -274,6 +115,14 @@ def _classpath(part: str) -> str:
             " (Maven fetches them from Maven Central)."
         )
     return f"{folder}/*"
+
+
+def _require_basic_auth_jars() -> None:
+    if not any((runtime_libs() / "worker").glob(BASIC_AUTH_JARS)):
+        raise EmbeddedKafkaError(
+            f"Connect's basic auth extension ({BASIC_AUTH_JARS}) is missing from "
+            f"{runtime_libs() / 'worker'}: rebuild the jars with `make kafka-runtime`."
+        )
 
 
 def _log_tail(path: Path, lines: int = 15) -> str:
@@ -405,10 +254,11 @@ class EmbeddedKafka:
         _check_ports(port, connect_port)
         port = port or free_port()
         address = f"127.0.0.1:{port}"
-        server = self._write_broker_config(port, advertised or address)
-        run_dir = self.run_dir.resolve()
-        jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
-        broker_log = run_dir / "broker.log"
+        jvm = write_logging(self.run_dir)
+        server = write_broker_config(
+            self.run_dir, port=port, controller_port=free_port(), advertised=advertised or address
+        )
+        broker_log = self.run_dir.resolve() / "broker.log"
         _format_storage([java, *jvm, "-cp", broker_cp], server, timeout)
         broker = self._start_process(
             [java, *jvm, "-cp", broker_cp, "kafka.Kafka", str(server)],
@@ -432,22 +282,6 @@ class EmbeddedKafka:
                 raise
         self.state_path.write_text(json.dumps(asdict(info)))
         return info
-
-    def _write_broker_config(self, port: int, advertised: str) -> Path:
-        """Write the broker's and logging's configuration on empty storage; return the
-        broker's."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        run_dir = self.run_dir.resolve()
-        data_dir = run_dir / "kafka-data"
-        shutil.rmtree(data_dir, ignore_errors=True)
-        (run_dir / "log4j2.properties").write_text(LOG4J2)
-        server = run_dir / "broker.properties"
-        server.write_text(
-            broker_properties(
-                data_dir=data_dir, port=port, controller_port=free_port(), advertised=advertised
-            )
-        )
-        return server
 
     def _start_worker(self, info, java, jvm, classpath, connect_port, timeout) -> RuntimeInfo:
         worker, url, log = self._launch_worker(
@@ -502,39 +336,19 @@ class EmbeddedKafka:
         the state file: the process that starts it stops it (a test session). `basic_auth`
         (username -> password) makes its REST API demand one of those users.
         """
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        run_dir = self.run_dir.resolve()
-        (run_dir / "log4j2.properties").write_text(LOG4J2)
-        jvm = [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
+        jvm = write_logging(self.run_dir)
         options = {"group_id": group_id, "topics": topics}
         classpath, auth = _classpath("worker"), None
         if basic_auth is not None:
-            jvm.append(
-                f"-Djava.security.auth.login.config={self._basic_auth(group_id, basic_auth)}"
-            )
+            jaas = write_basic_auth(self.run_dir, group_id, basic_auth)
+            _require_basic_auth_jars()
+            jvm.append(f"-Djava.security.auth.login.config={jaas}")
             options["basic_auth"] = True
             auth = next(iter(basic_auth.items()))
         worker, url, log = self._launch_worker(
             _java(), jvm, classpath, bootstrap_servers, None, timeout, group_id, options, auth
         )
         return StartedWorker(pid=worker.pid, url=url, log_file=str(log))
-
-    def _basic_auth(self, name: str, users: dict[str, str]) -> Path:
-        """Write `<name>-users.properties` and `<name>-jaas.conf`; return the JAAS file."""
-        if not users:
-            # PropertyFileLoginModule lets every request in when its users file is empty.
-            raise ValueError("basic_auth needs at least one user: an empty users file allows all.")
-        if not any((runtime_libs() / "worker").glob(BASIC_AUTH_JARS)):
-            raise EmbeddedKafkaError(
-                f"Connect's basic auth extension ({BASIC_AUTH_JARS}) is missing from "
-                f"{runtime_libs() / 'worker'}: rebuild the jars with `make kafka-runtime`."
-            )
-        run_dir = self.run_dir.resolve()
-        users_file = run_dir / f"{name}-users.properties"
-        users_file.write_text(basic_auth_users(users), encoding="ascii")
-        jaas = run_dir / f"{name}-jaas.conf"
-        jaas.write_text(basic_auth_jaas(users_file), encoding="utf-8")
-        return jaas
 
     def stop_worker(self, worker: "StartedWorker", *, timeout: float = 30.0) -> None:
         """Stop a worker `start_worker` started (only a process of this run directory)."""

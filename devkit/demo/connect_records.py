@@ -4,8 +4,8 @@ deleted or failed."""
 import random
 from collections.abc import Iterator
 
-from offsets.demo.connectors import ConnectorSpec, connector_specs
-from offsets.demo.options import (
+from devkit.demo.connectors import ConnectorSpec, connector_specs
+from devkit.demo.options import (
     WORKERS,
     DemoOptions,
     Record,

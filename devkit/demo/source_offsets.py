@@ -6,8 +6,8 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from offsets.demo.connectors import bulk_connector_name, connector_specs, jdbc_tables
-from offsets.demo.options import WORKER_GROUP_ID, DemoOptions, Record, dumps, hashmap
+from devkit.demo.connectors import bulk_connector_name, connector_specs, jdbc_tables
+from devkit.demo.options import WORKER_GROUP_ID, DemoOptions, Record, dumps, hashmap
 from offsets.formats import jackson
 from offsets.formats.java_hashmap import java_hashmap_order
 

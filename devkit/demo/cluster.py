@@ -3,9 +3,9 @@
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from offsets.demo.connect_records import config_and_status_records
-from offsets.demo.connectors import connector_specs
-from offsets.demo.options import (
+from devkit.demo.connect_records import config_and_status_records
+from devkit.demo.connectors import connector_specs
+from devkit.demo.options import (
     COMPACT,
     CONFIG_PARTITIONS,
     OFFSETS_PARTITIONS,
@@ -14,8 +14,8 @@ from offsets.demo.options import (
     DemoOptions,
     Record,
 )
-from offsets.demo.sinks import data_topics, group_offsets
-from offsets.demo.source_offsets import offset_records
+from devkit.demo.sinks import data_topics, group_offsets
+from devkit.demo.source_offsets import offset_records
 
 
 @dataclass

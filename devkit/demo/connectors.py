@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from offsets.demo.options import DemoOptions
+from devkit.demo.options import DemoOptions
 
 
 @dataclass(frozen=True)

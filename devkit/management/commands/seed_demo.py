@@ -5,8 +5,8 @@ from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.demo import DemoOptions, build_demo
-from offsets.demo_writer import DemoClusterError, keep_writing, write_demo
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import DemoClusterError, keep_writing, write_demo
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, LagSample

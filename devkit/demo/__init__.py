@@ -3,7 +3,7 @@
 `build_demo()` is pure and deterministic for a seed and an end time: it returns the topics to
 create, the config/status/offsets records in the order the runtime would have written them
 over the simulated hours, the sink data topics and the committed offsets of the sink groups.
-`offsets.demo_writer.write_demo()` puts that on a real Kafka cluster. The package holds the
+`devkit.demo_writer.write_demo()` puts that on a real Kafka cluster. The package holds the
 options and record type (`options`), the connectors (`connectors`), their config and status
 history (`connect_records`), the source offsets (`source_offsets`), the sinks (`sinks`) and
 the whole cluster (`cluster`).
@@ -16,11 +16,11 @@ remain, sinks that lag, a sink with `consumer.override.group.id`, a sink managin
 outside Connect, and the states RUNNING, PAUSED, STOPPED and FAILED.
 """
 
-from offsets.demo.cluster import DemoCluster, build_demo
-from offsets.demo.connectors import ConnectorSpec, connector_specs
-from offsets.demo.options import DataTopic, DemoOptions, Record
-from offsets.demo.sinks import SinkFlush, continued_sink_flushes
-from offsets.demo.source_offsets import continued_offset_records
+from devkit.demo.cluster import DemoCluster, build_demo
+from devkit.demo.connectors import ConnectorSpec, connector_specs
+from devkit.demo.options import DataTopic, DemoOptions, Record
+from devkit.demo.sinks import SinkFlush, continued_sink_flushes
+from devkit.demo.source_offsets import continued_offset_records
 
 __all__ = [
     "ConnectorSpec",

@@ -5,7 +5,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from offsets.demo.options import DataTopic, DemoOptions, failure_ms
+from devkit.demo.options import DataTopic, DemoOptions, failure_ms
 
 DATA_TOPICS = {"orders": 6, "payments": 3, "clicks": 4, "app-logs": 2, "audit-events": 2}
 

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.kafka.embedded import EmbeddedKafka, EmbeddedKafkaError
+from devkit.embedded import EmbeddedKafka, EmbeddedKafkaError
 
 
 class Command(BaseCommand):
@@ -27,38 +27,45 @@ class Command(BaseCommand):
     def handle(self, *args: object, action: str, run_dir: str | None, **options: object) -> None:
         runtime = EmbeddedKafka(run_dir or settings.RUN_DIR)
         if action == "start":
-            running = runtime.status()
-            if not running:
-                self.stdout.write("Starting the Kafka broker and the Connect worker...")
-            try:
-                info = runtime.start(
-                    port=options["port"],
-                    connect_port=options["connect_port"],
-                    worker=not options["no_worker"],
-                )
-            except EmbeddedKafkaError as exc:
-                raise CommandError(str(exc)) from exc
-            verb = "Already running" if running else "Started"
-            self.stdout.write(f"{verb}: Kafka broker (pid {info.pid}, log {info.log_file})")
-            if info.connect_url:
-                self.stdout.write(
-                    f"{verb}: Connect worker at {info.connect_url}"
-                    f" (pid {info.connect_pid}, log {info.connect_log_file})"
-                )
-            self.stdout.write(info.bootstrap_servers)
+            self.start(runtime, options)
+        elif action == "stop":
+            self.stop(runtime)
+        else:
+            self.show(runtime, action)
+
+    def start(self, runtime: EmbeddedKafka, options: dict) -> None:
+        running = runtime.status()
+        if not running:
+            self.stdout.write("Starting the Kafka broker and the Connect worker...")
+        try:
+            info = runtime.start(
+                port=options["port"],
+                connect_port=options["connect_port"],
+                worker=not options["no_worker"],
+            )
+        except EmbeddedKafkaError as exc:
+            raise CommandError(str(exc)) from exc
+        verb = "Already running" if running else "Started"
+        self.stdout.write(f"{verb}: Kafka broker (pid {info.pid}, log {info.log_file})")
+        if info.connect_url:
+            self.stdout.write(
+                f"{verb}: Connect worker at {info.connect_url}"
+                f" (pid {info.connect_pid}, log {info.connect_log_file})"
+            )
+        self.stdout.write(info.bootstrap_servers)
+
+    def stop(self, runtime: EmbeddedKafka) -> None:
+        info = runtime.stop()
+        if info is None:
+            self.stdout.write("No embedded Kafka is running.")
             return
-        if action == "stop":
-            info = runtime.stop()
-            if info is None:
-                self.stdout.write("No embedded Kafka is running.")
-            else:
-                worker = (
-                    f" and the Connect worker at {info.connect_url}" if info.connect_url else ""
-                )
-                self.stdout.write(
-                    f"Stopped the Kafka broker at {info.bootstrap_servers} (pid {info.pid}){worker}."
-                )
-            return
+        worker = f" and the Connect worker at {info.connect_url}" if info.connect_url else ""
+        self.stdout.write(
+            f"Stopped the Kafka broker at {info.bootstrap_servers} (pid {info.pid}){worker}."
+        )
+
+    def show(self, runtime: EmbeddedKafka, action: str) -> None:
+        """`status`, `address` or `connect-url` of what runs."""
         info = runtime.status()
         if info is None:
             raise CommandError(

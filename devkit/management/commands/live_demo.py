@@ -6,9 +6,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from devkit.live_demo import RUNNING, LineWriter, LiveDemo
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable
-from offsets.live_demo import RUNNING, LineWriter, LiveDemo
 from offsets.management.arguments import get_cluster
 from offsets.models import Cluster, LagSample
 

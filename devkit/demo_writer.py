@@ -1,4 +1,4 @@
-"""Write a simulated Connect cluster (`offsets.demo`) to a real Kafka cluster.
+"""Write a simulated Connect cluster (`devkit.demo`) to a real Kafka cluster.
 
 Records go where and how the Java runtime puts them: the partition its producer would choose
 (murmur2 of the exact key bytes), acks=all, one transaction per commit for the exactly-once
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, Producer
 
-from offsets.demo import (
+from devkit.demo import (
     DemoCluster,
     DemoOptions,
     Record,
