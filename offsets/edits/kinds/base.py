@@ -78,7 +78,7 @@ class EditKind:
 
     def settle_options(self, attempt: Attempt) -> dict:
         """Keyword arguments of `outcome.settle_checks` beyond the results."""
-        return {"what": self.what} if self.what != "apply" else {}
+        return {"what": self.what}
 
     def write(self, attempt: Attempt) -> dict | None:
         """Write the edit; return what was written (for the audit log), or None once settled."""
