@@ -5,8 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 from django import forms
 
-from offsets.edits.imports import IMPORT_MAX_BYTES
-from offsets.edits.preview import StageRequest
+from offsets.edits.workflow import IMPORT_MAX_BYTES, StageRequest
 from offsets.formats import jackson, strimzi
 from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offset_records import partition_identity

@@ -25,25 +25,40 @@ from dashboard.edit_forms import (
 )
 from dashboard.errors import READING_KAFKA, refusal
 from dashboard.formatting import attachment
-from offsets.edits import route
-from offsets.edits.apply import apply_edit
-from offsets.edits.audit import audit_log
-from offsets.edits.connector_control import stop_for_edit
-from offsets.edits.errors import SERVICE_ERRORS, ConnectorNotFound, EditInputError
-from offsets.edits.imports import import_document
-from offsets.edits.live import current_offsets
-from offsets.edits.move import can_resume_on_target, resume_on_target
-from offsets.edits.preview import DIFF_PAGE_ROWS, Preview
-from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
-from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
-from offsets.edits.roles import can_approve, can_control_connectors, can_stage
-from offsets.edits.staging import can_stage_restore, stage_edit, stage_restore
-from offsets.formats import jackson, removal_rules, strimzi
+from offsets.edits.workflow import (
+    DIFF_PAGE_ROWS,
+    SERVICE_ERRORS,
+    ConnectorNotFound,
+    EditInputError,
+    Preview,
+    apply_edit,
+    approve_edit,
+    audit_log,
+    can_approve,
+    can_control_connectors,
+    can_resume_on_target,
+    can_stage,
+    can_stage_restore,
+    cancel_edit,
+    current_offsets,
+    describe,
+    import_document,
+    is_stale,
+    reconcile_edit,
+    reject_edit,
+    resume_on_target,
+    route_ahead,
+    stage_edit,
+    stage_restore,
+    stale_after,
+    stop_for_edit,
+    submit_edit,
+)
+from offsets.formats import jackson, strimzi
 from offsets.formats.edit_rules import CONNECTOR_STOPPED, SinkChange, SourceChange
-from offsets.formats.masking import mask_secrets
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka.errors import KafkaError
-from offsets.models import AuditEvent, Cluster, OffsetEdit
+from offsets.models import Cluster, OffsetEdit
 from offsets.services import offsets_export
 from offsets.services.clusters import cluster_for_user
 
@@ -216,15 +231,8 @@ def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpRespons
     diff = _diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
     if _htmx_target(request) == "edit-diff":
         return render(request, "edits/detail.html#diff", {"cluster": cluster, "edit": edit, **diff})
-    context = {**_detail_context(request, edit), **diff, "route": _route_ahead(edit)}
+    context = {**_detail_context(request, edit), **diff, "route": route_ahead(edit)}
     return render(request, "edits/detail.html", context)
-
-
-def _route_ahead(edit: OffsetEdit) -> route.Route | None:
-    """How an open edit would be written if applied now (the worker is asked its version)."""
-    if not edit.is_open or edit.is_move or edit.is_removal:
-        return None
-    return route.choose_route(edit)
 
 
 @require_POST
@@ -258,7 +266,7 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
         return render(request, "edits/detail.html#status", context, status=status)
-    context = {**context, **_diff_context(edit, 1), "route": _route_ahead(edit)}
+    context = {**context, **_diff_context(edit, 1), "route": route_ahead(edit)}
     return render(request, "edits/detail.html", context, status=status)
 
 
@@ -298,50 +306,8 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         if edit.state == state.APPLYING and edit.apply_started_at and not is_stale(edit)
         else None,
         "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
-        "plan": _removal_plan(edit),
-        **(move_context(edit) if edit.is_move else {}),
+        **describe(edit),
     }
-
-
-def move_context(edit: OffsetEdit) -> dict:
-    """A move's config as shown (masked) and, once applied, its last resume on the target."""
-    resumed = None
-    if edit.state == OffsetEdit.State.APPLIED and edit.finished_at:
-        resumed = (
-            AuditEvent.objects.filter(
-                cluster_id=edit.target_cluster_id,
-                connector=edit.connector,
-                action=AuditEvent.Action.RESUMED,
-                at__gte=edit.finished_at,
-            )
-            .order_by("-at")
-            .first()
-        )
-    # The approver sees no secret value, so the page names the keys the editor re-typed: the
-    # config they approve holds values only the editor has seen.
-    supplied = edit.parameters.get("secrets_supplied") if edit.parameters else None
-    retyped = sorted(key for key in supplied or [] if isinstance(key, str))
-    return {
-        "move_config": [
-            (key, value, key in retyped)
-            for key, value in sorted(mask_secrets(edit.connector_config or {}).items())
-        ],
-        "move_retyped": retyped,
-        "target_resumed": resumed,
-    }
-
-
-def _removal_plan(edit: OffsetEdit) -> list[str]:
-    """The steps a removal or clean-up takes, for its page (other edits: none)."""
-    if not edit.is_removal:
-        return []
-    return removal_rules.plan_lines(
-        strategy=edit.strategy,
-        connector=edit.connector,
-        tombstones=edit.parameters.get("tombstones", {}),
-        group_id=edit.group_id,
-        group_partitions=edit.parameters.get("group_partitions", 0),
-    )
 
 
 def _connector_runs(edit: OffsetEdit) -> bool:

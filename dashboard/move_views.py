@@ -1,6 +1,6 @@
 """The "Move to another cluster" page of a connector (KIP-980): choose the target, supply the
 masked secrets again, stage the move as a draft edit (whose page shows the diff against the
-target). Thin: look up (404), check the role (403), pass a form, call `offsets.edits.move`.
+target). Thin: look up (404), check the role (403), pass a form, call `offsets.edits.workflow`.
 """
 
 from django import forms
@@ -11,15 +11,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from dashboard.errors import READING_KAFKA, WORKER, refusal
-from offsets.edits.errors import (
+from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
     EditForbidden,
     EditStateConflict,
+    can_stage,
+    source_config,
+    stage_move,
 )
-from offsets.edits.move_checks import source_config
-from offsets.edits.move_staging import stage_move
-from offsets.edits.roles import can_stage
 from offsets.formats.masking import mask_secrets
 from offsets.formats.moves import kept_references, secret_keys
 from offsets.kafka.errors import KafkaError

@@ -1,6 +1,6 @@
 """Delete a connector with its offsets, and clean up offsets that outlived their connector.
 
-Thin views: look up (404), check the role (403), pass a form, call `offsets.edits.removal`;
+Thin views: look up (404), check the role (403), pass a form, call `offsets.edits.workflow`;
 a staged edit's page is shown next (htmx: HX-Redirect), a refusal in place with its status.
 The orphans page lists what the last refresh stored (`offsets.services.orphans`): no Kafka read.
 """
@@ -14,9 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.edit_forms import CommentForm
 from dashboard.errors import refusal
-from offsets.edits.errors import EditError
-from offsets.edits.removal import stage_cleanup, stage_removal
-from offsets.edits.roles import can_stage
+from offsets.edits.workflow import EditError, can_stage, stage_cleanup, stage_removal
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.services.clusters import cluster_for_user

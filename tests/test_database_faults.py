@@ -12,7 +12,7 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.preview import StageRequest
 from offsets.edits.reconcile import reconcile_edits
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
+from offsets.edits.workflow import stage_edit
 from offsets.models import AuditEvent, OffsetEdit
 from tests import factories
 from tests.db_faults import SqliteLock, require_sqlite, short_busy_timeout

@@ -132,13 +132,13 @@ ENTRY = {"partition": {"filename": "/f"}, "offset": {"position": 8}}
 @pytest.fixture
 def claimed_move(clusters, editor, approver, monkeypatch):
     """An approved source move of one partition whose source-side lock check passes."""
-    from offsets.edits import move, move_checks
+    from offsets.edits.kinds import move
     from offsets.formats.edit_rules import CheckResult
     from offsets.models import OffsetEditChange
 
     monkeypatch.setattr(move, "POLL_SECONDS", 0.01)
     monkeypatch.setattr(
-        move_checks, "lock_checks", lambda edit: [CheckResult("connector-stopped", True, "ok")]
+        move.Move, "lock_checks", lambda self, edit: [CheckResult("connector-stopped", True, "ok")]
     )
     edit = move_edit(clusters, editor, "approved")
     OffsetEditChange.objects.create(
@@ -264,7 +264,7 @@ def test_a_source_cluster_that_cannot_be_read_is_a_503_page(client, editor, clus
 def test_an_unexpected_error_after_the_create_rolls_back(
     claimed_move, approver, worker, monkeypatch
 ):
-    from offsets.edits import move
+    from offsets.edits.kinds import move
 
     def broken(*args, **kwargs):
         raise TypeError("a bug")

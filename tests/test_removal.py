@@ -344,15 +344,15 @@ def test_a_removal_needs_the_connector_and_a_clean_up_needs_it_gone_everywhere(
     strategy, deleted, on_worker, refused
 ):
     from offsets.edits.errors import EditStateConflict
-    from offsets.edits.removal import _check_strategy
+    from offsets.edits.kinds.removal import check_strategy
 
     if refused is None:
-        _check_strategy(strategy, context(deleted), on_worker)
+        check_strategy(strategy, context(deleted), on_worker)
     else:
         with pytest.raises(
             EditStateConflict, match=refused.replace("(", r"\(").replace(")", r"\)")
         ):
-            _check_strategy(strategy, context(deleted), on_worker)
+            check_strategy(strategy, context(deleted), on_worker)
 
 
 @pytest.mark.django_db

@@ -1,6 +1,6 @@
 """Offset edits over REST: stage, list, show with the diff, review, apply, import.
 
-Thin views: an input serializer validates, a service in ``offsets.edits`` acts, an
+Thin views: an input serializer validates, a service of ``offsets.edits.workflow`` acts, an
 output serializer renders. The services enforce the roles, so the API, the pages and the
 commands answer the same way: 400 bad input (naming the field), 403 wrong role or
 self-approval, 404 unknown cluster/connector/edit, 409 state conflicts, 503 Kafka down.
@@ -23,14 +23,22 @@ from rest_framework.response import Response
 from offsets.api.clusters import get_cluster
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
-from offsets.edits import route
-from offsets.edits.apply import apply_edit
-from offsets.edits.imports import import_document
-from offsets.edits.preview import DIFF_PAGE_ROWS, Preview, StageRequest
-from offsets.edits.reconcile import reconcile_edit
-from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
-from offsets.edits.roles import can_stage
-from offsets.edits.staging import stage_edit, stage_restore
+from offsets.edits.workflow import (
+    DIFF_PAGE_ROWS,
+    Preview,
+    StageRequest,
+    apply_edit,
+    approve_edit,
+    can_stage,
+    cancel_edit,
+    choose_route,
+    import_document,
+    reconcile_edit,
+    reject_edit,
+    stage_edit,
+    stage_restore,
+    submit_edit,
+)
 from offsets.formats.edit_rules import SinkChange, SourceChange, parse_duration
 from offsets.formats.masking import mask_secrets
 from offsets.formats.offsets_json import flat_map_problem
@@ -469,7 +477,7 @@ def edit_route(request: Request, pk: int) -> Response:
 
     Asks the worker for its version (a few seconds at most when it does not answer).
     """
-    chosen = route.choose_route(_get_edit(pk))
+    chosen = choose_route(_get_edit(pk))
     return Response(
         RouteOutput(
             {"via": chosen.via, "reason": chosen.reason, "refused": bool(chosen.refusal)}

@@ -1,6 +1,6 @@
 """Move a connector to another cluster over REST (KIP-980): stage the move, resume it there.
 
-Thin views: an input serializer validates, `offsets.edits.move` acts and audits. The edit is
+Thin views: an input serializer validates, `offsets.edits.workflow` acts and audits. The edit is
 approved and applied like any other (/api/v1/edits/<id>/approve/, .../apply/).
 """
 
@@ -15,9 +15,7 @@ from offsets.api.clusters import get_cluster
 from offsets.api.edits import CommentInput, EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
-from offsets.edits.move import resume_on_target
-from offsets.edits.move_staging import stage_move
-from offsets.edits.roles import can_stage
+from offsets.edits.workflow import can_stage, resume_on_target, stage_move
 from offsets.models import Cluster, OffsetEdit
 
 

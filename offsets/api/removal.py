@@ -1,6 +1,6 @@
 """Delete a connector with its offsets, clean up offsets that outlived one, list those, over REST.
 
-Thin views: the services in `offsets.edits.removal` stage a draft edit (submitted, approved
+Thin views: the services of `offsets.edits.workflow` stage a draft edit (submitted, approved
 and applied like any other through /api/v1/edits/{id}/...); `offsets.services.orphans` lists
 what the last refresh stored, without reading Kafka.
 """
@@ -15,7 +15,7 @@ from offsets.api.clusters import get_cluster
 from offsets.api.edits import EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
-from offsets.edits.removal import stage_cleanup, stage_removal
+from offsets.edits.workflow import stage_cleanup, stage_removal
 from offsets.services.orphans import orphans
 
 

@@ -1,4 +1,8 @@
-"""Apply an approved edit: claim it, run the lock check, write, then verify by reading back."""
+"""Apply an approved edit: claim it, then its kind's steps: prepare, lock check, write, verify.
+
+The flow is the same for every kind (`kinds`); what each step does is the kind's. A step that
+settles the edit itself (gives the claim back, fails it, rolls it back) ends the flow there.
+"""
 
 import logging
 from collections.abc import Callable
@@ -6,55 +10,19 @@ from collections.abc import Callable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from offsets import faults
-from offsets.edits import audit, move, removal, route
-from offsets.edits.errors import (
-    ConnectorNotFound,
-    EditForbidden,
-    EditStateConflict,
-    SinkWriteIncomplete,
-)
-from offsets.edits.live import LiveReader
-from offsets.edits.lock_check import lock_check
-from offsets.edits.outcome import (
-    fail,
-    finish,
-    partial,
-    release,
-    settle_checks,
-    settle_live,
-    settle_sink_group,
-)
-from offsets.edits.reconcile import reconcile
+from offsets.edits import audit
+from offsets.edits.connector_control import control_connector
+from offsets.edits.errors import EditForbidden, EditStateConflict
+from offsets.edits.kinds import Attempt, EditKind, kind_for
+from offsets.edits.outcome import release, settle_checks
 from offsets.edits.roles import can_approve
-from offsets.edits.writes import write_sink, write_source
 from offsets.formats import edit_rules
-from offsets.kafka import offsets_writer
-from offsets.kafka.connect_rest import (
-    ConnectAuthFailed,
-    ConnectBadRequest,
-    ConnectNotJson,
-    ConnectorUnknown,
-    ConnectRebalancing,
-    ConnectRestError,
-)
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import AuditEvent, OffsetEdit
 
 logger = logging.getLogger(__name__)
 
 State = OffsetEdit.State
 Action = AuditEvent.Action
-# Answers that mean the worker wrote nothing: refused (400, 404, 409 rebalance), other
-# credentials needed, another server at that URL, or never asked.
-WORKER_REFUSALS = (
-    route.NothingSent,
-    ConnectBadRequest,
-    ConnectorUnknown,
-    ConnectRebalancing,
-    ConnectAuthFailed,
-    ConnectNotJson,
-)
 
 
 def apply_edit(
@@ -78,14 +46,15 @@ def apply_edit(
     with transaction.atomic():
         _claim(edit, user)
         audit.record_state(edit, Action.APPLY_STARTED, user, comment)
-    if edit.is_move:
-        return move.apply_claimed(edit, user)
-    if edit.is_removal:
-        return removal.apply_claimed(edit, user)
-    checks = _check(edit, user)
-    if checks is None:
-        return edit
-    return _write_and_verify(edit, user, checks, before_commit)
+    kind = kind_for(edit)
+    attempt = Attempt(edit, user, before_commit)
+    try:
+        return _steps(kind, attempt)
+    except Exception as exc:
+        settled = kind.unexpected(attempt, exc)
+        if settled is None:
+            raise
+        return settled
 
 
 def _claim(edit: OffsetEdit, user) -> None:
@@ -111,179 +80,57 @@ def _claim(edit: OffsetEdit, user) -> None:
         )
 
 
-def _check(edit: OffsetEdit, user) -> list[dict] | None:
-    """Run the lock check and return its results, or None once a failed check settled the edit."""
+def _steps(kind: EditKind, attempt: Attempt) -> OffsetEdit:
+    if not kind.prepare(attempt):
+        return attempt.edit
+    checks = _lock_check(kind, attempt)
+    if checks is None:
+        return attempt.edit
+    attempt.checks = checks
+    written = kind.write(attempt)
+    if written is None:
+        return attempt.edit
+    return kind.verify(attempt, written)
+
+
+def _lock_check(kind: EditKind, attempt: Attempt) -> list[dict] | None:
+    """Run the kind's lock check; its results to go on, or None once it settled the edit."""
+    edit = attempt.edit
     try:
-        results = lock_check(edit=edit)
-    except (KafkaUnavailable, ConnectorNotFound) as exc:
-        release(edit, user, [], f"The lock check could not read the cluster: {exc}")
-        return None
+        results = lock_check(edit, kind)
     except Exception as exc:
-        # Nothing has been written yet: give the claim back rather than strand the edit.
-        logger.exception("Lock check of edit %s failed", edit.pk)
-        release(edit, user, [], f"The lock check failed unexpectedly: {exc}")
+        message = kind.unreadable(attempt, exc)
+        if message is None:
+            raise
+        release(edit, attempt.user, [], message)
         return None
-    return settle_checks(edit, user, results)
+    return settle_checks(edit, attempt.user, results, **kind.settle_options(attempt))
 
 
-def _write_and_verify(
-    edit: OffsetEdit, user, checks: list[dict], before_commit: Callable[[], None] | None
-) -> OffsetEdit:
-    chosen = route.choose_route(edit)
-    if chosen.refusal:
-        release(edit, user, checks, f"The Connect worker: {chosen.refusal}", _route(chosen))
-        return edit
-    _mark_applied_via(edit, chosen.via)
-    if chosen.through_worker:
-        return _through_worker(edit, user, checks, chosen)
-    return _through_topic(edit, user, checks, chosen, before_commit)
+def lock_check(edit: OffsetEdit, kind: EditKind | None = None) -> list[edit_rules.CheckResult]:
+    """The lock check of `edit` read now: its kind's checks, then the claim this apply holds."""
+    kind = kind or kind_for(edit)
+    return [*kind.lock_checks(edit), edit_rules.check_single_apply(claimed=True)]
 
 
-def _mark_applied_via(edit: OffsetEdit, via: str) -> None:
-    """Record the way before writing: an apply that dies midway is reconciled on that basis."""
-    OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(applied_via=via)
-    edit.applied_via = via
+def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
+    """Stop an approved edit's connector, then re-run the lock check and keep its results.
 
-
-def _route(chosen: route.Route) -> dict:
-    return {"applied_via": chosen.via, "route": chosen.reason}
-
-
-def _through_worker(edit: OffsetEdit, user, checks: list[dict], chosen: route.Route) -> OffsetEdit:
-    """PATCH (or DELETE) through the worker, then check its GET answer and the topic agree."""
-    faults.pause_point("apply-before-commit")
-    try:
-        written = {**_route(chosen), **route.write_through_worker(edit, chosen)}
-    except WORKER_REFUSALS as exc:
-        message = f"The Connect worker refused the offsets, nothing was written: {exc.message}"
-        release(edit, user, checks, message, {**_route(chosen), "worker_status": exc.status})
-        return edit
-    except ConnectRestError as exc:
-        # A timeout, a 5xx or a garbled answer: the offsets may have been written.
-        logger.warning("Apply of edit %s through the worker ended in doubt: %s", edit.pk, exc)
-        message = exc.message.rstrip(".")
-        return _settle_in_doubt(edit, user, checks, f"The Connect worker: {message}.")
-    faults.pause_point("apply-after-commit")
-    try:
-        wrong = route.worker_shows(edit, chosen)
-    except ConnectRestError as exc:
-        written["worker_verify_error"] = exc.message
-    else:
-        if wrong:
-            error = "The worker accepted the offsets but GET /offsets shows " + "; ".join(wrong)
-            return fail(edit, user, checks, error, {**written, "verified": False})
-        written["worker_verified"] = True
-    return _verify(edit, user, checks, written)
-
-
-def _through_topic(
-    edit: OffsetEdit,
-    user,
-    checks: list[dict],
-    chosen: route.Route,
-    before_commit: Callable[[], None] | None,
-) -> OffsetEdit:
-    """Write the offsets topic (or the group) directly, in one transaction, then read back."""
-
-    def pause_then_before_commit() -> None:
-        faults.pause_point("apply-before-commit")
-        if before_commit is not None:
-            before_commit()
-
-    try:
-        if edit.is_source:
-            written = write_source(edit, pause_then_before_commit)
-        else:
-            pause_then_before_commit()
-            written = write_sink(edit)
-    except offsets_writer.WriteNotCommitted as exc:
-        return fail(edit, user, checks, str(exc), {"committed": False})
-    except TopicNotFound as exc:
-        return fail(edit, user, checks, f"{exc} Nothing was written.", {"committed": False})
-    except SinkWriteIncomplete as exc:
-        return _settle_incomplete_sink(edit, user, checks, exc)
-    except Exception as exc:
-        # The outcome is unknown (a commit that timed out, a sink request that may have
-        # reached the coordinator): read the offsets back to find out.
-        logger.warning("Apply of edit %s ended in doubt: %s", edit.pk, exc)
-        return _settle_in_doubt(edit, user, checks, str(exc))
-    faults.pause_point("apply-after-commit")
-    return _verify(edit, user, checks, {**_route(chosen), **written})
-
-
-def _settle_incomplete_sink(
-    edit: OffsetEdit, user, checks: list[dict], exc: SinkWriteIncomplete
-) -> OffsetEdit:
-    """Judge a partial sink delete whose second step failed, on the WHOLE group.
-
-    The second step's answer was lost or refused, but its request may have landed (a lost
-    response looks the same): the same rule as reconciliation decides. The edit's own
-    partitions alone would call it applied while the others may have lost their offsets.
+    Offered where the lock check refused the apply because the connector runs; the edit stays
+    approved, and the page shows the fresh checks next to the Apply button.
     """
-    try:
-        now = LiveReader(edit.cluster).committed(edit.group_id)
-    except KafkaUnavailable as read_error:
-        restore = exc.restore
-        seen = (
-            f"The group could not be read back: {read_error}. Commit these offsets to "
-            f"restore them: {edit_rules.restore_text(restore)}"
-        )
-    else:
-        settled = settle_sink_group(edit, exc.restore, now)
-        if settled.outcome == "applied":
-            written = {"committed": len(exc.restore), "second_step_error": exc.cause}
-            return _verify(edit, user, checks, written)
-        if settled.outcome == "incomplete":
-            # Exactly the kept partitions that are not back (the message lists them).
-            restore, seen = settled.restore, f"Read back: {settled.message}"
-        else:
-            # Something else wrote to the group: every kept offset is left to check.
-            restore = exc.restore
-            seen = (
-                f"Read back: {settled.message} Commit these offsets to restore them: "
-                f"{edit_rules.restore_text(restore)}"
-            )
-    return fail(
-        edit,
-        user,
-        checks,
-        f"The group was deleted but committing the other partitions again failed: "
-        f"{exc.cause}. {seen}",
-        partial(restore),
+    if edit.state != OffsetEdit.State.APPROVED:
+        raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not approved.")
+    outcome = control_connector(
+        cluster=edit.cluster, connector=edit.connector, action="stop", user=user, comment=comment
     )
-
-
-def _verify(edit: OffsetEdit, user, checks: list[dict], written: dict) -> OffsetEdit:
-    try:
-        settled = settle_live(edit)
-    except (KafkaUnavailable, ConnectorNotFound) as exc:
-        # The commit was acknowledged, so the edit is applied; only the read-back failed.
-        extra = {**written, "verified": False, "verify_error": str(exc)}
-        return finish(edit, State.APPLIED, Action.APPLIED, user, checks=checks, extra=extra)
-    if settled.outcome == "applied":
-        extra = {**written, "verified": True, "verification": settled.message}
-        return finish(edit, State.APPLIED, Action.APPLIED, user, checks=checks, extra=extra)
-    extra = {**written, "verified": False}
-    if settled.outcome == "incomplete":
-        extra.update(partial(settled.restore))
-    return fail(
-        edit,
-        user,
-        checks,
-        f"The write was acknowledged but reading it back disagrees: {settled.message}",
-        extra,
+    if not outcome.ok:
+        raise EditStateConflict(outcome.message)
+    checks = [check.as_dict() for check in lock_check(edit)]
+    failed = "; ".join(check["message"] for check in checks if not check["passed"])
+    error = f"The lock check still fails: {failed}" if failed else ""
+    OffsetEdit.objects.filter(pk=edit.pk, state=OffsetEdit.State.APPROVED).update(
+        lock_checks=checks, error=error, updated=timezone.now()
     )
-
-
-def _settle_in_doubt(edit: OffsetEdit, user, checks: list[dict], error: str) -> OffsetEdit:
-    try:
-        return reconcile(edit, user, error=error)
-    except (KafkaUnavailable, ConnectorNotFound) as exc:
-        with transaction.atomic():
-            OffsetEdit.objects.filter(pk=edit.pk, state=State.APPLYING).update(
-                error=error, lock_checks=checks, updated=timezone.now()
-            )
-            edit.refresh_from_db()
-            details = {"error": error, "read_back_error": str(exc)}
-            audit.record(edit, Action.IN_DOUBT, user, "", details)
-        return edit
+    edit.refresh_from_db()
+    return edit

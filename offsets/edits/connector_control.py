@@ -5,15 +5,12 @@ import logging
 import time
 from dataclasses import dataclass
 
-from django.utils import timezone
-
 from offsets.edits import audit
-from offsets.edits.errors import EditForbidden, EditStateConflict
-from offsets.edits.lock_check import lock_check
+from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors
 from offsets.formats.masking import mask_text
 from offsets.kafka.connect_rest import ConnectorStatus, ConnectRest, ConnectRestError
-from offsets.models import AuditEvent, Cluster, OffsetEdit
+from offsets.models import AuditEvent, Cluster
 
 logger = logging.getLogger(__name__)
 
@@ -85,29 +82,6 @@ def control_connector(
         },
     )
     return outcome
-
-
-def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
-    """Stop an approved edit's connector, then re-run the lock check and keep its results.
-
-    Offered where the lock check refused the apply because the connector runs; the edit stays
-    approved, and the page shows the fresh checks next to the Apply button.
-    """
-    if edit.state != OffsetEdit.State.APPROVED:
-        raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not approved.")
-    outcome = control_connector(
-        cluster=edit.cluster, connector=edit.connector, action="stop", user=user, comment=comment
-    )
-    if not outcome.ok:
-        raise EditStateConflict(outcome.message)
-    checks = [check.as_dict() for check in lock_check(edit=edit)]
-    failed = "; ".join(check["message"] for check in checks if not check["passed"])
-    error = f"The lock check still fails: {failed}" if failed else ""
-    OffsetEdit.objects.filter(pk=edit.pk, state=OffsetEdit.State.APPROVED).update(
-        lock_checks=checks, error=error, updated=timezone.now()
-    )
-    edit.refresh_from_db()
-    return edit
 
 
 def _send(rest: ConnectRest, connector: str, action: str, include_tasks: bool, only_failed: bool):

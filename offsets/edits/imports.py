@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from offsets.edits import drafts
 from offsets.edits.errors import (
     ConnectorNotFound,
     DocumentInputError,
@@ -11,10 +12,10 @@ from offsets.edits.errors import (
     EditInputError,
     NothingToChange,
 )
+from offsets.edits.kinds.offset_changes import draft, preview_edit
 from offsets.edits.live import ConnectorContext, LiveReader, read_connector
 from offsets.edits.preview import Preview, StageRequest
 from offsets.edits.roles import can_stage
-from offsets.edits.staging import preview_edit, save_preview
 from offsets.formats import strimzi
 from offsets.formats.offsets_json import (
     OffsetsDocumentError,
@@ -87,9 +88,8 @@ def import_document(
         return ImportResult(previews=previews, edits=[], unchanged=unchanged)
     with transaction.atomic():
         edits = [
-            save_preview(
-                preview,
-                cluster=cluster,
+            drafts.save(
+                draft(preview, cluster),
                 user=user,
                 comment=comment,
                 action=AuditEvent.Action.IMPORTED,

@@ -6,13 +6,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from offsets.edits import move, removal_apply
 from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditStateConflict
-from offsets.edits.outcome import finish, partial, settle_live
+from offsets.edits.kinds import kind_for
 from offsets.edits.roles import can_approve
-from offsets.kafka import offsets_writer
 from offsets.kafka.errors import KafkaUnavailable
-from offsets.models import AuditEvent, Cluster, OffsetEdit
+from offsets.models import Cluster, OffsetEdit
 
 logger = logging.getLogger(__name__)
 
@@ -25,15 +23,6 @@ State = OffsetEdit.State
 # two steps and call the edit failed while it is about to succeed, so the page and the API
 # refuse younger edits, and the refresh loop leaves them alone.
 APPLY_MARGIN = timedelta(minutes=5)
-
-# Why a reconciled edit failed, by what reading Kafka back found (unless the apply said why).
-_INTERRUPTED = {
-    "not-applied": "The apply was interrupted before its write committed.",
-    "incomplete": (
-        "The apply was interrupted between deleting the group and committing the other "
-        "partitions back."
-    ),
-}
 
 
 def stale_after() -> timedelta:
@@ -91,38 +80,13 @@ def reconcile_edits(
 
 
 def reconcile(edit: OffsetEdit, user, *, error: str = "", comment: str = "") -> OffsetEdit:
-    """Read an "applying" edit back and settle it: applied, failed, or conflict.
+    """Read an "applying" edit back and settle it (its kind decides how): applied, failed, or
+    conflict.
 
     ``error`` is why the apply itself stopped, if it knows. Raises KafkaUnavailable (or
     ConnectorNotFound) when the cluster cannot be read; the edit then stays "applying".
     """
-    if edit.is_move:
-        # A move is written to the target cluster: only its worker can tell how it ended.
-        return move.reconcile_claimed(edit, user, error=error, comment=comment)
-    if edit.is_removal:
-        return removal_apply.reconcile(edit, user, error=error, comment=comment)
-    if edit.is_source:
-        # Fencing first: a transaction an earlier process left open is aborted (or, if its
-        # commit had begun, completed) before the read, so the read shows the final outcome.
-        offsets_writer.fence(
-            edit.cluster.kafka_settings(),
-            offsets_writer.transactional_id(edit.cluster.name, edit.connector),
-            timeout=settings.KAFKA_WRITE_TIMEOUT,
-        )
-    settled = settle_live(edit)
-    details: dict = {"reconciled": settled.message}
-    if settled.outcome == "applied":
-        state, why = State.APPLIED, ""
-    elif settled.outcome in _INTERRUPTED:
-        state, why = State.FAILED, f"{error or _INTERRUPTED[settled.outcome]} {settled.message}"
-        if settled.outcome == "incomplete":
-            # Never "applied": the edit's own partitions are right, the rest of the group is not.
-            details.update(partial(settled.restore))
-    else:
-        state, why = State.CONFLICT, settled.message
-    return finish(
-        edit, state, AuditEvent.Action.RECONCILED, user, comment=comment, error=why, extra=details
-    )
+    return kind_for(edit).reconcile(edit, user, error=error, comment=comment)
 
 
 def settle_stale(cluster: Cluster) -> list[tuple[str, bool]]:

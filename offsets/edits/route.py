@@ -32,9 +32,6 @@ VERIFY_TRIES = 10
 VERIFY_PAUSE = 0.5
 
 
-# Seen on Connect 4.3 with exactly-once source support: a reset or a null offset for a
-# connector with its own offsets topic writes that topic, then fails adding the worker topic
-# to the transaction (IllegalStateException) and the request never answers.
 OWN_TOPIC_TOMBSTONES = (
     "The connector has its own offsets topic and the edit deletes offsets: the worker can hang "
     "writing such tombstones (seen on Connect 4.3 with exactly-once support), so the dashboard "
@@ -59,6 +56,19 @@ class Route:
     @property
     def through_worker(self) -> bool:
         return self.via == Via.WORKER
+
+
+def worker_may_hang(edit: OffsetEdit, *, resets: bool = False) -> bool:
+    """Whether asking the worker to delete the edit's offsets can hang (`resets`: all of them).
+
+    Seen on Connect 4.x with exactly-once source support: a reset or a null offset for a
+    connector with its own offsets topic writes that topic, then fails adding the worker topic
+    to the transaction (IllegalStateException in setPrimaryThenSecondary) and the request
+    never answers. Such deletes are written to both topics directly instead.
+    """
+    if not (edit.is_source and edit.mirror_topic):
+        return False
+    return resets or edit.changes.filter(is_delete=True).exists()
 
 
 def edit_request(edit: OffsetEdit) -> WorkerRequest:
@@ -87,7 +97,7 @@ def choose_route(edit: OffsetEdit, *, timeout: float = PROBE_SECONDS) -> Route:
             topic,
             "The cluster has no Connect worker URL, so the dashboard writes the offsets itself.",
         )
-    if edit.is_source and edit.mirror_topic and edit.changes.filter(is_delete=True).exists():
+    if worker_may_hang(edit):
         return Route(topic, OWN_TOPIC_TOMBSTONES)
     request = edit_request(edit)
     if not request.possible:

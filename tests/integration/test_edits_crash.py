@@ -24,7 +24,7 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.preview import StageRequest
 from offsets.edits.reconcile import stale_after
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
+from offsets.edits.workflow import stage_edit
 from offsets.formats import jackson
 from offsets.models import AuditEvent, OffsetEdit
 from tests.db_faults import database_url

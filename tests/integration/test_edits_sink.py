@@ -10,7 +10,7 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError
 from offsets.edits.preview import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
+from offsets.edits.workflow import stage_edit
 from offsets.kafka import admin, groups, reading
 from offsets.models import AuditEvent, OffsetEdit
 from tests.demo_data import S3, S3_GROUP

@@ -7,13 +7,13 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from offsets.edits import apply
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditInputError, EditStateConflict
 from offsets.edits.imports import import_document
+from offsets.edits.kinds.offset_changes import OffsetChanges
 from offsets.edits.preview import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.staging import stage_edit
+from offsets.edits.workflow import stage_edit
 from offsets.formats import jackson
 from offsets.formats.edit_rules import runtime_view
 from offsets.kafka import groups
@@ -39,7 +39,7 @@ def test_an_edit_left_applying_after_its_commit_is_reconciled_as_applied(
     def crash(*args, **kwargs):
         raise Crash
 
-    monkeypatch.setattr(apply, "_verify", crash)
+    monkeypatch.setattr(OffsetChanges, "verify", crash)
     with pytest.raises(Crash):
         apply_edit(edit=edit, user=approver)
     monkeypatch.undo()

@@ -17,7 +17,7 @@ import pytest
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.live import LiveReader
-from offsets.edits.move_staging import stage_move
+from offsets.edits.workflow import stage_move
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka.connect_rest import ConnectMalformed, ConnectNotJson

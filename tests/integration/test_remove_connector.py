@@ -16,7 +16,7 @@ from devkit import embedded_config
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.reconcile import reconcile_edit
-from offsets.edits.removal import stage_cleanup, stage_removal
+from offsets.edits.workflow import stage_cleanup, stage_removal
 from offsets.formats.connect_workers import worker_capabilities
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import latest_offsets

@@ -1,27 +1,22 @@
-"""What a move reads and checks: the connector on its cluster, the target's worker and topics.
+"""What a move reads: the connector on its cluster, the target's worker and topics.
 
-Staging and the apply's lock check read the same things, so a target that became unfit (the
-name taken there, the plugin removed, the worker downgraded) or offsets that moved on the
-source are caught again just before anything is written.
+Staging and the apply's lock check (`kinds.move`) read the same things, so a target that
+became unfit (the name taken there, the plugin removed, the worker downgraded) or offsets that
+moved on the source are caught again just before anything is written.
 """
 
 from dataclasses import dataclass, replace
-
-from django.conf import settings
 
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.live import ConnectorContext, LiveReader, read_connector, source_view
 from offsets.formats import edit_rules
 from offsets.formats.connectors import sink_group_id, source_offsets_topics
-from offsets.formats.edit_rules import CheckResult, Observed
+from offsets.formats.edit_rules import Observed
 from offsets.formats.moves import TargetFacts, target_problems
 from offsets.formats.offset_records import SourceOffsetRecord
-from offsets.kafka import groups
 from offsets.kafka.connect_rest import ConnectRest
 from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster, OffsetEdit
-
-TARGET_READY = "target-ready"
 
 
 @dataclass(frozen=True)
@@ -131,42 +126,6 @@ def refuse_unfit_target(facts: TargetFacts) -> None:
     if facts.name_exists:
         raise EditStateConflict(message)
     raise EditInputError(message, field="target")
-
-
-def lock_checks(edit: OffsetEdit) -> list[CheckResult]:
-    """The move's lock check: source stopped (and its group idle), unchanged, target fit."""
-    side = read_source_side(cluster=edit.cluster, connector=edit.connector)
-    checks = [side.context.stopped_check()]
-    if not side.context.is_source:
-        group = groups.describe_group(
-            edit.cluster.kafka_settings(),
-            side.context.group_id,
-            timeout=settings.KAFKA_READ_TIMEOUT,
-        )
-        checks.append(
-            edit_rules.check_group_inactive(
-                group_id=side.context.group_id, state=group.state, member_count=group.member_count
-            )
-        )
-    checks.append(edit_rules.check_nothing_moved(unchanged_observations(edit, side)))
-    facts = target_facts(
-        source=edit.cluster,
-        target=edit.target_cluster,
-        connector=edit.connector,
-        config=edit.connector_config or {},
-    )
-    problems = target_problems(facts)
-    checks.append(
-        CheckResult(
-            TARGET_READY,
-            not problems,
-            " ".join(problems)
-            or f"{facts.target_cluster} has no {edit.connector}, has its plugin and creates "
-            "connectors STOPPED (KIP-980).",
-        )
-    )
-    checks.append(edit_rules.check_single_apply(claimed=True))
-    return checks
 
 
 def unchanged_observations(edit: OffsetEdit, side: SourceSide) -> list[Observed]:

@@ -1,0 +1,135 @@
+"""What every kind of edit provides (EditKind), what one apply carries (Attempt), and the
+checks and reads the kinds share.
+
+The flows are written once: `apply.apply_edit` claims the edit, then calls the kind's
+`prepare`, `lock_checks`, `write` and `verify` in that order; `reconcile.reconcile` calls
+its `reconcile`; the edit page shows what `describe` returns. Staging differs in its inputs
+(a strategy and its values, a target cluster and secrets, nothing at all), so each kind's
+`stage` takes its own keyword arguments and saves through `offsets.edits.drafts`.
+"""
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from offsets.edits.errors import ConnectorNotFound
+from offsets.formats import edit_rules
+from offsets.formats.edit_rules import CheckResult
+from offsets.formats.removal_rules import Steps
+from offsets.kafka import groups, offsets_writer
+from offsets.kafka.connect_rest import ConnectRest, WorkerInfo
+from offsets.kafka.errors import KafkaUnavailable
+from offsets.models import OffsetEdit
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Attempt:
+    """One apply of a claimed edit, carried from one step of its kind to the next."""
+
+    edit: OffsetEdit
+    user: object
+    # Passed to the transactional writer (tests use it to fail at the worst moment).
+    before_commit: Callable[[], None] | None = None
+    # The lock check's results once it passed (each as a dict, as stored on the edit).
+    checks: list[dict] = field(default_factory=list)
+    # What was done so far, for a kind whose apply takes several steps (a removal).
+    steps: Steps = field(default_factory=Steps)
+    # The Connect worker a kind talks to, once it has asked it.
+    rest: ConnectRest | None = None
+    worker: WorkerInfo | None = None
+
+
+class EditKind:
+    """The steps of one kind of edit. Subclass it, then register it in `kinds/__init__.py`.
+
+    A step that settles the edit itself (gives the claim back, fails it, rolls it back)
+    returns None (or False): the flow then stops and returns the edit as that step left it.
+    """
+
+    name: str = ""
+    # The OffsetEdit strategies this kind handles (each strategy has exactly one kind).
+    strategies: tuple[str, ...] = ()
+    # How a refused lock check names the apply: "The lock check refused the <what>: ...".
+    what = "apply"
+
+    def stage(self, *, cluster, connector: str, user, comment: str = "", **inputs) -> OffsetEdit:
+        """Read what the edit touches now and save it as a draft (`drafts.save`)."""
+        raise NotImplementedError
+
+    def prepare(self, attempt: Attempt) -> bool:
+        """Do what must come before the lock check; False once it settled the edit."""
+        return True
+
+    def lock_checks(self, edit: OffsetEdit) -> list[CheckResult]:
+        """The kind's checks, read live, in order (the flow adds `single-apply` last)."""
+        raise NotImplementedError
+
+    def unreadable(self, attempt: Attempt, exc: Exception) -> str | None:
+        """Why the claim goes back when the lock check raised `exc`; None lets it propagate."""
+        if isinstance(exc, KafkaUnavailable | ConnectorNotFound):
+            return f"The lock check could not read the cluster: {exc}"
+        # Nothing has been written yet: give the claim back rather than strand the edit.
+        logger.error("Lock check of edit %s failed", attempt.edit.pk, exc_info=exc)
+        return f"The lock check failed unexpectedly: {exc}"
+
+    def settle_options(self, attempt: Attempt) -> dict:
+        """Keyword arguments of `outcome.settle_checks` beyond the results."""
+        return {"what": self.what}
+
+    def write(self, attempt: Attempt) -> dict | None:
+        """Write the edit; return what was written (for the audit log), or None once settled."""
+        raise NotImplementedError
+
+    def verify(self, attempt: Attempt, written: dict) -> OffsetEdit:
+        """Read the write back and finish the edit applied or failed."""
+        raise NotImplementedError
+
+    def unexpected(self, attempt: Attempt, exc: Exception) -> OffsetEdit | None:
+        """Settle an apply a bug interrupted; None leaves it "applying" for reconciliation."""
+        return None
+
+    def reconcile(
+        self, edit: OffsetEdit, user, *, error: str = "", comment: str = ""
+    ) -> OffsetEdit:
+        """Settle an edit left "applying" from what the cluster holds now.
+
+        Raises KafkaUnavailable (or ConnectorNotFound) when it cannot be read: the edit then
+        stays "applying".
+        """
+        raise NotImplementedError
+
+    def describe(self, edit: OffsetEdit) -> dict:
+        """What the edit's page shows for this kind, as template variables (read cheaply:
+        the page's status panel is rendered again after every action)."""
+        return {}
+
+    def route_ahead(self, edit: OffsetEdit):
+        """How the edit would be written if applied now, for its page (None: not asked)."""
+        return None
+
+
+def group_inactive_check(edit: OffsetEdit, group_id: str) -> CheckResult:
+    """`group-inactive`: the sink's consumer group is Empty or Dead, read now."""
+    group = groups.describe_group(
+        edit.cluster.kafka_settings(), group_id, timeout=settings.KAFKA_READ_TIMEOUT
+    )
+    return edit_rules.check_group_inactive(
+        group_id=group_id, state=group.state, member_count=group.member_count
+    )
+
+
+def fence(edit: OffsetEdit) -> None:
+    """Resolve a transaction an earlier apply of the edit's connector left open.
+
+    A transaction a dead process left open is aborted (or, if its commit had begun,
+    completed) before the read, so the read shows the final outcome.
+    """
+    offsets_writer.fence(
+        edit.cluster.kafka_settings(),
+        offsets_writer.transactional_id(edit.cluster.name, edit.connector),
+        timeout=settings.KAFKA_WRITE_TIMEOUT,
+    )
