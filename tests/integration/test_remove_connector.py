@@ -4,13 +4,13 @@ group, the audit log, the orphans list after a refresh, and the refusals that wr
 
 import dataclasses
 import functools
-import time
 import urllib.parse
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
 from devkit import embedded_config
 from offsets.edits.apply import apply_edit
@@ -76,10 +76,21 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
         f"/connectors/{urllib.parse.quote(connector, safe='')}/config",
         file_source(path, f"rm-{RUN}-own-out", **{"offsets.storage.topic": own_topic}),
     )
-    time.sleep(3)  # the task restarts with the new config
+    # The task restarts with the new config: its offsets store creates the own topic as it
+    # starts, after the old task stopped. A line written before that could be read and
+    # committed by the old task, to the worker's topic only.
+    wait_until(
+        lambda: own_topic in AdminClient(cluster.kafka_settings()).list_topics(timeout=10).topics,
+        bool,
+        timeout=60,
+        what=f"the restarted task's topic {own_topic}",
+    )
     with path.open("a") as file:
         file.write("three\n")
-    rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == 14)
+    # An entry's offset may be null for a moment while the task restarts.
+    rest.wait_for_offsets(
+        connector, lambda o: bool(o) and (o[0]["offset"] or {}).get("position") == 14
+    )
     wait_until(lambda: live_keys(cluster, own_topic, connector), bool, timeout=30, what="own topic")
     # A third offsets topic the dashboard knows holds its key (an own topic of an earlier
     # config): written with the dashboard's writer, recorded as a refresh would.
