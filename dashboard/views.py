@@ -24,13 +24,14 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
+from offsets import connect_state
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, ConnectorSnapshot
-from offsets.services import background, connect_state, snapshots
+from offsets.services import background, snapshots
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)

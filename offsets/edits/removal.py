@@ -18,9 +18,10 @@ from offsets.edits.errors import (
     EditStateConflict,
     NothingToChange,
 )
-from offsets.edits.live import ConnectorContext, LiveReader, read_connector
+from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.roles import can_stage
 from offsets.formats import removal_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.offset_records import SourceOffsetRecord
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange, SourceOffset
@@ -32,7 +33,7 @@ Strategy = OffsetEdit.Strategy
 class RemovalPlan:
     """What a removal touches, read live: source keys per topic, a sink group's offsets."""
 
-    context: ConnectorContext
+    context: Connector
     topics: list[str]
     source: dict[removal_rules.TopicKey, SourceOffsetRecord] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -86,7 +87,7 @@ def _stage(cluster: Cluster, connector: str, user, comment: str, strategy: str) 
         )
 
 
-def _context(cluster: Cluster, connector: str, reader: LiveReader) -> ConnectorContext:
+def _context(cluster: Cluster, connector: str, reader: LiveReader) -> Connector:
     """The connector as the config topic knows it, or the offsets of one it forgot.
 
     The config topic may have been compacted down to nothing for a deleted connector whose
@@ -107,11 +108,9 @@ def _context(cluster: Cluster, connector: str, reader: LiveReader) -> ConnectorC
         }
         if known:
             worker = cluster.offsets_topic
-            return ConnectorContext(
-                type="source", primary_topic=worker, worker_topic=worker, **common
-            )
+            return Connector(type="source", primary_topic=worker, worker_topic=worker, **common)
         if reader.committed(group):
-            return ConnectorContext(type="sink", group_id=group, **common)
+            return Connector(type="sink", group_id=group, **common)
         raise
 
 
@@ -130,7 +129,7 @@ def worker_has(cluster: Cluster, connector: str) -> tuple[bool | None, str]:
         )
 
 
-def _check_strategy(strategy: str, context: ConnectorContext, on_worker: bool | None) -> None:
+def _check_strategy(strategy: str, context: Connector, on_worker: bool | None) -> None:
     """Refuse a removal of a connector that is gone, or a clean-up of one that exists.
 
     The worker's answer and the config topic must agree that a connector is gone before its
@@ -152,7 +151,7 @@ def _check_strategy(strategy: str, context: ConnectorContext, on_worker: bool | 
         )
 
 
-def offsets_topics(cluster: Cluster, context: ConnectorContext) -> list[str]:
+def offsets_topics(cluster: Cluster, context: Connector) -> list[str]:
     """Every offsets topic that may hold the connector's keys: the worker's, its own, and any
     other the refresh found its keys in (an own topic it used under an earlier config)."""
     topics = [context.worker_topic or cluster.offsets_topic]
@@ -165,7 +164,7 @@ def offsets_topics(cluster: Cluster, context: ConnectorContext) -> list[str]:
     return topics
 
 
-def read_plan(cluster: Cluster, context: ConnectorContext, reader: LiveReader) -> RemovalPlan:
+def read_plan(cluster: Cluster, context: Connector, reader: LiveReader) -> RemovalPlan:
     """Read what the removal touches now."""
     if not context.is_source:
         return RemovalPlan(context, [], committed=reader.committed(context.group_id))
@@ -174,9 +173,9 @@ def read_plan(cluster: Cluster, context: ConnectorContext, reader: LiveReader) -
     return RemovalPlan(context, topics, source=keys)
 
 
-def _warnings(context: ConnectorContext, plan: RemovalPlan, strategy: str) -> list[str]:
+def _warnings(context: Connector, plan: RemovalPlan, strategy: str) -> list[str]:
     warnings = []
-    if strategy == Strategy.REMOVE and context.target_state not in (None, "STOPPED"):
+    if strategy == Strategy.REMOVE and not context.deleted and context.target_state != "STOPPED":
         warnings.append(
             f"The connector is {context.target_state}: the apply stops it first. Its offsets "
             "may move until then, which makes the apply a conflict; stop it before staging "

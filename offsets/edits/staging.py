@@ -6,11 +6,12 @@ from django.db import transaction
 
 from offsets.edits import audit
 from offsets.edits.errors import EditForbidden, EditInputError, EditStateConflict, NothingToChange
-from offsets.edits.live import ConnectorContext, LiveReader, read_connector
+from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.preview import SINK_STRATEGIES, SOURCE_STRATEGIES, Preview, StageRequest
 from offsets.edits.roles import can_stage
 from offsets.edits.sink_preview import preview_sink
 from offsets.edits.source_preview import preview_source
+from offsets.formats.connectors import Connector
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
 
@@ -24,7 +25,7 @@ def preview_edit(
     connector: str,
     request: StageRequest,
     reader: LiveReader | None = None,
-    context: ConnectorContext | None = None,
+    context: Connector | None = None,
 ) -> Preview:
     """Compute an edit's diff against the live topics without saving anything."""
     reader = reader or LiveReader(cluster)
@@ -185,7 +186,7 @@ def _main_field(request: StageRequest) -> str:
     }.get(request.strategy, "partitions")
 
 
-def _context_warnings(context: ConnectorContext) -> list[str]:
+def _context_warnings(context: Connector) -> list[str]:
     warnings = []
     if context.deleted:
         warnings.append(

@@ -11,10 +11,10 @@ from pathlib import Path
 from django.conf import settings
 
 from offsets import tuning
+from offsets.formats.connectors import Connector
 from offsets.models import Cluster, SourceOffset
 from offsets.refresh.results import SourcePlan, SourceResults, StoredRows
 from offsets.refresh.store import SOURCE_OFFSET_FIELDS
-from offsets.services.connect_state import ConnectorSummary
 
 Progress = Callable[[str], None]
 
@@ -51,7 +51,7 @@ class MergeInputs:
 
 
 def merge_inputs(
-    spark, cluster: Cluster, connectors: list[ConnectorSummary], *, full: bool
+    spark, cluster: Cluster, connectors: list[Connector], *, full: bool
 ) -> MergeInputs:
     """Start Spark if needed and build the merge's inputs from the database and the configs.
 

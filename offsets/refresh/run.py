@@ -19,11 +19,12 @@ from pathlib import Path
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from offsets import connect_state
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
 from offsets.refresh import compute, history_store, mirrors, plan, runs, sinks, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
-from offsets.services import alerts, background, connect_state
+from offsets.services import alerts, background
 
 logger = logging.getLogger(__name__)
 

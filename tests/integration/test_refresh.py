@@ -205,7 +205,7 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
     committed offset, even where another connector reads the same partitions from elsewhere."""
     from dataclasses import replace
 
-    from offsets.services import connect_state
+    from offsets import connect_state
 
     cluster = fresh_demo.cluster
     s3 = next(
@@ -239,7 +239,7 @@ def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh
     """A lagging partition whose position and log end have not moved since the last refresh
     keeps its lag in time without fetching its two records; one whose position moved is
     read and measured again."""
-    from offsets.services import connect_state
+    from offsets import connect_state
 
     cluster = fresh_demo.cluster
     connectors = connect_state.read_connect_state(cluster=cluster).connectors

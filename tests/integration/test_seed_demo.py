@@ -10,6 +10,7 @@ from confluent_kafka.admin import ConfigResource
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from offsets.connect_state import read_connect_state
 from offsets.demo import DemoOptions, build_demo
 from offsets.demo_writer import keep_writing
 from offsets.formats import jackson
@@ -17,7 +18,6 @@ from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record
 from offsets.kafka import admin, groups, reading
 from offsets.kafka.errors import KafkaUnavailable
-from offsets.services.connect_state import read_connect_state
 from tests.demo_data import EOS_TOPIC
 
 pytestmark = pytest.mark.integration
