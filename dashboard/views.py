@@ -31,7 +31,8 @@ from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, ConnectorSnapshot
-from offsets.services import background, snapshots
+from offsets.refresh import background
+from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)

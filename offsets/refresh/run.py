@@ -22,9 +22,9 @@ from django.utils import timezone
 from offsets import connect_state
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
-from offsets.refresh import compute, history_store, mirrors, plan, runs, sinks, store
+from offsets.refresh import background, compute, history_store, mirrors, plan, runs, sinks, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
-from offsets.services import alerts, background
+from offsets.services import alerts
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def run_refresh(
 ) -> RefreshRun:
     """Refresh one cluster's results; return the recorded run (succeeded or failed).
 
-    `run` is a RUNNING run claimed beforehand (offsets.services.background.start_refresh
+    `run` is a RUNNING run claimed beforehand (offsets.refresh.background.start_refresh
     claims one so that two refreshes of a cluster never run at once); without it the
     refresh records a new run.
     """

@@ -23,9 +23,10 @@ from django.utils import timezone
 
 from offsets.edits.reconcile import settle_stale
 from offsets.models import Cluster, RefreshRun, SchedulerBeat
+from offsets.refresh import background
 from offsets.refresh.run import run_refresh
 from offsets.refresh.schedule import ClusterTurn, due_clusters
-from offsets.services import alert_delivery, background
+from offsets.services import alert_delivery
 
 logger = logging.getLogger(__name__)
 

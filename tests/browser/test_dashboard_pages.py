@@ -18,8 +18,8 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.refresh import background
 from offsets.refresh.run import run_refresh
-from offsets.services import background
 from offsets.services.history import partition_history
 from tests.browser.pages import TIMEOUT_MS, log_in
 

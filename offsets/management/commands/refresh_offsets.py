@@ -11,10 +11,11 @@ from django.utils import timezone
 from offsets.edits.reconcile import settle_stale
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, RefreshRun
+from offsets.refresh import background
 from offsets.refresh.plan import has_read_before
 from offsets.refresh.run import run_refresh
 from offsets.refresh.runs import INTERRUPTED
-from offsets.services import alert_delivery, background
+from offsets.services import alert_delivery
 
 logger = logging.getLogger(__name__)
 
