@@ -500,7 +500,7 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     if partition is None:
         return context
     # The history service reads Parquet; import it here so the pages load without pyarrow work.
-    from offsets.services import history
+    from offsets.history import reading as history
 
     points = history.partition_history(
         cluster=cluster,

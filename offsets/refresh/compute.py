@@ -144,7 +144,7 @@ def compute_sources(
     """Fold the new records and merge them with the previous state: the refresh's results.
 
     The read tasks fold what they read (offsets.spark.partials) and write every commit to the
-    run's history files themselves (offsets.spark.history_files): Spark gets only the partial
+    run's history files themselves (offsets.history.files): Spark gets only the partial
     results per key, and merges them with the previous state (offsets.spark.merge), so the
     commits (a row each) never pass through Spark. Topics with nothing new get no read at all
     (not even an empty frame: each of its partitions would cost a task).

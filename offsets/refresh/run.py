@@ -21,9 +21,10 @@ from django.utils import timezone
 
 from offsets import connect_state
 from offsets.alerts import evaluation
+from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
-from offsets.refresh import background, compute, history_store, mirrors, plan, runs, sinks, store
+from offsets.refresh import background, compute, mirrors, plan, runs, sinks, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
 
 logger = logging.getLogger(__name__)

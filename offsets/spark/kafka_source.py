@@ -12,7 +12,7 @@
 
 Each task folds what it read into partial results (offsets.spark.partials), and Spark gets
 those plus one slim row per commit instead of every record. With `history_dir`, the tasks
-write the commit rows there as the per-commit history (offsets.spark.history_files) and Spark
+write the commit rows there as the per-commit history (offsets.history.files) and Spark
 gets only the folds.
 
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
@@ -171,7 +171,7 @@ def _history_written(
     """A task's folds, less their commit rows when they go to `history_dir` as files."""
     if not history_dir:
         return folded
-    from offsets.spark import history_files
+    from offsets.history import files as history_files
 
     return history_files.write_commit_batches(
         folded, Path(history_dir), history_files.file_stem(topic, partitions)

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.db.models import F
 
+from offsets.history.reading import partition_history
 from offsets.models import (
     CommitBucket,
     ConnectorSnapshot,
@@ -20,7 +21,6 @@ from offsets.models import (
 )
 from offsets.refresh import background
 from offsets.refresh.run import run_refresh
-from offsets.services.history import partition_history
 from tests.browser.pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -17,6 +17,9 @@ from offsets.demo_writer import write_demo
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import latest_offsets
+from offsets.history import files as history_files
+from offsets.history import store as history_store
+from offsets.history.reading import partition_history
 from offsets.kafka import admin, groups, producers, reading
 from offsets.models import (
     Cluster,
@@ -32,12 +35,11 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.models.refresh import key_hash
-from offsets.refresh import history_store, sinks, store
 from offsets.refresh import plan as planning
+from offsets.refresh import sinks, store
 from offsets.refresh.results import ms_to_datetime
 from offsets.refresh.run import run_refresh
-from offsets.services.history import partition_history
-from offsets.spark import history_files, merge
+from offsets.spark import merge
 from tests.demo_data import EOS_TOPIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from offsets.history import files as history_files
+from offsets.history import reading as history
+from offsets.history import store as history_store
 from offsets.models import Cluster
-from offsets.refresh import history_store
-from offsets.services import history
-from offsets.spark import history_files
 from offsets.spark import partials as P
 
 # Every character Spark escapes in a folder name, and some it keeps (space, non-ASCII).

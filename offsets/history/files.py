@@ -6,7 +6,7 @@ Spark's own partitioned writer, before the read tasks wrote them, read the same)
 shortened with a hash when too long for a folder (`connector_folder`). Columns:
 `partials.COMMIT_COLUMNS` but the connector (it is the folder). Rows sorted by key_hash,
 timestamp_ms, kafka_offset in row groups of about ROW_GROUP_BYTES: the progress chart reads
-only the groups whose key_hash range holds its partition (offsets.services.history).
+only the groups whose key_hash range holds its partition (offsets.history.reading).
 
 The read tasks write them (`write_commit_batches`, the Kafka source's `history_dir` option):
 commit rows then never travel through Spark. Pure pyarrow, no Django: it runs in Spark's
@@ -225,7 +225,7 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
     Readers never miss a commit: the merged folder is written under a name they skip, renamed
     into place (atomic), and only then are the folders it merged deleted; a reader that meets
     both in between drops the duplicates, one that finds a file gone lists the folders again
-    (offsets.services.history). Run by the one refresh of a cluster at a time.
+    (offsets.history.reading). Run by the one refresh of a cluster at a time.
     """
     for leftover in root.glob(f"{STAGING_PREFIX}*"):
         shutil.rmtree(leftover, ignore_errors=True)  # a compaction that was cut off
