@@ -8,9 +8,9 @@ shortened with a hash when too long for a folder (`connector_folder`). Columns:
 timestamp_ms, kafka_offset in row groups of about ROW_GROUP_BYTES: the progress chart reads
 only the groups whose key_hash range holds its partition (offsets.history.reading).
 
-The read tasks write them (`write_commit_batches`, the Kafka source's `history_dir` option):
-commit rows then never travel through Spark. Pure pyarrow, no Django: it runs in Spark's
-Python workers.
+The read tasks write them (`write_commits`, called by `spark.kafka_source` with its
+`history_dir` option): commit rows then never travel through Spark. Pure pyarrow, no Django:
+it runs in Spark's Python workers.
 """
 
 import hashlib
@@ -18,7 +18,7 @@ import itertools
 import json
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -111,38 +111,6 @@ def _write_in_row_groups(rows: pa.Table, path: Path) -> None:
     # Spark's parquet.block.size counted buffered bytes; pyarrow counts rows.
     rows_per_group = max(1, ROW_GROUP_BYTES * rows.num_rows // max(rows.nbytes, 1))
     pq.write_table(rows, path, row_group_size=rows_per_group)
-
-
-def write_commit_batches(
-    batches: Iterable[pa.RecordBatch], run_dir: Path, stem: str
-) -> Iterator[pa.RecordBatch]:
-    """Pass a read task's folded batches (partials.SUMMARY_ARROW) on without their commit
-    rows, which are written to `run_dir` instead (files `<stem>-<n>`)."""
-    # Here, not at the top: the web pages read the history through this module, and partials
-    # imports PySpark.
-    from offsets.spark import partials as P
-
-    pending: list[pa.RecordBatch] = []
-    written = 0
-
-    def flush() -> None:
-        nonlocal pending, written
-        if pending:
-            write_commits(pa.Table.from_batches(pending), run_dir, f"{stem}-{written:03d}")
-            written += 1
-            pending = []
-
-    for batch in batches:
-        is_commit = pc.equal(batch.column("kind"), P.COMMIT)
-        commits = batch.filter(is_commit)
-        if commits.num_rows:
-            pending.append(commits.select(list(P.COMMIT_COLUMNS)))
-            if sum(b.num_rows for b in pending) >= COMMITS_PER_FILE:
-                flush()
-        rest = batch.filter(pc.invert(is_commit))
-        if rest.num_rows:
-            yield rest
-    flush()
 
 
 # Compaction. Each refresh adds a run folder, so a `--every 60` loop would add 1,440 a day, and
