@@ -91,7 +91,6 @@ class Connector:
     connector_state: str | None
     task_states: dict[int, str]
     mirrormaker2: bool
-    # `or ""`: the property may be present with a JSON null value.
     connector_class: str = ""
     task_count: int | None = None
     worker_id: str | None = None
@@ -166,21 +165,6 @@ def connector_from(
     properties = (config.properties if config else None) or {}
     kind = connector_type(properties)
     tasks = sorted(status.tasks.items()) if status else []
-    if kind == "source":
-        topics = source_offsets_topics(properties, worker_offsets_topic)
-        where: dict = {
-            "primary_topic": topics.primary,
-            "worker_topic": topics.worker,
-            "own_topic": topics.own_topic,
-        }
-    else:
-        where = {
-            "group_id": sink_group_id(name, properties),
-            "sink_topics": tuple(
-                t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()
-            ),
-            "sink_topics_regex": (properties.get("topics.regex") or "").strip(),
-        }
     return Connector(
         name=name,
         type=kind,
@@ -189,6 +173,7 @@ def connector_from(
         connector_state=status.state if status else None,
         task_states={task_id: task.state for task_id, task in tasks},
         mirrormaker2=is_mirrormaker2(properties),
+        # `or ""`: the property may be present with a JSON null value.
         connector_class=properties.get("connector.class") or "",
         task_count=config.task_count if config else None,
         worker_id=status.worker_id if status else None,
@@ -203,8 +188,28 @@ def connector_from(
             }
             for task_id, task in tasks
         },
-        **where,
+        **_offsets_place(name, kind, properties, worker_offsets_topic),
     )
+
+
+def _offsets_place(
+    name: str, kind: str, properties: Mapping[str, str | None], worker_offsets_topic: str
+) -> dict:
+    """Where the connector's offsets live: a source's topics, a sink's group and input."""
+    if kind == "source":
+        topics = source_offsets_topics(properties, worker_offsets_topic)
+        return {
+            "primary_topic": topics.primary,
+            "worker_topic": topics.worker,
+            "own_topic": topics.own_topic,
+        }
+    return {
+        "group_id": sink_group_id(name, properties),
+        "sink_topics": tuple(
+            t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()
+        ),
+        "sink_topics_regex": (properties.get("topics.regex") or "").strip(),
+    }
 
 
 def connector_type(properties: Mapping[str, str | None]) -> Literal["source", "sink"]:
