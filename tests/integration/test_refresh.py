@@ -216,7 +216,7 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
         if c.name == "s3-sink-orders"
     )
     # A second sink of the same topics whose group has read one record of orders[0] only.
-    replay = replace(s3, name="orders-replay", sink_group="connect-orders-replay")
+    replay = replace(s3, name="orders-replay", group_id="connect-orders-replay")
     groups.alter_offsets(fresh_demo.settings, replay.sink_group, {("orders", 0): 1})
     results = sinks.sample_sinks(cluster, [s3, replay], now_ms=int(time.time() * 1000), recent={})
     timestamps = {t.name: t.timestamps for t in fresh_demo.demo.data_topics}
