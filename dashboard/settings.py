@@ -364,7 +364,7 @@ METRICS_ALLOWED_ADDRESSES = envnetworks("METRICS_ALLOWED_ADDRESSES", "")
 # so one huge sink cannot swamp Prometheus (0: never any per-partition series).
 METRICS_MAX_SINK_PARTITIONS = envint("METRICS_MAX_SINK_PARTITIONS", "10000")
 
-# Alerts (offsets/services/alerts.py) send e-mail through Django's default mailer (MAILERS,
+# Alerts (offsets/alerts/) send e-mail through Django's default mailer (MAILERS,
 # Django 6.1's successor of the EMAIL_* settings), configured from the usual EMAIL_* variables.
 MAILERS = {
     "default": {

@@ -24,13 +24,15 @@ from django.views.defaults import page_not_found
 from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import ConnectorFilterForm, PartitionFilterForm, RefreshForm
+from offsets import connect_state
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, ConnectorSnapshot
-from offsets.services import background, connect_state, snapshots
+from offsets.refresh import background
+from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
@@ -498,7 +500,7 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     if partition is None:
         return context
     # The history service reads Parquet; import it here so the pages load without pyarrow work.
-    from offsets.services import history
+    from offsets.history import reading as history
 
     points = history.partition_history(
         cluster=cluster,

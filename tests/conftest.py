@@ -287,7 +287,7 @@ def partition_history(monkeypatch):
     """Make `history.partition_history` return the CommitPoints a test puts in `.points`."""
     import types
 
-    from offsets.services import history
+    from offsets.history import reading as history
 
     points: list = []
     calls: list[dict] = []

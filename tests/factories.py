@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from offsets.history.reading import CommitPoint
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -21,7 +22,6 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.models.refresh import key_hash
-from offsets.services.history import CommitPoint
 
 
 def now() -> datetime:

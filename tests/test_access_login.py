@@ -108,7 +108,7 @@ def test_logging_in_never_redirects_off_site(client, seeded, editor):
 
 
 def test_starting_a_refresh_never_redirects_off_site(client, seeded, operator, monkeypatch):
-    from offsets.services import background
+    from offsets.refresh import background
 
     monkeypatch.setattr(background, "_launch", lambda **kwargs: None)
     client.force_login(operator)

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange, RefreshRun
-from offsets.services import background
+from offsets.refresh import background
 from tests import factories
 from tests.edits_factory import make_edit
 from tests.users import user_with

@@ -11,8 +11,9 @@ from aiosmtpd.controller import Controller
 from django.core.management import call_command
 from django.utils import timezone
 
+from offsets.alerts import delivery as alert_delivery
+from offsets.alerts import evaluation as alerts
 from offsets.models import AlertDelivery, AlertRule
-from offsets.services import alert_delivery, alerts
 from tests import factories
 from tests.alert_receivers import Receiver
 

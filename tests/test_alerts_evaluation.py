@@ -7,9 +7,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from offsets.formats import alert_rules
+from offsets.alerts import evaluation as alerts
+from offsets.alerts import rules as alert_rules
 from offsets.models import AlertDelivery, AlertRule, AlertState, ConnectorSnapshot, RefreshRun
-from offsets.services import alerts
 from tests import factories
 from tests.edits_factory import make_edit
 

@@ -7,11 +7,12 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
+from offsets.alerts import delivery as alert_delivery
+from offsets.alerts import evaluation as alerts
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AlertDelivery, AlertRule, RefreshRun
 from offsets.refresh import plan
 from offsets.refresh.run import run_refresh
-from offsets.services import alert_delivery, alerts
 from tests import factories
 from tests.alert_receivers import Receiver
 

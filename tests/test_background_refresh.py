@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from offsets.models import RefreshRun
-from offsets.services import background
+from offsets.refresh import background
 from tests import factories as make
 
 

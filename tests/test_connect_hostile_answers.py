@@ -12,6 +12,8 @@ import time
 import pytest
 
 from offsets import tuning
+from offsets.alerts import channels as alert_channels
+from offsets.alerts.channels import DeliveryFailed
 from offsets.kafka.connect_rest import (
     ConnectAnswerBroken,
     ConnectAnswerTooLarge,
@@ -23,8 +25,6 @@ from offsets.kafka.connect_rest import (
     ConnectUnreachable,
 )
 from offsets.models import AuditEvent, Cluster
-from offsets.services import alert_channels
-from offsets.services.alert_channels import DeliveryFailed
 from tests.edits_factory import make_edit
 from tests.fake_connect_worker import FakeWorker
 

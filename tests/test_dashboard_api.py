@@ -8,7 +8,7 @@ from django.utils.dateparse import parse_datetime
 from rest_framework.authtoken.models import Token
 
 from offsets.models import RefreshRun, SourceOffset
-from offsets.services import background
+from offsets.refresh import background
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from offsets.history.reading import partition_history
 from offsets.models import (
     CommitBucket,
     ConnectorSnapshot,
@@ -13,7 +14,6 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.services.history import partition_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -7,7 +7,7 @@ from django.contrib.messages import get_messages
 from django.utils import timezone
 
 from offsets.models import RefreshRun
-from offsets.services import background
+from offsets.refresh import background
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db

@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from offsets.history import files as history_files
+from offsets.history import reading as history
+from offsets.history import store as history_store
 from offsets.models import Cluster
-from offsets.refresh import history_store
-from offsets.services import history
-from offsets.spark import history_files
 
 KEYS = 40
 START_MS = 1_790_000_000_000

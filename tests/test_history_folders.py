@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from offsets.spark import history_files
+from offsets.history import files as history_files
 
 LONG_NAMES = [
     "a" * 300,

@@ -314,9 +314,9 @@ def test_a_removal_edit_page_shows_the_plan_and_each_tombstones_topic(client, ed
 
 
 def context(deleted: bool):
-    from offsets.edits.live import ConnectorContext
+    from offsets.formats.connectors import Connector
 
-    return ConnectorContext(
+    return Connector(
         name=NAME,
         type="source",
         deleted=deleted,

@@ -8,10 +8,11 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets import connect_state
 from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.models import Cluster
-from offsets.services import connect_state, snapshots
+from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
 
@@ -73,7 +74,7 @@ class ConnectorStateOutput(serializers.Serializer):
     connector_class = serializers.CharField()
     target_state = serializers.CharField()
     runtime_state = serializers.CharField(allow_null=True)
-    task_states = serializers.DictField(child=serializers.CharField())
+    task_states = serializers.DictField(source="runtime_tasks", child=serializers.CharField())
     task_count = serializers.IntegerField(allow_null=True)
     deleted = serializers.BooleanField()
     mirrormaker2 = serializers.BooleanField()

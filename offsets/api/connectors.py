@@ -461,7 +461,7 @@ def connector_history(request: Request, cluster_name: str, connector_name: str) 
         )
         if partition is None:
             raise Http404(f"No partition {key_hash} in {snapshot.name}.")
-        from offsets.services import history
+        from offsets.history import reading as history
 
         points = history.partition_history(
             cluster=cluster,

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from offsets.api.errors import errors
 from offsets.models import RefreshRun
-from offsets.services import background
+from offsets.refresh import background
 from offsets.services.clusters import cluster_for_user
 
 RECENT_RUNS = 50

@@ -13,10 +13,11 @@ from offsets.edits.errors import (
     NothingToChange,
 )
 from offsets.edits.kinds.offset_changes import draft, preview_edit
-from offsets.edits.live import ConnectorContext, LiveReader, read_connector
+from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.preview import Preview, StageRequest
 from offsets.edits.roles import can_stage
 from offsets.formats import strimzi
+from offsets.formats.connectors import Connector
 from offsets.formats.offsets_json import (
     OffsetsDocumentError,
     PartitionOffset,
@@ -140,7 +141,7 @@ def _read_configmap(document: object, connector: str) -> tuple[dict, str]:
     return configmap.document, connector
 
 
-Parsed = tuple[dict[str, ConnectorContext], dict[str, list[PartitionOffset]]]
+Parsed = tuple[dict[str, Connector], dict[str, list[PartitionOffset]]]
 
 
 def _read_kip875(cluster: Cluster, reader: LiveReader, document: object, connector: str) -> Parsed:

@@ -10,14 +10,7 @@ from offsets import tuning
 from offsets.edits.errors import ConnectorNotFound
 from offsets.formats import edit_rules, jackson
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
-from offsets.formats.connectors import (
-    connector_type,
-    is_mirrormaker2,
-    sink_group_id,
-    sink_topics,
-    source_offsets_topics,
-)
-from offsets.formats.edit_rules import CheckResult
+from offsets.formats.connectors import Connector, connector_from, sink_topics
 from offsets.formats.offset_records import LatestOffsets, SourceOffsetRecord, latest_offsets
 from offsets.formats.status_records import StatusSnapshot, fold_status_records
 from offsets.kafka import admin, groups, reading
@@ -84,47 +77,12 @@ class LiveReader:
         return groups.committed_offsets(self.kafka, group_id, timeout=settings.KAFKA_READ_TIMEOUT)
 
 
-@dataclass(frozen=True)
-class ConnectorContext:
-    """What the config and status topics say about one connector, read live."""
-
-    name: str
-    type: str
-    deleted: bool
-    target_state: str | None
-    connector_state: str | None
-    task_states: dict[int, str]
-    mirrormaker2: bool
-    # Source: where its offsets live (primary = own topic when it has one).
-    primary_topic: str = ""
-    worker_topic: str = ""
-    own_topic: bool = False
-    # Sink: its consumer group and input topics.
-    group_id: str = ""
-    sink_topics: tuple[str, ...] = ()
-    sink_topics_regex: str = ""
-
-    @property
-    def is_source(self) -> bool:
-        return self.type == "source"
-
-    def stopped_check(self) -> CheckResult:
-        return edit_rules.check_connector_stopped(
-            connector=self.name,
-            deleted=self.deleted,
-            target_state=self.target_state,
-            connector_state=self.connector_state,
-            task_states=self.task_states,
-        )
-
-
 def read_connector(
     *, cluster: Cluster, connector: str, reader: LiveReader | None = None
-) -> ConnectorContext:
-    """Return the connector's live context, or raise ConnectorNotFound."""
+) -> Connector:
+    """Return the connector as its topics say now, or raise ConnectorNotFound."""
     reader = reader or LiveReader(cluster)
     config = reader.configs().connectors.get(connector)
-    status = reader.statuses().connectors.get(connector)
     if config is None:
         # The config may be compacted away while offsets remain: still a (deleted) source.
         worker = reader.latest(cluster.offsets_topic)
@@ -134,44 +92,15 @@ def read_connector(
                 f"{cluster.configs_topic} nor in {cluster.offsets_topic}.",
                 field="connector",
             )
-        properties: dict[str, str | None] = {}
-        deleted, target_state = True, None
-    else:
-        properties = config.properties or {}
-        deleted, target_state = config.deleted, config.target_state
-    kind = connector_type(properties)
-    task_states = (
-        {task: task_status.state for task, task_status in status.tasks.items()} if status else {}
-    )
-    common = {
-        "name": connector,
-        "type": kind,
-        "deleted": deleted,
-        "target_state": None if deleted else target_state,
-        "connector_state": status.state if status else None,
-        "task_states": task_states,
-        "mirrormaker2": is_mirrormaker2(properties),
-    }
-    if kind == "source":
-        topics = source_offsets_topics(properties, cluster.offsets_topic)
-        return ConnectorContext(
-            **common,
-            primary_topic=topics.primary,
-            worker_topic=topics.worker,
-            own_topic=topics.own_topic,
-        )
-    listed = tuple(t.strip() for t in (properties.get("topics") or "").split(",") if t.strip())
-    return ConnectorContext(
-        **common,
-        group_id=sink_group_id(connector, properties),
-        sink_topics=listed,
-        sink_topics_regex=(properties.get("topics.regex") or "").strip(),
+    return connector_from(
+        connector,
+        config,
+        reader.statuses().connectors.get(connector),
+        worker_offsets_topic=cluster.offsets_topic,
     )
 
 
-def source_view(
-    *, context: ConnectorContext, reader: LiveReader
-) -> dict[bytes, SourceOffsetRecord]:
+def source_view(*, context: Connector, reader: LiveReader) -> dict[bytes, SourceOffsetRecord]:
     """Return the connector's offsets as its tasks would read them now, by exact key bytes."""
     worker = reader.latest(context.worker_topic).offsets
     own = None
@@ -185,7 +114,7 @@ def source_view(
 
 
 def sink_partitions(
-    *, context: ConnectorContext, reader: LiveReader, committed: Iterable[tuple[str, int]]
+    *, context: Connector, reader: LiveReader, committed: Iterable[tuple[str, int]]
 ) -> list[tuple[str, int]]:
     """Every partition of the sink's input topics, plus any its group has offsets for."""
     counts = reader.partition_counts()
@@ -201,7 +130,7 @@ def sink_partitions(
 class CurrentOffsets:
     """One page of a connector's live offsets, and every partition the stage form accepts."""
 
-    context: ConnectorContext
+    context: Connector
     page: Page
     total: int
     # Source: partition identities; sink: (topic, partition) pairs.
@@ -226,7 +155,7 @@ def current_offsets(
 
 
 def _source_offsets(
-    context: ConnectorContext, reader: LiveReader, needle: str, page: int, per_page: int
+    context: Connector, reader: LiveReader, needle: str, page: int, per_page: int
 ) -> CurrentOffsets:
     records = sorted(
         (record.partition_identity, record.key_bytes, record)
@@ -248,7 +177,7 @@ def _source_offsets(
 
 
 def _sink_offsets(
-    context: ConnectorContext, reader: LiveReader, needle: str, page: int, per_page: int
+    context: Connector, reader: LiveReader, needle: str, page: int, per_page: int
 ) -> CurrentOffsets:
     committed = reader.committed(context.group_id)
     scope = sink_partitions(context=context, reader=reader, committed=committed)

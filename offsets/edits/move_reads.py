@@ -8,9 +8,9 @@ moved on the source are caught again just before anything is written.
 from dataclasses import dataclass, replace
 
 from offsets.edits.errors import EditInputError, EditStateConflict
-from offsets.edits.live import ConnectorContext, LiveReader, read_connector, source_view
+from offsets.edits.live import LiveReader, read_connector, source_view
 from offsets.formats import edit_rules
-from offsets.formats.connectors import sink_group_id, source_offsets_topics
+from offsets.formats.connectors import Connector, sink_group_id, source_offsets_topics
 from offsets.formats.edit_rules import Observed
 from offsets.formats.moves import TargetFacts, target_problems
 from offsets.formats.offset_records import SourceOffsetRecord
@@ -23,7 +23,7 @@ from offsets.models import Cluster, OffsetEdit
 class SourceSide:
     """The connector on the cluster it leaves: its context, config and offsets, read live."""
 
-    context: ConnectorContext
+    context: Connector
     config: dict[str, str | None]
     # Source: the runtime's view by exact key bytes (no tombstones). Sink: the group's offsets.
     records: dict[bytes, SourceOffsetRecord]

@@ -3,8 +3,8 @@
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from offsets.edits.live import ConnectorContext
 from offsets.formats import edit_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.models import ChangeCounts
@@ -57,7 +57,7 @@ class StageRequest:
 class Preview:
     """A staged edit before it is saved: the diff and its warnings."""
 
-    context: ConnectorContext
+    context: Connector
     strategy: str
     parameters: dict
     source_changes: list[SourceChange] = field(default_factory=list)

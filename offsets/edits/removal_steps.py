@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from offsets.edits import route
-from offsets.edits.live import ConnectorContext, LiveReader
+from offsets.edits.live import LiveReader
 from offsets.formats import removal_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import SourceOffsetRecord
 from offsets.formats.removal_rules import Steps
@@ -33,7 +34,7 @@ POLL_SECONDS = 0.5
 class RemovalPlan:
     """What a removal touches, read live: source keys per topic, a sink group's offsets."""
 
-    context: ConnectorContext
+    context: Connector
     topics: list[str]
     source: dict[removal_rules.TopicKey, SourceOffsetRecord] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -49,7 +50,7 @@ class RemovalPlan:
         return counts
 
 
-def offsets_topics(cluster: Cluster, context: ConnectorContext) -> list[str]:
+def offsets_topics(cluster: Cluster, context: Connector) -> list[str]:
     """Every offsets topic that may hold the connector's keys: the worker's, its own, and any
     other the refresh found its keys in (an own topic it used under an earlier config)."""
     topics = [context.worker_topic or cluster.offsets_topic]
@@ -62,7 +63,7 @@ def offsets_topics(cluster: Cluster, context: ConnectorContext) -> list[str]:
     return topics
 
 
-def read_plan(cluster: Cluster, context: ConnectorContext, reader: LiveReader) -> RemovalPlan:
+def read_plan(cluster: Cluster, context: Connector, reader: LiveReader) -> RemovalPlan:
     """Read what the removal touches now."""
     if not context.is_source:
         return RemovalPlan(context, [], committed=reader.committed(context.group_id))

@@ -6,9 +6,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from offsets.edits.errors import EditInputError
-from offsets.edits.live import ConnectorContext, LiveReader, sink_partitions
+from offsets.edits.live import LiveReader, sink_partitions
 from offsets.edits.preview import Preview, StageRequest
 from offsets.formats import edit_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import PartitionLog, SinkChange
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka import admin, reading
@@ -16,9 +17,7 @@ from offsets.kafka import admin, reading
 TopicPartition = tuple[str, int]
 
 
-def preview_sink(
-    *, context: ConnectorContext, request: StageRequest, reader: LiveReader
-) -> Preview:
+def preview_sink(*, context: Connector, request: StageRequest, reader: LiveReader) -> Preview:
     """Diff the request against the group's committed offsets and the partitions' logs now."""
     strategy = request.strategy
     committed = reader.committed(context.group_id)
@@ -60,7 +59,7 @@ def preview_sink(
 
 
 def _scope(
-    context: ConnectorContext,
+    context: Connector,
     request: StageRequest,
     reader: LiveReader,
     committed: dict[TopicPartition, int],

@@ -1,18 +1,17 @@
 """Compute a source connector's diff: the offset records a staged edit writes."""
 
 from offsets.edits.errors import EditInputError
-from offsets.edits.live import ConnectorContext, LiveReader, source_view
+from offsets.edits.live import LiveReader, source_view
 from offsets.edits.preview import Preview, StageRequest
 from offsets.formats import edit_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import EditRuleError, SourceDiff
 from offsets.formats.offset_records import SourceOffsetRecord, partition_identity
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka.errors import TopicNotFound
 
 
-def preview_source(
-    *, context: ConnectorContext, request: StageRequest, reader: LiveReader
-) -> Preview:
+def preview_source(*, context: Connector, request: StageRequest, reader: LiveReader) -> Preview:
     """Diff the request against the offsets the connector's tasks would read now."""
     strategy = request.strategy
     view = source_view(context=context, reader=reader)
@@ -39,7 +38,7 @@ def preview_source(
 
 
 def _restore_diff(
-    context: ConnectorContext,
+    context: Connector,
     request: StageRequest,
     reader: LiveReader,
     view: dict[bytes, SourceOffsetRecord],

@@ -1,19 +1,30 @@
-"""Read facts about a connector from its configuration properties."""
+"""One connector: the facts its configuration and its status say, for every part of the app.
+
+`Connector` is the one model of a connector read from Connect's topics: the refresh stores it,
+the live page and the API show it, the edits check it before they write. The functions below
+read single facts from a connector's configuration properties.
+"""
 
 import logging
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import regex
 
+from offsets.formats import edit_rules
+from offsets.formats.config_records import ConnectorConfig
+from offsets.formats.edit_rules import CheckResult
 from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
+from offsets.formats.status_records import ConnectorStatus
 
 __all__ = [
     "MASK",
+    "Connector",
     "OffsetsTopics",
+    "connector_from",
     "connector_type",
     "is_mirrormaker2",
     "is_secret_name",
@@ -63,6 +74,142 @@ class OffsetsTopics:
     worker: str
     # True when the connector has its own offsets topic, distinct from the worker's.
     own_topic: bool
+
+
+@dataclass(frozen=True)
+class Connector:
+    """One connector as the config and status topics say. Secrets and traces are masked."""
+
+    name: str
+    type: Literal["source", "sink"]
+    deleted: bool
+    # The config topic's target state ("STARTED" when none is written); None when the topic
+    # holds no record of the connector any more (compacted away while its offsets remain).
+    target_state: str | None
+    # The status topic's word, kept for a deleted connector too: a task it still lists may
+    # still run, which a lock check must see. The pages show the `runtime_*` view instead.
+    connector_state: str | None
+    task_states: dict[int, str]
+    mirrormaker2: bool
+    connector_class: str = ""
+    task_count: int | None = None
+    worker_id: str | None = None
+    trace: str | None = None
+    config: dict = field(default_factory=dict)
+    # Each task's worker and trace: {task: {"worker_id": str, "trace": str}}.
+    task_details: dict[int, dict[str, str]] = field(default_factory=dict)
+    # Source: where its offsets live (primary = its own topic when it has one).
+    primary_topic: str = ""
+    worker_topic: str = ""
+    own_topic: bool = False
+    # Sink: its consumer group and input topics.
+    group_id: str = ""
+    sink_topics: tuple[str, ...] = ()
+    sink_topics_regex: str = ""
+
+    @property
+    def is_source(self) -> bool:
+        return self.type == "source"
+
+    @property
+    def own_offsets_topic(self) -> str | None:
+        """A source's own offsets topic (KIP-618), if it has one."""
+        return self.primary_topic if self.own_topic else None
+
+    @property
+    def sink_group(self) -> str | None:
+        """A sink's consumer group; None for a source."""
+        return None if self.is_source else self.group_id
+
+    # A deleted connector's status is what its last worker left: the pages, the API and the
+    # stored results show no runtime state or tasks for it.
+    @property
+    def runtime_state(self) -> str | None:
+        return None if self.deleted else self.connector_state
+
+    @property
+    def runtime_tasks(self) -> dict[int, str]:
+        return {} if self.deleted else self.task_states
+
+    @property
+    def runtime_task_details(self) -> dict[int, dict[str, str]]:
+        return {} if self.deleted else self.task_details
+
+    @property
+    def consuming(self) -> bool:
+        """Whether its tasks are running (and so committing offsets)."""
+        return (
+            not self.deleted
+            and self.connector_state == "RUNNING"
+            and all(state == "RUNNING" for state in self.task_states.values())
+        )
+
+    def stopped_check(self) -> CheckResult:
+        return edit_rules.check_connector_stopped(
+            connector=self.name,
+            deleted=self.deleted,
+            target_state=self.target_state,
+            connector_state=self.connector_state,
+            task_states=self.task_states,
+        )
+
+
+def connector_from(
+    name: str,
+    config: ConnectorConfig | None,
+    status: ConnectorStatus | None,
+    *,
+    worker_offsets_topic: str,
+) -> Connector:
+    """The connector from its folded config (None: compacted away) and status."""
+    properties = (config.properties if config else None) or {}
+    kind = connector_type(properties)
+    tasks = sorted(status.tasks.items()) if status else []
+    return Connector(
+        name=name,
+        type=kind,
+        deleted=config.deleted if config else True,
+        target_state=config.target_state if config else None,
+        connector_state=status.state if status else None,
+        task_states={task_id: task.state for task_id, task in tasks},
+        mirrormaker2=is_mirrormaker2(properties),
+        # `or ""`: the property may be present with a JSON null value.
+        connector_class=properties.get("connector.class") or "",
+        task_count=config.task_count if config else None,
+        worker_id=status.worker_id if status else None,
+        # Error messages quote configs and URLs: masked once here, for every page, API
+        # answer and export.
+        trace=mask_text(status.trace) if status and status.trace else None,
+        config=mask_secrets(properties),
+        task_details={
+            task_id: {
+                "worker_id": task.worker_id or "",
+                "trace": mask_text(task.trace) if task.trace else "",
+            }
+            for task_id, task in tasks
+        },
+        **_offsets_place(name, kind, properties, worker_offsets_topic),
+    )
+
+
+def _offsets_place(
+    name: str, kind: str, properties: Mapping[str, str | None], worker_offsets_topic: str
+) -> dict:
+    """Where the connector's offsets live: a source's topics, a sink's group and input."""
+    if kind == "source":
+        topics = source_offsets_topics(properties, worker_offsets_topic)
+        return {
+            "primary_topic": topics.primary,
+            "worker_topic": topics.worker,
+            "own_topic": topics.own_topic,
+        }
+    return {
+        "group_id": sink_group_id(name, properties),
+        "sink_topics": tuple(
+            t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()
+        ),
+        "sink_topics_regex": (properties.get("topics.regex") or "").strip(),
+    }
 
 
 def connector_type(properties: Mapping[str, str | None]) -> Literal["source", "sink"]:

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from offsets import outgoing, tuning
-from offsets.kafka import tls
 from offsets.formats.connect_workers import (
     WorkerCapabilities,
     parse_connect_urls,
     worker_capabilities,
 )
 from offsets.formats.masking import mask_text
+from offsets.kafka import tls
 
 # Target states a connector can be created in (KIP-980), as POST /connectors spells them.
 INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")

@@ -1,7 +1,7 @@
 """Alerts: the rules (managed in the admin), each subject's last decision, and what was sent.
 
-The rules themselves are pure (offsets/formats/alert_rules.py); offsets/services/alerts.py
-evaluates them and queues AlertDelivery rows, and offsets/services/alert_delivery.py sends
+The rules themselves are pure (offsets/alerts/rules.py); offsets/alerts/evaluation.py
+evaluates them and queues AlertDelivery rows, and offsets/alerts/delivery.py sends
 those, retrying with backoff.
 """
 
@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import models
 
-from offsets.formats.alert_rules import LAG_STATUSES, BadPattern, Condition, compile_pattern
+from offsets.alerts.rules import LAG_STATUSES, BadPattern, Condition, compile_pattern
 from offsets.models.cluster import Cluster, connect_url_validator
 
 
@@ -140,7 +140,7 @@ class AlertState(models.Model):
     """A rule's last decision about one subject (de-duplication across evaluations)."""
 
     rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="states")
-    subject = models.CharField(max_length=400)  # alert_rules.subject_key
+    subject = models.CharField(max_length=400)  # alerts/rules.subject_key
     # What the subject's recovery message names (a subject key cannot be split back: a
     # connector name may hold "/").
     cluster_name = models.CharField(max_length=63)
@@ -181,12 +181,12 @@ class AlertDelivery(models.Model):
     rule_name = models.CharField(max_length=100)
     subject = models.CharField(max_length=400)
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    # The message's fields (alert_messages.Message); each channel renders it at send time.
+    # The message's fields (alerts/messages.Message); each channel renders it at send time.
     body = models.JSONField()
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)  # masked (alert_messages.describe_failure)
+    last_error = models.TextField(blank=True)  # masked (alerts/messages.describe_failure)
     created = models.DateTimeField()
     sent_at = models.DateTimeField(null=True, blank=True)
 

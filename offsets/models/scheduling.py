@@ -7,7 +7,7 @@ class SchedulerBeat(models.Model):
     """One running scheduler process: updated every round, deleted when it stops cleanly.
 
     Refreshes themselves need no row here: each is claimed as a RUNNING RefreshRun under the
-    cluster's row lock (offsets.services.background.claim_refresh), which is what keeps two
+    cluster's row lock (offsets.refresh.background.claim_refresh), which is what keeps two
     schedulers from refreshing one cluster at once.
     """
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from django.conf import settings
 
 from offsets import tuning
+from offsets.formats.connectors import Connector
 from offsets.models import Cluster, SourceOffset
 from offsets.refresh.results import SourcePlan, SourceResults, StoredRows
 from offsets.refresh.store import SOURCE_OFFSET_FIELDS
-from offsets.services.connect_state import ConnectorSummary
 
 Progress = Callable[[str], None]
 
@@ -51,7 +51,7 @@ class MergeInputs:
 
 
 def merge_inputs(
-    spark, cluster: Cluster, connectors: list[ConnectorSummary], *, full: bool
+    spark, cluster: Cluster, connectors: list[Connector], *, full: bool
 ) -> MergeInputs:
     """Start Spark if needed and build the merge's inputs from the database and the configs.
 
@@ -144,7 +144,7 @@ def compute_sources(
     """Fold the new records and merge them with the previous state: the refresh's results.
 
     The read tasks fold what they read (offsets.spark.partials) and write every commit to the
-    run's history files themselves (offsets.spark.history_files): Spark gets only the partial
+    run's history files themselves (offsets.history.files): Spark gets only the partial
     results per key, and merges them with the previous state (offsets.spark.merge), so the
     commits (a row each) never pass through Spark. Topics with nothing new get no read at all
     (not even an empty frame: each of its partitions would cost a task).

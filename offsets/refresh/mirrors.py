@@ -11,6 +11,7 @@ import logging
 from collections import defaultdict
 from datetime import datetime
 
+from offsets.formats.connectors import Connector
 from offsets.formats.masking import mask_text
 from offsets.formats.source_lag import is_mirror_source, mirror_position, mirror_source_alias
 from offsets.kafka import admin
@@ -18,7 +19,6 @@ from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, MirrorUpstream
 from offsets.refresh import sinks
 from offsets.refresh.results import KnownTimeLags, MirrorUpstreamFacts, SinkResults, ms_to_datetime
-from offsets.services.connect_state import ConnectorSummary
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 Positions = dict[str, dict[tuple[str, int], int]]
 
 
-def mirror_sources(connectors: list[ConnectorSummary]) -> list[ConnectorSummary]:
+def mirror_sources(connectors: list[Connector]) -> list[Connector]:
     return [
         c for c in connectors if c.type == "source" and not c.deleted and is_mirror_source(c.config)
     ]
@@ -66,7 +66,7 @@ def mirror_positions(latest: list[dict], aliases: dict[str, str]) -> Positions:
 
 def sample_mirrors(
     cluster: Cluster,
-    connectors: list[ConnectorSummary],
+    connectors: list[Connector],
     latest: list[dict],
     *,
     now_ms: int,
@@ -84,7 +84,7 @@ def sample_mirrors(
     mirrors = mirror_sources(connectors)
     aliases = {c.name: mirror_source_alias(c.config) for c in mirrors}
     positions = mirror_positions(latest, aliases)
-    by_upstream: dict[int, list[ConnectorSummary]] = defaultdict(list)
+    by_upstream: dict[int, list[Connector]] = defaultdict(list)
     for connector in mirrors:
         upstream = upstreams.get(aliases[connector.name])
         results.mirrors[connector.name] = MirrorUpstreamFacts(
@@ -114,7 +114,7 @@ def sample_mirrors(
 def _sample_upstream(
     cluster: Cluster,
     upstream: Cluster,
-    mirrors: list[ConnectorSummary],
+    mirrors: list[Connector],
     positions: Positions,
     *,
     sampled_at: datetime,

@@ -5,16 +5,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
-from offsets import tuning
+from offsets import connect_state, tuning
+from offsets.formats.connectors import Connector
 from offsets.kafka import admin, planner
 from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster, ReadPosition
 from offsets.refresh.results import SourcePlan
-from offsets.services import connect_state
-from offsets.services.connect_state import ConnectorSummary
 
 
-def offsets_topics(cluster: Cluster, connectors: list[ConnectorSummary]) -> list[str]:
+def offsets_topics(cluster: Cluster, connectors: list[Connector]) -> list[str]:
     topics = [cluster.offsets_topic]
     for connector in connectors:
         if connector.own_offsets_topic and connector.own_offsets_topic not in topics:

@@ -19,11 +19,13 @@ from pathlib import Path
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from offsets import connect_state
+from offsets.alerts import evaluation
+from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
-from offsets.refresh import compute, history_store, mirrors, plan, runs, sinks, store
+from offsets.refresh import background, compute, mirrors, plan, runs, sinks, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
-from offsets.services import alerts, background, connect_state
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ def run_refresh(
 ) -> RefreshRun:
     """Refresh one cluster's results; return the recorded run (succeeded or failed).
 
-    `run` is a RUNNING run claimed beforehand (offsets.services.background.start_refresh
+    `run` is a RUNNING run claimed beforehand (offsets.refresh.background.start_refresh
     claims one so that two refreshes of a cluster never run at once); without it the
     refresh records a new run.
     """
@@ -268,9 +270,9 @@ def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) ->
         # Housekeeping: the next refresh tries again.
         logger.warning("Could not delete the old refresh runs of %s: %s", cluster.name, exc)
     # After the run is recorded, so that "refresh failing" sees it. It only queues messages
-    # (sent by offsets.services.alert_delivery) and never raises: alerts cannot hold up or
+    # (sent by offsets.alerts.delivery) and never raises: alerts cannot hold up or
     # fail the refresh.
-    alerts.evaluate_after_refresh(cluster=cluster)
+    evaluation.evaluate_after_refresh(cluster=cluster)
     say(
         f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
         f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.db import OperationalError, connection
 from django.db.models import Q
 
+from offsets import connect_state
 from offsets.formats.masking import mask_text
 from offsets.models import Cluster, RefreshRun
-from offsets.services import connect_state
 
 logger = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ from django.conf import settings
 from offsets.formats.connectors import (
     EARLIEST,
     LATEST,
+    Connector,
     manages_offsets_externally,
     sink_offset_reset,
     sink_topics,
@@ -16,7 +17,6 @@ from offsets.formats.history_rules import LagPoint, LagStatus, partition_lag_sta
 from offsets.kafka import admin, groups, reading
 from offsets.models import Cluster, LagSample, SinkPartitionLag
 from offsets.refresh.results import KnownTimeLags, SinkResults, ms_to_datetime
-from offsets.services.connect_state import ConnectorSummary
 
 # A sink connector's partition: (connector, (topic, partition)).
 Slot = tuple[str, tuple[str, int]]
@@ -24,16 +24,16 @@ Slot = tuple[str, tuple[str, int]]
 RecentSamples = dict[tuple[str, str, int], list[LagPoint]]
 
 
-def sink_connectors(connectors: list[ConnectorSummary]) -> list[ConnectorSummary]:
+def sink_connectors(connectors: list[Connector]) -> list[Connector]:
     return [c for c in connectors if c.type == "sink" and not c.deleted]
 
 
-def deleted_sinks(connectors: list[ConnectorSummary]) -> list[ConnectorSummary]:
+def deleted_sinks(connectors: list[Connector]) -> list[Connector]:
     """Deleted sinks whose config the config topic still holds, so their group is known."""
     return [c for c in connectors if c.type == "sink" and c.deleted and c.sink_group]
 
 
-def orphan_groups(deleted: list[ConnectorSummary], by_group: dict[str, dict]) -> dict[str, int]:
+def orphan_groups(deleted: list[Connector], by_group: dict[str, dict]) -> dict[str, int]:
     """How many committed partitions each deleted sink's group still holds.
 
     A new sink of that name resumes from them: counted so the pages can offer a clean-up.
@@ -70,7 +70,7 @@ def known_time_lags(cluster: Cluster) -> KnownTimeLags:
 
 def sample_sinks(
     cluster: Cluster,
-    connectors: list[ConnectorSummary],
+    connectors: list[Connector],
     *,
     now_ms: int,
     recent: RecentSamples,
@@ -138,11 +138,11 @@ def sample_sinks(
 
 
 def _topics_of(
-    connector: ConnectorSummary, existing: dict[str, int], committed: dict[tuple[str, int], int]
+    connector: Connector, existing: dict[str, int], committed: dict[tuple[str, int], int]
 ) -> set[str]:
     """The topics a sink reads: those its config names or matches, and those it committed."""
     topics = sink_topics(
-        connector.topics, connector.topics_regex, existing, connector=connector.name
+        connector.sink_topics, connector.sink_topics_regex, existing, connector=connector.name
     )
     topics |= {topic for topic, _ in committed if topic in existing}
     return topics
@@ -187,7 +187,7 @@ def time_lags(
 def add_partition(
     results: SinkResults,
     cluster: Cluster,
-    connector: ConnectorSummary,
+    connector: Connector,
     tp: tuple[str, int],
     *,
     group: str,

@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Count
 
+from offsets import connect_state
 from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
 from offsets.models import (
@@ -30,7 +31,6 @@ from offsets.refresh.results import (
     StoredRows,
     ms_to_datetime,
 )
-from offsets.services import connect_state
 
 
 class RefreshOvertaken(Exception):

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db.models import Count
 from django.utils import timezone
 
+from offsets.formats.connectors import Connector
 from offsets.formats.history_rules import LagStatus, connector_lag_status
 from offsets.models import (
     Cluster,
@@ -17,7 +18,6 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.refresh.results import SinkResults
-from offsets.services.connect_state import ConnectorSummary
 
 
 @dataclass
@@ -30,9 +30,7 @@ class SourceStats:
     stalled: int = 0
 
 
-def save_snapshots(
-    cluster: Cluster, connectors: list[ConnectorSummary], sinks: SinkResults
-) -> None:
+def save_snapshots(cluster: Cluster, connectors: list[Connector], sinks: SinkResults) -> None:
     """Replace the cluster's ConnectorSnapshot rows: one per connector Connect knows, and one
     per connector whose config is gone entirely (compacted tombstone) but whose offsets remain."""
     stats = _source_stats(cluster)
@@ -95,7 +93,7 @@ def _source_stats(cluster: Cluster) -> dict[str, SourceStats]:
     return stats
 
 
-def _connector_fields(connector: ConnectorSummary) -> dict:
+def _connector_fields(connector: Connector) -> dict:
     """What Connect's config and status topics say of the connector."""
     return {
         "name": connector.name,
@@ -103,9 +101,9 @@ def _connector_fields(connector: ConnectorSummary) -> dict:
         "connector_class": connector.connector_class,
         "target_state": connector.target_state,
         "runtime_state": connector.runtime_state or "",
-        "task_states": {str(k): v for k, v in connector.task_states.items()},
-        "task_details": {str(k): v for k, v in connector.task_details.items()},
-        "failed_tasks": sum(state == "FAILED" for state in connector.task_states.values()),
+        "task_states": {str(k): v for k, v in connector.runtime_tasks.items()},
+        "task_details": {str(k): v for k, v in connector.runtime_task_details.items()},
+        "failed_tasks": sum(state == "FAILED" for state in connector.runtime_tasks.values()),
         "task_count": connector.task_count,
         "deleted": connector.deleted,
         "mirrormaker2": connector.mirrormaker2,
@@ -117,7 +115,7 @@ def _connector_fields(connector: ConnectorSummary) -> dict:
 
 
 def _offsets_fields(
-    connector: ConnectorSummary,
+    connector: Connector,
     entry: SourceStats,
     lags: dict[str, list[SinkPartitionLag]],
     sinks: SinkResults,
@@ -153,7 +151,7 @@ def _offsets_fields(
 
 
 def _sink_partitions(
-    connector: ConnectorSummary, sink_lags: list[SinkPartitionLag], sinks: SinkResults
+    connector: Connector, sink_lags: list[SinkPartitionLag], sinks: SinkResults
 ) -> int:
     """A sink's partitions; for a deleted one, those its group still has offsets for."""
     if connector.deleted:

@@ -1,4 +1,4 @@
 """Workflows that read or change a Connect cluster, shared by pages, API and commands.
 
-One module per workflow; callers import the module (`from offsets.services import connect_state`).
+One module per workflow; callers import the module (`from offsets.services import snapshots`).
 """

@@ -13,7 +13,7 @@ can read, so a sink's history is its current offsets.
 from collections.abc import Sequence
 
 from offsets.edits.live import (
-    ConnectorContext,
+    Connector,
     LiveReader,
     read_connector,
     source_view,
@@ -70,9 +70,7 @@ def connector_names(*, reader: LiveReader) -> list[str]:
     return sorted(names)
 
 
-def _entries(
-    context: ConnectorContext, reader: LiveReader, from_beginning: bool
-) -> list[PartitionOffset]:
+def _entries(context: Connector, reader: LiveReader, from_beginning: bool) -> list[PartitionOffset]:
     if not context.is_source:
         committed = reader.committed(context.group_id)
         return [

@@ -21,11 +21,12 @@ from django.db.models import Max
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from offsets.alerts import delivery
 from offsets.edits.reconcile import settle_stale
 from offsets.models import Cluster, RefreshRun, SchedulerBeat
+from offsets.refresh import background
 from offsets.refresh.run import run_refresh
 from offsets.refresh.schedule import ClusterTurn, due_clusters
-from offsets.services import alert_delivery, background
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class Scheduler:
             )
             if not self.stopping.is_set():
                 self._settle_edits(cluster)
-                alert_delivery.send_in_background()
+                delivery.send_in_background()
         except Exception:
             # The thread must outlive a bad round (a database hiccup); the run says the rest.
             logger.exception("The scheduled refresh of %s failed", cluster.name)

@@ -12,7 +12,7 @@
 
 Each task folds what it read into partial results (offsets.spark.partials), and Spark gets
 those plus one slim row per commit instead of every record. With `history_dir`, the tasks
-write the commit rows there as the per-commit history (offsets.spark.history_files) and Spark
+write the commit rows there as the per-commit history (offsets.history.files) and Spark
 gets only the folds.
 
 One input partition per Kafka partition, packed into at most `max_tasks` Spark tasks (each
@@ -22,11 +22,12 @@ Spark's own Kafka source is a JVM jar this project cannot ship, hence this reade
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
@@ -171,11 +172,44 @@ def _history_written(
     """A task's folds, less their commit rows when they go to `history_dir` as files."""
     if not history_dir:
         return folded
-    from offsets.spark import history_files
+    from offsets.history import files as history_files
 
-    return history_files.write_commit_batches(
+    return write_commit_batches(
         folded, Path(history_dir), history_files.file_stem(topic, partitions)
     )
+
+
+def write_commit_batches(
+    batches: Iterable[pa.RecordBatch], run_dir: Path, stem: str
+) -> Iterator[pa.RecordBatch]:
+    """Pass a read task's folded batches (partials.SUMMARY_ARROW) on without their commit
+    rows, which are written to `run_dir` instead (files `<stem>-<n>`)."""
+    from offsets.history import files as history_files
+    from offsets.spark import partials as P
+
+    pending: list[pa.RecordBatch] = []
+    written = 0
+
+    def flush() -> None:
+        nonlocal pending, written
+        if pending:
+            history_files.write_commits(
+                pa.Table.from_batches(pending), run_dir, f"{stem}-{written:03d}"
+            )
+            written += 1
+            pending = []
+
+    for batch in batches:
+        is_commit = pc.equal(batch.column("kind"), P.COMMIT)
+        commits = batch.filter(is_commit)
+        if commits.num_rows:
+            pending.append(commits.select(list(P.COMMIT_COLUMNS)))
+            if sum(b.num_rows for b in pending) >= history_files.COMMITS_PER_FILE:
+                flush()
+        rest = batch.filter(pc.invert(is_commit))
+        if rest.num_rows:
+            yield rest
+    flush()
 
 
 def kept_records_frame(

@@ -10,7 +10,7 @@ totals.
 
 Every commit also comes out as one slim `commit` row, because the per-commit history is kept
 (Parquet) beyond compaction. The refresh's read tasks write those to the history files
-themselves (offsets.spark.history_files), and Spark never sees them.
+themselves (offsets.history.files), and Spark never sees them.
 
 The Spark tests check the fold and the merge against a record-by-record reference model
 (tests/spark/reference_merge.py). Pure Python: no Spark needed to run or test it.

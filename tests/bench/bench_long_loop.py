@@ -9,7 +9,7 @@ in this process, and asserts nothing:
 - the refresh's read of Burrow's lag window: every sample kept read and the older ones
   skipped (how the refresh read it before), against the window's samplings only;
 - a progress chart over one run folder per refresh, against the same history after the
-  refresh's merging of run folders (offsets.spark.history_files.compact_runs);
+  refresh's merging of run folders (offsets.history.files.compact_runs);
 - the refresh's update of the commit-rate buckets after --bucket-days days of 50 connectors,
   with and without the (cluster, bucket_start) index (dropped for the baseline, then made
   again).

@@ -269,7 +269,7 @@ HISTORY_COMMITS = 48
 
 
 def write_history(cluster, connector: str, offsets: list, *, commits: int) -> None:
-    """Write per-commit history the way the refresh does (offsets.spark.history_files): Parquet in
+    """Write per-commit history the way the refresh does (offsets.history.files): Parquet in
     run=/connector= folders, rows sorted by key_hash, in row groups of what Spark puts in
     1 MiB for these rows (~8,700 measured; 8,192 here), so the chart reads what it would."""
     import json
@@ -277,7 +277,7 @@ def write_history(cluster, connector: str, offsets: list, *, commits: int) -> No
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from offsets.refresh.history_store import history_path
+    from offsets.history.store import history_path
 
     folder = history_path(cluster) / "run=1" / f"connector={connector}"
     folder.mkdir(parents=True)

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.db.models import F
 
+from offsets.history.reading import partition_history
 from offsets.models import (
     CommitBucket,
     ConnectorSnapshot,
@@ -18,9 +19,8 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.refresh import background
 from offsets.refresh.run import run_refresh
-from offsets.services import background
-from offsets.services.history import partition_history
 from tests.browser.pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
+from offsets.alerts import delivery as alert_delivery
 from offsets.models import AlertDelivery, AlertRule, RefreshRun
 from offsets.refresh.run import run_refresh
-from offsets.services import alert_delivery
 from tests.alert_receivers import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]

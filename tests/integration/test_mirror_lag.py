@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from offsets.alerts import evaluation as alerts
 from offsets.kafka import admin, producers
 from offsets.models import (
     AlertDelivery,
@@ -24,7 +25,6 @@ from offsets.models import (
     SinkPartitionLag,
 )
 from offsets.refresh.run import run_refresh
-from offsets.services import alerts
 from tests.integration.connect_rest import wait_until
 from tests.metrics_text import TOKEN, scrape, value
 

@@ -665,7 +665,7 @@ def test_history_outlives_the_compaction_of_the_offsets_topic_and_a_full_refresh
     incremental refreshes that read them before keep their history, and a full refresh of
     what compaction left gives the same latest offsets as the worker (and the shorter
     history the README promises for --full)."""
-    from offsets.services.history import partition_history
+    from offsets.history.reading import partition_history
 
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     connector, offsets_topic = name("compacted"), name("compacted-offsets")

@@ -17,6 +17,9 @@ from offsets import tuning
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import latest_offsets
+from offsets.history import files as history_files
+from offsets.history import store as history_store
+from offsets.history.reading import partition_history
 from offsets.kafka import admin, groups, producers, reading
 from offsets.models import (
     Cluster,
@@ -32,12 +35,11 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.models.refresh import key_hash
-from offsets.refresh import history_store, sinks, store
 from offsets.refresh import plan as planning
+from offsets.refresh import sinks, store
 from offsets.refresh.results import ms_to_datetime
 from offsets.refresh.run import run_refresh
-from offsets.services.history import partition_history
-from offsets.spark import history_files, merge
+from offsets.spark import merge
 from tests.demo_data import EOS_TOPIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
@@ -205,7 +207,7 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
     committed offset, even where another connector reads the same partitions from elsewhere."""
     from dataclasses import replace
 
-    from offsets.services import connect_state
+    from offsets import connect_state
 
     cluster = fresh_demo.cluster
     s3 = next(
@@ -214,7 +216,7 @@ def test_two_sinks_reading_one_topic_each_get_the_lag_of_their_own_position(fres
         if c.name == "s3-sink-orders"
     )
     # A second sink of the same topics whose group has read one record of orders[0] only.
-    replay = replace(s3, name="orders-replay", sink_group="connect-orders-replay")
+    replay = replace(s3, name="orders-replay", group_id="connect-orders-replay")
     groups.alter_offsets(fresh_demo.settings, replay.sink_group, {("orders", 0): 1})
     results = sinks.sample_sinks(cluster, [s3, replay], now_ms=int(time.time() * 1000), recent={})
     timestamps = {t.name: t.timestamps for t in fresh_demo.demo.data_topics}
@@ -239,7 +241,7 @@ def test_a_lag_in_time_measured_between_the_same_offsets_is_not_read_again(fresh
     """A lagging partition whose position and log end have not moved since the last refresh
     keeps its lag in time without fetching its two records; one whose position moved is
     read and measured again."""
-    from offsets.services import connect_state
+    from offsets import connect_state
 
     cluster = fresh_demo.cluster
     connectors = connect_state.read_connect_state(cluster=cluster).connectors

@@ -12,6 +12,7 @@ import pytest
 
 from devkit.demo import DemoOptions, build_demo
 from devkit.demo_writer import write_demo
+from offsets.history import store as history_store
 from offsets.models import (
     CommitBucket,
     ConnectorSnapshot,
@@ -20,7 +21,7 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.refresh import compute, history_store, runs, sinks
+from offsets.refresh import compute, runs, sinks
 from offsets.refresh.run import run_refresh
 from tests.db_faults import SqliteLock, short_busy_timeout
 from tests.demo_data import DEMO_END_MS

@@ -17,13 +17,14 @@ from collections import Counter, defaultdict
 import pytest
 from django.urls import reverse
 
+from offsets import connect_state
 from offsets.edits.live import LiveReader, read_connector
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
+from offsets.history import reading as history
 from offsets.kafka import admin
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
-from offsets.services import connect_state, history
 from tests.connect_topics import YEAR_10000_MS, write_records
 from tests.demo_data import EOS_TOPIC
 

@@ -22,6 +22,7 @@ from django.conf import settings as django_settings
 
 from devkit.demo import DemoOptions, build_demo
 from devkit.demo_writer import write_demo
+from offsets.history import store as history_store
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -35,7 +36,6 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.refresh import history_store
 from offsets.refresh.run import run_refresh
 from tests.connect_topics import write_records
 from tests.db_faults import database_url

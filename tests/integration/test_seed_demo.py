@@ -12,12 +12,12 @@ from django.utils import timezone
 
 from devkit.demo import DemoOptions, build_demo
 from devkit.demo_writer import keep_writing
+from offsets.connect_state import read_connect_state
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record
 from offsets.kafka import admin, groups, reading
 from offsets.kafka.errors import KafkaUnavailable
-from offsets.services.connect_state import read_connect_state
 from tests.demo_data import EOS_TOPIC
 
 pytestmark = pytest.mark.integration

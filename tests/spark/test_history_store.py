@@ -9,10 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from offsets.history import files as history_files
+from offsets.history import reading as history
+from offsets.history import store as history_store
 from offsets.models import Cluster
-from offsets.refresh import history_store
-from offsets.services import history
-from offsets.spark import history_files
+from offsets.spark import kafka_source
 from offsets.spark import partials as P
 
 # Every character Spark escapes in a folder name, and some it keeps (space, non-ASCII).
@@ -73,7 +74,7 @@ def write(commits, run_dir, writer: str) -> None:
     else:
         # As the fold hands them over: commit rows among the summary kinds.
         batches = commits.selectExpr("'commit' AS kind", "*").toArrow().to_batches()
-        assert list(history_files.write_commit_batches(batches, run_dir, "part-task")) == []
+        assert list(kafka_source.write_commit_batches(batches, run_dir, "part-task")) == []
 
 
 @pytest.fixture(params=["spark", "task"])
@@ -184,7 +185,7 @@ def test_a_read_task_passes_the_folds_on_and_writes_its_commits_in_bounded_sorte
     batches = [*commits.to_batches(max_chunksize=1_500), *folds.to_batches()]
     run_dir = history_store.history_path(cluster) / "run=1"
 
-    passed = list(history_files.write_commit_batches(batches, run_dir, "part-task"))
+    passed = list(kafka_source.write_commit_batches(batches, run_dir, "part-task"))
 
     assert pa.Table.from_batches(passed).to_pylist() == folds.to_pylist()
     files = history.connector_files(cluster=cluster, connector="jdbc")

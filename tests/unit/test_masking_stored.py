@@ -2,11 +2,11 @@
 
 import json
 
+from offsets import connect_state
 from offsets.formats.masking import MASK, prefix_between_tokens
 from offsets.kafka import reading
 from offsets.models import Cluster
 from offsets.refresh.runs import describe_error
-from offsets.services import connect_state
 from offsets.spark import partials
 
 TRACE = (

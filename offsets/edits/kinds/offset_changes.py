@@ -22,7 +22,7 @@ from offsets.edits.errors import (
     SinkWriteIncomplete,
 )
 from offsets.edits.kinds.base import Attempt, EditKind, fence, group_inactive_check
-from offsets.edits.live import ConnectorContext, LiveReader, read_connector, source_view
+from offsets.edits.live import LiveReader, read_connector, source_view
 from offsets.edits.outcome import (
     fail,
     finish,
@@ -38,6 +38,7 @@ from offsets.edits.sink_preview import preview_sink
 from offsets.edits.source_preview import preview_source
 from offsets.edits.writes import write_sink, write_source
 from offsets.formats import edit_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka import offsets_writer
@@ -297,7 +298,7 @@ def preview_edit(
     connector: str,
     request: StageRequest,
     reader: LiveReader | None = None,
-    context: ConnectorContext | None = None,
+    context: Connector | None = None,
 ) -> Preview:
     """Compute an edit's diff against the live topics without saving anything."""
     reader = reader or LiveReader(cluster)
@@ -417,7 +418,7 @@ def _main_field(request: StageRequest) -> str:
     }.get(request.strategy, "partitions")
 
 
-def _context_warnings(context: ConnectorContext) -> list[str]:
+def _context_warnings(context: Connector) -> list[str]:
     warnings = []
     if context.deleted:
         warnings.append(

@@ -29,10 +29,11 @@ from offsets.edits.errors import (
     NothingToChange,
 )
 from offsets.edits.kinds.base import Attempt, EditKind, fence, group_inactive_check
-from offsets.edits.live import ConnectorContext, LiveReader, read_connector
+from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.outcome import as_bytes, fail, finish, release, sink_offset
 from offsets.edits.removal_steps import KAFKA_ERRORS, RemovalPlan
 from offsets.formats import edit_rules, removal_rules
+from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable
@@ -224,7 +225,7 @@ KIND = Removal()
 # --- Staging ------------------------------------------------------------------------------------
 
 
-def _context(cluster: Cluster, connector: str, reader: LiveReader) -> ConnectorContext:
+def _context(cluster: Cluster, connector: str, reader: LiveReader) -> Connector:
     """The connector as the config topic knows it, or the offsets of one it forgot.
 
     The config topic may have been compacted down to nothing for a deleted connector whose
@@ -245,15 +246,13 @@ def _context(cluster: Cluster, connector: str, reader: LiveReader) -> ConnectorC
         }
         if known:
             worker = cluster.offsets_topic
-            return ConnectorContext(
-                type="source", primary_topic=worker, worker_topic=worker, **common
-            )
+            return Connector(type="source", primary_topic=worker, worker_topic=worker, **common)
         if reader.committed(group):
-            return ConnectorContext(type="sink", group_id=group, **common)
+            return Connector(type="sink", group_id=group, **common)
         raise
 
 
-def check_strategy(strategy: str, context: ConnectorContext, on_worker: bool | None) -> None:
+def check_strategy(strategy: str, context: Connector, on_worker: bool | None) -> None:
     """Refuse a removal of a connector that is gone, or a clean-up of one that exists.
 
     The worker's answer and the config topic must agree that a connector is gone before its
@@ -275,9 +274,9 @@ def check_strategy(strategy: str, context: ConnectorContext, on_worker: bool | N
         )
 
 
-def _warnings(context: ConnectorContext, plan: RemovalPlan, strategy: str) -> list[str]:
+def _warnings(context: Connector, plan: RemovalPlan, strategy: str) -> list[str]:
     warnings = []
-    if strategy == Strategy.REMOVE and context.target_state not in (None, "STOPPED"):
+    if strategy == Strategy.REMOVE and not context.deleted and context.target_state != "STOPPED":
         warnings.append(
             f"The connector is {context.target_state}: the apply stops it first. Its offsets "
             "may move until then, which makes the apply a conflict; stop it before staging "

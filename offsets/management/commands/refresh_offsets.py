@@ -8,13 +8,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from offsets.alerts import delivery
 from offsets.edits.reconcile import settle_stale
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, RefreshRun
+from offsets.refresh import background
 from offsets.refresh.plan import has_read_before
 from offsets.refresh.run import run_refresh
 from offsets.refresh.runs import INTERRUPTED
-from offsets.services import alert_delivery, background
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class Command(BaseCommand):
                     run = self.refresh_once(cluster, full=full, spark=spark, run=run)
                 full = False  # only the first round of a loop rebuilds
             # On a thread: a receiver that hangs holds neither this round nor the next.
-            alert_delivery.send_in_background()
+            delivery.send_in_background()
             if every is None:
                 if run.status != RefreshRun.Status.SUCCEEDED:
                     raise CommandError(f"Refresh failed: {run.error}")

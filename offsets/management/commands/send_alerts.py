@@ -6,7 +6,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.services import alert_delivery, alerts
+from offsets.alerts import delivery, evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ class Command(BaseCommand):
 
     def round(self) -> None:
         try:
-            evaluated = alerts.evaluate()
-            sent = alert_delivery.send_due()
+            evaluated = evaluation.evaluate()
+            sent = delivery.send_due()
         except Exception:
             # The loop must outlive a bad round (a database hiccup); the next one tries again.
             logger.exception("Evaluating or sending the alerts failed")

@@ -4,7 +4,7 @@
     evaluate_after_refresh(cluster=c)     # after a refresh; never raises
 
 Nothing is sent here: each message becomes a PENDING AlertDelivery, sent by
-offsets/services/alert_delivery.py, so that a slow or dead receiver never holds the caller.
+offsets/alerts/delivery.py, so that a slow or dead receiver never holds the caller.
 A subject's state changes by a conditional update whose row count is checked, and its message
 is queued in the same transaction: two evaluations at once (a refresh and send_alerts) queue
 one message, not two.
@@ -22,9 +22,9 @@ from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from offsets.formats import alert_rules
-from offsets.formats.alert_messages import Message
-from offsets.formats.alert_rules import Condition, Decision, Fact, SubjectState
+from offsets.alerts import rules
+from offsets.alerts.messages import Message
+from offsets.alerts.rules import Condition, Decision, Fact, SubjectState
 from offsets.formats.masking import mask_text
 from offsets.models import (
     AlertDelivery,
@@ -76,13 +76,13 @@ def evaluate_after_refresh(*, cluster: Cluster) -> Evaluated | None:
 def evaluate(*, cluster: Cluster | None = None, now: datetime | None = None) -> Evaluated:
     """Evaluate every enabled rule (of `cluster` only, if given) and queue their messages."""
     now = now or timezone.now()
-    rules = AlertRule.objects.filter(enabled=True).select_related("cluster")
+    enabled = AlertRule.objects.filter(enabled=True).select_related("cluster")
     clusters = [cluster] if cluster else list(Cluster.objects.all())
     if cluster:
-        rules = rules.filter(Q(cluster__isnull=True) | Q(cluster=cluster))
+        enabled = enabled.filter(Q(cluster__isnull=True) | Q(cluster=cluster))
     views: dict[int, ClusterView] = {}
     result = Evaluated()
-    for rule in rules:
+    for rule in enabled:
         for watched in clusters:
             if rule.cluster_id not in (None, watched.pk):
                 continue
@@ -136,7 +136,7 @@ def evaluate_rule(rule: AlertRule, view: ClusterView, *, now: datetime) -> int:
         state.subject: state
         for state in AlertState.objects.filter(rule=rule, cluster_name=view.cluster.name)
     }
-    decisions = alert_rules.decide_all(
+    decisions = rules.decide_all(
         facts,
         {subject: _subject_state(state) for subject, state in stored.items()},
         now=now,
@@ -152,11 +152,11 @@ def rule_facts(rule: AlertRule, view: ClusterView, *, now: datetime) -> list[Fac
     conditions = rule.conditions()
     # Checked on save; a pattern stored some other way matches nothing rather than failing.
     try:
-        compiled = alert_rules.compile_pattern(rule.connector_pattern, rule.pattern_syntax)
-    except alert_rules.BadPattern as exc:
+        compiled = rules.compile_pattern(rule.connector_pattern, rule.pattern_syntax)
+    except rules.BadPattern as exc:
         logger.warning("Alert rule %r: %s", rule.name, exc)
-        compiled = alert_rules.regex.compile(r"(?!)")
-    matches = alert_rules.NameMatcher(compiled, rule=rule.name)
+        compiled = rules.regex.compile(r"(?!)")
+    matches = rules.NameMatcher(compiled, rule=rule.name)
     name = view.cluster.name
     facts: list[Fact] = []
     if Condition.REFRESH_FAILING in conditions and view.failed_run is not None:
@@ -167,7 +167,7 @@ def rule_facts(rule: AlertRule, view: ClusterView, *, now: datetime) -> list[Fac
             facts += _connector_facts(rule, conditions, view, connector)
     if Condition.EDIT_PENDING in conditions:
         for edit in view.pending_edits:
-            waited = alert_rules.edit_waiting(
+            waited = rules.edit_waiting(
                 submitted_at=edit.submitted_at, now=now, hours=rule.edit_pending_hours
             )
             if waited is not None and matches(edit.connector):
@@ -189,9 +189,7 @@ def _connector_facts(
     facts = []
     if Condition.LAG in conditions:
         statuses = view.partition_statuses.get(name, {})
-        problem = alert_rules.lag_problem(
-            connector.lag_status, statuses, rule.watched_lag_statuses()
-        )
+        problem = rules.lag_problem(connector.lag_status, statuses, rule.watched_lag_statuses())
         if problem:
             details = {"lag_status": connector.lag_status, "partitions": statuses}
             if connector.upstream_cluster:
@@ -199,7 +197,7 @@ def _connector_facts(
                 details["upstream_cluster"] = connector.upstream_cluster
             facts.append(Fact(cluster, name, Condition.LAG, problem, details))
     if Condition.FAILED in conditions:
-        failed = alert_rules.failed_parts(connector.runtime_state, connector.task_states)
+        failed = rules.failed_parts(connector.runtime_state, connector.task_states)
         if failed:
             facts.append(
                 Fact(
@@ -215,7 +213,7 @@ def _connector_facts(
         and connector.type == "source"
         and connector.runtime_state == "RUNNING"
     ):
-        quiet = alert_rules.no_commit_for(
+        quiet = rules.no_commit_for(
             last_commit_at=connector.last_commit_at,
             seen_at=connector.updated_at,
             flush_interval_ms=view.cluster.offset_flush_interval_ms,

@@ -1,4 +1,4 @@
-"""Read the live state of every connector from the config and status topics."""
+"""Read every connector of a cluster now from its config and status topics."""
 
 import logging
 from collections import Counter
@@ -7,17 +7,10 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from offsets import tuning
-from offsets.formats.config_records import ConnectorConfig, fold_config_records
-from offsets.formats.connectors import (
-    connector_type,
-    is_mirrormaker2,
-    mask_secrets,
-    mask_text,
-    sink_group_id,
-    source_offsets_topics,
-)
-from offsets.formats.masking import prefix_between_tokens
-from offsets.formats.status_records import ConnectorStatus, fold_status_records
+from offsets.formats.config_records import fold_config_records
+from offsets.formats.connectors import Connector, connector_from
+from offsets.formats.masking import mask_text, prefix_between_tokens
+from offsets.formats.status_records import fold_status_records
 from offsets.kafka import reading
 from offsets.models import Cluster
 
@@ -25,39 +18,8 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ConnectorSummary:
-    name: str
-    type: str
-    connector_class: str
-    target_state: str
-    runtime_state: str | None
-    task_states: dict[int, str]
-    task_count: int | None
-    deleted: bool
-    mirrormaker2: bool
-    own_offsets_topic: str | None
-    sink_group: str | None
-    worker_id: str | None
-    trace: str | None
-    config: dict  # secrets masked
-    topics: tuple[str, ...] = ()  # a sink's `topics` list
-    topics_regex: str = ""
-    # Each task's worker and trace (masked): {task: {"worker_id": str, "trace": str}}.
-    task_details: dict[int, dict[str, str]] = field(default_factory=dict)
-
-    @property
-    def consuming(self) -> bool:
-        """Whether its tasks are running (and so committing offsets)."""
-        return (
-            not self.deleted
-            and self.runtime_state == "RUNNING"
-            and all(state == "RUNNING" for state in self.task_states.values())
-        )
-
-
-@dataclass(frozen=True)
 class ConnectState:
-    connectors: list[ConnectorSummary]
+    connectors: list[Connector]
     malformed_config_records: int
     malformed_status_records: int
     records_read: int = 0
@@ -81,12 +43,17 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
     status_records = records[cluster.status_topic]
     configs = fold_config_records(config_records)
     statuses = fold_status_records(status_records)
-    summaries = [
-        _summary(name, configs.connectors[name], statuses.connectors.get(name), cluster)
+    connectors = [
+        connector_from(
+            name,
+            configs.connectors[name],
+            statuses.connectors.get(name),
+            worker_offsets_topic=cluster.offsets_topic,
+        )
         for name in sorted(configs.connectors)
     ]
     return ConnectState(
-        connectors=summaries,
+        connectors=connectors,
         malformed_config_records=len(configs.malformed),
         malformed_status_records=len(statuses.malformed),
         records_read=len(config_records) + len(status_records),
@@ -112,52 +79,6 @@ def _read_config_and_status(cluster: Cluster) -> dict[str, list[tuple[bytes | No
     ):
         records[record.topic].append((record.key, record.value))
     return records
-
-
-def _summary(
-    name: str, config: ConnectorConfig, status: ConnectorStatus | None, cluster: Cluster
-) -> ConnectorSummary:
-    """One connector as the pages show it, from its folded config and status."""
-    properties = config.properties or {}
-    kind = connector_type(properties)
-    topics = source_offsets_topics(properties, cluster.offsets_topic) if kind == "source" else None
-    running = status if status and not config.deleted else None
-    return ConnectorSummary(
-        name=name,
-        type=kind,
-        # `or ""`: the property may be present with a JSON null value.
-        connector_class=properties.get("connector.class") or "",
-        target_state=config.target_state,
-        runtime_state=running.state if running else None,
-        task_states=(
-            {task_id: task.state for task_id, task in sorted(running.tasks.items())}
-            if running
-            else {}
-        ),
-        task_details=(
-            {
-                task_id: {
-                    "worker_id": task.worker_id or "",
-                    "trace": mask_text(task.trace) if task.trace else "",
-                }
-                for task_id, task in sorted(running.tasks.items())
-            }
-            if running
-            else {}
-        ),
-        task_count=config.task_count,
-        deleted=config.deleted,
-        mirrormaker2=is_mirrormaker2(properties),
-        own_offsets_topic=topics.primary if topics and topics.own_topic else None,
-        sink_group=sink_group_id(name, properties) if kind == "sink" else None,
-        worker_id=status.worker_id if status else None,
-        # Error messages quote configs and URLs: masked once here, for every page,
-        # API answer and export.
-        trace=mask_text(status.trace) if status and status.trace else None,
-        config=mask_secrets(properties),
-        topics=tuple(t.strip() for t in (properties.get("topics") or "").split(",") if t.strip()),
-        topics_regex=(properties.get("topics.regex") or "").strip(),
-    )
 
 
 EXAMPLE_CHARS = 200

@@ -19,10 +19,9 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from offsets.formats import alert_rules
-from offsets.formats.alert_messages import Message, describe_failure
+from offsets.alerts import channels, rules
+from offsets.alerts.messages import Message, describe_failure
 from offsets.models import AlertDelivery, AlertRule
-from offsets.services import alert_channels
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +78,8 @@ def attempt(delivery: AlertDelivery, *, now: datetime) -> bool:
         _record(delivery, status=AlertDelivery.Status.FAILED, attempts=attempts, error=why)
         return False
     try:
-        alert_channels.send(rule.channel, rule.target, Message(**delivery.body))
-    except alert_channels.DeliveryFailed as exc:
+        channels.send(rule.channel, rule.target, Message(**delivery.body))
+    except channels.DeliveryFailed as exc:
         error = str(exc)
     except Exception as exc:
         # A bug or an odd answer must cost this delivery only, never the sender's loop.
@@ -95,7 +94,7 @@ def attempt(delivery: AlertDelivery, *, now: datetime) -> bool:
         )
         _record(delivery, status=AlertDelivery.Status.FAILED, attempts=attempts, error=error)
     else:
-        delay = alert_rules.retry_delay(attempts, first_seconds=settings.ALERT_RETRY_SECONDS)
+        delay = rules.retry_delay(attempts, first_seconds=settings.ALERT_RETRY_SECONDS)
         logger.info("Alert delivery %s failed (%s); next try in %s", delivery.pk, error, delay)
         _record(
             delivery,

@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.mail import send_mail
 
 from offsets import outgoing
-from offsets.formats import alert_messages
-from offsets.formats.alert_messages import Message
+from offsets.alerts import messages
+from offsets.alerts.messages import Message
 
 USER_AGENT = "connect-offsets-dashboard-alerts/1"
 
@@ -33,9 +33,9 @@ def send(channel: str, target: str, message: Message) -> None:
     if channel == "email":
         send_email([a.strip() for a in target.split(",") if a.strip()], message)
     elif channel == "slack":
-        post_json(target.strip(), alert_messages.slack_body(message))
+        post_json(target.strip(), messages.slack_body(message))
     else:
-        post_json(target.strip(), alert_messages.json_body(message))
+        post_json(target.strip(), messages.json_body(message))
 
 
 def post_json(url: str, body: str) -> None:
@@ -82,8 +82,8 @@ def send_email(addresses: list[str], message: Message) -> None:
     server = f"The mail server {options.get('host', '?')}:{options.get('port', '?')}"
     try:
         send_mail(
-            alert_messages.email_subject(message),
-            alert_messages.email_body(message),
+            messages.email_subject(message),
+            messages.email_body(message),
             settings.DEFAULT_FROM_EMAIL,
             addresses,
         )
@@ -96,4 +96,4 @@ def send_email(addresses: list[str], message: Message) -> None:
 
 
 def _described(text: str) -> str:
-    return alert_messages.describe_failure(" ".join(text.split()))
+    return messages.describe_failure(" ".join(text.split()))

@@ -1,6 +1,6 @@
 """Read the per-commit history the refresh keeps in Parquet (one folder per refresh run).
 
-Layout (offsets.spark.history_files): `run=<id>/connector=<name>/part-*.parquet` (or
+Layout (offsets.history.files): `run=<id>/connector=<name>/part-*.parquet` (or
 `run=<first>-<last>/...`, runs merged by the refresh), rows sorted by key_hash in row groups of
 about 1 MiB. One partition's history is read from its connector's folders only, and from the
 row groups whose key_hash statistics can hold it: a few thousand rows per chart instead of
@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from offsets.formats.source_lag import position_age_ms
+from offsets.history.files import connector_folder, run_folders
+from offsets.history.store import history_path
 from offsets.models import Cluster
-from offsets.refresh.history_store import history_path
-from offsets.spark.history_files import connector_folder, run_folders
 
 _COLUMNS = [
     "key_hash",

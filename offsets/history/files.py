@@ -6,11 +6,11 @@ Spark's own partitioned writer, before the read tasks wrote them, read the same)
 shortened with a hash when too long for a folder (`connector_folder`). Columns:
 `partials.COMMIT_COLUMNS` but the connector (it is the folder). Rows sorted by key_hash,
 timestamp_ms, kafka_offset in row groups of about ROW_GROUP_BYTES: the progress chart reads
-only the groups whose key_hash range holds its partition (offsets.services.history).
+only the groups whose key_hash range holds its partition (offsets.history.reading).
 
-The read tasks write them (`write_commit_batches`, the Kafka source's `history_dir` option):
-commit rows then never travel through Spark. Pure pyarrow, no Django: it runs in Spark's
-Python workers.
+The read tasks write them (`write_commits`, called by `spark.kafka_source` with its
+`history_dir` option): commit rows then never travel through Spark. Pure pyarrow, no Django:
+it runs in Spark's Python workers.
 """
 
 import hashlib
@@ -18,7 +18,7 @@ import itertools
 import json
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -113,38 +113,6 @@ def _write_in_row_groups(rows: pa.Table, path: Path) -> None:
     pq.write_table(rows, path, row_group_size=rows_per_group)
 
 
-def write_commit_batches(
-    batches: Iterable[pa.RecordBatch], run_dir: Path, stem: str
-) -> Iterator[pa.RecordBatch]:
-    """Pass a read task's folded batches (partials.SUMMARY_ARROW) on without their commit
-    rows, which are written to `run_dir` instead (files `<stem>-<n>`)."""
-    # Here, not at the top: the web pages read the history through this module, and partials
-    # imports PySpark.
-    from offsets.spark import partials as P
-
-    pending: list[pa.RecordBatch] = []
-    written = 0
-
-    def flush() -> None:
-        nonlocal pending, written
-        if pending:
-            write_commits(pa.Table.from_batches(pending), run_dir, f"{stem}-{written:03d}")
-            written += 1
-            pending = []
-
-    for batch in batches:
-        is_commit = pc.equal(batch.column("kind"), P.COMMIT)
-        commits = batch.filter(is_commit)
-        if commits.num_rows:
-            pending.append(commits.select(list(P.COMMIT_COLUMNS)))
-            if sum(b.num_rows for b in pending) >= COMMITS_PER_FILE:
-                flush()
-        rest = batch.filter(pc.invert(is_commit))
-        if rest.num_rows:
-            yield rest
-    flush()
-
-
 # Compaction. Each refresh adds a run folder, so a `--every 60` loop would add 1,440 a day, and
 # a progress chart opens one file per run folder of its connector. When a cluster has more than
 # MAX_RUN_FOLDERS, `compact_runs` merges the newest ones into one folder: size-tiered, as in a
@@ -225,7 +193,7 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
     Readers never miss a commit: the merged folder is written under a name they skip, renamed
     into place (atomic), and only then are the folders it merged deleted; a reader that meets
     both in between drops the duplicates, one that finds a file gone lists the folders again
-    (offsets.services.history). Run by the one refresh of a cluster at a time.
+    (offsets.history.reading). Run by the one refresh of a cluster at a time.
     """
     for leftover in root.glob(f"{STAGING_PREFIX}*"):
         shutil.rmtree(leftover, ignore_errors=True)  # a compaction that was cut off

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from offsets.history import files
 from offsets.models import Cluster
-from offsets.spark import history_files
 
 logger = logging.getLogger(__name__)
 
@@ -24,13 +24,13 @@ def run_folder(cluster: Cluster, run_pk: int) -> Path:
 
 
 def compact_history(cluster: Cluster, phase: Callable[[str], None]) -> None:
-    """Merge the history's newest run folders when there are too many (history_files).
+    """Merge the history's newest run folders when there are too many (files.py).
 
     The results are saved by now: a merge that fails leaves the run folders as they were (the
     next refresh tries again), so it is logged, and the refresh still succeeded.
     """
     try:
-        merged = history_files.compact_runs(history_path(cluster), history_files.MAX_RUN_FOLDERS)
+        merged = files.compact_runs(history_path(cluster), files.MAX_RUN_FOLDERS)
     except Exception:
         logger.exception("Refresh of %s: merging the history's run folders failed", cluster.name)
         return

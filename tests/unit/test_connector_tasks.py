@@ -1,9 +1,8 @@
 """A connector's tasks as the pages read them: state, worker and masked trace."""
 
 from offsets.formats.config_records import ConnectorConfig
+from offsets.formats.connectors import connector_from
 from offsets.formats.status_records import ConnectorStatus, TaskStatus
-from offsets.models import Cluster
-from offsets.services.connect_state import _summary
 
 SECRET_TRACE = (
     "org.apache.kafka.connect.errors.ConnectException: connection.password=hunter2 refused\n"
@@ -20,7 +19,7 @@ def summary(status: ConnectorStatus | None, *, deleted: bool = False):
         task_configs={},
         deleted=deleted,
     )
-    return _summary("jdbc-sink", config, status, Cluster(name="c"))
+    return connector_from("jdbc-sink", config, status, worker_offsets_topic="connect-offsets")
 
 
 def status() -> ConnectorStatus:
@@ -51,4 +50,12 @@ def test_each_task_keeps_its_worker_and_its_trace_masked():
 
 
 def test_a_deleted_connector_has_no_tasks():
-    assert summary(status(), deleted=True).task_details == {}
+    connector = summary(status(), deleted=True)
+    assert connector.runtime_task_details == {}
+    assert connector.runtime_tasks == {} and connector.runtime_state is None
+
+
+def test_a_deleted_connector_keeps_what_the_status_topic_says_for_the_lock_check():
+    connector = summary(status(), deleted=True)
+    assert connector.task_states == {0: "RUNNING", 1: "FAILED"}
+    assert not connector.stopped_check().passed
