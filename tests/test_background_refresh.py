@@ -247,6 +247,34 @@ def test_a_run_whose_process_lives_or_runs_elsewhere_still_blocks(launched):
 
 
 @pytest.mark.django_db
+def test_a_run_whose_pid_was_reused_no_longer_blocks(launched):
+    """A container started again: same hostname, same pids, and this process holds the dead
+    scheduler's pid. Its start time tells them apart; a row without one waits as before."""
+    import socket
+
+    cluster = make.cluster("prod")
+    me = background.this_process()
+    assert me["pid_started"] == background.process_started(os.getpid()) is not None
+    earlier = make.run(
+        cluster,
+        RefreshRun.Status.RUNNING,
+        ago=5,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        pid_started=None,
+    )
+    assert background.start_refresh(cluster=cluster) is None  # no start time: it may live
+    RefreshRun.objects.filter(pk=earlier.pk).update(pid_started=me["pid_started"] - 1)
+    run = background.start_refresh(cluster=cluster)
+    assert run is not None and run.pid_started == me["pid_started"]
+    earlier.refresh_from_db()
+    assert (
+        earlier.error
+        == f"Abandoned: its process ({os.getpid()} on {socket.gethostname()}) is gone."
+    )
+
+
+@pytest.mark.django_db
 def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp_path):
     from offsets.refresh import plan, run
 

@@ -46,6 +46,10 @@ class RefreshRun(models.Model):
     # blocking new refreshes at once on that host, not after REFRESH_ABANDONED_SECONDS.
     host = models.CharField(max_length=255, blank=True)
     pid = models.IntegerField(null=True, blank=True)
+    # When that process started (clock ticks since boot, /proc/<pid>/stat): a container
+    # started again reuses its pids and hostname, and its new scheduler, with the dead one's
+    # pid, must not be taken for the process still running the run.
+    pid_started = models.BigIntegerField(null=True, blank=True)
     # The running process's last sign of life (every REFRESH_HEARTBEAT_SECONDS): a run that
     # gave none for REFRESH_ABANDONED_SECONDS lost its process, wherever it ran, while a long
     # refresh that keeps beating is never taken for a dead one.

@@ -154,22 +154,37 @@ def heartbeat(run: RefreshRun):
 
 
 def this_process() -> dict:
-    """The fields that name the process running a refresh (RefreshRun.host, .pid)."""
-    return {"host": socket.gethostname(), "pid": os.getpid()}
+    """The fields that name the process running a refresh (RefreshRun.host, .pid,
+    .pid_started)."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "pid_started": process_started(pid)}
+
+
+def process_started(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot; None where /proc cannot say."""
+    try:
+        return int(_stat_fields(pid)[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _stat_fields(pid: int) -> list[str]:
+    # The fields after the command name, which is in parentheses and may hold anything.
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
 
 
 def process_gone(run: RefreshRun) -> bool:
     """Whether the run's process is known to be gone (`pid_gone`)."""
-    return pid_gone(run.host, run.pid)
+    return pid_gone(run.host, run.pid, started=run.pid_started)
 
 
-def pid_gone(host: str, pid: int | None) -> bool:
+def pid_gone(host: str, pid: int | None, *, started: int | None = None) -> bool:
     """Whether the process `pid` on `host` is known to be gone: on this host, no such live
-    process.
+    process, or one that started at another time than `started` (its pid was reused: a
+    container started again, whose processes get the same pids).
 
     Another host's process cannot be asked: its run blocks until its heartbeats stop for
     REFRESH_ABANDONED_SECONDS.
-    A pid reused by another process looks alive, which only means waiting as before.
     """
     if not pid or host != socket.gethostname():
         return False
@@ -179,9 +194,12 @@ def pid_gone(host: str, pid: int | None) -> bool:
         return True
     except PermissionError:  # alive, another user's
         return False
-    try:  # a zombie (ended, not reaped yet) is gone too
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-    except (OSError, IndexError):
+    try:
+        fields = _stat_fields(pid)
+        if fields[0] == "Z":  # a zombie (ended, not reaped yet) is gone too
+            return True
+        return started is not None and int(fields[19]) != started
+    except (OSError, IndexError, ValueError):
         return False
 
 

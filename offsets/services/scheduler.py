@@ -69,7 +69,7 @@ class Scheduler:
         self.busy: dict[int, threading.Thread] = {}
         self.stopping = threading.Event()
         now = timezone.now()
-        me = background.this_process()
+        me = {key: background.this_process()[key] for key in ("host", "pid")}
         # A scheduler killed on this host left its row: it beats no more.
         for beat in SchedulerBeat.objects.filter(host=me["host"]).exclude(pid=me["pid"]):
             if background.pid_gone(beat.host, beat.pid):
