@@ -76,27 +76,14 @@ def line_chart(
     With `durations`, values are seconds: the y axis steps and labels are durations.
     """
     bottom, right = height - BOTTOM, width - RIGHT
-    # Epoch seconds once per point: datetime.timestamp() is most of the cost of a long series.
-    points = [(at.timestamp(), _drawable(value)) for at, value in series if value == value]
-    marked = [
-        (at.timestamp(), _drawable(value), label)
-        for at, value, label in markers
-        if value == value  # NaN has no place on an axis
-    ]
+    points, marked = _epoch_points(series, markers)
     if not points:
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
-    times = [t for t, _ in points] + [t for t, _, _ in marked]
     values = [value for _, value in points] + [value for _, value, _ in marked]
-    low, high = (0.0 if zero_based else min(values)), max(values)
-    if zero_based:
-        low = min(low, min(values))
-    low, high, y_ticks = _duration_axis(low, high) if durations else _nice_axis(low, high)
-    labels = _labels(y_ticks, durations)
+    low, high, y_ticks, labels = _value_axis(values, zero_based=zero_based, durations=durations)
     # Room for the longest label (~6.5 px a character at 11 px), never less than LEFT.
     left = max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
-    t0, t1 = min(times), max(times)
-    if t1 == t0:
-        t0, t1 = t0 - 60, t1 + 60
+    t0, t1 = _time_span([t for t, _ in points] + [t for t, _, _ in marked])
     frame = _Frame(left, right, bottom, t0, t1, low, high)
     thinned = _thin(points, MAX_POINTS)
     line = frame.path(thinned)
@@ -119,6 +106,39 @@ def line_chart(
         bottom=bottom,
         right=right,
     )
+
+
+def _epoch_points(
+    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple[datetime, float, str]]
+) -> tuple[list[tuple[float, float]], list[tuple[float, float, str]]]:
+    """The series and the markers in epoch seconds and drawable values, NaN left out."""
+    # Epoch seconds once per point: datetime.timestamp() is most of the cost of a long series.
+    points = [(at.timestamp(), _drawable(value)) for at, value in series if value == value]
+    marked = [
+        (at.timestamp(), _drawable(value), label)
+        for at, value, label in markers
+        if value == value  # NaN has no place on an axis
+    ]
+    return points, marked
+
+
+def _value_axis(
+    values: list[float], *, zero_based: bool, durations: bool
+) -> tuple[float, float, list[float], list[str]]:
+    """The y axis's low and high ends, its ticks and their labels."""
+    low, high = (0.0 if zero_based else min(values)), max(values)
+    if zero_based:
+        low = min(low, min(values))
+    low, high, y_ticks = _duration_axis(low, high) if durations else _nice_axis(low, high)
+    return low, high, y_ticks, _labels(y_ticks, durations)
+
+
+def _time_span(times: list[float]) -> tuple[float, float]:
+    """The x axis's ends in epoch seconds: two minutes around a single moment."""
+    t0, t1 = min(times), max(times)
+    if t1 == t0:
+        return t0 - 60, t1 + 60
+    return t0, t1
 
 
 class _Frame:

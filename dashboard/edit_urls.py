@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard import edit_views
+from dashboard import edit_views, import_export_views
 
 urlpatterns = [
     path(
@@ -17,6 +17,14 @@ urlpatterns = [
         edit_views.edit_action,
         name="edit-action",
     ),
-    path("clusters/<str:cluster_name>/import/", edit_views.import_offsets, name="edits-import"),
-    path("clusters/<str:cluster_name>/export/", edit_views.export_offsets, name="edits-export"),
+    path(
+        "clusters/<str:cluster_name>/import/",
+        import_export_views.import_offsets,
+        name="edits-import",
+    ),
+    path(
+        "clusters/<str:cluster_name>/export/",
+        import_export_views.export_offsets,
+        name="edits-export",
+    ),
 ]

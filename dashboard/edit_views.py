@@ -1,36 +1,33 @@
-"""The offset-edit pages: stage per connector, the diff, review and apply (htmx), audit, import,
-export. Views stay thin: look up (404), check the role (403), pass a form, call a service."""
+"""The offset-edit pages: stage per connector, the diff, review and apply (htmx), audit, the
+list of a cluster's edits. Views stay thin: look up (404), check the role (403), pass a form,
+call a service. Import and export are `dashboard/import_export_views.py`."""
 
 import logging
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from dashboard.edit_diffs import diff_context
 from dashboard.edit_forms import (
     SINK_CHOICES,
     SOURCE_CHOICES,
     CommentForm,
     EditFilterForm,
-    ExportForm,
-    ImportForm,
     OffsetsPageForm,
     PageForm,
     SinkStageForm,
     SourceStageForm,
 )
 from dashboard.errors import READING_KAFKA, refusal
-from dashboard.formatting import attachment
+from dashboard.pages import htmx_target
 from offsets.edits.workflow import (
-    DIFF_PAGE_ROWS,
     SERVICE_ERRORS,
     ConnectorNotFound,
     EditInputError,
-    Preview,
     apply_edit,
     approve_edit,
     audit_log,
@@ -42,7 +39,6 @@ from offsets.edits.workflow import (
     cancel_edit,
     current_offsets,
     describe,
-    import_document,
     is_stale,
     reconcile_edit,
     reject_edit,
@@ -54,12 +50,9 @@ from offsets.edits.workflow import (
     stop_for_edit,
     submit_edit,
 )
-from offsets.formats import jackson, strimzi
-from offsets.formats.edit_rules import CONNECTOR_STOPPED, SinkChange, SourceChange
-from offsets.formats.offset_records import partition_identity
+from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, OffsetEdit
-from offsets.services import offsets_export
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
@@ -136,10 +129,8 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         return _page(request, cluster, connector, error=str(exc), status=exc.http_status)
     context = current.context
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
-    strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
-    if strategy not in dict(strategies):
-        strategy = strategies[0][0]
-    if request.method == "GET" and _htmx_target(request) == "current-offsets":
+    strategy = _strategy(request, strategies)
+    if request.method == "GET" and htmx_target(request) == "current-offsets":
         return render(
             request,
             "edits/connector.html#offsets",
@@ -170,6 +161,12 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     )
 
 
+def _strategy(request: HttpRequest, strategies: list[tuple[str, str]]) -> str:
+    """The strategy the tabs chose (posted, or in the query), else the first."""
+    strategy = (request.POST if request.method == "POST" else request.GET).get("strategy")
+    return strategy if strategy in dict(strategies) else strategies[0][0]
+
+
 def _stage(
     request: HttpRequest, cluster: Cluster, connector: str, form, strategy: str
 ) -> OffsetEdit | None:
@@ -187,10 +184,6 @@ def _stage(
     except KafkaError as exc:
         form.add_error(None, f"{READING_KAFKA}: {exc}")
     return None
-
-
-def _htmx_target(request: HttpRequest) -> str | None:
-    return request.htmx.target if request.htmx else None
 
 
 def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
@@ -228,8 +221,8 @@ def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpRespons
     cluster = cluster_for_user(user=request.user, name=cluster_name)
     edit = _get_edit_for_user(request, cluster, pk)
     listing = PageForm(request.GET)
-    diff = _diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
-    if _htmx_target(request) == "edit-diff":
+    diff = diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
+    if htmx_target(request) == "edit-diff":
         return render(request, "edits/detail.html#diff", {"cluster": cluster, "edit": edit, **diff})
     context = {**_detail_context(request, edit), **diff, "route": route_ahead(edit)}
     return render(request, "edits/detail.html", context)
@@ -266,7 +259,7 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
         return render(request, "edits/detail.html#status", context, status=status)
-    context = {**context, **_diff_context(edit, 1), "route": route_ahead(edit)}
+    context = {**context, **diff_context(edit, 1), "route": route_ahead(edit)}
     return render(request, "edits/detail.html", context, status=status)
 
 
@@ -322,12 +315,6 @@ def _connector_runs(edit: OffsetEdit) -> bool:
     )
 
 
-def _diff_context(edit: OffsetEdit, page: int) -> dict:
-    """A summary of the edit's diff and one page of its rows (a restore may touch thousands)."""
-    shown = Paginator(edit.changes.all(), DIFF_PAGE_ROWS).get_page(page)
-    return {"counts": edit.change_counts(), "diff_page": shown, "rows": diff_rows(shown)}
-
-
 # How many items of a list input (the partitions typed for a sink edit) the page quotes.
 INPUT_ITEMS = 10
 
@@ -341,65 +328,7 @@ def _inputs(parameters: dict) -> list[tuple[str, object]]:
     return shown
 
 
-def diff_rows(changes) -> list[dict]:
-    """Rows for edits/_diff.html from saved changes, or from a preview's changes."""
-    rows = []
-    for change in changes:
-        if isinstance(change, SinkChange):
-            rows.append(
-                {
-                    "label": f"{change.topic}-{change.partition}",
-                    "before": "" if change.before is None else str(change.before),
-                    "after": "" if change.after is None else str(change.after),
-                    "is_new": change.is_new,
-                    "is_delete": change.is_delete,
-                    "warnings": change.warnings,
-                }
-            )
-            continue
-        if isinstance(change, SourceChange):
-            key, before, after = change.key_bytes, change.before_bytes, change.after_bytes
-            partition = change.partition
-        elif change.key_bytes is not None:
-            key, before, after = (
-                bytes(change.key_bytes),
-                change.before_bytes and bytes(change.before_bytes),
-                change.after_bytes and bytes(change.after_bytes),
-            )
-            partition = change.partition
-        else:
-            rows.append(
-                {
-                    "label": f"{change.topic}-{change.kafka_partition}",
-                    "before": "" if change.before is None else str(change.before["kafka_offset"]),
-                    "after": "" if change.after is None else str(change.after["kafka_offset"]),
-                    "is_new": change.is_new,
-                    "is_delete": change.is_delete,
-                    "warnings": change.warnings,
-                }
-            )
-            continue
-        rows.append(
-            {
-                "label": partition_identity(partition),
-                # A removal names the offsets topic of each tombstone.
-                "topic": getattr(change, "topic", ""),
-                "key": _text(key),
-                "before": _text(before),
-                "after": _text(after),
-                "is_new": change.is_new,
-                "is_delete": change.is_delete,
-                "warnings": change.warnings,
-            }
-        )
-    return rows
-
-
-def _text(data: bytes | None) -> str:
-    return "" if data is None else data.decode("utf-8", "backslashreplace")
-
-
-# --- Lists, import, export --------------------------------------------------------------------
+# --- The list of a cluster's edits ------------------------------------------------------------
 
 
 @require_GET
@@ -424,120 +353,3 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
             "can_stage": can_stage(request.user),
         },
     )
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
-def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
-    _require_editor(request)
-    result, status = None, 200
-    if request.method == "POST":
-        form = ImportForm(request.POST, request.FILES)
-        status = 400
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                result = import_document(
-                    cluster=cluster,
-                    user=request.user,
-                    data=data["file"],
-                    connector=data["connector"],
-                    dry_run=data["dry_run"],
-                    comment=data["comment"],
-                )
-            except EditInputError as exc:
-                where = f"{exc.field}: " if exc.field else ""
-                form.add_error(None, f"Nothing was staged. {where}{exc.message}")
-            except ConnectorNotFound as exc:
-                form.add_error("connector", exc.message)
-            except KafkaError as exc:
-                form.add_error(None, f"{READING_KAFKA}: {exc}")
-            else:
-                status = 200
-                if not data["dry_run"]:
-                    return redirect(reverse("edit-list", args=[cluster.name]) + "?state=draft")
-    else:
-        form = ImportForm()
-    return render(
-        request,
-        "edits/import.html",
-        {
-            "cluster": cluster,
-            "form": form,
-            "result": result,
-            "previews": [
-                _preview_context(preview) for preview in (result.previews if result else [])
-            ],
-        },
-        status=status,
-    )
-
-
-def _preview_context(preview: Preview) -> dict:
-    """A dry run's summary and first rows for one connector, however large the document."""
-    counts = preview.counts()
-    return {
-        "preview": preview,
-        "counts": counts,
-        "rows": diff_rows(preview.changes[:DIFF_PAGE_ROWS]),
-        "not_shown": max(0, counts.total - DIFF_PAGE_ROWS),
-    }
-
-
-@require_GET
-@login_required
-def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    """Download offsets: one connector as KIP-875 or a Strimzi ConfigMap, several as KIP-199."""
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
-    form = ExportForm(request.GET)
-    if not form.is_valid():
-        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
-    options = form.cleaned_data
-    if options["format"] == "strimzi":
-        return _export_configmap(cluster, options)
-    try:
-        if options["format"] == "kip875":
-            document = offsets_export.export_connector(
-                cluster=cluster,
-                connector=options["names"][0],
-                from_beginning=options["from_beginning"],
-            )
-        else:
-            document = offsets_export.export_connectors(
-                cluster=cluster,
-                connectors=options["names"] or None,
-                from_beginning=options["from_beginning"],
-            )
-    except ConnectorNotFound as exc:
-        raise Http404(exc.message) from exc
-    except KafkaError as exc:
-        return JsonResponse({"error": str(exc)}, status=exc.http_status)
-    label = options["names"][0] if len(options["names"]) == 1 else "connectors"
-    suffix = "-history" if options["from_beginning"] else ""
-    response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
-    response["Content-Disposition"] = attachment(f"{cluster.name}-{label}{suffix}-offsets.json")
-    return response
-
-
-def _export_configmap(cluster: Cluster, options: dict) -> HttpResponse:
-    """Download one connector's offsets as the ConfigMap Strimzi's alterOffsets reads."""
-    connector = options["names"][0]
-    try:
-        configmap = offsets_export.export_configmap(
-            cluster=cluster,
-            connector=connector,
-            name=options["configmap_name"],
-            namespace=options["namespace"],
-        )
-    except ConnectorNotFound as exc:
-        raise Http404(exc.message) from exc
-    except KafkaError as exc:
-        return JsonResponse({"error": str(exc)}, status=exc.http_status)
-    except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
-    response = HttpResponse(strimzi.dump_yaml(configmap), content_type="application/yaml")
-    response["Content-Disposition"] = attachment(
-        f"{cluster.name}-{connector}-offsets-configmap.yaml"
-    )
-    return response

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from dashboard import control_views, metrics, move_views, removal_views, views
+from dashboard import connector_views, control_views, metrics, move_views, removal_views, views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -13,12 +13,12 @@ urlpatterns = [
     path("clusters/<str:cluster_name>/connectors/", views.connectors, name="connectors"),
     path(
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/",
-        views.connector_detail,
+        connector_views.connector_detail,
         name="connector",
     ),
     path(
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/offsets.json",
-        views.connector_offsets_json,
+        connector_views.connector_offsets_json,
         name="connector-offsets-json",
     ),
     path(

@@ -6,7 +6,7 @@ it without a broker or a worker; the real failures are tested beside each featur
 
 import pytest
 
-from dashboard import edit_views, removal_views
+from dashboard import edit_views, import_export_views, removal_views
 from offsets.edits.errors import (
     ConnectorNotFound,
     DocumentInputError,
@@ -176,7 +176,7 @@ def test_a_connectors_edit_page_and_the_export_say_kafka_is_down(
     client, monkeypatch, cluster, editor, exc, status
 ):
     monkeypatch.setattr("dashboard.edit_views.current_offsets", raising(exc))
-    monkeypatch.setattr(edit_views.offsets_export, "export_connector", raising(exc))
+    monkeypatch.setattr(import_export_views.offsets_export, "export_connector", raising(exc))
     client.force_login(editor)
     page = client.get("/clusters/c1/connectors/x/edits/")
     assert page.status_code == status and "said no" in page.content.decode()
@@ -189,7 +189,7 @@ def test_a_connectors_edit_page_and_the_export_404_an_unknown_connector(
 ):
     monkeypatch.setattr("dashboard.edit_views.current_offsets", raising(ConnectorNotFound("gone")))
     monkeypatch.setattr(
-        edit_views.offsets_export, "export_connector", raising(ConnectorNotFound("gone"))
+        import_export_views.offsets_export, "export_connector", raising(ConnectorNotFound("gone"))
     )
     client.force_login(editor)
     for url in ("/clusters/c1/connectors/x/edits/", "/clusters/c1/export/?connectors=x"):

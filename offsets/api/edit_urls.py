@@ -2,12 +2,12 @@
 
 from django.urls import path
 
-from offsets.api import edits, exports, moves
+from offsets.api import edits, exports, imports, moves
 
 urlpatterns = [
     path("", edits.edit_list, name="api-edits"),
     path("export/", exports.export, name="api-edits-export"),
-    path("import/", edits.import_offsets, name="api-edits-import"),
+    path("import/", imports.import_offsets, name="api-edits-import"),
     path("<int:pk>/", edits.edit_detail, name="api-edit"),
     path("<int:pk>/submit/", edits.edit_submit, name="api-edit-submit"),
     path("<int:pk>/approve/", edits.edit_approve, name="api-edit-approve"),

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets.api.clusters import get_cluster
-from offsets.api.edits import EditDetailOutput
+from offsets.api.edit_serializers import EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.workflow import stage_cleanup, stage_removal

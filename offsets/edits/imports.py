@@ -66,6 +66,32 @@ def import_document(
         contexts, entries = _read_kip875(cluster, reader, document, connector)
     else:
         contexts, entries = _read_kip199(cluster, reader, document)
+    previews, unchanged = _previews(cluster, reader, contexts, entries)
+    if dry_run:
+        return ImportResult(previews=previews, edits=[], unchanged=unchanged)
+    with transaction.atomic():
+        edits = [
+            drafts.save(
+                draft(preview, cluster),
+                user=user,
+                comment=comment,
+                action=AuditEvent.Action.IMPORTED,
+            )
+            for preview in previews
+        ]
+    return ImportResult(previews=previews, edits=edits, unchanged=unchanged)
+
+
+def _previews(
+    cluster: Cluster,
+    reader: LiveReader,
+    contexts: dict[str, Connector],
+    entries: dict[str, list[PartitionOffset]],
+) -> tuple[list[Preview], dict[str, str]]:
+    """Each connector's diff, and why nothing changes for those whose offsets already match.
+
+    A bad entry of any connector raises DocumentInputError naming that connector.
+    """
     previews: list[Preview] = []
     unchanged: dict[str, str] = {}
     for name, connector_entries in entries.items():
@@ -85,19 +111,7 @@ def import_document(
         except EditInputError as exc:
             where = f"{exc.field}: " if exc.field else ""
             raise DocumentInputError(f"{where}{exc.message}", field=name) from None
-    if dry_run:
-        return ImportResult(previews=previews, edits=[], unchanged=unchanged)
-    with transaction.atomic():
-        edits = [
-            drafts.save(
-                draft(preview, cluster),
-                user=user,
-                comment=comment,
-                action=AuditEvent.Action.IMPORTED,
-            )
-            for preview in previews
-        ]
-    return ImportResult(previews=previews, edits=edits, unchanged=unchanged)
+    return previews, unchanged
 
 
 def _load_upload(data: bytes | str) -> object:

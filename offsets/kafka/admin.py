@@ -282,14 +282,7 @@ def _list_offsets_once(
     # update on librdkafka's own thread: the process segfaults (pthread_mutex_lock on a NULL
     # mutex in rd_kafka_topic_partition_list_query_leaders_async_worker). Asking for the
     # metadata first avoids the race, and tells a missing partition apart from a slow broker.
-    counts = _partition_counts(admin, settings, timeout)
-    missing = sorted(tp for tp in wanted if tp[1] >= counts.get(tp[0], 0))
-    if missing:
-        topic, partition = missing[0]
-        raise KafkaUnavailable(
-            f"Could not list offsets of {topic}[{partition}]: "
-            + ("no such partition" if topic in counts else "no such topic")
-        )
+    _require_partitions(wanted, _partition_counts(admin, settings, timeout))
     level = (
         IsolationLevel.READ_COMMITTED
         if isolation_level == "read_committed"
@@ -319,6 +312,17 @@ def _list_offsets_once(
         )
         answers.append({(tp.topic, tp.partition): info.offset for tp, info in found.items()})
     return answers
+
+
+def _require_partitions(wanted: set[TopicPartitionKey], counts: dict[str, int]) -> None:
+    """Raise KafkaUnavailable naming the first of `wanted` that does not exist."""
+    missing = sorted(tp for tp in wanted if tp[1] >= counts.get(tp[0], 0))
+    if missing:
+        topic, partition = missing[0]
+        raise KafkaUnavailable(
+            f"Could not list offsets of {topic}[{partition}]: "
+            + ("no such partition" if topic in counts else "no such topic")
+        )
 
 
 def watermarks(

@@ -105,15 +105,7 @@ def write_transaction(
         raise ValueError("nothing to write")
     counts = _partition_counts(settings, writes, timeout)
     producer = _producer(settings, transactional_id, JAVA_RUNTIME_PRODUCER_SETTINGS)
-    try:
-        # Also fences an earlier producer with this id and resolves its open transaction.
-        producer.init_transactions(timeout)
-        producer.begin_transaction()
-    except KafkaException as exc:
-        raise WriteNotCommitted(
-            f"Could not start a transaction as {transactional_id}: {_describe(exc)}. "
-            "Nothing was written."
-        ) from exc
+    _begin(producer, transactional_id, timeout)
     reports: dict[int, tuple[KafkaError | None, int, int]] = {}
 
     def delivered(index: int, error: KafkaError | None, message: object) -> None:
@@ -139,6 +131,19 @@ def write_transaction(
         _error, partition, offset = reports.get(index, (None, -1, -1))
         records.append(WrittenRecord(write.topic, partition, offset, write.key, write.value))
     return WriteResult(transactional_id=transactional_id, records=records)
+
+
+def _begin(producer: Producer, transactional_id: str, timeout: float) -> None:
+    """Start the transaction, or raise WriteNotCommitted: nothing is written yet."""
+    try:
+        # Also fences an earlier producer with this id and resolves its open transaction.
+        producer.init_transactions(timeout)
+        producer.begin_transaction()
+    except KafkaException as exc:
+        raise WriteNotCommitted(
+            f"Could not start a transaction as {transactional_id}: {_describe(exc)}. "
+            "Nothing was written."
+        ) from exc
 
 
 def _partition_counts(

@@ -94,9 +94,6 @@ def previous_state(cluster: Cluster):
 
     from offsets.spark.schemas import STATE_COLUMNS, STATE_SCHEMA
 
-    def ms(moment: datetime | None) -> int | None:
-        return None if moment is None else int(moment.timestamp() * 1000)
-
     # values_list, not model instances: decoding the JSON columns nobody reads here cost more
     # than the query.
     stored: StoredRows = {}
@@ -117,11 +114,11 @@ def previous_state(cluster: Cluster):
                 field["offset_text"],
                 field["kafka_partition"],
                 field["kafka_offset"],
-                ms(field["last_commit_at"]) or 0,
+                _epoch_ms(field["last_commit_at"]) or 0,
                 field["progress"],
                 field["commits"],
-                ms(field["first_commit_at"]),
-                ms(field["last_commit_at"]),
+                _epoch_ms(field["first_commit_at"]),
+                _epoch_ms(field["last_commit_at"]),
             )
         )
     columns = zip(*rows, strict=True) if rows else ([] for _ in STATE_COLUMNS)
@@ -130,6 +127,10 @@ def previous_state(cluster: Cluster):
         schema=to_arrow_schema(STATE_SCHEMA),
     )
     return table, stored
+
+
+def _epoch_ms(moment: datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
 
 
 def compute_sources(

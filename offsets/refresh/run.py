@@ -151,15 +151,8 @@ def _compute(
             cluster, full=full, prepare=functools.partial(prepare, full=full)
         )
         if planned.recreated:
-            # What was read from the old topic is gone: the stored results are rebuilt.
-            for topic, how in planned.recreated.items():
-                phase(f"{topic} was deleted and created again since the last refresh ({how})")
-            phase("rebuilding from the beginning of the topics (a full refresh)")
-            full = run.full = True
-            RefreshRun.objects.filter(pk=run.pk).update(full=True)
-            state, planned, inputs = plan.read_state_and_plan(
-                cluster, full=True, prepare=functools.partial(prepare, full=True)
-            )
+            full = True
+            state, planned, inputs = _plan_again_full(cluster, run, planned, prepare, phase)
         _say_plan(phase, state, planned)
         sources = compute.compute_sources(
             cluster, planned, inputs, now_ms=now_ms, run_dir=run_dir, phase=phase
@@ -169,6 +162,25 @@ def _compute(
         lags = sampling.result()
         _sample_mirrors(cluster, state, sources, lags, now_ms=now_ms, phase=phase)
         return Refreshed(state, planned, inputs, sources, lags, full)
+
+
+def _plan_again_full(
+    cluster: Cluster,
+    run: RefreshRun,
+    planned: SourcePlan,
+    prepare: Callable[..., compute.MergeInputs],
+    phase: Progress,
+) -> tuple[connect_state.ConnectState, SourcePlan, compute.MergeInputs]:
+    """Plan a full refresh instead: what was read from a recreated topic is gone, so the
+    stored results are rebuilt."""
+    for topic, how in planned.recreated.items():
+        phase(f"{topic} was deleted and created again since the last refresh ({how})")
+    phase("rebuilding from the beginning of the topics (a full refresh)")
+    run.full = True
+    RefreshRun.objects.filter(pk=run.pk).update(full=True)
+    return plan.read_state_and_plan(
+        cluster, full=True, prepare=functools.partial(prepare, full=True)
+    )
 
 
 def _sample_mirrors(

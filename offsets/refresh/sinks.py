@@ -92,31 +92,11 @@ def sample_sinks(
         return results
     existing = admin.topic_partition_counts(kafka)
     committed = {c.name: by_group.get(c.sink_group, {}) for c in sinks}
-    wanted = {
-        c.name: [
-            (topic, p)
-            for topic in sorted(_topics_of(c, existing, committed[c.name]))
-            for p in range(existing[topic])
-        ]
-        for c in sinks
-    }
+    wanted = _wanted_partitions(sinks, existing, committed)
     marks = admin.watermarks(kafka, sorted({tp for tps in wanted.values() for tp in tps}))
-    # Where each lagging connector's consumer stands. Two sinks may read one topic from
-    # different offsets, each its own lag.
-    positions: dict[Slot, int] = {}
-    for connector in sinks:
-        if manages_offsets_externally(connector.config, settings.EXTERNAL_OFFSETS_SINK_CLASSES):
-            # Its group's offsets (none, or stale ones) are not where it resumes from.
-            results.externally_managed.add(connector.name)
-        reset = sink_offset_reset(connector.config)
-        for tp in wanted[connector.name]:
-            low, high = marks[tp]
-            positions[(connector.name, tp)] = consumer_position(
-                committed[connector.name].get(tp), low, high, reset=reset
-            )
-    lagging = {
-        slot: position for slot, position in positions.items() if position < marks[slot[1]][1]
-    }
+    positions = _positions(sinks, wanted, committed, marks)
+    results.externally_managed.update(_externally_managed(sinks))
+    lagging = {slot: at for slot, at in positions.items() if at < marks[slot[1]][1]}
     lags_ms = time_lags(kafka, lagging, marks, known or {})
     sampled_at = ms_to_datetime(now_ms)
     for connector in sinks:
@@ -135,6 +115,51 @@ def sample_sinks(
                 sampled_at=sampled_at,
             )
     return results
+
+
+def _externally_managed(sinks: list[Connector]) -> set[str]:
+    """The sinks that keep their offsets elsewhere: their group's offsets (none, or stale
+    ones) are not where they resume from."""
+    return {
+        c.name
+        for c in sinks
+        if manages_offsets_externally(c.config, settings.EXTERNAL_OFFSETS_SINK_CLASSES)
+    }
+
+
+def _wanted_partitions(
+    sinks: list[Connector],
+    existing: dict[str, int],
+    committed: dict[str, dict[admin.TopicPartitionKey, int]],
+) -> dict[str, list[admin.TopicPartitionKey]]:
+    """Each sink's partitions: every partition of each topic it reads (`_topics_of`)."""
+    return {
+        c.name: [
+            (topic, p)
+            for topic in sorted(_topics_of(c, existing, committed[c.name]))
+            for p in range(existing[topic])
+        ]
+        for c in sinks
+    }
+
+
+def _positions(
+    sinks: list[Connector],
+    wanted: dict[str, list[admin.TopicPartitionKey]],
+    committed: dict[str, dict[admin.TopicPartitionKey, int]],
+    marks: dict[admin.TopicPartitionKey, admin.Watermarks],
+) -> dict[Slot, int]:
+    """Where each sink's consumer stands in each partition it reads. Two sinks may read one
+    topic from different offsets, each its own lag."""
+    positions: dict[Slot, int] = {}
+    for connector in sinks:
+        reset = sink_offset_reset(connector.config)
+        for tp in wanted[connector.name]:
+            low, high = marks[tp]
+            positions[(connector.name, tp)] = consumer_position(
+                committed[connector.name].get(tp), low, high, reset=reset
+            )
+    return positions
 
 
 def _topics_of(

@@ -238,6 +238,13 @@ def merge_folds(
     results = {"latest": latest, "drift": key_drift(latest)}  # UNREAD_RESULTS
     if not reading:
         return results
+    return results | _read_results(rows, states)
+
+
+def _read_results(rows: list[dict], states: list[dict]) -> dict[str, list[dict]]:
+    """What only a read has: records per topic, rewinds, commit buckets, malformed and
+    unstorable records."""
+    results: dict[str, list[dict]] = {}
     previous = {(row["topic"], row["key_hash"]): row for row in states if row["kind"] == PREVIOUS}
     results["records"] = [
         {"topic": topic, "count": count}

@@ -217,6 +217,12 @@ class Folder:
                 state.unstorable = offset
             self._malformed(state.connector, parsed.reason, key, value)
             return
+        self._write(state, partition, offset, timestamp_ms, parsed, value)
+
+    def _write(
+        self, state: _Key, partition: int, offset: int, timestamp_ms: int, parsed, value: bytes
+    ) -> None:
+        """Fold one write the runtime uses: the key's last value, its totals, a rewind."""
         progress = progress_of(parsed, progress_fields(tuple(parsed)))
         text = value.decode("utf-8")
         if state.head is None:

@@ -86,24 +86,7 @@ def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]
 
 def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
     """Connector counts by state, sink lag and worst status of each cluster (one query)."""
-    # One small GROUP BY instead of a conditional aggregate per state: a few groups per
-    # cluster, folded here.
-    groups = (
-        ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
-        # A connector whose task failed counts as FAILED, as the list's state filter has it.
-        .annotate(task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()))
-        .values_list(
-            "cluster_id",
-            "type",
-            "runtime_state",
-            "deleted",
-            "lag_status",
-            "offsets_managed_externally",
-            "task_failed",
-        )
-        .annotate(count=Count("pk"), lag=Sum("lag_records"), tasks=Sum("failed_tasks"))
-        .order_by()
-    )
+    groups = _count_groups(cluster_ids)
     counts: dict[int, dict[str, int]] = {pk: {} for pk in cluster_ids}
     totals: dict[int, int] = {}
     sink_lag: dict[int, int | None] = {}
@@ -144,6 +127,31 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
         )
         for pk in cluster_ids
     }
+
+
+def _count_groups(cluster_ids: list[int]) -> QuerySet:
+    """The clusters' connectors grouped by what the overview counts them by, with their
+    count, sink lag and failed tasks.
+
+    One small GROUP BY instead of a conditional aggregate per state: a few groups per
+    cluster, folded by `connector_counts`.
+    """
+    return (
+        ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
+        # A connector whose task failed counts as FAILED, as the list's state filter has it.
+        .annotate(task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()))
+        .values_list(
+            "cluster_id",
+            "type",
+            "runtime_state",
+            "deleted",
+            "lag_status",
+            "offsets_managed_externally",
+            "task_failed",
+        )
+        .annotate(count=Count("pk"), lag=Sum("lag_records"), tasks=Sum("failed_tasks"))
+        .order_by()
+    )
 
 
 def summarize(runs: list[ClusterRuns], counts: dict[int, ConnectorCounts]) -> list[ClusterSummary]:
