@@ -80,7 +80,7 @@ demo-stop: install ## Stop what the demo started: the server, the writers, the r
 lock: ## Write deploy/requirements.lock: the exact dependencies the image installs
 	rm -rf var/lock-venv && $(PYTHON) -m venv var/lock-venv
 	var/lock-venv/bin/pip install --quiet .
-	{ echo "# The image's dependencies, exact (deploy/build-image installs these, then the app with --no-deps)."; \
+	{ echo "# The image's dependencies, exact (its virtualenv; the app itself runs from /app)."; \
 	  echo "# Made from pyproject.toml with: make lock"; \
 	  var/lock-venv/bin/pip freeze --exclude connect-offsets-dashboard; } > deploy/requirements.lock
 	rm -rf var/lock-venv
