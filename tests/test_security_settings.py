@@ -98,9 +98,10 @@ print(json.dumps({
 """
 
 
-def test_production_redirects_to_https_and_sends_hsts(tmp_path):
+def run_probe(script: str, tmp_path) -> dict:
+    """Run `script` under the production settings; return the JSON it printed last."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env=production_env(tmp_path),
         capture_output=True,
@@ -108,7 +109,11 @@ def test_production_redirects_to_https_and_sends_hsts(tmp_path):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    probe = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_production_redirects_to_https_and_sends_hsts(tmp_path):
+    probe = run_probe(PROBE, tmp_path)
     assert probe["plain"] == [301, "https://offsets.example.com/login/"]
     status, headers = probe["secure"]
     assert status == 200
@@ -130,16 +135,7 @@ print(json.dumps({path: [r.status_code, r.get("Content-Type")] for path, r in an
 def test_the_probes_answer_a_kubelet_over_plain_http_with_the_pods_address(tmp_path):
     """Not redirected to HTTPS (a kubelet counts a 3xx as success) nor refused for the Host
     (400: never ready); every other URL still is."""
-    result = subprocess.run(
-        [sys.executable, "-c", PROBES_PROBE],
-        cwd=ROOT,
-        env=production_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    answers = json.loads(result.stdout.strip().splitlines()[-1])
+    answers = run_probe(PROBES_PROBE, tmp_path)
     assert answers["/healthz"] == [200, "application/json"]
     # No migrations ran on this test's database: unready, and saying so in JSON.
     assert answers["/readyz"] == [503, "application/json"]
