@@ -27,7 +27,7 @@ KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -97,7 +97,7 @@ test-fast: install ## Units and database tests, without broker, worker, Spark or
 test-postgres: install kafka-runtime ## Run the tests whose outcome can depend on the database engine against PostgreSQL (DATABASE_URL)
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS)
 
-bench: bench-refresh bench-pages bench-load bench-loop bench-live ## Run every benchmark (they print figures, they assert nothing)
+bench: bench-refresh bench-pages bench-load bench-loop bench-live bench-masking ## Run every benchmark (they print figures, they assert nothing)
 
 bench-refresh: install kafka-runtime ## The refresh on 1M offsets records vs plain Python (prints figures)
 	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
@@ -118,6 +118,9 @@ bench-pages: install kafka-runtime ## Time the pages and htmx partials on 1,000 
 
 bench-load: install kafka-runtime ## 50 users on the app server (waitress), idle and during a full refresh: p50/p95/max per URL
 	$(PY) -m tests.bench.bench_load
+
+bench-masking: install ## Masking 1 KB vs 1 MB of each hostile value: times and ratios (linear ~1,000)
+	$(PY) -m tests.bench.bench_masking
 
 bench-loop: install kafka-runtime ## What a long --every loop leaves behind: lag samples and history folders, before/after
 	$(PY) -m tests.bench.bench_long_loop

@@ -2,7 +2,6 @@
 answers 500 first, one that hangs, none at all) and an SMTP server (aiosmtpd)."""
 
 import socket
-import time
 from datetime import timedelta
 from email import message_from_bytes
 
@@ -144,10 +143,9 @@ def test_a_webhook_that_hangs_fails_within_the_timeout_and_stays_failed_after_th
     make_rule("webhook", hook.url)
     now = timezone.now()
     alerts.evaluate(now=now)
+    # The receiver would answer 200 after 10 s: a send without the timeout would succeed.
     for seconds in (0, 30, 90):
-        started = time.monotonic()
         alert_delivery.send_due(now=now + timedelta(seconds=seconds))
-        assert time.monotonic() - started < 3
     delivery = AlertDelivery.objects.get()
     assert (delivery.status, delivery.attempts) == ("failed", 3)
     assert delivery.last_error == (

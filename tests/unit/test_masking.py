@@ -1,6 +1,6 @@
 """Masking secrets in config values, error traces and malformed-record examples."""
 
-import time
+import signal
 
 import pytest
 from hypothesis import given, settings
@@ -249,28 +249,24 @@ HOSTILE_UNITS = [
 ]
 
 
-def _seconds(text: str) -> float:
-    start = time.perf_counter()
-    mask_text(text)
-    return time.perf_counter() - start
-
-
 @pytest.mark.parametrize("unit", HOSTILE_UNITS)
-def test_masking_takes_linear_time_on_hostile_values(unit: str) -> None:
-    """A 1 MB value costs about 1000 times a 1 KB one; a quadratic rule would cost 10^6 times.
-
-    The bound (5000) leaves room for a busy machine without letting a quadratic rule pass;
-    each size keeps its fastest of a few runs, the least disturbed by other work.
+def test_masking_ends_on_a_megabyte_of_a_hostile_value(unit: str) -> None:
+    """A rule that backtracks from every position needs about 10^12 steps on 1 MB of these
+    and never ends in practice; the rules take well under a second. The alarm turns such a
+    hang into a failure. It is a guard, not a speed measure: ``make bench-masking`` prints
+    the 1 KB to 1 MB ratios.
     """
-    small = (unit * (1_000 // len(unit) + 1))[:1_000]
     large = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
-    small_seconds = min(_seconds(small) for _ in range(5))
-    large_seconds = _seconds(large)
-    for _ in range(2):
-        if large_seconds < 5_000 * small_seconds:
-            break
-        large_seconds = min(large_seconds, _seconds(large))
-    assert large_seconds < 5_000 * small_seconds
+    signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(120)
+    try:
+        mask_text(large)
+    finally:
+        signal.alarm(0)
+
+
+def _hung(signum, frame) -> None:
+    raise AssertionError("masking 1 MB of a hostile value did not end within 120 s")
 
 
 # --- Property: a planted secret never survives masking. -----------------------------------------
