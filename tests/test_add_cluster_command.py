@@ -91,3 +91,16 @@ def test_it_stores_the_offset_flush_interval_stalls_are_judged_on():
     assert Cluster.objects.get(name="slow").offset_flush_interval_ms == 5_000
     with pytest.raises(CommandError, match="must be positive"):
         add("slow", "--bootstrap-servers", "k:9092", "--update", "--offset-flush-interval-ms", "0")
+
+
+def test_it_stores_the_scheduler_period_and_keeps_it_on_an_update_without_it():
+    add("paced", "--bootstrap-servers", "k:9092")
+    assert Cluster.objects.get(name="paced").refresh_every_seconds == 60
+    add("paced", "--bootstrap-servers", "k:9092", "--update", "--refresh-every", "15")
+    assert Cluster.objects.get(name="paced").refresh_every_seconds == 15
+    add("paced", "--bootstrap-servers", "k:9093", "--update")
+    assert Cluster.objects.get(name="paced").refresh_every_seconds == 15
+    add("paced", "--bootstrap-servers", "k:9092", "--update", "--refresh-every", "0")
+    assert Cluster.objects.get(name="paced").refresh_every_seconds == 0
+    with pytest.raises(CommandError, match="0 \\(only by hand\\) or more seconds"):
+        add("paced", "--bootstrap-servers", "k:9092", "--update", "--refresh-every", "-5")

@@ -2,6 +2,7 @@
 
 import io
 import os
+import socket
 import sys
 import threading
 import time
@@ -219,25 +220,23 @@ def ended_pid() -> int:
 
 @pytest.mark.django_db
 def test_a_run_whose_process_is_gone_on_this_host_no_longer_blocks(launched):
-    import socket
 
     cluster = make.cluster("prod")
     pid = ended_pid()
-    killed = make.run(cluster, RefreshRun.Status.RUNNING, ago=5, host=socket.gethostname(), pid=pid)
+    killed = make.run(cluster, RefreshRun.Status.RUNNING, ago=5, host=background.process_host(), pid=pid)
     run = background.start_refresh(cluster=cluster)
-    assert run is not None and (run.host, run.pid) == (socket.gethostname(), os.getpid())
+    assert run is not None and (run.host, run.pid) == (background.process_host(), os.getpid())
     killed.refresh_from_db()
     assert killed.status == RefreshRun.Status.FAILED
-    assert killed.error == f"Abandoned: its process ({pid} on {socket.gethostname()}) is gone."
+    assert killed.error == f"Abandoned: its process ({pid} on {background.process_host()}) is gone."
 
 
 @pytest.mark.django_db
 def test_a_run_whose_process_lives_or_runs_elsewhere_still_blocks(launched):
-    import socket
 
     cluster = make.cluster("prod")
     alive = make.run(
-        cluster, RefreshRun.Status.RUNNING, ago=5, host=socket.gethostname(), pid=os.getpid()
+        cluster, RefreshRun.Status.RUNNING, ago=5, host=background.process_host(), pid=os.getpid()
     )
     assert background.start_refresh(cluster=cluster) is None
     # Another host's process cannot be asked: its run blocks until it is deemed abandoned.
@@ -247,10 +246,35 @@ def test_a_run_whose_process_lives_or_runs_elsewhere_still_blocks(launched):
 
 
 @pytest.mark.django_db
+def test_a_run_in_another_container_on_this_hostname_blocks_whatever_its_pid(launched):
+    """Containers on the host's network share its hostname, not its pids: a pid that ended
+    here may be another container's live scheduler, so its run waits for its heartbeats."""
+    cluster = make.cluster("prod")
+    make.run(
+        cluster,
+        RefreshRun.Status.RUNNING,
+        ago=5,
+        host=f"{socket.gethostname()} (pid namespace 4026532999)",
+        pid=ended_pid(),
+    )
+    assert background.start_refresh(cluster=cluster) is None
+    assert not launched and RefreshRun.objects.get().status == RefreshRun.Status.RUNNING
+
+
+def test_a_process_in_a_container_is_placed_by_its_hostname_and_pid_namespace(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    monkeypatch.setattr(background, "_pid_namespace", lambda: 4026531836)
+    assert background.process_host() == "vm"
+    monkeypatch.setattr(background, "_pid_namespace", lambda: 4026532180)
+    assert background.process_host() == "vm (pid namespace 4026532180)"
+    monkeypatch.setattr(background, "_pid_namespace", lambda: None)
+    assert background.process_host() == "vm"
+
+
+@pytest.mark.django_db
 def test_a_run_whose_pid_was_reused_no_longer_blocks(launched):
-    """A container started again: same hostname, same pids, and this process holds the dead
-    scheduler's pid. Its start time tells them apart; a row without one waits as before."""
-    import socket
+    """Same host and pid namespace, and this process holds the dead refresh's pid (pids
+    wrap around). Its start time tells them apart; a row without one waits as before."""
 
     cluster = make.cluster("prod")
     me = background.this_process()
@@ -259,7 +283,7 @@ def test_a_run_whose_pid_was_reused_no_longer_blocks(launched):
         cluster,
         RefreshRun.Status.RUNNING,
         ago=5,
-        host=socket.gethostname(),
+        host=background.process_host(),
         pid=os.getpid(),
         pid_started=None,
     )
@@ -270,7 +294,7 @@ def test_a_run_whose_pid_was_reused_no_longer_blocks(launched):
     earlier.refresh_from_db()
     assert (
         earlier.error
-        == f"Abandoned: its process ({os.getpid()} on {socket.gethostname()}) is gone."
+        == f"Abandoned: its process ({os.getpid()} on {background.process_host()}) is gone."
     )
 
 

@@ -43,12 +43,12 @@ class RefreshRun(models.Model):
     error = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True)
     # The process running it, so that a run whose process is gone (killed, Ctrl-C) stops
-    # blocking new refreshes at once on that host, not after REFRESH_ABANDONED_SECONDS.
+    # blocking new refreshes at once where it ran, not after REFRESH_ABANDONED_SECONDS. The
+    # host names the pid namespace too inside a container (background.process_host).
     host = models.CharField(max_length=255, blank=True)
     pid = models.IntegerField(null=True, blank=True)
-    # When that process started (clock ticks since boot, /proc/<pid>/stat): a container
-    # started again reuses its pids and hostname, and its new scheduler, with the dead one's
-    # pid, must not be taken for the process still running the run.
+    # When that process started (clock ticks since boot, /proc/<pid>/stat): pids wrap around,
+    # and a new process holding the dead one's pid must not be taken for it.
     pid_started = models.BigIntegerField(null=True, blank=True)
     # The running process's last sign of life (every REFRESH_HEARTBEAT_SECONDS): a run that
     # gave none for REFRESH_ABANDONED_SECONDS lost its process, wherever it ran, while a long

@@ -157,7 +157,30 @@ def this_process() -> dict:
     """The fields that name the process running a refresh (RefreshRun.host, .pid,
     .pid_started)."""
     pid = os.getpid()
-    return {"host": socket.gethostname(), "pid": pid, "pid_started": process_started(pid)}
+    return {"host": process_host(), "pid": pid, "pid_started": process_started(pid)}
+
+
+# The kernel's own pid namespace (PROC_PID_INIT_INO): processes that run in no container.
+_HOST_PID_NAMESPACE = 4026531836
+
+
+def process_host() -> str:
+    """Where this process's pid means something: the hostname, followed by the pid namespace
+    inside a container. Containers on the host's network share its hostname but not its
+    pids (each has its own pid 1), so a pid seen from one container says nothing of another's
+    process, nor of the one it replaced when it was started again."""
+    host = socket.gethostname()
+    namespace = _pid_namespace()
+    if namespace is None or namespace == _HOST_PID_NAMESPACE:
+        return host
+    return f"{host} (pid namespace {namespace})"
+
+
+def _pid_namespace() -> int | None:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:  # no /proc: pids are compared on the hostname alone
+        return None
 
 
 def process_started(pid: int) -> int | None:
@@ -179,14 +202,14 @@ def process_gone(run: RefreshRun) -> bool:
 
 
 def pid_gone(host: str, pid: int | None, *, started: int | None = None) -> bool:
-    """Whether the process `pid` on `host` is known to be gone: on this host, no such live
-    process, or one that started at another time than `started` (its pid was reused: a
-    container started again, whose processes get the same pids).
+    """Whether the process `pid` on `host` (a `process_host`) is known to be gone: where this
+    process runs, no such live process, or one that started at another time than `started`
+    (its pid was reused).
 
-    Another host's process cannot be asked: its run blocks until its heartbeats stop for
-    REFRESH_ABANDONED_SECONDS.
+    Another host's or container's process cannot be asked: its run blocks until its
+    heartbeats stop for REFRESH_ABANDONED_SECONDS.
     """
-    if not pid or host != socket.gethostname():
+    if not pid or host != process_host():
         return False
     try:
         os.kill(pid, 0)

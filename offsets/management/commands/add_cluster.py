@@ -52,6 +52,12 @@ class Command(BaseCommand):
             "60000)",
         )
         parser.add_argument(
+            "--refresh-every",
+            type=int,
+            metavar="SECONDS",
+            help="Seconds between the scheduler's refreshes (default 60; 0: only by hand)",
+        )
+        parser.add_argument(
             "--client-config",
             action="append",
             default=[],
@@ -100,6 +106,10 @@ class Command(BaseCommand):
             if options["offset_flush_interval_ms"] <= 0:
                 raise CommandError("--offset-flush-interval-ms must be positive.")
             cluster.offset_flush_interval_ms = options["offset_flush_interval_ms"]
+        if options["refresh_every"] is not None:
+            if options["refresh_every"] < 0:
+                raise CommandError("--refresh-every must be 0 (only by hand) or more seconds.")
+            cluster.refresh_every_seconds = options["refresh_every"]
         cluster.client_config = client_config
         self.set_connect_options(cluster, options)
         try:
