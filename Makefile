@@ -27,7 +27,7 @@ KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -89,13 +89,18 @@ image: ## Build the OCI image with podman (a Debian 13 base made here with deboo
 	deploy/build-image
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
-	$(BIN)/pytest -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not container" -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
+
+test-image: install kafka-runtime ## Build the image, then run migrate, web and scheduler containers against PostgreSQL and the embedded broker and worker
+	deploy/build-image
+	deploy/build-image postgres
+	$(BIN)/pytest -m container -n 0 -ra $(PYTEST_ARGS) tests/container
 
 test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
-	$(BIN)/pytest -m "not integration and not spark and not browser" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not integration and not spark and not browser and not container" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS)
 
 test-postgres: install kafka-runtime ## Run the tests whose outcome can depend on the database engine against PostgreSQL (DATABASE_URL)
-	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS)
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser and not container" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS)
 
 bench: bench-refresh bench-pages bench-load bench-loop bench-live bench-masking ## Run every benchmark (they print figures, they assert nothing)
 

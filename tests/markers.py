@@ -3,6 +3,8 @@
 - `integration`: under tests/integration/, or uses a broker (its fixtures reach one).
 - `spark`: under tests/spark/, or uses the session's Spark.
 - `browser`: under tests/browser/.
+- `container`: under tests/container/: the image run in podman (`make test-image`, not
+  `make test`).
 - `db_engine`: its outcome can depend on the database engine (docs/testing.md, "The database
   rule"), so it runs on SQLite and again on PostgreSQL. Given by hand for what no rule can see
   (values an engine stores differently), and by the rules below for the rest.
@@ -36,7 +38,12 @@ ENGINE_CODE = re.compile(
     r"|\bconnection\.(cursor|ops|vendor|close|settings_dict|in_atomic_block)|\bconnections\["
     r"|\btransaction\.(atomic|on_commit|set_rollback)"
 )
-FOLDER_MARKERS = {"integration": "integration", "spark": "spark", "browser": "browser"}
+FOLDER_MARKERS = {
+    "integration": "integration",
+    "spark": "spark",
+    "browser": "browser",
+    "container": "container",
+}
 
 
 def mark(items: list[pytest.Item]) -> None:

@@ -107,6 +107,12 @@ class Scheduler:
         try:
             with background.heartbeat(run):
                 run = run_refresh(cluster=cluster, spark=self.spark, run=run)
+            if run.status == RefreshRun.Status.FAILED and self.stopping.is_set():
+                # `stop` cancelled its Spark jobs: that, not Spark's words for it, is why.
+                RefreshRun.objects.filter(pk=run.pk).update(
+                    error=STOPPED, phase=f"failed: {STOPPED}"
+                )
+                run.error = STOPPED
             self.say(
                 f"{cluster.name}: refresh #{run.pk} {run.status} in {run.seconds or 0:.1f}s, "
                 f"{run.records_read:,} records" + (f"; error: {run.error}" if run.error else "")

@@ -6,6 +6,7 @@ import threading
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, connections
 
 from offsets.services.scheduler import Scheduler
 
@@ -53,15 +54,29 @@ class Command(BaseCommand):
         )
         try:
             while not self.stop.is_set():
-                for run in scheduler.round():
-                    self.say(f"{run.cluster.name}: refresh #{run.pk} started")
+                self.round(scheduler)
                 self.stop.wait(round_seconds)
         finally:
-            interrupted = scheduler.stop(timeout=settings.SCHEDULER_STOP_SECONDS)
+            try:
+                interrupted = scheduler.stop(timeout=settings.SCHEDULER_STOP_SECONDS)
+            except DatabaseError as exc:
+                # Its runs stay RUNNING until their heartbeats are REFRESH_ABANDONED_SECONDS old.
+                logger.warning("Stopping without the database, which did not answer: %s", exc)
+                interrupted = 0
             if interrupted:
                 self.say(f"{interrupted} running refresh(es) marked interrupted.")
             spark.stop()
         self.say("Stopped.")
+
+    def round(self, scheduler: Scheduler) -> None:
+        try:
+            for run in scheduler.round():
+                self.say(f"{run.cluster.name}: refresh #{run.pk} started")
+        except DatabaseError as exc:
+            # A database restarting or out of reach ends this round, not the process: the next
+            # round asks again on a new connection.
+            logger.warning("A round was skipped: the database did not answer: %s", exc)
+            connections.close_all()
 
     def say(self, text: str) -> None:
         # Through logging: one line a refresh in the deployment's format (LOG_FORMAT), masked.
