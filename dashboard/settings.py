@@ -13,7 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from dashboard.logs import logging_config
+from dashboard.logs import log_format, logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -394,4 +394,5 @@ ALERT_DASHBOARD_URL = os.getenv("ALERT_DASHBOARD_URL", "").rstrip("/")
 
 LOG_LEVEL = os.getenv("LOG_LEVEL", "INFO").upper()
 # LOG_FORMAT=json (the image's default) writes one JSON object a line; messages are masked.
+LOG_FORMAT = log_format()
 LOGGING = logging_config(LOG_LEVEL)

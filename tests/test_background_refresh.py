@@ -223,7 +223,9 @@ def test_a_run_whose_process_is_gone_on_this_host_no_longer_blocks(launched):
 
     cluster = make.cluster("prod")
     pid = ended_pid()
-    killed = make.run(cluster, RefreshRun.Status.RUNNING, ago=5, host=background.process_host(), pid=pid)
+    killed = make.run(
+        cluster, RefreshRun.Status.RUNNING, ago=5, host=background.process_host(), pid=pid
+    )
     run = background.start_refresh(cluster=cluster)
     assert run is not None and (run.host, run.pid) == (background.process_host(), os.getpid())
     killed.refresh_from_db()

@@ -22,7 +22,11 @@ def test_a_round_without_the_database_is_skipped_and_logged(caplog):
         Command().round(scheduler)
         Command().round(scheduler)
     assert scheduler.rounds == 2
-    assert caplog.messages == [
-        'A round was skipped: the database did not answer: connection to server at "127.0.0.1", '
-        "port 5432 failed"
-    ] * 2
+    assert (
+        caplog.messages
+        == [
+            'A round was skipped: the database did not answer: connection to server at "127.0.0.1", '
+            "port 5432 failed"
+        ]
+        * 2
+    )

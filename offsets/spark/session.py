@@ -7,6 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from django.conf import settings
 from pyspark.sql import SparkSession
 
 from offsets import tuning
@@ -15,6 +16,7 @@ from offsets.spark.kafka_source import KafkaSnapshotSource
 logger = logging.getLogger(__name__)
 
 PROJECT_PACKAGE = Path(__file__).resolve().parent.parent  # offsets/
+JSON_LOG4J = Path(__file__).resolve().with_name("log4j2-json.properties")
 
 
 def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
@@ -41,12 +43,23 @@ def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> S
         )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
+    java_options = {**tuning.SESSION_CONF, **(conf or {})}.get("spark.driver.extraJavaOptions", "")
+    builder = builder.config(
+        "spark.driver.extraJavaOptions", driver_java_options(java_options, settings.LOG_FORMAT)
+    )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(KafkaSnapshotSource)
     if not local:
         _ship_project(spark)
     return spark
+
+
+def driver_java_options(java_options: str, log_format: str) -> str:
+    """The driver JVM's options: with JSON logs, its log4j lines are JSON objects too."""
+    if log_format != "json":
+        return java_options
+    return f"{java_options} -Dlog4j2.configurationFile={JSON_LOG4J}".strip()
 
 
 def _ship_project(spark: SparkSession) -> None:
