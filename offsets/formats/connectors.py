@@ -18,7 +18,7 @@ from offsets.formats import edit_rules
 from offsets.formats.config_records import ConnectorConfig
 from offsets.formats.edit_rules import CheckResult
 from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
-from offsets.formats.status_records import ConnectorStatus
+from offsets.formats.status_records import ConnectorStatus, TaskRow, task_rows
 
 __all__ = [
     "MASK",
@@ -134,6 +134,10 @@ class Connector:
     @property
     def runtime_task_details(self) -> dict[int, dict[str, str]]:
         return {} if self.deleted else self.task_details
+
+    def tasks(self) -> list[TaskRow]:
+        """Its running tasks in order, each with its state, worker and masked trace."""
+        return task_rows(self.runtime_tasks, self.runtime_task_details)
 
     @property
     def consuming(self) -> bool:
