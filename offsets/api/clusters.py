@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets import connect_state
+from offsets.api.connectors import TaskOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.models import Cluster
@@ -75,6 +76,7 @@ class ConnectorStateOutput(serializers.Serializer):
     target_state = serializers.CharField()
     runtime_state = serializers.CharField(allow_null=True)
     task_states = serializers.DictField(source="runtime_tasks", child=serializers.CharField())
+    tasks = TaskOutput(many=True, help_text="Each task with its worker and its trace, masked.")
     task_count = serializers.IntegerField(allow_null=True)
     deleted = serializers.BooleanField()
     mirrormaker2 = serializers.BooleanField()

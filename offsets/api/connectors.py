@@ -248,7 +248,8 @@ class LagOutput(serializers.Serializer):
     status_reasons = serializers.ListField(child=serializers.CharField())
     offsets_managed_externally = serializers.BooleanField()
     uncommitted_partitions = serializers.IntegerField(
-        help_text="Partitions its group has no commit for: they lag from auto.offset.reset."
+        help_text="Partitions its group has no commit for (a mirror: upstream partitions it "
+        "never copied from): they lag from auto.offset.reset."
     )
     source_alias = serializers.CharField(
         allow_blank=True, help_text="A MirrorMaker 2 source's source.cluster.alias."

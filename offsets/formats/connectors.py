@@ -18,7 +18,9 @@ from offsets.formats import edit_rules
 from offsets.formats.config_records import ConnectorConfig
 from offsets.formats.edit_rules import CheckResult
 from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
-from offsets.formats.status_records import ConnectorStatus
+from offsets.formats.mirror_assignment import assigned_partitions
+from offsets.formats.source_lag import is_mirror_source
+from offsets.formats.status_records import ConnectorStatus, TaskRow, task_rows
 
 __all__ = [
     "MASK",
@@ -98,6 +100,9 @@ class Connector:
     config: dict = field(default_factory=dict)
     # Each task's worker and trace: {task: {"worker_id": str, "trace": str}}.
     task_details: dict[int, dict[str, str]] = field(default_factory=dict)
+    # A MirrorSourceConnector's upstream partitions, as its task configs assign them; None
+    # when it has no task configs (or is no mirror).
+    mirror_partitions: frozenset[tuple[str, int]] | None = None
     # Source: where its offsets live (primary = its own topic when it has one).
     primary_topic: str = ""
     worker_topic: str = ""
@@ -134,6 +139,10 @@ class Connector:
     @property
     def runtime_task_details(self) -> dict[int, dict[str, str]]:
         return {} if self.deleted else self.task_details
+
+    def tasks(self) -> list[TaskRow]:
+        """Its running tasks in order, each with its state, worker and masked trace."""
+        return task_rows(self.runtime_tasks, self.runtime_task_details)
 
     @property
     def consuming(self) -> bool:
@@ -188,6 +197,9 @@ def connector_from(
             }
             for task_id, task in tasks
         },
+        mirror_partitions=assigned_partitions(config.task_configs)
+        if config and is_mirror_source(properties)
+        else None,
         **_offsets_place(name, kind, properties, worker_offsets_topic),
     )
 

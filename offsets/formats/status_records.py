@@ -7,7 +7,7 @@ Keys (strings): ``status-connector-<name>``, ``status-task-<name>-<n>`` and
 destroyed (or, for a topic record, "no longer used"). Nothing here raises on bad input.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -39,6 +39,41 @@ def trace_summary(trace: str | None) -> str:
                 line if len(line) <= TRACE_SUMMARY_CHARS else line[: TRACE_SUMMARY_CHARS - 1] + "…"
             )
     return ""
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """A connector's task as the pages and the API show it."""
+
+    task: int
+    state: str
+    worker_id: str
+    error: str  # the trace's first line
+    trace: str  # masked
+
+
+def task_rows(
+    task_states: Mapping[int | str, str], task_details: Mapping[int | str, Mapping[str, str]]
+) -> list[TaskRow]:
+    """Each task in order with its state, worker and trace (first line and whole).
+
+    `task_details` holds each task's worker and masked trace under the keys of `task_states`
+    (ints when read from the status topic, strings once stored as JSON).
+    """
+    rows = []
+    for task, state in sorted(task_states.items(), key=lambda item: int(item[0])):
+        details = task_details.get(task) or {}
+        trace = details.get("trace") or ""
+        rows.append(
+            TaskRow(
+                task=int(task),
+                state=state,
+                worker_id=details.get("worker_id") or "",
+                error=trace_summary(trace),
+                trace=trace,
+            )
+        )
+    return rows
 
 
 class StatusMalformedReason(StrEnum):

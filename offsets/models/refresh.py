@@ -7,13 +7,12 @@ and never recomputed from the topic alone. The full per-commit history lives in 
 """
 
 import hashlib
-from dataclasses import dataclass
 
 from django.db import models
 from django.db.models import Q
 
 from offsets.formats.source_lag import has_source_clock, is_mirror_source
-from offsets.formats.status_records import trace_summary
+from offsets.formats.status_records import TaskRow, task_rows
 from offsets.models.cluster import Cluster
 
 
@@ -83,17 +82,6 @@ class ReadPosition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic}[{self.partition}] @ {self.next_offset}"
-
-
-@dataclass(frozen=True)
-class TaskRow:
-    """A connector's task as its page and the API show it."""
-
-    task: int
-    state: str
-    worker_id: str
-    error: str  # the trace's first line
-    trace: str  # masked
 
 
 class ConnectorSnapshot(models.Model):
@@ -183,20 +171,7 @@ class ConnectorSnapshot(models.Model):
 
     def tasks(self) -> list[TaskRow]:
         """Its tasks in order, each with its state, worker and trace (first line and whole)."""
-        rows = []
-        for task, state in sorted(self.task_states.items(), key=lambda item: int(item[0])):
-            details = self.task_details.get(task) or {}
-            trace = details.get("trace") or ""
-            rows.append(
-                TaskRow(
-                    task=int(task),
-                    state=state,
-                    worker_id=details.get("worker_id") or "",
-                    error=trace_summary(trace),
-                    trace=trace,
-                )
-            )
-        return rows
+        return task_rows(self.task_states, self.task_details)
 
 
 class SourceOffset(models.Model):

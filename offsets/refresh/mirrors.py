@@ -13,6 +13,7 @@ from datetime import datetime
 
 from offsets.formats.connectors import Connector
 from offsets.formats.masking import mask_text
+from offsets.formats.mirror_assignment import mirror_offset_reset, replicated_topics
 from offsets.formats.source_lag import is_mirror_source, mirror_position, mirror_source_alias
 from offsets.kafka import admin
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -22,8 +23,9 @@ from offsets.refresh.results import KnownTimeLags, MirrorUpstreamFacts, SinkResu
 
 logger = logging.getLogger(__name__)
 
+TopicPartition = tuple[str, int]
 # Where each mirror resumes: {connector: {(topic, partition): next offset to copy}}.
-Positions = dict[str, dict[tuple[str, int], int]]
+Positions = dict[str, dict[TopicPartition, int]]
 
 
 def mirror_sources(connectors: list[Connector]) -> list[Connector]:
@@ -111,6 +113,30 @@ def sample_mirrors(
                 results.mirrors[connector.name].error = mask_text(str(exc))
 
 
+def responsible_partitions(
+    mirrors: list[Connector],
+    positions: Positions,
+    upstream_counts: dict[str, int] | None,
+) -> dict[str, set[TopicPartition]]:
+    """Each mirror's upstream partitions: those it has an offset for, and those it copies but
+    never copied from (which have none).
+
+    The second are its task configs' `task.assigned.partitions`; a mirror without task configs
+    (created PAUSED or STOPPED) copies what its topic filter picks among the upstream's topics
+    (`upstream_counts`: every topic's partition count, listed only for such a mirror).
+    """
+    responsible: dict[str, set[TopicPartition]] = {}
+    for connector in mirrors:
+        partitions = set(positions.get(connector.name, {}))
+        if connector.mirror_partitions is not None:
+            partitions |= connector.mirror_partitions
+        elif upstream_counts is not None:
+            topics = replicated_topics(connector.config, upstream_counts) or set()
+            partitions |= {(topic, p) for topic in topics for p in range(upstream_counts[topic])}
+        responsible[connector.name] = partitions
+    return responsible
+
+
 def _sample_upstream(
     cluster: Cluster,
     upstream: Cluster,
@@ -124,26 +150,25 @@ def _sample_upstream(
 ) -> None:
     """Measure the mirrors of one upstream cluster in a few batched requests to it."""
     kafka = upstream.kafka_settings()
-    wanted = {tp for c in mirrors for tp in positions.get(c.name, {})}
+    listed = (
+        admin.topic_partition_counts(kafka)
+        if any(c.mirror_partitions is None for c in mirrors)
+        else None
+    )
+    responsible = responsible_partitions(mirrors, positions, listed)
+    wanted = {tp for partitions in responsible.values() for tp in partitions}
     if not wanted:
         return
-    counts = admin.topic_partition_counts(kafka, sorted({topic for topic, _ in wanted}))
+    topics = sorted({topic for topic, _ in wanted})
+    counts = listed if listed is not None else admin.topic_partition_counts(kafka, topics)
     # A partition whose topic is gone upstream is never copied again: it has no lag.
     existing = sorted(tp for tp in wanted if tp[1] < counts.get(tp[0], 0))
     marks = admin.watermarks(kafka, existing) if existing else {}
-    # Where each task's consumer reads next: a position below the log start (records deleted
-    # upstream before they were copied) resets to it, MirrorMaker 2's consumers defaulting to
-    # auto.offset.reset=earliest.
-    reading: dict[sinks.Slot, int] = {
-        (c.name, tp): sinks.consumer_position(next_offset, *marks[tp])
-        for c in mirrors
-        for tp, next_offset in positions.get(c.name, {}).items()
-        if tp in marks
-    }
+    reading = _reading_positions(mirrors, responsible, positions, marks)
     lagging = {slot: at for slot, at in reading.items() if at < marks[slot[1]][1]}
     lags_ms = sinks.time_lags(kafka, lagging, marks, known)
     for connector in mirrors:
-        for tp, next_offset in sorted(positions.get(connector.name, {}).items()):
+        for tp in sorted(responsible[connector.name]):
             if tp not in marks:
                 continue
             sinks.add_partition(
@@ -153,10 +178,32 @@ def _sample_upstream(
                 tp,
                 group="",
                 upstream=upstream.name,
-                committed=next_offset,
+                committed=positions.get(connector.name, {}).get(tp),
                 position=reading[(connector.name, tp)],
                 marks=marks[tp],
                 lag_ms=lags_ms.get((connector.name, tp)),
                 recent=recent.get((connector.name, *tp), []),
                 sampled_at=sampled_at,
             )
+
+
+def _reading_positions(
+    mirrors: list[Connector],
+    responsible: dict[str, set[TopicPartition]],
+    positions: Positions,
+    marks: dict[TopicPartition, admin.Watermarks],
+) -> dict[sinks.Slot, int]:
+    """Where each task's consumer reads next: the next offset to copy, or where its
+    `auto.offset.reset` puts it (earliest by default) on a partition it has no offset for,
+    or whose offset fell below the log start (records deleted upstream before being copied).
+    """
+    reading: dict[sinks.Slot, int] = {}
+    for connector in mirrors:
+        reset = mirror_offset_reset(connector.config)
+        for tp in responsible[connector.name]:
+            if tp in marks:
+                next_offset = positions.get(connector.name, {}).get(tp)
+                reading[(connector.name, tp)] = sinks.consumer_position(
+                    next_offset, *marks[tp], reset=reset
+                )
+    return reading

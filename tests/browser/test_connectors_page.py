@@ -19,7 +19,7 @@ def test_a_user_logs_in_and_sees_the_live_state_of_the_demo_connectors(
     page.wait_for_selector("table#connectors")
     screenshot("live-state")
 
-    rows = page.locator("table#connectors tbody tr")
+    rows = page.locator("table#connectors > tbody > tr")
     names = [rows.nth(i).get_attribute("data-connector") for i in range(rows.count())]
     assert names == sorted(seeded_demo.demo.connectors)
     failed = page.locator("tr[data-connector='jdbc-sink-audit'] .state-failed").first

@@ -2,7 +2,8 @@
 copies from the scratch broker (upstream) into the session's broker.
 
 Paused, with records produced upstream, its lag is exactly what was produced, rated STOP
-(ERR); resumed, it copies them and is back to OK. The page, the list, the API, /metrics and
+(ERR); resumed, it copies them and is back to OK. One created PAUSED over records already
+upstream has copied none: it lags by all of them, "not copied yet". The page, the list, the API, /metrics and
 the alert rules say so. Names carry this module run's suffix: the brokers and the worker are
 the session's.
 """
@@ -13,6 +14,7 @@ import uuid
 
 import pytest
 
+from offsets import connect_state
 from offsets.alerts import evaluation as alerts
 from offsets.kafka import admin, producers
 from offsets.models import (
@@ -212,3 +214,94 @@ def test_a_paused_mirror_lags_by_what_was_produced_upstream_and_resumed_is_ok(
         assert (snapshot.lag_records, snapshot.lag_status) == (0, "OK")
     finally:
         rest.delete(CONNECTOR)
+
+
+PAUSED_ALIAS = f"pu{RUN}"
+PAUSED_TOPIC = f"waiting-{RUN}"
+PAUSED_CONNECTOR = f"mirror-paused-{RUN}"
+# Records upstream before the mirror is created PAUSED, per partition: none is ever copied.
+WAITING = {0: 3, 1: 2}
+
+
+def test_a_mirror_created_paused_lags_by_every_record_upstream_not_copied_yet(
+    cluster, rest, kafka, fresh_kafka, spark, history_dir, logged_in_client
+):
+    admin.create_topics({"bootstrap.servers": fresh_kafka}, [admin.TopicSpec(PAUSED_TOPIC, 2, {})])
+    base = int(time.time() * 1000) - 60_000
+    stamps = {p: [base + 1000 * i for i in range(n)] for p, n in WAITING.items()}
+    for partition, partition_stamps in stamps.items():
+        producer = producers.java_producer({"bootstrap.servers": fresh_kafka})
+        for stamp in partition_stamps:
+            producer.produce(PAUSED_TOPIC, value=b"x", partition=partition, timestamp=stamp)
+        assert producer.flush(10) == 0
+    config = {
+        **mirror_config(fresh_kafka, kafka["bootstrap.servers"]),
+        "source.cluster.alias": PAUSED_ALIAS,
+        "topics": PAUSED_TOPIC,
+    }
+    rest.create(PAUSED_CONNECTOR, config, initial_state="PAUSED")
+    try:
+        wait_until(
+            lambda: rest.status(PAUSED_CONNECTOR),
+            lambda s: bool(s and s["connector"]["state"] == "PAUSED"),
+            timeout=60,
+            what=f"{PAUSED_CONNECTOR} PAUSED",
+        )
+        # Created PAUSED, it has no task configs (KIP-980: the herder asks the connector for
+        # them only once it is started), so no task.assigned.partitions to read: the refresh
+        # applies its topic filter to the upstream's topics.
+        assert rest.call("GET", f"/connectors/{PAUSED_CONNECTOR}/tasks") == []
+        (live,) = [
+            c
+            for c in connect_state.read_connect_state(cluster=cluster).connectors
+            if c.name == PAUSED_CONNECTOR
+        ]
+        assert live.mirror_partitions is None
+        assert rest.offsets(PAUSED_CONNECTOR)["offsets"] == []
+        upstream = Cluster.objects.create(
+            name=f"upstream-paused-{RUN}", bootstrap_servers=fresh_kafka
+        )
+        MirrorUpstream.objects.create(cluster=cluster, source_alias=PAUSED_ALIAS, upstream=upstream)
+        refresh(cluster, spark)
+
+        rows = {
+            row.partition: (row.committed, row.log_start, row.log_end, row.lag_records, row.lag_ms)
+            for row in SinkPartitionLag.objects.filter(cluster=cluster, connector=PAUSED_CONNECTOR)
+        }
+        # From the first waiting record (earliest: the log start) to the newest.
+        assert rows == {
+            p: (None, 0, n, n, stamps[p][-1] - stamps[p][0]) for p, n in WAITING.items()
+        }
+        statuses = SinkPartitionLag.objects.filter(cluster=cluster, connector=PAUSED_CONNECTOR)
+        assert {row.status for row in statuses} == {"STOP"}
+        snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=PAUSED_CONNECTOR)
+        total = sum(WAITING.values())
+        assert (snapshot.lag_records, snapshot.lag_ms, snapshot.lag_status) == (total, 2000, "ERR")
+        assert snapshot.uncommitted_partitions == len(WAITING)
+
+        # The list, the page and the API agree, and say why.
+        listed = logged_in_client.get(f"/clusters/{cluster.name}/connectors/?status=STOP")
+        row = listed.content.decode().split(f'data-connector="{PAUSED_CONNECTOR}"')[1]
+        row = row.split("</tr>")[0]
+        assert f'data-field="lag-records">{total}<' in row
+        assert 'data-reason="not copied yet"' in row
+        page = logged_in_client.get(f"/clusters/{cluster.name}/connectors/{PAUSED_CONNECTOR}/")
+        html = page.content.decode()
+        assert 'id="not-copied-yet"' in html
+        table = html.split('id="upstream-table"')[1].split("</table>")[0]
+        assert table.count("not copied yet") == len(WAITING) and "STOP" in table
+        body = logged_in_client.get(
+            f"/api/v1/clusters/{cluster.name}/connectors/{PAUSED_CONNECTOR}/lag/"
+        ).json()
+        assert (body["lag_records"], body["lag_status"]) == (total, "ERR")
+        assert body["status_reasons"] == ["STOP", "not copied yet"]
+        assert body["uncommitted_partitions"] == len(WAITING)
+        assert [(p["partition"], p["committed"], p["lag_records"]) for p in body["partitions"]] == [
+            (p, None, n) for p, n in WAITING.items()
+        ]
+        detail = logged_in_client.get(
+            f"/api/v1/clusters/{cluster.name}/connectors/{PAUSED_CONNECTOR}/"
+        ).json()
+        assert (detail["lag_records"], detail["status_reasons"]) == (total, body["status_reasons"])
+    finally:
+        rest.delete(PAUSED_CONNECTOR)

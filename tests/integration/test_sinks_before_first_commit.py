@@ -12,7 +12,9 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
+from django.utils.html import escape
 
+from offsets.formats.status_records import trace_summary
 from offsets.kafka import groups, producers, reading
 from offsets.models import ConnectorSnapshot, RefreshRun, SinkPartitionLag
 from offsets.refresh.run import run_refresh
@@ -197,6 +199,26 @@ def test_a_sink_failing_on_its_first_record_lags_and_shows_its_task_error(
     html = logged_in_client.get(f"/clusters/{refreshed.name}/connectors/{sinks.failing}/")
     tasks = html.content.decode().split('id="tasks"')[1].split("</table>")[0]
     assert f"<code>{task.worker_id}</code>" in tasks and "<details" in tasks
+
+
+def test_the_live_state_shows_the_failing_sinks_task_worker_and_error(
+    cluster, sinks, rest, logged_in_client
+):
+    # Read live from the status topic on each request: no refresh needed.
+    (worker_task,) = rest.status(sinks.failing)["tasks"]
+    first_line = trace_summary(worker_task["trace"])
+    assert first_line.startswith("org.apache.kafka.connect.errors.")
+    states = logged_in_client.get(f"/api/v1/clusters/{cluster.name}/state/").json()
+    (live,) = [c for c in states if c["name"] == sinks.failing]
+    (task,) = live["tasks"]
+    assert (task["state"], task["worker_id"]) == ("FAILED", worker_task["worker_id"])
+    assert task["error"] == first_line
+    assert "DataException" in task["trace"] and "\tat " in task["trace"]
+    page = logged_in_client.get(f"/clusters/{cluster.name}/live/").content.decode()
+    row = page.split(f'data-connector="{sinks.failing}"')[1].split('data-field="tasks"')[1]
+    cells = row.split('data-task="0"')[1].split("</tr>")[0]
+    assert f"<code>{worker_task['worker_id']}</code>" in cells
+    assert f"<summary>{escape(first_line)}</summary>" in cells
 
 
 def test_a_sink_whose_precommit_returns_nothing_keeps_its_offsets_outside_connect(

@@ -39,6 +39,7 @@ from offsets.services.snapshots.connector_detail import (
 )
 from offsets.services.snapshots.connector_list import (
     NO_COMMIT_YET,
+    NOT_COPIED_YET,
     connector_of,
     connectors,
     get_connector,
@@ -66,6 +67,7 @@ __all__ = [
     "LAG_STATUSES",
     "MAX_COMMIT_BUCKETS",
     "MAX_LAG_SAMPLES",
+    "NOT_COPIED_YET",
     "NOT_CURRENT_HEADER",
     "NO_COMMIT_YET",
     "PARTITION_SORTS",

@@ -93,17 +93,19 @@ def _has_reason(reason: str) -> Q:
 
 
 NO_COMMIT_YET = "no commit yet"
+NOT_COPIED_YET = "not copied yet"
 
 
 def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
-    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions; and for a sink
-    lagging from where its consumer starts, "no commit yet"."""
+    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions; for a sink
+    lagging from where its consumer starts, "no commit yet"; for a mirror with upstream
+    partitions it never copied from, "not copied yet"."""
     reasons = []
     worst = getattr(snapshot, "worst_partition_status", None)
     if worst in ERR_REASONS:
         reasons.append(worst)
-    if snapshot.type == "sink" and snapshot.uncommitted_partitions:
-        reasons.append(NO_COMMIT_YET)
+    if snapshot.uncommitted_partitions:
+        reasons.append(NO_COMMIT_YET if snapshot.type == "sink" else NOT_COPIED_YET)
     if snapshot.type == "source":
         if snapshot.stalled_partitions and "STALL" not in reasons:
             reasons.append("STALL")
