@@ -21,13 +21,18 @@ export SPARK_LOCAL_IP := 127.0.0.1
 # The broker's and the Connect worker's jars, built from kafka-runtime/ by Maven.
 export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
 KAFKA_STAMP := $(KAFKA_RUNTIME_LIBS)/.built
-KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
+KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*' -not -path 'kafka-runtime/debezium/*')
+# Connect plugins only some test workers load through plugin.path, one folder each: Debezium's
+# PostgreSQL connector, fetched by Maven from kafka-runtime/debezium/ on its own stamp.
+export KAFKA_RUNTIME_PLUGINS ?= $(CURDIR)/var/kafka-runtime/plugins
+DEBEZIUM_PLUGIN := $(KAFKA_RUNTIME_PLUGINS)/debezium-postgres
+DEBEZIUM_STAMP := $(DEBEZIUM_PLUGIN)/.built
 # Test processes (pytest-xdist): each starts its own broker and Connect worker when a test
 # needs them. PYTEST_ARGS adds to any test target's pytest, e.g. PYTEST_ARGS=--reverse.
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime kafka-plugins system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,6 +56,15 @@ $(KAFKA_STAMP): $(KAFKA_SOURCES)
 	@touch $@
 
 kafka-runtime: $(KAFKA_STAMP) ## Fetch the Kafka broker and Connect worker jars and build the project's connectors
+
+$(DEBEZIUM_STAMP): kafka-runtime/pom.xml kafka-runtime/debezium/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven is needed to fetch Debezium's jars (apt-get install maven)"; exit 1; }
+	@echo "Fetching Debezium's PostgreSQL connector from Maven Central into $(DEBEZIUM_PLUGIN)..."
+	rm -rf $(DEBEZIUM_PLUGIN)
+	mvn -q -B -f kafka-runtime/debezium/pom.xml package -Ddebezium.plugin=$(DEBEZIUM_PLUGIN)
+	@touch $@
+
+kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load with plugin.path (Debezium's PostgreSQL connector)
 
 system-deps: ## Install Debian packages the tests need (chromium) when missing
 	@command -v chromium >/dev/null || { \
@@ -88,7 +102,7 @@ lock: ## Write deploy/requirements.lock: the exact dependencies the image instal
 image: ## Build the OCI image with podman (a Debian 13 base made here with debootstrap; prints its size)
 	deploy/build-image
 
-test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
+test: install kafka-runtime kafka-plugins system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
 	$(BIN)/pytest -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
 
 test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
