@@ -118,9 +118,9 @@ def _classpath(part: str) -> str:
 
 
 def _plugin_path(folder: Path) -> str:
-    """`folder` as a worker's plugin.path, once it holds a plugin (a folder of jars)."""
+    """`folder` as a worker's plugin.path, once it holds a plugin (a folder of jars, or one)."""
     folder = Path(folder).resolve()
-    if not any(folder.glob("*/*.jar")):
+    if not any(folder.glob("*/*.jar")) and not any(folder.glob("*.jar")):
         raise EmbeddedKafkaError(
             f"No Connect plugin in {folder}: fetch them with `make kafka-plugins`"
             " (Maven fetches them from Maven Central)."
