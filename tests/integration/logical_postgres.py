@@ -41,7 +41,10 @@ class LogicalPostgres:
 
 
 def _pg_bin() -> Path:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: p.parts[-3])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda initdb: [int(part) for part in initdb.parts[-3].split(".") if part.isdigit()],
+    )
     if not found:
         pytest.fail("PostgreSQL's initdb was not found under /usr/lib/postgresql.")
     return found[-1].parent
@@ -55,12 +58,12 @@ def _as_server_user() -> list[str]:
 def _start(pg_bin: Path, as_pg: list[str], folder: Path, port: int) -> None:
     data = folder / "data"
     run = {"check": True, "capture_output": True, "text": True, "timeout": 60}
-    subprocess.run(
-        [*as_pg, pg_bin / "initdb", "-D", data, "--auth=trust", "-U", USER, "-E", "UTF8"], **run
-    )
+    # Its data is thrown away at the end: nothing is synced to disk, which saves seconds.
+    initdb = [pg_bin / "initdb", "-D", data, "--auth=trust", "-U", USER, "-E", "UTF8", "--no-sync"]
+    subprocess.run([*as_pg, *initdb], **run)
     options = (
-        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c wal_level=logical"
-        " -c max_replication_slots=4 -c max_wal_senders=4"
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        " -c wal_level=logical -c max_replication_slots=4 -c max_wal_senders=4"
     )
     log = folder / "server.log"
     subprocess.run(
