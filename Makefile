@@ -66,11 +66,15 @@ $(DEBEZIUM_STAMP): kafka-runtime/pom.xml kafka-runtime/debezium/pom.xml
 
 kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load with plugin.path (Debezium's PostgreSQL connector)
 
-system-deps: ## Install Debian packages the tests need (chromium) when missing
+system-deps: ## Install Debian packages the tests need (chromium, postgresql) when missing
 	@command -v chromium >/dev/null || { \
 	  echo "Installing Debian's chromium for the browser tests..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "Installing Debian's postgresql for the Debezium test (it starts a server of its own)..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 demo: install kafka-runtime ## Start Kafka and a Connect worker with live connectors, seed a simulated cluster, keep both moving and refreshed, serve http://127.0.0.1:8000 (DEMO_PORT)
 	$(PY) manage.py migrate --no-input -v 0
