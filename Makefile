@@ -32,7 +32,7 @@ DEBEZIUM_STAMP := $(DEBEZIUM_PLUGIN)/.built
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: help install kafka-runtime kafka-plugins system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -64,7 +64,11 @@ $(DEBEZIUM_STAMP): kafka-runtime/pom.xml kafka-runtime/debezium/pom.xml
 	mvn -q -B -f kafka-runtime/debezium/pom.xml package -Ddebezium.plugin=$(DEBEZIUM_PLUGIN)
 	@touch $@
 
+.PHONY: kafka-plugins
 kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load with plugin.path (Debezium's PostgreSQL connector)
+
+# The whole suite runs the Debezium test.
+test: kafka-plugins
 
 system-deps: ## Install Debian packages the tests need (chromium, postgresql) when missing
 	@command -v chromium >/dev/null || { \
@@ -106,7 +110,7 @@ lock: ## Write deploy/requirements.lock: the exact dependencies the image instal
 image: ## Build the OCI image with podman (a Debian 13 base made here with debootstrap; prints its size)
 	deploy/build-image
 
-test: install kafka-runtime kafka-plugins system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
+test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
 	$(BIN)/pytest -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
 
 test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
