@@ -21,7 +21,12 @@ export SPARK_LOCAL_IP := 127.0.0.1
 # The broker's and the Connect worker's jars, built from kafka-runtime/ by Maven.
 export KAFKA_RUNTIME_LIBS ?= $(CURDIR)/var/kafka-runtime/libs
 KAFKA_STAMP := $(KAFKA_RUNTIME_LIBS)/.built
-KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*')
+KAFKA_SOURCES := $(shell find kafka-runtime -type f -not -path '*/target/*' -not -path 'kafka-runtime/debezium/*')
+# Connect plugins only some test workers load through plugin.path, one folder each: Debezium's
+# PostgreSQL connector, fetched by Maven from kafka-runtime/debezium/ on its own stamp.
+export KAFKA_RUNTIME_PLUGINS ?= $(CURDIR)/var/kafka-runtime/plugins
+DEBEZIUM_PLUGIN := $(KAFKA_RUNTIME_PLUGINS)/debezium-postgres
+DEBEZIUM_STAMP := $(DEBEZIUM_PLUGIN)/.built
 # Test processes (pytest-xdist): each starts its own broker and Connect worker when a test
 # needs them. PYTEST_ARGS adds to any test target's pytest, e.g. PYTEST_ARGS=--reverse.
 TEST_PROCESSES ?= 2
@@ -52,11 +57,28 @@ $(KAFKA_STAMP): $(KAFKA_SOURCES)
 
 kafka-runtime: $(KAFKA_STAMP) ## Fetch the Kafka broker and Connect worker jars and build the project's connectors
 
-system-deps: ## Install Debian packages the tests need (chromium) when missing
+$(DEBEZIUM_STAMP): kafka-runtime/pom.xml kafka-runtime/debezium/pom.xml
+	@command -v mvn >/dev/null || { echo "Maven is needed to fetch Debezium's jars (apt-get install maven)"; exit 1; }
+	@echo "Fetching Debezium's PostgreSQL connector from Maven Central into $(DEBEZIUM_PLUGIN)..."
+	rm -rf $(DEBEZIUM_PLUGIN)
+	mvn -q -B -f kafka-runtime/debezium/pom.xml package -Ddebezium.plugin=$(DEBEZIUM_PLUGIN)
+	@touch $@
+
+.PHONY: kafka-plugins
+kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load with plugin.path (Debezium's PostgreSQL connector)
+
+# The whole suite runs the Debezium test.
+test: kafka-plugins
+
+system-deps: ## Install Debian packages the tests need (chromium, postgresql) when missing
 	@command -v chromium >/dev/null || { \
 	  echo "Installing Debian's chromium for the browser tests..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "Installing Debian's postgresql for the Debezium test (it starts a server of its own)..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
 
 demo: install kafka-runtime ## Start Kafka and a Connect worker with live connectors, seed a simulated cluster, keep both moving and refreshed, serve http://127.0.0.1:8000 (DEMO_PORT)
 	$(PY) manage.py migrate --no-input -v 0

@@ -288,6 +288,10 @@ RUN_DIR = Path(os.getenv("RUN_DIR", BASE_DIR / ".run"))
 KAFKA_RUNTIME_LIBS = Path(
     os.getenv("KAFKA_RUNTIME_LIBS", BASE_DIR / "var" / "kafka-runtime" / "libs")
 )
+# Connect plugins only some workers load, one folder each (`make kafka-plugins`): plugin.path.
+KAFKA_RUNTIME_PLUGINS = Path(
+    os.getenv("KAFKA_RUNTIME_PLUGINS", BASE_DIR / "var" / "kafka-runtime" / "plugins")
+)
 
 # Spark: local mode by default; SPARK_MASTER=spark://host:7077 (or yarn, k8s://...) for a cluster.
 SPARK_MASTER = os.getenv("SPARK_MASTER", "local[*]")

@@ -117,6 +117,17 @@ def _classpath(part: str) -> str:
     return f"{folder}/*"
 
 
+def _plugin_path(folder: Path) -> str:
+    """`folder` as a worker's plugin.path, once it holds a plugin (a folder of jars, or one)."""
+    folder = Path(folder).resolve()
+    if not any(folder.glob("*/*.jar")) and not any(folder.glob("*.jar")):
+        raise EmbeddedKafkaError(
+            f"No Connect plugin in {folder}: fetch them with `make kafka-plugins`"
+            " (Maven fetches them from Maven Central)."
+        )
+    return str(folder)
+
+
 def _require_basic_auth_jars() -> None:
     if not any((runtime_libs() / "worker").glob(BASIC_AUTH_JARS)):
         raise EmbeddedKafkaError(
@@ -328,16 +339,20 @@ class EmbeddedKafka:
         group_id: str,
         topics: dict[str, str],
         basic_auth: dict[str, str] | None = None,
+        plugins: Path | None = None,
         timeout: float = 90.0,
     ) -> "StartedWorker":
         """Start one more worker against a running broker: another Connect cluster.
 
         Its group and internal topics are its own; `stop_worker` stops it. Nothing is kept in
         the state file: the process that starts it stops it (a test session). `basic_auth`
-        (username -> password) makes its REST API demand one of those users.
+        (username -> password) makes its REST API demand one of those users. `plugins` is a
+        plugin folder (`plugin.path`) it loads besides the classpath's plugins.
         """
         jvm = write_logging(self.run_dir)
         options = {"group_id": group_id, "topics": topics}
+        if plugins is not None:
+            options["plugin_path"] = _plugin_path(plugins)
         classpath, auth = _classpath("worker"), None
         if basic_auth is not None:
             jaas = write_basic_auth(self.run_dir, group_id, basic_auth)

@@ -87,12 +87,15 @@ def worker_properties(
     group_id: str = WORKER_GROUP,
     topics: dict[str, str] = WORKER_TOPICS,
     basic_auth: bool = False,
+    plugin_path: str = "",
 ) -> str:
     """A distributed worker's properties; another group and topics make another Connect cluster.
 
     `basic_auth` turns on Connect's basic auth extension (its JAAS file is a JVM option).
+    `plugin_path` adds plugin folders, each loaded in a class loader of its own.
     """
     extensions = {"rest.extension.classes": BASIC_AUTH_EXTENSION} if basic_auth else {}
+    plugins = {"plugin.path": plugin_path} if plugin_path else {}
     return _properties(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -114,10 +117,11 @@ def worker_properties(
             "rest.advertised.host.name": "127.0.0.1",
             "rest.advertised.port": str(rest_port),
             # Plugins are jars on the classpath, found by their service manifests; plugin.path
-            # stays unset (an empty value is refused).
+            # is set only for a worker that loads more (an empty value is refused).
             "plugin.discovery": "service_load",
             "scheduled.rebalance.max.delay.ms": "0",
             **extensions,
+            **plugins,
         }
     )
 

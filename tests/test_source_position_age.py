@@ -1,7 +1,8 @@
 """The age of a CDC source's position, from stored rows of Debezium-shaped offsets: shown beside
 each partition with what it means, in the API, and nothing for shapes not recognised.
 
-(No Debezium connector runs on the test worker; the JDBC shape runs on the real one in
+(Debezium's PostgreSQL connector runs on a real worker in
+tests/integration/test_debezium_position_age.py, the JDBC shape in
 tests/integration/test_source_position_age.py.)
 """
 

@@ -28,6 +28,10 @@ _MIRROR_SOURCE_CLASS = "MirrorSourceConnector"
 # transaction's commit time), others `ts_ms`.
 _DEBEZIUM_PREFIX = "io.debezium.connector."
 _DEBEZIUM_CLOCKS = (("ts_ms", 1), ("ts_usec", 0.001), ("ts_sec", 1000))
+# While Debezium snapshots a table (and in the last snapshot record it commits, until the first
+# change streams), the offset carries `snapshot` ("INITIAL", or true in older releases) and
+# the time the connector read the row, on its own clock: not a change's time in the source.
+_DEBEZIUM_SNAPSHOT = "snapshot"
 
 # JDBC-style sources in timestamp mode keep the last row's timestamp column as `timestamp`
 # (ms since the epoch) and its nanoseconds within the second as `timestamp_nanos`. The
@@ -92,6 +96,8 @@ def source_clock_ms(connector_class: str, offset: object) -> int | None:
         return None
     connector_class = connector_class.strip()
     if connector_class.startswith(_DEBEZIUM_PREFIX):
+        if _in_debezium_snapshot(offset):
+            return None
         for field, to_ms in _DEBEZIUM_CLOCKS:
             value = _integer(offset.get(field))
             if value is not None and value > 0:
@@ -101,6 +107,13 @@ def source_clock_ms(connector_class: str, offset: object) -> int | None:
         value = _integer(offset.get("timestamp"))
         return value if value is not None and value > 0 else None
     return None
+
+
+def _in_debezium_snapshot(offset: Mapping) -> bool:
+    marker = offset.get(_DEBEZIUM_SNAPSHOT)
+    if isinstance(marker, str):
+        return marker.strip().lower() not in ("", "false")
+    return marker is True
 
 
 def has_source_clock(connector_class: str) -> bool:

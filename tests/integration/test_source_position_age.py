@@ -2,8 +2,9 @@
 writes a JDBC source's offset shape ({"incrementing", "timestamp"}), and each commit's age is
 the commit's time less that timestamp, in the partitions, the history, the API and the page.
 
-(Debezium's shapes are covered from stored rows in tests/test_source_position_age.py: no
-Debezium connector runs on the test worker.)
+(Debezium's PostgreSQL connector runs on a worker of its own in
+test_debezium_position_age.py; its other shapes are covered from stored rows in
+tests/test_source_position_age.py.)
 """
 
 import uuid

@@ -111,6 +111,39 @@ def test_unknown_shapes_have_no_source_clock(connector_class, offset):
     assert source_clock_ms(connector_class, offset) is None
 
 
+POSTGRES = "io.debezium.connector.postgresql.PostgresConnector"
+
+
+@pytest.mark.parametrize(
+    "offset",
+    [
+        # Debezium 3.6's PostgreSQL snapshot, its last record as the worker committed it.
+        {
+            "last_snapshot_record": True,
+            "lsn": 22188568,
+            "txId": 726,
+            "ts_usec": 1_795_760_033_456_388,
+            "snapshot": "INITIAL",
+            "snapshot_completed": True,
+        },
+        {"lsn": 22188568, "txId": 726, "ts_usec": 1_795_760_033_456_388, "snapshot": "BLOCKING"},
+        # Older releases marked it true (MySQL's `ts_sec` likewise).
+        {"lsn": 22188568, "ts_usec": 1_795_760_033_456_388, "snapshot": True},
+        {"file": "binlog.000003", "pos": 154, "ts_sec": 1_700_000_000, "snapshot": True},
+    ],
+)
+def test_a_debezium_snapshot_offset_has_no_source_clock(offset):
+    # The snapshot's clock is the time the connector read the row, not a change's time.
+    connector_class = POSTGRES if "lsn" in offset else "io.debezium.connector.mysql.MySqlConnector"
+    assert source_clock_ms(connector_class, offset) is None
+
+
+@pytest.mark.parametrize("marker", [False, "false", "", None])
+def test_a_debezium_offset_marked_no_snapshot_keeps_its_clock(marker):
+    offset = {"lsn": 22188992, "txId": 727, "ts_usec": 1_795_760_034_101_234, "snapshot": marker}
+    assert source_clock_ms(POSTGRES, offset) == 1_795_760_034_101
+
+
 def test_the_upstream_is_suggested_from_a_shared_bootstrap_server():
     clusters = [("a", "k1:9092"), ("b", "K2:9092,k3:9092"), ("c", "k3:9092")]
     config = {"source.cluster.bootstrap.servers": "k3:9092, k9:9092"}
