@@ -67,8 +67,8 @@ $(DEBEZIUM_STAMP): kafka-runtime/pom.xml kafka-runtime/debezium/pom.xml
 .PHONY: kafka-plugins
 kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load with plugin.path (Debezium's PostgreSQL connector)
 
-# The whole suite runs the Debezium test.
-test: kafka-plugins
+# The session's test worker loads the plugin folder (the Debezium test runs on it).
+test test-postgres test-image: kafka-plugins
 
 system-deps: ## Install Debian packages the tests need (chromium, postgresql) when missing
 	@command -v chromium >/dev/null || { \

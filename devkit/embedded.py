@@ -249,12 +249,14 @@ class EmbeddedKafka:
         connect_port: int | None = None,
         worker: bool = True,
         advertised: str | None = None,
+        plugins: Path | None = None,
         timeout: float = 90.0,
     ) -> RuntimeInfo:
         """Start the broker, and the worker unless `worker` is false, unless running; return them.
 
         `advertised` is the address the broker gives clients (default its own): a test puts a
-        proxy there.
+        proxy there. `plugins` is a plugin folder (`plugin.path`) the worker loads besides the
+        classpath's plugins.
         """
         running = self.status()
         if running:
@@ -287,16 +289,21 @@ class EmbeddedKafka:
         )
         if worker:
             try:
-                info = self._start_worker(info, java, jvm, worker_cp, connect_port, timeout)
+                options = {"plugin_path": _plugin_path(plugins)} if plugins is not None else {}
+                info = self._start_worker(
+                    info, java, jvm, worker_cp, connect_port, timeout, options
+                )
             except EmbeddedKafkaError:
                 self._kill(broker)
                 raise
         self.state_path.write_text(json.dumps(asdict(info)))
         return info
 
-    def _start_worker(self, info, java, jvm, classpath, connect_port, timeout) -> RuntimeInfo:
+    def _start_worker(
+        self, info, java, jvm, classpath, connect_port, timeout, options
+    ) -> RuntimeInfo:
         worker, url, log = self._launch_worker(
-            java, jvm, classpath, info.bootstrap_servers, connect_port, timeout, "connect", {}
+            java, jvm, classpath, info.bootstrap_servers, connect_port, timeout, "connect", options
         )
         return RuntimeInfo(
             **{

@@ -9,14 +9,11 @@ import uuid
 from datetime import datetime
 
 import pytest
-from django.conf import settings
 
-from devkit.embedded import EmbeddedKafka
 from offsets.models import RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
 from tests.integration.connect_rest import wait_until
 from tests.integration.logical_postgres import LogicalPostgres, logical_postgres  # noqa: F401
-from tests.integration.workers import ConnectWorker
 
 pytestmark = pytest.mark.integration
 
@@ -24,32 +21,6 @@ RUN = uuid.uuid4().hex[:8]
 CONNECTOR = f"debezium-{RUN}"
 PREFIX = f"dbz{RUN}"
 TABLE = f"customers_{RUN}"
-DEBEZIUM_CONNECT_GROUP = "debezium-connect"
-DEBEZIUM_CONNECT_TOPICS = {
-    "offsets_topic": "debezium-connect-offsets",
-    "configs_topic": "debezium-connect-configs",
-    "status_topic": "debezium-connect-status",
-}
-
-
-@pytest.fixture(scope="module")
-def connect_worker(kafka_runtime, tmp_path_factory) -> ConnectWorker:
-    """A worker loading Debezium from its plugin folder (plugin.path), for `rest` and `cluster`.
-
-    Its own, on the session broker: the session's worker keeps Debezium's jars off its
-    classpath and its start-up free of them.
-    """
-    if not kafka_runtime.connect_url:
-        pytest.skip("no Connect worker (KAFKA_TEST_CONNECT_URL)")
-    runtime = EmbeddedKafka(tmp_path_factory.mktemp("debezium-connect"))
-    worker = runtime.start_worker(
-        bootstrap_servers=kafka_runtime.bootstrap_servers,
-        group_id=DEBEZIUM_CONNECT_GROUP,
-        topics=DEBEZIUM_CONNECT_TOPICS,
-        plugins=settings.KAFKA_RUNTIME_PLUGINS,
-    )
-    yield ConnectWorker(worker.url, DEBEZIUM_CONNECT_TOPICS)
-    runtime.stop_worker(worker)
 
 
 def ms(at: str | datetime) -> int:
