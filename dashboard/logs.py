@@ -34,6 +34,24 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class UnreadyProbes(logging.Filter):
+    """Drop Django's "Service Unavailable" error line for a /readyz or /healthz answer.
+
+    An unready /readyz answers 503 by design, and an orchestrator asks every few seconds: as
+    ERROR lines they would bury real errors. The request line (gunicorn's) still records it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        return not (
+            getattr(record, "status_code", None) == 503
+            and getattr(request, "path", None) in PROBE_PATHS
+        )
+
+
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
+
+
 class PlainFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -52,10 +70,12 @@ def logging_config(level: str) -> dict:
             "json": {"()": JsonFormatter},
             "plain": {"()": PlainFormatter},
         },
+        "filters": {"unready_probes": {"()": UnreadyProbes}},
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": formatter}},
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
             "py4j": {"level": "WARNING"},
+            "django.request": {"filters": ["unready_probes"]},
             # gunicorn's own lines in the same format; its request lines are formatted by
             # deploy/gunicorn.conf.py and keep gunicorn's handler.
             "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},

@@ -1,11 +1,14 @@
 """/healthz and /readyz: answered without a login, JSON, and never a name."""
 
+import logging
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db import DatabaseError
 from django.utils import timezone
 
+from dashboard.logs import UnreadyProbes
 from offsets.models import RefreshRun, SchedulerBeat
 from tests import factories
 
@@ -91,3 +94,25 @@ def test_readyz_is_unready_when_the_database_does_not_answer(client, monkeypatch
     assert response.status_code == 503
     assert response.json() == {"status": "unready", "checks": {"database": "unreachable"}}
     assert "could not connect" not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_unready_answer_is_not_logged_as_a_server_error(client, caplog):
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        assert client.get("/readyz").status_code == 503  # no scheduler
+    assert [r for r in caplog.records if r.name == "django.request"] == []
+
+
+def test_other_server_errors_are_still_logged():
+    unready = UnreadyProbes()
+
+    def record(path: str, status: int) -> logging.LogRecord:
+        line = logging.LogRecord("django.request", logging.ERROR, "", 0, "x", (), None)
+        line.status_code, line.request = status, SimpleNamespace(path=path)
+        return line
+
+    assert not unready.filter(record("/readyz", 503))
+    assert not unready.filter(record("/healthz", 503))
+    assert unready.filter(record("/readyz", 500))
+    assert unready.filter(record("/api/v1/clusters/", 503))
+    assert unready.filter(logging.LogRecord("django.request", 40, "", 0, "x", (), None))
