@@ -345,7 +345,7 @@ def test_a_refresh_records_its_outcome_without_undoing_what_others_wrote_meanwhi
 
 @pytest.fixture
 def fake_spark(monkeypatch):
-    """The command's Spark session and refresh, recorded instead of run."""
+    """The command's refreshes recorded instead of run, and Spark's start and stop if any."""
     from offsets.management.commands import refresh_offsets
     from offsets.spark import session
 
@@ -354,6 +354,10 @@ def fake_spark(monkeypatch):
     class Spark:
         def stop(self):
             calls.append("stop")
+
+    def started(*args):
+        calls.append("spark")
+        return Spark()
 
     def refresh(**kwargs):
         calls.append(kwargs)
@@ -364,9 +368,22 @@ def fake_spark(monkeypatch):
         run.refresh_from_db()
         return run
 
-    monkeypatch.setattr(session, "get_spark", lambda *args: Spark())
+    monkeypatch.setattr(session, "get_spark", started)
     monkeypatch.setattr(refresh_offsets, "run_refresh", refresh)
     return calls
+
+
+@pytest.fixture
+def kafka_answers(monkeypatch):
+    """Kafka answers every refresh with no connector, so that the refresh goes on to Spark."""
+    from offsets.connect_state import ConnectState
+    from offsets.refresh import plan
+
+    def read_state_and_plan(cluster, *, full, prepare):
+        prepare(ConnectState(connectors=[], malformed_config_records=0, malformed_status_records=0))
+        raise AssertionError("the test's Spark start returns nothing to plan with")
+
+    monkeypatch.setattr(plan, "read_state_and_plan", read_state_and_plan)
 
 
 @pytest.mark.django_db
@@ -391,7 +408,7 @@ def test_the_command_says_one_line_a_round_at_verbosity_zero(fake_spark):
     quiet, loud = io.StringIO(), io.StringIO()
     call_command("refresh_offsets", cluster="prod", verbosity=0, stdout=quiet)
     call_command("refresh_offsets", cluster="prod", stdout=loud)
-    assert fake_spark[0]["progress"] is None and fake_spark[2]["progress"] is not None
+    assert fake_spark[0]["progress"] is None and fake_spark[1]["progress"] is not None
     assert [line.split(" in ")[0] for line in quiet.getvalue().splitlines()] == [
         f"Refresh #{RefreshRun.objects.earliest('pk').pk} succeeded"
     ]
@@ -412,8 +429,8 @@ def test_the_command_refuses_a_run_that_is_not_running(fake_spark):
 
 
 @pytest.mark.django_db
-def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched):
-    from django.core.management import call_command
+def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched, kafka_answers):
+    from django.core.management import CommandError, call_command
 
     from offsets.spark import session
 
@@ -422,7 +439,7 @@ def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched):
 
     monkeypatch.setattr(session, "get_spark", no_java)
     claimed = background.start_refresh(cluster=make.cluster("prod"))
-    with pytest.raises(RuntimeError):
+    with pytest.raises(CommandError, match="Refresh failed: Spark could not start: Java gateway"):
         call_command("refresh_offsets", cluster="prod", run_id=claimed.pk)
     claimed.refresh_from_db()
     assert claimed.status == RefreshRun.Status.FAILED
@@ -430,7 +447,7 @@ def test_a_claimed_run_fails_when_spark_cannot_start(monkeypatch, launched):
 
 
 @pytest.mark.django_db
-def test_ctrl_c_while_spark_starts_fails_the_claimed_run(monkeypatch):
+def test_ctrl_c_while_spark_starts_fails_the_claimed_run(monkeypatch, kafka_answers):
     from django.core.management import CommandError, call_command
 
     from offsets.spark import session
@@ -444,6 +461,24 @@ def test_ctrl_c_while_spark_starts_fails_the_claimed_run(monkeypatch):
         call_command("refresh_offsets", cluster="prod")
     run = RefreshRun.objects.get()  # claimed by the command itself
     assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+
+
+@pytest.mark.django_db
+def test_a_cluster_that_does_not_answer_fails_without_starting_spark(monkeypatch, settings):
+    from django.core.management import CommandError, call_command
+
+    from offsets.spark import session
+
+    def no_spark_wanted(*args):
+        raise AssertionError("Spark started for a cluster that never answered")
+
+    monkeypatch.setattr(session, "get_spark", no_spark_wanted)
+    settings.KAFKA_READ_TIMEOUT = 1
+    make.cluster("prod")  # nothing listens at its port
+    with pytest.raises(CommandError, match="Refresh failed: "):
+        call_command("refresh_offsets", cluster="prod", stdout=io.StringIO())
+    run = RefreshRun.objects.get()
+    assert run.status == RefreshRun.Status.FAILED and "Spark" not in run.error
 
 
 # -------------------------------------------------------------------------------------------
@@ -499,15 +534,14 @@ def test_a_loop_skips_its_round_while_another_refresh_runs(fake_spark, monkeypat
     assert lines[0].startswith("A refresh of prod is already running")
     assert lines[0].endswith("merging). Skipping rounds while it runs.")
     assert lines[1].endswith("saving results). Skipping rounds while it runs.")
-    assert fake_spark == ["stop"]  # Spark started and stopped, no refresh ran
+    assert fake_spark == []  # no refresh ran, so Spark never started
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_command_beats_while_spark_starts_and_while_it_refreshes(monkeypatch, settings):
+def test_the_command_beats_while_it_refreshes_spark_start_included(monkeypatch, settings):
     from django.core.management import call_command
 
     from offsets.management.commands import refresh_offsets
-    from offsets.spark import session
 
     settings.REFRESH_HEARTBEAT_SECONDS = 0.05
     cluster = make.cluster("prod")
@@ -517,24 +551,14 @@ def test_the_command_beats_while_spark_starts_and_while_it_refreshes(monkeypatch
         run = RefreshRun.objects.get()
         return run.heartbeat_at is not None and run.heartbeat_at > since
 
-    class Spark:
-        def stop(self):
-            pass
-
-    def slow_spark(*args):
-        since = timezone.now()
-        wait_for(lambda: beaten_after(since))
-        beats["spark"] = True
-        return Spark()
-
     def slow_refresh(**kwargs):
+        # Spark starts inside the refresh (refresh.compute.start_spark), so these beats cover it.
         since = timezone.now()
         wait_for(lambda: beaten_after(since))
         beats["refresh"] = True
         RefreshRun.objects.filter(pk=kwargs["run"].pk).update(status=RefreshRun.Status.SUCCEEDED)
         return RefreshRun.objects.get(pk=kwargs["run"].pk)
 
-    monkeypatch.setattr(session, "get_spark", slow_spark)
     monkeypatch.setattr(refresh_offsets, "run_refresh", slow_refresh)
     call_command("refresh_offsets", cluster=cluster.name, stdout=io.StringIO())
-    assert beats == {"spark": True, "refresh": True}
+    assert beats == {"refresh": True}

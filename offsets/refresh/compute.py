@@ -60,9 +60,7 @@ def merge_inputs(
     incremental refresh's merge waited for. The previous state stays an Arrow table until the
     merge makes its frame.
     """
-    from offsets.spark.session import get_spark
-
-    spark = spark or get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+    spark = spark or start_spark()
     if full:
         table = stored_rows = None
         stored_keys = SourceOffset.objects.filter(cluster=cluster).count()
@@ -77,6 +75,17 @@ def merge_inputs(
         own_topics={c.name: c.own_offsets_topic for c in connectors if c.own_offsets_topic},
         running=frozenset(c.name for c in connectors if c.consuming),
     )
+
+
+def start_spark():
+    """The process's Spark session, started now if it is not yet: a refresh starts Spark only
+    once Kafka has answered, so that one of an unreachable cluster fails in seconds."""
+    from offsets.spark.session import get_spark
+
+    try:
+        return get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+    except Exception as exc:
+        raise RuntimeError(f"Spark could not start: {exc}") from exc
 
 
 def previous_state(cluster: Cluster):

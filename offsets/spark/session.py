@@ -18,9 +18,17 @@ logger = logging.getLogger(__name__)
 PROJECT_PACKAGE = Path(__file__).resolve().parent.parent  # offsets/
 JSON_LOG4J = Path(__file__).resolve().with_name("log4j2-json.properties")
 
+_session: SparkSession | None = None  # the session get_spark last returned
+
+
+def current_session() -> SparkSession | None:
+    """The session `get_spark` last returned in this process, or None before the first."""
+    return _session
+
 
 def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it on first use."""
+    global _session
     local = master.startswith("local")
     if local:
         # Keep everything on loopback (Spark otherwise binds the external interface) and run
@@ -52,6 +60,7 @@ def get_spark(master: str = "local[*]", conf: dict[str, str] | None = None) -> S
     spark.dataSource.register(KafkaSnapshotSource)
     if not local:
         _ship_project(spark)
+    _session = spark
     return spark
 
 

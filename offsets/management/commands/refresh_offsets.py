@@ -1,10 +1,8 @@
-import contextlib
 import logging
 import signal
 import threading
 import time
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
@@ -15,7 +13,6 @@ from offsets.models import Cluster, RefreshRun
 from offsets.refresh import background
 from offsets.refresh.plan import has_read_before
 from offsets.refresh.run import run_refresh
-from offsets.refresh.runs import INTERRUPTED
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +59,19 @@ class Command(BaseCommand):
         if every is not None:
             signal.signal(signal.SIGTERM, self.on_signal)
             signal.signal(signal.SIGINT, self.on_signal)
-        spark = self.start_spark(claimed)
+        from offsets.spark import session
+
+        before = session.current_session()
         try:
-            self.refresh_rounds(found, full=full, every=every, spark=spark, claimed=claimed)
+            # Spark starts with the first refresh that gets past Kafka (refresh.compute): a
+            # loop keeps that session, and a cluster that does not answer never starts it.
+            self.refresh_rounds(found, full=full, every=every, claimed=claimed)
         except KeyboardInterrupt:  # the run is recorded as interrupted (run_refresh)
             raise CommandError("Interrupted.") from None
         finally:
-            spark.stop()
+            started = session.current_session()
+            if started is not None and started is not before:
+                started.stop()
 
     def first_run(
         self, cluster: Cluster, *, full: bool, every: float | None, run_id: int | None
@@ -88,25 +91,8 @@ class Command(BaseCommand):
         if claimed is None:
             running = background.running_refresh(cluster=cluster)
             raise CommandError(f"{self.already_running(cluster, running)} Not started.")
-        RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting Spark")
+        RefreshRun.objects.filter(pk=claimed.pk).update(phase="starting")
         return claimed
-
-    def start_spark(self, claimed: RefreshRun | None):
-        from offsets.spark.session import get_spark
-
-        try:
-            # Spark may take a minute to start: the claimed run shows signs of life meanwhile.
-            with background.heartbeat(claimed) if claimed else contextlib.nullcontext():
-                return get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
-        # The claimed run would otherwise say "running" until it is deemed abandoned.
-        except KeyboardInterrupt:
-            if claimed is not None:
-                self.fail_claimed(claimed, INTERRUPTED)
-            raise CommandError("Interrupted.") from None
-        except Exception as exc:
-            if claimed is not None:
-                self.fail_claimed(claimed, f"Spark could not start: {exc}")
-            raise
 
     def refresh_rounds(
         self,
@@ -114,7 +100,6 @@ class Command(BaseCommand):
         *,
         full: bool,
         every: float | None,
-        spark,
         claimed: RefreshRun | None,
     ) -> None:
         """Refresh once, or every `every` seconds until stopped, skipping rounds while
@@ -136,7 +121,7 @@ class Command(BaseCommand):
                     )
             else:
                 with background.heartbeat(run):
-                    run = self.refresh_once(cluster, full=full, spark=spark, run=run)
+                    run = self.refresh_once(cluster, full=full, run=run)
                 full = False  # only the first round of a loop rebuilds
             # On a thread: a receiver that hangs holds neither this round nor the next.
             delivery.send_in_background()
@@ -164,20 +149,12 @@ class Command(BaseCommand):
             raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
         # This process runs it from now on (the process that claimed it only launched it).
         RefreshRun.objects.filter(pk=run.pk).update(
-            phase="starting Spark", heartbeat_at=timezone.now(), **background.this_process()
+            phase="starting", heartbeat_at=timezone.now(), **background.this_process()
         )
         return run
 
-    def fail_claimed(self, run: RefreshRun, error: str) -> None:
-        RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(
-            status=RefreshRun.Status.FAILED,
-            finished_at=timezone.now(),
-            error=error[:500],
-            phase=f"failed: {error[:200]}",
-        )
-
     def refresh_once(
-        self, cluster: Cluster, *, full: bool, spark, run: RefreshRun | None = None
+        self, cluster: Cluster, *, full: bool, run: RefreshRun | None = None
     ) -> RefreshRun:
         started = time.monotonic()
         if full:
@@ -195,7 +172,6 @@ class Command(BaseCommand):
         run = run_refresh(
             cluster=cluster,
             full=full,
-            spark=spark,
             progress=None if quiet else self.stdout.write,
             run=run,
         )
