@@ -142,7 +142,9 @@ def test_the_command_survives_sigkill_and_stops_on_sigterm_within_ten_seconds(
         out, _ = second.communicate(timeout=30)
         assert time.monotonic() - started < 10, out
     finally:
-        second.kill()
+        if second.poll() is None:  # the test failed before the stop: end it and its pipe
+            second.kill()
+            out, _ = second.communicate(timeout=30)
     assert second.returncode == 0, out
     assert "Received SIGTERM: stopping." in out and "Stopped." in out
     # Nothing is left running: a refresh cut short says so.
