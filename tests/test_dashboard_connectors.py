@@ -193,9 +193,33 @@ def test_a_failed_first_refresh_says_there_is_nothing_to_show(logged_in_client):
 
 
 def test_old_results_are_marked_stale(logged_in_client, prod, settings):
+    # Refreshed by hand: no period to judge against, the global cut-off decides.
+    prod.refresh_every_seconds = 0
+    prod.save()
     settings.SNAPSHOT_STALE_SECONDS = 30
     html = logged_in_client.get(URL).content.decode()
     assert 'data-run="stale"' in html
+
+
+def test_a_scheduled_cluster_is_judged_by_its_own_period_not_the_global_cut_off(
+    logged_in_client, prod, settings
+):
+    settings.SNAPSHOT_STALE_SECONDS = 30
+    settings.READY_REFRESH_PERIODS = 3
+    # The results are 40 s old; the last refresh took 5 s.
+    RefreshRun.objects.filter(cluster=prod).update(seconds=5.0)
+    prod.refresh_every_seconds = 600
+    prod.save()
+    assert 'data-run="fresh"' in logged_in_client.get(URL).content.decode()
+    prod.refresh_every_seconds = 10  # a result expected every 15 s: 40 s is late
+    prod.save()
+    html = logged_in_client.get(URL).content.decode()
+    assert 'data-run="late"' in html
+    assert "prod is refreshed every 10 s." in html
+    settings.READY_REFRESH_PERIODS = 2  # stale past two gaps (30 s)
+    html = logged_in_client.get(URL).content.decode()
+    assert 'data-run="stale"' in html
+    assert "though prod is refreshed every 10 s." in html
 
 
 def test_a_running_refresh_is_announced_and_the_table_polls_faster(logged_in_client, prod):

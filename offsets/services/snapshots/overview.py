@@ -78,7 +78,9 @@ def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]
     return [
         ClusterRuns(
             cluster=row,
-            refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+            refresh=RefreshState(
+                runs.get(row.last_run_id), runs.get(row.last_success_id), row.refresh_every_seconds
+            ),
         )
         for row in rows
     ]
