@@ -57,7 +57,7 @@ def test_an_unknown_cluster_is_a_404_page(logged_in_client):
 
 
 def test_it_lists_every_connector_with_its_columns_and_badges(logged_in_client, prod):
-    html = logged_in_client.get(URL).content.decode()
+    html = logged_in_client.get(URL + "?sort=name").content.decode()
     assert names(html) == [
         "alpha-source",
         "beta-sink",
@@ -107,14 +107,16 @@ def test_a_running_connector_with_a_failed_task_says_so_in_the_list(logged_in_cl
         ("?sort=-lag_records", ["beta-sink", "gamma-sink"]),
         ("?sort=-status", ["beta-sink", "mm2-source", "gamma-sink"]),
         ("?sort=-partitions", ["alpha-source", "beta-sink"]),
-        ("?type=sink", ["beta-sink", "bq-sink", "gamma-sink"]),
+        ("?type=sink&sort=name", ["beta-sink", "bq-sink", "gamma-sink"]),
+        ("?type=sink", ["beta-sink", "gamma-sink", "bq-sink"]),
         ("?state=PAUSED", ["delta-paused"]),
         ("?state=DELETED", ["old-source"]),
         ("?status=ERR", ["beta-sink", "mm2-source"]),
         ("?status=WARN", ["gamma-sink"]),
         ("?status=STOP", ["beta-sink"]),
         ("?status=STALL", ["mm2-source"]),
-        ("?q=SOURCE", ["alpha-source", "eos-source", "mm2-source", "old-source"]),
+        ("?q=SOURCE&sort=name", ["alpha-source", "eos-source", "mm2-source", "old-source"]),
+        ("?q=SOURCE", ["mm2-source", "alpha-source", "eos-source", "old-source"]),
         ("?q=sink&type=sink&sort=-name", ["gamma-sink", "bq-sink", "beta-sink"]),
     ],
 )

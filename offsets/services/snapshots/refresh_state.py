@@ -46,7 +46,7 @@ class RefreshState:
 
     @property
     def staleness(self) -> str:
-        """"fresh", "late" (amber) or "stale" (red): the age of the results on show against
+        """ "fresh", "late" (amber) or "stale" (red): the age of the results on show against
         the cluster's own period (see offsets/services/snapshots/staleness.py)."""
         run = self.last_success
         return rules.staleness(
