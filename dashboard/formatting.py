@@ -12,6 +12,7 @@ from html import escape
 from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 
+from dashboard import statuses
 from offsets.formats import jackson
 
 DASH = "\u2013"  # en dash: no value
@@ -89,22 +90,35 @@ def compact_json(value: object) -> str:
     return jackson.dumps_text(value)
 
 
-def status_html(status: str | None, reasons: list[str] | tuple[str, ...] = ()) -> SafeString:
+def status_html(
+    status: str | None, reasons: list[str] | tuple[str, ...] = (), *, paused: bool = False
+) -> SafeString:
     """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND,
-    "no commit yet")."""
+    "no commit yet"), each titled with what it means (dashboard/statuses.py).
+
+    `paused`: its owner paused or stopped the connector, so its stopped lag is shown as
+    "paused" rather than as ERR STOP.
+    """
     badges = []
-    if status:
-        name = escape(status)
-        badges.append(
-            f'<span class="status status-{name.lower()}" data-status="{name}">{name}</span>'
-        )
+    if paused:
+        badges.append(_badge(statuses.PAUSED, "status", "paused"))
+        reasons = [reason for reason in reasons if reason != "STOP"]
+    elif status:
+        badges.append(_badge(status, "status", status.lower()))
     for reason in reasons:
-        name = escape(reason)
-        css = name.lower().replace(" ", "-")
-        badges.append(f'<span class="status status-{css}" data-reason="{name}">{name}</span>')
+        badges.append(_badge(reason, "reason", reason.lower().replace(" ", "-")))
     if not badges:
         return SafeString(f'<span class="status status-none" data-status="">{DASH}</span>')
     return SafeString(" ".join(badges))
+
+
+def _badge(name: str, kind: str, css: str) -> str:
+    meaning = statuses.meaning(name)
+    title = f' title="{escape(meaning)}"' if meaning else ""
+    return (
+        f'<span class="status status-{escape(css)}" data-{kind}="{escape(name)}"{title}>'
+        f"{escape(name)}</span>"
+    )
 
 
 def ago_html(at: datetime | None, now: datetime) -> SafeString:

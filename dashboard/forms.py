@@ -37,7 +37,8 @@ class ConnectorFilterForm(forms.Form):
     page = forms.IntegerField(required=False, min_value=1)
 
     def clean_sort(self) -> str:
-        return self.cleaned_data["sort"] or "name"
+        # Problems first unless asked otherwise: the first screen answers "what is wrong".
+        return self.cleaned_data["sort"] or "problems"
 
     def clean_page(self) -> int:
         return self.cleaned_data["page"] or 1

@@ -57,7 +57,7 @@ def test_an_unknown_cluster_is_a_404_page(logged_in_client):
 
 
 def test_it_lists_every_connector_with_its_columns_and_badges(logged_in_client, prod):
-    html = logged_in_client.get(URL).content.decode()
+    html = logged_in_client.get(URL + "?sort=name").content.decode()
     assert names(html) == [
         "alpha-source",
         "beta-sink",
@@ -107,14 +107,16 @@ def test_a_running_connector_with_a_failed_task_says_so_in_the_list(logged_in_cl
         ("?sort=-lag_records", ["beta-sink", "gamma-sink"]),
         ("?sort=-status", ["beta-sink", "mm2-source", "gamma-sink"]),
         ("?sort=-partitions", ["alpha-source", "beta-sink"]),
-        ("?type=sink", ["beta-sink", "bq-sink", "gamma-sink"]),
+        ("?type=sink&sort=name", ["beta-sink", "bq-sink", "gamma-sink"]),
+        ("?type=sink", ["beta-sink", "gamma-sink", "bq-sink"]),
         ("?state=PAUSED", ["delta-paused"]),
         ("?state=DELETED", ["old-source"]),
         ("?status=ERR", ["beta-sink", "mm2-source"]),
         ("?status=WARN", ["gamma-sink"]),
         ("?status=STOP", ["beta-sink"]),
         ("?status=STALL", ["mm2-source"]),
-        ("?q=SOURCE", ["alpha-source", "eos-source", "mm2-source", "old-source"]),
+        ("?q=SOURCE&sort=name", ["alpha-source", "eos-source", "mm2-source", "old-source"]),
+        ("?q=SOURCE", ["mm2-source", "alpha-source", "eos-source", "old-source"]),
         ("?q=sink&type=sink&sort=-name", ["gamma-sink", "bq-sink", "beta-sink"]),
     ],
 )
@@ -193,9 +195,33 @@ def test_a_failed_first_refresh_says_there_is_nothing_to_show(logged_in_client):
 
 
 def test_old_results_are_marked_stale(logged_in_client, prod, settings):
+    # Refreshed by hand: no period to judge against, the global cut-off decides.
+    prod.refresh_every_seconds = 0
+    prod.save()
     settings.SNAPSHOT_STALE_SECONDS = 30
     html = logged_in_client.get(URL).content.decode()
     assert 'data-run="stale"' in html
+
+
+def test_a_scheduled_cluster_is_judged_by_its_own_period_not_the_global_cut_off(
+    logged_in_client, prod, settings
+):
+    settings.SNAPSHOT_STALE_SECONDS = 30
+    settings.READY_REFRESH_PERIODS = 3
+    # The results are 40 s old; the last refresh took 5 s.
+    RefreshRun.objects.filter(cluster=prod).update(seconds=5.0)
+    prod.refresh_every_seconds = 600
+    prod.save()
+    assert 'data-run="fresh"' in logged_in_client.get(URL).content.decode()
+    prod.refresh_every_seconds = 10  # a result expected every 15 s: 40 s is late
+    prod.save()
+    html = logged_in_client.get(URL).content.decode()
+    assert 'data-run="late"' in html
+    assert "prod is refreshed every 10 s." in html
+    settings.READY_REFRESH_PERIODS = 2  # stale past two gaps (30 s)
+    html = logged_in_client.get(URL).content.decode()
+    assert 'data-run="stale"' in html
+    assert "though prod is refreshed every 10 s." in html
 
 
 def test_a_running_refresh_is_announced_and_the_table_polls_faster(logged_in_client, prod):

@@ -102,6 +102,44 @@ def test_a_running_refresh_that_missed_its_heartbeats_is_flagged(logged_in_clien
     assert 'data-field="silent"' not in logged_in_client.get("/").content.decode()
 
 
+def test_a_cluster_refreshed_every_second_with_old_results_is_red_not_green(logged_in_client):
+    cluster = make.cluster("live", refresh_every_seconds=1)
+    make.run(cluster, ago=29 * 60 + 57, seconds=1.5)
+    html = logged_in_client.get("/").content.decode()
+    assert 'class="run run-stale" data-run="succeeded"' in html
+    assert 'data-staleness="stale">Stale: results 29m ' in html
+    assert " old; refreshed every 1 s<" in html
+
+
+def test_a_late_cluster_is_amber_and_a_fresh_one_says_nothing_more(logged_in_client):
+    late = make.cluster("late", refresh_every_seconds=20)
+    make.run(late, ago=80, seconds=5.0)  # 60 s old, a result expected every 25 s
+    fresh = make.cluster("fresh", refresh_every_seconds=60)
+    make.run(fresh, ago=30, seconds=5.0)
+    html = logged_in_client.get("/").content.decode()
+    late_row = html.split('data-cluster="late"')[1].split("</tr>")[0]
+    fresh_row = html.split('data-cluster="fresh"')[1].split("</tr>")[0]
+    assert 'class="run run-late"' in late_row
+    assert 'data-staleness="late">Late: results 1m ' in late_row
+    assert " old; refreshed every 20 s<" in late_row
+    assert 'class="run run-succeeded"' in fresh_row
+    assert "data-staleness" not in fresh_row
+
+
+def test_a_cluster_refreshed_by_hand_turns_red_only_after_the_global_cut_off(
+    logged_in_client, settings
+):
+    settings.SNAPSHOT_STALE_SECONDS = 1800
+    cluster = make.cluster("manual", refresh_every_seconds=0)
+    run = make.run(cluster, ago=1200)
+    assert "data-staleness" not in logged_in_client.get("/").content.decode()
+    RefreshRun.objects.filter(pk=run.pk).update(
+        finished_at=timezone.now() - timedelta(seconds=3600)
+    )
+    html = logged_in_client.get("/").content.decode()
+    assert 'data-staleness="stale">Stale: results 1h 00m old; refreshed by hand<' in html
+
+
 def test_it_shows_a_failed_refresh_with_its_error(logged_in_client):
     cluster = make.cluster("prod")
     make.run(cluster, ago=600)

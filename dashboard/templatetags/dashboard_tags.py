@@ -9,7 +9,7 @@ from django.http import QueryDict
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from dashboard import formatting
+from dashboard import formatting, statuses
 from offsets.formats.connector_paths import to_segment
 
 register = template.Library()
@@ -19,6 +19,7 @@ register.filter("duration_ms", formatting.duration_ms)
 register.filter("compact_json", formatting.compact_json)
 register.filter("name_html", formatting.name_html)
 register.filter("name_text", formatting.name_text)
+register.filter("status_title", statuses.meaning)
 
 
 @register.filter
@@ -53,9 +54,16 @@ def age_hole(at: datetime | None) -> str:
 
 
 @register.simple_tag
-def status_badge(status: str | None, reasons: list[str] | None = None) -> str:
-    """The lag status as a coloured badge, then its reasons (STALL, STOP, REWIND) beside it."""
-    return formatting.status_html(status, reasons or ())
+def status_badge(status: str | None, reasons: list[str] | None = None, paused: bool = False) -> str:
+    """The lag status as a coloured badge, then its reasons (STALL, STOP, REWIND) beside it;
+    "paused" for a connector its owner paused."""
+    return formatting.status_html(status, reasons or (), paused=paused)
+
+
+@register.inclusion_tag("dashboard/_status_legend.html")
+def status_legend() -> dict:
+    """What each status means: the one legend the pages share."""
+    return {"meanings": statuses.MEANINGS}
 
 
 def query_string(parameters: QueryDict, **values: str | None) -> str:
@@ -94,6 +102,18 @@ def sort_header(
         f'<th aria-sort="{sorted_attr}"{numeric_class}><a href="{url}" hx-get="{url}" '
         f'hx-target="#{escape(target)}" hx-swap="outerHTML" hx-push-url="true" '
         f'data-sort="{escape(key)}">{escape(label)}{arrow}</a></th>'
+    )
+
+
+@register.simple_tag(takes_context=True)
+def order_link(context: template.Context, key: str, label: str, target: str) -> SafeString:
+    """A link that orders the table by `key`, or the label in bold when it already is."""
+    if (context.get("sort") or "") == key:
+        return SafeString(f'<strong aria-current="true">{escape(label)}</strong>')
+    url = escape(query_string(context["request"].GET, page=None, sort=key))
+    return SafeString(
+        f'<a href="{url}" hx-get="{url}" hx-target="#{escape(target)}" hx-swap="outerHTML" '
+        f'hx-push-url="true" data-order="{escape(key)}">{escape(label)}</a>'
     )
 
 

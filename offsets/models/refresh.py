@@ -84,6 +84,11 @@ class ReadPosition(models.Model):
         return f"{self.topic}[{self.partition}] @ {self.next_offset}"
 
 
+# Target states an owner sets to pause or stop a connector on purpose (PUT /pause, /stop): a
+# connector in one is "paused", not an alarm.
+PLANNED_PAUSE_STATES = ("PAUSED", "STOPPED")
+
+
 class ConnectorSnapshot(models.Model):
     """A connector as the last successful refresh saw it (config, status, offsets, lag)."""
 
@@ -163,6 +168,12 @@ class ConnectorSnapshot(models.Model):
     def failed(self) -> bool:
         """Whether the connector or one of its tasks is FAILED."""
         return not self.deleted and (self.runtime_state == "FAILED" or self.failed_tasks > 0)
+
+    @property
+    def paused_by_owner(self) -> bool:
+        """Whether its owner paused or stopped it (its target state), and nothing failed: its
+        lag then stops by design (the list's "problems first" order says the same)."""
+        return not self.deleted and self.target_state in PLANNED_PAUSE_STATES and not self.failed
 
     @property
     def first_task_error(self) -> str:

@@ -21,6 +21,7 @@ from offsets.models import (
 )
 from offsets.refresh import background
 from offsets.refresh.run import run_refresh
+from offsets.services.snapshots import connectors
 from tests.browser.pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -76,7 +77,9 @@ def test_the_connectors_list_shows_each_connector_with_the_stored_numbers(
     signed_in.click("tr[data-cluster='demo'] a:text('demo')")
     signed_in.wait_for_selector("table#connectors")
     snapshots = {s.name: s for s in ConnectorSnapshot.objects.filter(cluster=refreshed_demo)}
-    assert rows(signed_in) == sorted(snapshots)
+    # Problems first by default, as the service orders them; by name one click away.
+    problems_first = [s.name for s in connectors(cluster=refreshed_demo, sort="problems")]
+    assert rows(signed_in) == problems_first
     for name, snapshot in snapshots.items():
         row = signed_in.locator(f"tr[data-connector='{name}']")
         assert row.locator("[data-field='partitions']").inner_text() == f"{snapshot.partitions:,}"
@@ -84,7 +87,8 @@ def test_the_connectors_list_shows_each_connector_with_the_stored_numbers(
         if snapshot.type == "sink" and not snapshot.offsets_managed_externally:
             lag = row.locator("[data-field='lag-records']").inner_text()
             assert lag == f"{snapshot.lag_records:,}"
-            assert row.locator(f"[data-status='{snapshot.lag_status}']").count() == 1
+            shown = "paused" if snapshot.paused_by_owner else snapshot.lag_status
+            assert row.locator(f"[data-status='{shown}']").count() == 1
     badges = {
         "orders-cdc-eos": "own offsets topic (exactly-once)",
         "mm2-us-east-source": "MirrorMaker 2",
@@ -96,6 +100,9 @@ def test_the_connectors_list_shows_each_connector_with_the_stored_numbers(
     failed = signed_in.locator("tr[data-connector='jdbc-sink-audit'] .state-failed")
     assert "SQLException" in failed.get_attribute("title")
     screenshot("connectors")
+    signed_in.click("[data-order='name']")
+    signed_in.wait_for_selector("[data-order='problems']")
+    assert rows(signed_in) == sorted(snapshots)
 
 
 def test_sorting_filtering_and_searching_survive_the_polling(

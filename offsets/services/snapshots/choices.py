@@ -4,9 +4,12 @@ from django.db.models import (
     Case,
     F,
     IntegerField,
+    Q,
     Value,
     When,
 )
+
+from offsets.models.refresh import PLANNED_PAUSE_STATES
 
 # Runtime states a connector can be in (AbstractStatus.State), plus "DELETED" for a connector
 # whose config is gone but whose offsets remain.
@@ -20,8 +23,42 @@ LAG_STATUSES = ("OK", "WARN", "STALL", "STOP", "REWIND", "ERR")
 ERR_REASONS = ("STALL", "STOP", "REWIND")
 SEVERITY_RANKS = {"OK": 1, "WARN": 2, "REWIND": 3, "STALL": 4, "STOP": 5, "ERR": 6}
 
-# Sort keys offered to users -> model fields (nulls always last).
+# A connector's place in the "problems first" order, worst first; the first that matches
+# wins. A connector its owner paused or stopped (target state) is not running by design: it
+# comes after every real problem and is never a lag error. Deleted ones come last of all.
+PLANNED_PAUSE = Q(target_state__in=PLANNED_PAUSE_STATES)
+PROBLEMS = (
+    ("failed", Q(runtime_state="FAILED") | Q(failed_tasks__gt=0)),
+    ("lag ERR", Q(lag_status="ERR") & ~PLANNED_PAUSE),
+    ("stalled", Q(type="source", stalled_partitions__gt=0)),
+    ("not running", ~Q(runtime_state="RUNNING") & ~PLANNED_PAUSE),
+    ("lag WARN", Q(lag_status="WARN") | Q(uncommitted_partitions__gt=0)),
+    ("paused by its owner", PLANNED_PAUSE),
+)
+PAUSED_RANK = len(PROBLEMS) - 1  # ranks below this are problems to look at
+HEALTHY_RANK = len(PROBLEMS)
+DELETED_RANK = len(PROBLEMS) + 1
+
+
+def problem_case() -> Case:
+    """Return an expression ranking a connector by PROBLEMS, worst lowest, for sorting."""
+    return Case(
+        When(deleted=True, then=Value(DELETED_RANK)),
+        *(When(condition, then=Value(rank)) for rank, (_, condition) in enumerate(PROBLEMS)),
+        default=Value(HEALTHY_RANK),
+        output_field=IntegerField(),
+    )
+
+
+def problem_label(rank: int | None) -> str:
+    """What a PROBLEMS rank says ("failed", "lag ERR", ...); "" for a healthy or deleted one."""
+    return PROBLEMS[rank][0] if rank is not None and 0 <= rank < len(PROBLEMS) else ""
+
+
+# Sort keys offered to users -> model fields (nulls always last). The list's default is
+# "problems": what is wrong comes first.
 CONNECTOR_SORTS = {
+    "problems": "problem",
     "name": "name",
     "type": "type",
     "state": "state_order",

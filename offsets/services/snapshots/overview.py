@@ -18,7 +18,14 @@ from offsets.models import (
     ConnectorSnapshot,
     RefreshRun,
 )
-from offsets.services.snapshots.choices import DELETED, STATE_CHOICES, severity_rank
+from offsets.services.snapshots.choices import (
+    DELETED,
+    PAUSED_RANK,
+    STATE_CHOICES,
+    problem_case,
+    problem_label,
+    severity_rank,
+)
 from offsets.services.snapshots.refresh_state import RefreshState
 
 
@@ -31,6 +38,11 @@ class ConnectorCounts:
     total_sink_lag: int | None = None
     worst_lag_status: str | None = None
     failed_tasks: int = 0
+    # The connector to look at first ("problems first" order) and what is wrong with it, and
+    # how many connectors have a problem (a pause by their owner is none).
+    worst_connector: str | None = None
+    worst_problem: str = ""
+    problems: int = 0
 
 
 @dataclass(frozen=True)
@@ -50,12 +62,15 @@ class ClusterSummary:
     worst_lag_status: str | None
     refresh: RefreshState
     failed_tasks: int = 0
+    worst_connector: str | None = None
+    worst_problem: str = ""
+    problems: int = 0
 
 
 def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[ClusterSummary]:
     """Summarise every cluster: connector counts by state, sink lag, worst status, refreshes.
 
-    Three queries whatever the number of clusters and connectors.
+    Four queries whatever the number of clusters and connectors.
     """
     runs = cluster_runs(clusters)
     return summarize(runs, connector_counts([row.cluster.pk for row in runs]))
@@ -78,43 +93,41 @@ def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]
     return [
         ClusterRuns(
             cluster=row,
-            refresh=RefreshState(runs.get(row.last_run_id), runs.get(row.last_success_id)),
+            refresh=RefreshState(
+                runs.get(row.last_run_id), runs.get(row.last_success_id), row.refresh_every_seconds
+            ),
         )
         for row in rows
     ]
 
 
 def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
-    """Connector counts by state, sink lag and worst status of each cluster (one query)."""
+    """Connector counts by state, sink lag, worst status, problems and the worst connector
+    of each cluster (two queries)."""
     groups = _count_groups(cluster_ids)
     counts: dict[int, dict[str, int]] = {pk: {} for pk in cluster_ids}
     totals: dict[int, int] = {}
     sink_lag: dict[int, int | None] = {}
     worst: dict[int, str | None] = {}
     failed_tasks: dict[int, int] = {}
-    for (
-        cluster_id,
-        kind,
-        state,
-        deleted,
-        status,
-        external,
-        task_failed,
-        count,
-        lag,
-        tasks,
-    ) in groups:
+    problems: dict[int, int] = {}
+    for group in groups:
+        cluster_id, kind, state, deleted, status, external, task_failed, problem = group[:8]
+        count, lag, tasks = group[8:]
         key = DELETED if deleted else "FAILED" if task_failed else state
         if not deleted:
             failed_tasks[cluster_id] = failed_tasks.get(cluster_id, 0) + (tasks or 0)
         if key:
             counts[cluster_id][key] = counts[cluster_id].get(key, 0) + count
         totals[cluster_id] = totals.get(cluster_id, 0) + count
+        if problem < PAUSED_RANK:
+            problems[cluster_id] = problems.get(cluster_id, 0) + count
         if kind == "sink" and not external and lag is not None:
             sink_lag[cluster_id] = (sink_lag.get(cluster_id) or 0) + lag
         if severity_rank(status) > severity_rank(worst.get(cluster_id)):
             worst[cluster_id] = status
     order = {state: index for index, state in enumerate(STATE_CHOICES)}
+    worst_connectors = _worst_connectors(cluster_ids) if problems else {}
     return {
         pk: ConnectorCounts(
             connectors=totals.get(pk, 0),
@@ -124,9 +137,33 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
             total_sink_lag=sink_lag.get(pk),
             worst_lag_status=worst.get(pk),
             failed_tasks=failed_tasks.get(pk, 0),
+            worst_connector=worst_connectors.get(pk, (None, None))[0],
+            worst_problem=problem_label(worst_connectors.get(pk, (None, None))[1]),
+            problems=problems.get(pk, 0),
         )
         for pk in cluster_ids
     }
+
+
+def _worst_connectors(cluster_ids: list[int]) -> dict[int, tuple[str, int]]:
+    """Each cluster's first connector in the list's "problems first" order, when it has a
+    problem, with its rank (one query)."""
+    first = (
+        ConnectorSnapshot.objects.filter(cluster=OuterRef("pk"))
+        .annotate(problem=problem_case())
+        .filter(problem__lt=PAUSED_RANK)
+        .order_by("problem", "name")
+    )
+    rows = (
+        Cluster.objects.filter(pk__in=cluster_ids)
+        .annotate(
+            worst_name=Subquery(first.values("name")[:1]),
+            worst_rank=Subquery(first.values("problem")[:1]),
+        )
+        .order_by()
+        .values_list("pk", "worst_name", "worst_rank")
+    )
+    return {pk: (name, rank) for pk, name, rank in rows if name is not None}
 
 
 def _count_groups(cluster_ids: list[int]) -> QuerySet:
@@ -139,7 +176,10 @@ def _count_groups(cluster_ids: list[int]) -> QuerySet:
     return (
         ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
         # A connector whose task failed counts as FAILED, as the list's state filter has it.
-        .annotate(task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()))
+        .annotate(
+            task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()),
+            problem=problem_case(),
+        )
         .values_list(
             "cluster_id",
             "type",
@@ -148,6 +188,7 @@ def _count_groups(cluster_ids: list[int]) -> QuerySet:
             "lag_status",
             "offsets_managed_externally",
             "task_failed",
+            "problem",
         )
         .annotate(count=Count("pk"), lag=Sum("lag_records"), tasks=Sum("failed_tasks"))
         .order_by()
@@ -168,6 +209,9 @@ def summarize(runs: list[ClusterRuns], counts: dict[int, ConnectorCounts]) -> li
                 worst_lag_status=connectors.worst_lag_status,
                 refresh=row.refresh,
                 failed_tasks=connectors.failed_tasks,
+                worst_connector=connectors.worst_connector,
+                worst_problem=connectors.worst_problem,
+                problems=connectors.problems,
             )
         )
     return summaries

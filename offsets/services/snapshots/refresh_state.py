@@ -11,6 +11,7 @@ from offsets.models import (
     Cluster,
     RefreshRun,
 )
+from offsets.services.snapshots import staleness as rules
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,9 @@ class RefreshState:
 
     last_run: RefreshRun | None
     last_success: RefreshRun | None
+    # The cluster's Cluster.refresh_every_seconds (0: refreshed by hand), which staleness
+    # is judged against.
+    every_seconds: int = 0
 
     @property
     def running(self) -> RefreshRun | None:
@@ -41,11 +45,27 @@ class RefreshState:
         return (run.finished_at or run.started_at) if run else None
 
     @property
+    def staleness(self) -> str:
+        """ "fresh", "late" (amber) or "stale" (red): the age of the results on show against
+        the cluster's own period (see offsets/services/snapshots/staleness.py)."""
+        run = self.last_success
+        return rules.staleness(
+            self.age_seconds,
+            every_seconds=self.every_seconds,
+            run_seconds=run.seconds if run is not None else None,
+            stale_seconds=settings.SNAPSHOT_STALE_SECONDS,
+            stale_gaps=settings.READY_REFRESH_PERIODS,
+        )
+
+    @property
     def stale(self) -> bool:
-        """True when the results on show are older than settings.SNAPSHOT_STALE_SECONDS."""
-        at = self.snapshot_at
-        limit = timedelta(seconds=settings.SNAPSHOT_STALE_SECONDS)
-        return at is not None and timezone.now() - at > limit
+        """True when the results on show are stale (red) for this cluster."""
+        return self.staleness == rules.STALE
+
+    @property
+    def late(self) -> bool:
+        """True when the results on show are late (amber) for this cluster, not yet stale."""
+        return self.staleness == rules.LATE
 
     @property
     def silent_since(self) -> datetime | None:
@@ -91,6 +111,11 @@ class RefreshState:
             return f"The last refresh failed {timesince(ended)} ago: {error} {shown}"
         if self.stale:
             return f"Stale: no refresh has succeeded for {timesince(at)}. {shown}"
+        if self.late:
+            return (
+                f"Late: no refresh has succeeded for {timesince(at)}, and this cluster "
+                f"refreshes every {self.every_seconds} s. {shown}"
+            )
         return None
 
 
@@ -98,6 +123,7 @@ def refresh_state(*, cluster: Cluster) -> RefreshState:
     """Return the latest refresh run and the latest successful one (two queries)."""
     runs = RefreshRun.objects.filter(cluster=cluster).order_by("-started_at", "-pk")
     last_run = runs.first()
+    every = cluster.refresh_every_seconds
     if last_run is not None and last_run.status == RefreshRun.Status.SUCCEEDED:
-        return RefreshState(last_run, last_run)
-    return RefreshState(last_run, runs.filter(status=RefreshRun.Status.SUCCEEDED).first())
+        return RefreshState(last_run, last_run, every)
+    return RefreshState(last_run, runs.filter(status=RefreshRun.Status.SUCCEEDED).first(), every)
