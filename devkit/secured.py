@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     ResourcePatternType,
@@ -100,12 +101,33 @@ def create_acls(settings: dict, bindings: list[AclBinding], *, timeout: float = 
         future.result()
 
 
+def exact_filter(binding: AclBinding) -> AclBindingFilter:
+    """The filter matching `binding` alone."""
+    return AclBindingFilter(
+        binding.restype,
+        binding.name,
+        binding.resource_pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission_type,
+    )
+
+
 @handles.released_after
 def delete_acls(settings: dict, bindings: list[AclBinding], *, timeout: float = 30.0) -> None:
-    """Delete `bindings` (each an exact filter) as the principal of `settings`."""
+    """Delete exactly `bindings` as the principal of `settings`."""
     client = handles.admin_client(settings)
-    for future in client.delete_acls(bindings, request_timeout=timeout).values():
+    filters = [exact_filter(binding) for binding in bindings]
+    for future in client.delete_acls(filters, request_timeout=timeout).values():
         future.result()
+
+
+@handles.released_after
+def holds_acl(settings: dict, binding: AclBinding, *, timeout: float = 30.0) -> bool:
+    """Whether the broker's authorizer holds `binding` now."""
+    client = handles.admin_client(settings)
+    return bool(client.describe_acls(exact_filter(binding), request_timeout=timeout).result())
 
 
 class SecuredKafka(EmbeddedKafka):

@@ -11,7 +11,9 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devkit.secured import SecuredInfo, SecuredKafka, SecuredUsers
+from confluent_kafka.admin import AclOperation, ResourceType
+
+from devkit.secured import SecuredInfo, SecuredKafka, SecuredUsers, acl
 from devkit.secured_config import TlsPaths
 from tests.certificates import CertificateAuthority, ClientFiles
 
@@ -29,6 +31,9 @@ WORKER_TOPICS = {
     "status_topic": "tls-connect-status",
 }
 REST_USER = "dashboard"
+# The group ids of the dashboard's readers (offsets.kafka.reading): assign()-only consumers
+# that commit nothing, but librdkafka still finds their group's coordinator.
+READER_GROUP_PREFIX = "offsets-dashboard-"
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,25 @@ class Secured:
     def rest_context(self) -> ssl.SSLContext:
         """The TLS client context of the worker's REST API (the CA and the REST client cert)."""
         context = ssl.create_default_context(cafile=str(self.tls.ca))
-        context.load_cert_chain(
-            str(self.rest_cert.cert), str(self.rest_cert.key), self.rest_cert.key_password
-        )
+        context.load_cert_chain(str(self.rest_cert.cert), str(self.rest_cert.key))
         return context
+
+
+def viewing_acls(principal: str, *, connect_topics, data_topics, sink_groups) -> dict[str, object]:
+    """SECURITY.md's viewing set for `principal`, by a label naming each binding."""
+    topic, group = ResourceType.TOPIC, ResourceType.GROUP
+    read, describe = AclOperation.READ, AclOperation.DESCRIBE
+    bindings = {}
+    for name in (*connect_topics, *data_topics):
+        bindings[f"READ topic {name}"] = acl(principal, topic, name, read)
+        bindings[f"DESCRIBE topic {name}"] = acl(principal, topic, name, describe)
+    for name in sink_groups:
+        bindings[f"READ group {name}"] = acl(principal, group, name, read)
+        bindings[f"DESCRIBE group {name}"] = acl(principal, group, name, describe)
+    bindings[f"READ group prefix {READER_GROUP_PREFIX}"] = acl(
+        principal, group, READER_GROUP_PREFIX, read, prefixed=True
+    )
+    return bindings
 
 
 def start(folder: Path) -> tuple[SecuredKafka, Secured]:
@@ -111,7 +131,8 @@ def start(folder: Path) -> tuple[SecuredKafka, Secured]:
         authority=authority,
         users=users,
         dashboard_cert=authority.client_files(DASHBOARD_CERT_NAME, secrets.token_hex(8)),
-        rest_cert=authority.client_files("rest-client", secrets.token_hex(8)),
+        # The dashboard's Connect REST client reads an unencrypted key (offsets.kafka.tls).
+        rest_cert=authority.client_files("rest-client", ""),
         rest_password=rest_password,
     )
     return runtime, secured
