@@ -15,6 +15,7 @@ from confluent_kafka.admin import AclOperation, ResourceType
 
 from devkit.secured import SecuredInfo, SecuredKafka, SecuredUsers, acl
 from devkit.secured_config import TlsPaths
+from offsets.kafka import reading
 from tests.certificates import CertificateAuthority, ClientFiles
 
 logger = logging.getLogger(__name__)
@@ -31,9 +32,9 @@ WORKER_TOPICS = {
     "status_topic": "tls-connect-status",
 }
 REST_USER = "dashboard"
-# The group ids of the dashboard's readers (offsets.kafka.reading): assign()-only consumers
-# that commit nothing, but librdkafka still finds their group's coordinator.
-READER_GROUP_PREFIX = "offsets-dashboard-"
+# The group ids of the dashboard's readers: assign()-only consumers that commit nothing, but
+# librdkafka still finds their group's coordinator.
+READER_GROUP_PREFIX = reading.READER_GROUP_PREFIX
 
 
 @dataclass(frozen=True)
@@ -80,18 +81,17 @@ class Secured:
         return context
 
 
-def viewing_acls(principal: str, *, connect_topics, data_topics, sink_groups) -> dict[str, object]:
-    """SECURITY.md's viewing set for `principal`, by a label naming each binding."""
+def viewing_acls(principal: str, *, connect_topics, data_topics, sink_groups) -> dict:
+    """SECURITY.md's viewing set for `principal`, each binding under the words a refusal of it
+    uses ("READ the topic 'x'"). READ implies DESCRIBE, so a topic read needs no more."""
     topic, group = ResourceType.TOPIC, ResourceType.GROUP
     read, describe = AclOperation.READ, AclOperation.DESCRIBE
     bindings = {}
     for name in (*connect_topics, *data_topics):
-        bindings[f"READ topic {name}"] = acl(principal, topic, name, read)
-        bindings[f"DESCRIBE topic {name}"] = acl(principal, topic, name, describe)
+        bindings[f"READ the topic {name!r}"] = acl(principal, topic, name, read)
     for name in sink_groups:
-        bindings[f"READ group {name}"] = acl(principal, group, name, read)
-        bindings[f"DESCRIBE group {name}"] = acl(principal, group, name, describe)
-    bindings[f"READ group prefix {READER_GROUP_PREFIX}"] = acl(
+        bindings[f"DESCRIBE the consumer group {name!r}"] = acl(principal, group, name, describe)
+    bindings[f"READ the consumer groups prefixed {READER_GROUP_PREFIX!r}"] = acl(
         principal, group, READER_GROUP_PREFIX, read, prefixed=True
     )
     return bindings

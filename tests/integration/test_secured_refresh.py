@@ -11,7 +11,13 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from devkit.secured import create_acls, delete_acls, holds_acl
-from offsets.models import Cluster, ConnectorSnapshot, RefreshRun, SourceOffset
+from offsets.models import (
+    Cluster,
+    ConnectorSnapshot,
+    RefreshRun,
+    SinkPartitionLag,
+    SourceOffset,
+)
 from offsets.refresh.run import run_refresh
 from tests.integration import secured_runtime
 from tests.integration.connect_rest import ConnectRest, wait_until
@@ -24,7 +30,6 @@ SOURCE = f"sec-{RUN}-source"
 SINK = f"sec-{RUN}-sink"
 DATA_TOPIC = f"sec-{RUN}-data"
 SINK_GROUP = f"connect-{SINK}"
-READER_GROUPS = f"READ group prefix {secured_runtime.READER_GROUP_PREFIX}"
 
 
 @pytest.fixture(scope="module")
@@ -152,12 +157,23 @@ def test_the_viewing_set_refreshes_over_mutual_tls(
     assert_offsets_shown(cluster, admin_client)
 
 
-def test_without_its_readers_groups_a_refresh_names_the_missing_permission(
-    db, connectors, secured_kafka, spark, history_dir, monkeypatch
+VIEWING_SET = list(
+    secured_runtime.viewing_acls(
+        "User:-",
+        connect_topics=secured_runtime.WORKER_TOPICS.values(),
+        data_topics=[DATA_TOPIC],
+        sink_groups=[SINK_GROUP],
+    )
+)
+
+
+@pytest.mark.parametrize("missing", VIEWING_SET)
+def test_without_one_acl_of_the_viewing_set_a_refresh_names_it_and_stores_nothing(
+    db, connectors, secured_kafka, spark, history_dir, monkeypatch, missing
 ):
-    binding = connectors[f"User:{secured_runtime.DASHBOARD_USER}"][READER_GROUPS]
+    binding = connectors[f"User:{secured_runtime.DASHBOARD_USER}"][missing]
     cluster = register(
-        "no-readers",
+        f"without-{VIEWING_SET.index(missing)}",
         secured_kafka.info.sasl_bootstrap,
         documented_sasl(secured_kafka),
         secured_kafka,
@@ -172,9 +188,11 @@ def test_without_its_readers_groups_a_refresh_names_the_missing_permission(
         create_acls(secured_kafka.setup, [binding])
         wait_for_acl(secured_kafka.setup, binding, present=True)
 
+    operation, resource = missing.split(" ", 1)
     assert run.status == RefreshRun.Status.FAILED
-    assert "may not READ the consumer group" in run.error, run.error
-    assert secured_runtime.READER_GROUP_PREFIX in run.error
-    assert "GROUP_AUTHORIZATION_FAILED" in run.error
+    assert run.error.startswith("The dashboard's principal may not "), run.error
+    assert f" {resource} (" in run.error and "_AUTHORIZATION_FAILED): grant it " in run.error
+    assert f"grant it {operation} " in run.error
     assert not ConnectorSnapshot.objects.filter(cluster=cluster).exists()
     assert not SourceOffset.objects.filter(cluster=cluster).exists()
+    assert not SinkPartitionLag.objects.filter(cluster=cluster).exists()
