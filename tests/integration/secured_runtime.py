@@ -25,6 +25,8 @@ WORKER_USER = "connect"
 # The dashboard's principals: one over SASL_SSL, one by its client certificate (mutual TLS).
 DASHBOARD_USER = "dashboard"
 DASHBOARD_CERT_NAME = "dashboard-tls"
+# A principal that no test grants anything, by each listener's means.
+NOBODY_USER = "nobody"
 WORKER_GROUP = "tls-connect"
 WORKER_TOPICS = {
     "offsets_topic": "tls-connect-offsets",
@@ -44,6 +46,7 @@ class Secured:
     authority: CertificateAuthority = field(repr=False)
     users: SecuredUsers = field(repr=False)
     dashboard_cert: ClientFiles  # the mutual-TLS principal's certificate
+    nobody_cert: ClientFiles  # a certificate whose principal holds no ACL
     rest_cert: ClientFiles  # the REST client certificate the dashboard presents
     rest_password: str = field(repr=False)
 
@@ -110,7 +113,8 @@ def start(folder: Path) -> tuple[SecuredKafka, Secured]:
     )
     users = SecuredUsers(
         passwords={
-            name: secrets.token_hex(12) for name in (SUPER_USER, WORKER_USER, DASHBOARD_USER)
+            name: secrets.token_hex(12)
+            for name in (SUPER_USER, WORKER_USER, DASHBOARD_USER, NOBODY_USER)
         },
         super_user=SUPER_USER,
         worker=WORKER_USER,
@@ -131,6 +135,7 @@ def start(folder: Path) -> tuple[SecuredKafka, Secured]:
         authority=authority,
         users=users,
         dashboard_cert=authority.client_files(DASHBOARD_CERT_NAME, secrets.token_hex(8)),
+        nobody_cert=authority.client_files(NOBODY_USER, secrets.token_hex(8)),
         # The dashboard's Connect REST client reads an unencrypted key (offsets.kafka.tls).
         rest_cert=authority.client_files("rest-client", ""),
         rest_password=rest_password,

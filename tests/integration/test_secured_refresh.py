@@ -167,7 +167,8 @@ VIEWING_SET = list(
 )
 
 
-@pytest.mark.parametrize("missing", VIEWING_SET)
+# Ids without the run's suffix: every test process must collect the same ones.
+@pytest.mark.parametrize("missing", VIEWING_SET, ids=[m.replace(RUN, "RUN") for m in VIEWING_SET])
 def test_without_one_acl_of_the_viewing_set_a_refresh_names_it_and_stores_nothing(
     db, connectors, secured_kafka, spark, history_dir, monkeypatch, missing
 ):
