@@ -156,10 +156,14 @@ def is_runtime_process(pid: int, run_dir: Path) -> bool:
 
 
 @handles.released_after
-def wait_for_broker(bootstrap_servers: str, *, timeout: float, process=None, log=None) -> None:
-    """Block until the broker answers a metadata request, or raise after `timeout` seconds."""
+def wait_for_broker(
+    bootstrap_servers: str, *, timeout: float, process=None, log=None, client=None
+) -> None:
+    """Block until the broker answers a metadata request, or raise after `timeout` seconds.
+
+    `client` adds client settings (a secured listener's credentials)."""
     deadline = time.monotonic() + timeout
-    admin = handles.admin_client({"bootstrap.servers": bootstrap_servers})
+    admin = handles.admin_client({**(client or {}), "bootstrap.servers": bootstrap_servers})
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         _raise_if_exited(process, "broker", log)
@@ -176,13 +180,21 @@ def wait_for_broker(bootstrap_servers: str, *, timeout: float, process=None, log
 
 
 def wait_for_worker(
-    url: str, *, timeout: float, process=None, log=None, auth: tuple[str, str] | None = None
+    url: str,
+    *,
+    timeout: float,
+    process=None,
+    log=None,
+    auth: tuple[str, str] | None = None,
+    https_context=None,
 ) -> None:
     """Block until the worker's GET /health answers 200 (503 while it starts).
 
     With basic auth on, the extension guards /health like every other resource (401 without
     credentials, whatever the worker's health), so `auth` is sent to see the real answer.
+    `https_context` is the TLS client context of an HTTPS REST API.
     """
+    client = opener(https_context) if https_context is not None else _NO_REDIRECTS
     deadline = time.monotonic() + timeout
     last = "no answer"
     headers = {"Authorization": basic_auth_header(*auth)} if auth else {}
@@ -190,7 +202,7 @@ def wait_for_worker(
         _raise_if_exited(process, "Connect worker", log)
         try:
             health = urllib.request.Request(f"{url}/health", headers=headers)
-            with _NO_REDIRECTS.open(health, timeout=2) as response:
+            with client.open(health, timeout=2) as response:
                 if response.status == 200:
                     return
                 last = f"HTTP {response.status}"
@@ -463,9 +475,12 @@ def _check_ports(port: int | None, connect_port: int | None) -> None:
             )
 
 
-def _format_storage(java_cp: list[str], server: Path, timeout: float) -> None:
-    """Format the broker's storage for KRaft (a no-op on storage formatted already)."""
+def _format_storage(java_cp: list[str], server: Path, timeout: float, extra=()) -> None:
+    """Format the broker's storage for KRaft (a no-op on storage formatted already).
+
+    `extra` adds options (`--add-scram` users)."""
     format_storage = ["kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(server)]
+    format_storage += extra
     formatted = subprocess.run(
         [*java_cp, *format_storage, "--ignore-formatted"],
         capture_output=True,

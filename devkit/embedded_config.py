@@ -49,7 +49,11 @@ def cluster_id() -> str:
             return value
 
 
-def broker_properties(*, data_dir: Path, port: int, controller_port: int, advertised: str) -> str:
+def broker_properties(
+    *, data_dir: Path, port: int, controller_port: int, advertised: str, extra: dict | None = None
+) -> str:
+    """A single-node KRaft broker's properties; `extra` adds or replaces settings (listeners,
+    security)."""
     return _properties(
         {
             "process.roles": "broker,controller",
@@ -76,6 +80,7 @@ def broker_properties(*, data_dir: Path, port: int, controller_port: int, advert
             # The log cleaner looks for work every half second, so compaction shows in a test.
             "log.cleaner.backoff.ms": "500",
             "log.cleaner.dedupe.buffer.size": "33554432",
+            **(extra or {}),
         }
     )
 
@@ -88,11 +93,13 @@ def worker_properties(
     topics: dict[str, str] = WORKER_TOPICS,
     basic_auth: bool = False,
     plugin_path: str = "",
+    extra: dict | None = None,
 ) -> str:
     """A distributed worker's properties; another group and topics make another Connect cluster.
 
     `basic_auth` turns on Connect's basic auth extension (its JAAS file is a JVM option).
-    `plugin_path` adds plugin folders, each loaded in a class loader of its own.
+    `plugin_path` adds plugin folders, each loaded in a class loader of its own. `extra` adds
+    or replaces settings (security, an HTTPS listener).
     """
     extensions = {"rest.extension.classes": BASIC_AUTH_EXTENSION} if basic_auth else {}
     plugins = {"plugin.path": plugin_path} if plugin_path else {}
@@ -122,6 +129,7 @@ def worker_properties(
             "scheduled.rebalance.max.delay.ms": "0",
             **extensions,
             **plugins,
+            **(extra or {}),
         }
     )
 
@@ -193,7 +201,9 @@ def write_logging(run_dir: Path) -> list[str]:
     return [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}"]
 
 
-def write_broker_config(run_dir: Path, *, port: int, controller_port: int, advertised: str) -> Path:
+def write_broker_config(
+    run_dir: Path, *, port: int, controller_port: int, advertised: str, extra: dict | None = None
+) -> Path:
     """Write the broker's configuration on empty storage into `run_dir`; return its file."""
     run_dir = run_dir.resolve()
     data_dir = run_dir / "kafka-data"
@@ -201,7 +211,11 @@ def write_broker_config(run_dir: Path, *, port: int, controller_port: int, adver
     server = run_dir / "broker.properties"
     server.write_text(
         broker_properties(
-            data_dir=data_dir, port=port, controller_port=controller_port, advertised=advertised
+            data_dir=data_dir,
+            port=port,
+            controller_port=controller_port,
+            advertised=advertised,
+            extra=extra,
         )
     )
     return server

@@ -165,6 +165,20 @@ def secured_connect(kafka_runtime, tmp_path_factory) -> SecuredConnect:
 
 
 @pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory):
+    """The secured broker and worker (SASL_SSL, mutual TLS, ACLs, HTTPS REST), started once per
+    test process when a test first asks (tests/integration/secured_runtime.py).
+
+    A broker's listeners and authorizer are fixed at start, hence a broker of its own.
+    """
+    from tests.integration import secured_runtime
+
+    runtime, secured = secured_runtime.start(tmp_path_factory.mktemp("secured-kafka"))
+    yield secured
+    runtime.stop_secured(secured.info)
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_runtime) -> str:
     """Bootstrap servers of the session's real broker."""
     return kafka_runtime.bootstrap_servers

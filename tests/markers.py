@@ -18,7 +18,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 
-BROKER_FIXTURES = frozenset({"kafka_runtime", "_scratch_kafka"})
+BROKER_FIXTURES = frozenset({"kafka_runtime", "_scratch_kafka", "secured_kafka"})
 SPARK_FIXTURES = frozenset({"spark"})
 # Real transactions (commits other connections see), query counts, sequences.
 ENGINE_FIXTURES = frozenset(

@@ -16,7 +16,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from offsets.kafka import handles
-from offsets.kafka.errors import KafkaUnavailable
+from offsets.kafka.errors import KafkaNotAuthorized, KafkaUnavailable, not_authorized
 
 TopicPartitionKey = tuple[str, int]
 
@@ -220,11 +220,17 @@ def describe_topics(
         settings=settings,
         timeout=timeout,
         failure=lambda topic: f"Could not describe topic {topic}",
-        expected=(KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_EXCEPTION),
+        expected=(
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.TOPIC_EXCEPTION,
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        ),
     )
     described: dict[str, TopicFacts] = {}
     for topic, description in answers.items():
         if isinstance(description, KafkaError):
+            if description.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise topic_refused(topic, description.name())
             continue
         topic_id = str(description.topic_id or "")
         described[topic] = TopicFacts(
@@ -232,6 +238,15 @@ def describe_topics(
             partitions=len(description.partitions),
         )
     return described
+
+
+def topic_refused(topic: str, code: str) -> KafkaNotAuthorized:
+    """The refusal to describe `topic`: the dashboard reads every topic it describes."""
+    return KafkaNotAuthorized(
+        not_authorized(
+            "DESCRIBE", "topic", topic, code, "READ on that topic (READ includes DESCRIBE)"
+        )
+    )
 
 
 def ids_of(described: dict[str, TopicFacts]) -> dict[str, str]:

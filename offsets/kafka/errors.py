@@ -16,3 +16,15 @@ class KafkaUnavailable(KafkaError, RuntimeError):
 
 class TopicNotFound(KafkaError, LookupError):
     """A topic asked for does not exist on the cluster."""
+
+
+class KafkaNotAuthorized(KafkaError, PermissionError):
+    """The broker refused the dashboard's principal an operation (an ACL is missing)."""
+
+
+def not_authorized(operation: str, resource: str, name: str, code: str, grant: str) -> str:
+    """The message of a refusal: what was refused, on what, and which ACL to grant."""
+    return (
+        f"The dashboard's principal may not {operation} the {resource} {name!r} ({code}):"
+        f" grant it {grant}."
+    )

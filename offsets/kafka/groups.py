@@ -9,7 +9,7 @@ from confluent_kafka.admin import AdminClient
 
 from offsets.kafka import admin, handles
 from offsets.kafka.admin import TopicPartitionKey
-from offsets.kafka.errors import KafkaUnavailable
+from offsets.kafka.errors import KafkaNotAuthorized, KafkaUnavailable, not_authorized
 
 # Per-partition answers that mean "ask again": the group's coordinator is moving, or still
 # loading __consumer_offsets (a new broker, a leader change). Java's admin client retries
@@ -117,7 +117,24 @@ def committed_offsets_of(
         settings=settings,
         timeout=timeout,
         failure=lambda group: f"Could not read offsets of group {group}",
+        expected=(KafkaError.GROUP_AUTHORIZATION_FAILED,),
     )
+    for group, answer in answers.items():
+        if isinstance(answer, KafkaError):
+            raise KafkaNotAuthorized(
+                not_authorized(
+                    "DESCRIBE",
+                    "consumer group",
+                    group,
+                    answer.name(),
+                    "DESCRIBE on that group (a sink's group; READ too, to edit its offsets)",
+                )
+            )
+    for offsets in answers.values():
+        for tp in offsets.topic_partitions:
+            # The broker leaves out the offsets of a topic the principal may not describe.
+            if tp.error is not None and tp.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise admin.topic_refused(tp.topic, tp.error.name())
     return {
         group: {
             (tp.topic, tp.partition): tp.offset for tp in offsets.topic_partitions if tp.offset >= 0

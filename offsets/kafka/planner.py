@@ -206,9 +206,7 @@ class _Planner:
         error = message.error()
         if error is not None:
             if error.code() != KafkaError._PARTITION_EOF:
-                raise KafkaUnavailable(
-                    f"Reading the end of {message.topic()} failed: {error.str()}"
-                )
+                raise reading.read_failure(error, f"the end of {message.topic()}", message.topic())
             self.ends.setdefault(tp, message.offset())
             return
         if tp in self.reading_on and tp not in self.caught_up:

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from offsets.kafka import admin, handles
 from offsets.kafka.admin import TopicPartitionKey, Watermarks
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaNotAuthorized, KafkaUnavailable, TopicNotFound, not_authorized
 from offsets.tuning import POLL_SECONDS, READER_SETTINGS, short_read_settings
 
 # How far before a partition's end `newest_timestamps` looks for its last record. In a topic
@@ -19,6 +19,8 @@ from offsets.tuning import POLL_SECONDS, READER_SETTINGS, short_read_settings
 # marker, a control record no consumer returns, and an aborted transaction's records are
 # invisible to read_committed: the newest record sits a few offsets before the end.
 NEWEST_LOOKBACK = 100
+# Every reader's group id starts with this; ACLs grant READ on it as a PREFIXED pattern.
+READER_GROUP_PREFIX = "offsets-dashboard-"
 
 
 @dataclass(frozen=True)
@@ -47,13 +49,40 @@ def reader_config(settings: dict, purpose: str, *, isolation_level: str = "read_
         # The cluster's own settings may tune the fetches (the embedded broker's do).
         **settings,
         # A group id is required by librdkafka even with assign(); nothing is committed.
-        "group.id": f"offsets-dashboard-{purpose}-{uuid.uuid4()}",
+        "group.id": f"{READER_GROUP_PREFIX}{purpose}-{uuid.uuid4()}",
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
         "isolation.level": isolation_level,
         "auto.offset.reset": "earliest",
     }
+
+
+def read_failure(error, what: str, topic: str | None = None) -> Exception:
+    """The exception for a reader's `error` while reading `what` (`topic`, when one is known).
+
+    A refusal names the ACL missing: a reader's consumer group is refused before any topic
+    (librdkafka asks for its coordinator even though it only assigns and commits nothing), and
+    that error names no topic.
+    """
+    if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        return KafkaNotAuthorized(
+            not_authorized(
+                "READ",
+                "consumer groups prefixed",
+                READER_GROUP_PREFIX,
+                error.name(),
+                f"READ on the consumer groups prefixed {READER_GROUP_PREFIX!r} (a PREFIXED ACL:"
+                " the dashboard's readers use such groups and commit nothing)",
+            )
+        )
+    if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        return KafkaNotAuthorized(
+            not_authorized(
+                "READ", "topic", topic or what, error.name(), "READ and DESCRIBE on that topic"
+            )
+        )
+    return KafkaUnavailable(f"Reading {what} failed: {error.str()}")
 
 
 def reader_consumer(
@@ -129,7 +158,7 @@ def read_topics(
                 elif error.code() == KafkaError._PARTITION_EOF:
                     pending.discard((message.topic(), message.partition()))
                 else:
-                    raise KafkaUnavailable(f"Reading {message.topic()} failed: {error.str()}")
+                    raise read_failure(error, message.topic() or what, message.topic())
     finally:
         consumer.close()
 
@@ -190,7 +219,7 @@ def _in_range(message, topic: str, pending: dict[int, tuple[int, int]]) -> bool:
     error = message.error()
     if error is not None:
         if error.code() != KafkaError._PARTITION_EOF:
-            raise KafkaUnavailable(f"Reading {topic} failed: {error.str()}")
+            raise read_failure(error, topic, topic)
         if message.offset() >= end:
             del pending[partition]
         return False
@@ -307,7 +336,7 @@ def _until_done(
                 continue
             error = message.error()
             if error is not None and error.code() != KafkaError._PARTITION_EOF:
-                raise KafkaUnavailable(f"Reading {tp[0]}[{tp[1]}] failed: {error.str()}")
+                raise read_failure(error, f"{tp[0]}[{tp[1]}]", tp[0])
             yield tp, message
 
 
@@ -346,7 +375,7 @@ def records_around(
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     break
-                raise KafkaUnavailable(f"Reading {topic}-{partition} failed: {error.str()}")
+                raise read_failure(error, f"{topic}-{partition}", topic)
             record = _record(message)
             if record.offset < offset:
                 before = record
@@ -399,8 +428,8 @@ def _confirm_ends(
                     confirmed[key] = max(confirmed[key], message.offset())
                     pending.discard(key)
                 else:
-                    raise KafkaUnavailable(
-                        f"Reading {message.topic()}-{message.partition()} failed: {error.str()}"
+                    raise read_failure(
+                        error, f"{message.topic()}-{message.partition()}", message.topic()
                     )
     finally:
         consumer.close()

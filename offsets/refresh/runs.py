@@ -113,7 +113,7 @@ def describe_error(exc: BaseException) -> str:
     Masked before it is cut: an error may quote a record or a config value.
     """
     text = mask_text(str(exc).strip()) or type(exc).__name__
-    for name in ("KafkaUnavailable", "TopicNotFound"):
+    for name in ("KafkaNotAuthorized", "KafkaUnavailable", "TopicNotFound"):
         match = re.search(rf"{name}: (.+)", text)
         if match:
             return match.group(1).strip()

@@ -90,7 +90,7 @@ def sample_sinks(
     results.orphan_groups = orphan_groups(deleted, by_group)
     if not sinks:
         return results
-    existing = admin.topic_partition_counts(kafka)
+    existing = listed_topics(kafka, sinks)
     committed = {c.name: by_group.get(c.sink_group, {}) for c in sinks}
     wanted = _wanted_partitions(sinks, existing, committed)
     marks = admin.watermarks(kafka, sorted({tp for tps in wanted.values() for tp in tps}))
@@ -125,6 +125,20 @@ def _externally_managed(sinks: list[Connector]) -> set[str]:
         for c in sinks
         if manages_offsets_externally(c.config, settings.EXTERNAL_OFFSETS_SINK_CLASSES)
     }
+
+
+def listed_topics(kafka: dict, sinks: list[Connector]) -> dict[str, int]:
+    """Every topic the cluster lists to the dashboard, {topic: partitions}.
+
+    A listing leaves out a topic the principal may not describe as it leaves out a deleted
+    one, so a topic a sink names and the listing lacks is described: a deleted one stays out,
+    a refused one raises KafkaNotAuthorized, which names the ACL missing.
+    """
+    existing = admin.topic_partition_counts(kafka)
+    unlisted = {topic for c in sinks for topic in c.sink_topics} - existing.keys()
+    if unlisted:
+        admin.describe_topics(kafka, sorted(unlisted))
+    return existing
 
 
 def _wanted_partitions(

@@ -5,6 +5,7 @@ out says which state the worker was in.
 """
 
 import json
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -28,10 +29,17 @@ class ConnectError(RuntimeError):
 
 class ConnectRest:
     def __init__(
-        self, url: str, *, timeout: float = 30, auth: tuple[str, str] | None = None
+        self,
+        url: str,
+        *,
+        timeout: float = 30,
+        auth: tuple[str, str] | None = None,
+        context: ssl.SSLContext | None = None,
     ) -> None:
-        """`auth` is a (username, password) sent as basic auth on every request."""
+        """`auth` is a (username, password) sent as basic auth on every request; `context` the
+        TLS client context of an HTTPS worker (its CA, a client certificate)."""
         self.url = url.rstrip("/")
+        self.context = context
         self.timeout = timeout
         self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if auth:
@@ -49,7 +57,9 @@ class ConnectRest:
             headers=self.headers,
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(
+                request, timeout=self.timeout, context=self.context
+            ) as response:
                 status, raw = response.status, response.read()
         except urllib.error.HTTPError as exc:
             status, raw = exc.code, exc.read()

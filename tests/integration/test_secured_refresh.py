@@ -1,0 +1,199 @@
+"""Least privilege, proven on the secured runtime: a principal holding exactly SECURITY.md's
+viewing set refreshes a Connect cluster (Spark in local mode) over SASL_SSL and over mutual
+TLS, and the pages and the API show the offsets; without one of its ACLs the refresh fails
+with a message naming the missing permission, and stores nothing."""
+
+import io
+import uuid
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from devkit.secured import create_acls, delete_acls, holds_acl
+from offsets.models import (
+    Cluster,
+    ConnectorSnapshot,
+    RefreshRun,
+    SinkPartitionLag,
+    SourceOffset,
+)
+from offsets.refresh.run import run_refresh
+from tests.integration import secured_runtime
+from tests.integration.connect_rest import ConnectRest, wait_until
+from tests.integration.worker_files import file_sink, file_source, write_lines
+
+pytestmark = pytest.mark.integration
+
+RUN = uuid.uuid4().hex[:8]
+SOURCE = f"sec-{RUN}-source"
+SINK = f"sec-{RUN}-sink"
+DATA_TOPIC = f"sec-{RUN}-data"
+SINK_GROUP = f"connect-{SINK}"
+
+
+@pytest.fixture(scope="module")
+def secured_rest(secured_kafka) -> ConnectRest:
+    return ConnectRest(
+        secured_kafka.info.connect_url,
+        auth=(secured_runtime.REST_USER, secured_kafka.rest_password),
+        context=secured_kafka.rest_context(),
+    )
+
+
+@pytest.fixture(scope="module")
+def connectors(secured_kafka, secured_rest, tmp_path_factory) -> dict:
+    """A file source writing DATA_TOPIC and a file sink reading it, both with offsets
+    committed; the dashboard's two principals hold exactly the viewing set."""
+    folder = tmp_path_factory.mktemp("secured-files")
+    write_lines(folder / "in.txt", ["one", "two"])
+    secured_rest.create(SOURCE, file_source(folder / "in.txt", DATA_TOPIC))
+    secured_rest.wait_for_offsets(SOURCE, lambda o: o and o[0]["offset"]["position"] == 8)
+    secured_rest.create(SINK, file_sink(folder / "out.txt", DATA_TOPIC))
+    secured_rest.wait_for_offsets(SINK, lambda o: o and o[0]["offset"]["kafka_offset"] == 2)
+    acls = {}
+    for principal in (
+        f"User:{secured_runtime.DASHBOARD_USER}",
+        secured_kafka.dashboard_cert.principal,
+    ):
+        acls[principal] = secured_runtime.viewing_acls(
+            principal,
+            connect_topics=secured_runtime.WORKER_TOPICS.values(),
+            data_topics=[DATA_TOPIC],
+            sink_groups=[SINK_GROUP],
+        )
+        create_acls(secured_kafka.setup, list(acls[principal].values()))
+    return acls
+
+
+def wait_for_acl(settings: dict, binding, *, present: bool) -> None:
+    """Wait until the broker's authorizer holds (or no longer holds) `binding`."""
+    wait_until(
+        lambda: holds_acl(settings, binding, timeout=10),
+        lambda held: held == present,
+        timeout=30,
+        what=f"{binding} {'created' if present else 'deleted'}",
+    )
+
+
+def register(name: str, bootstrap: str, client_config: dict, secured_kafka, monkeypatch):
+    """Register the secured Connect cluster as add_cluster does, with `client_config`."""
+    monkeypatch.setenv("SECURED_CONNECT_PASSWORD", secured_kafka.rest_password)
+    options = [f"--client-config={key}={value}" for key, value in client_config.items()]
+    topics = secured_runtime.WORKER_TOPICS
+    call_command(
+        "add_cluster",
+        name,
+        f"--bootstrap-servers={bootstrap}",
+        f"--offsets-topic={topics['offsets_topic']}",
+        f"--configs-topic={topics['configs_topic']}",
+        f"--status-topic={topics['status_topic']}",
+        f"--connect-url={secured_kafka.info.connect_url}",
+        f"--connect-username={secured_runtime.REST_USER}",
+        "--connect-password-env=SECURED_CONNECT_PASSWORD",
+        f"--connect-ca-file={secured_kafka.tls.ca}",
+        f"--connect-cert-file={secured_kafka.rest_cert.cert}",
+        f"--connect-key-file={secured_kafka.rest_cert.key}",
+        *options,
+        stdout=io.StringIO(),
+    )
+    return Cluster.objects.get(name=name)
+
+
+def documented_sasl(secured_kafka) -> dict:
+    """SECURITY.md's SASL_SSL settings for the dashboard's SCRAM user."""
+    settings = secured_kafka.sasl()
+    del settings["bootstrap.servers"]
+    return settings
+
+
+def documented_mutual_tls(secured_kafka) -> dict:
+    settings = secured_kafka.mutual_tls()
+    del settings["bootstrap.servers"]
+    return settings
+
+
+def assert_offsets_shown(cluster: Cluster, admin_client) -> None:
+    source = admin_client.get(reverse("api-connector-offsets", args=[cluster.name, SOURCE])).json()
+    assert [entry["offset"] for entry in source["offsets"]] == [{"position": 8}]
+    sink = admin_client.get(reverse("api-connector-offsets", args=[cluster.name, SINK])).json()
+    assert [entry["offset"] for entry in sink["offsets"]] == [{"kafka_offset": 2}]
+    page = admin_client.get(reverse("connector", args=[cluster.name, SOURCE]))
+    assert page.status_code == 200
+    assert SOURCE in page.content.decode()
+
+
+def test_the_viewing_set_refreshes_over_sasl_ssl(
+    connectors, secured_kafka, spark, history_dir, admin_client, monkeypatch
+):
+    cluster = register(
+        "sasl",
+        secured_kafka.info.sasl_bootstrap,
+        documented_sasl(secured_kafka),
+        secured_kafka,
+        monkeypatch,
+    )
+
+    run = run_refresh(cluster=cluster, spark=spark)
+
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    assert_offsets_shown(cluster, admin_client)
+
+
+def test_the_viewing_set_refreshes_over_mutual_tls(
+    connectors, secured_kafka, spark, history_dir, admin_client, monkeypatch
+):
+    cluster = register(
+        "mtls",
+        secured_kafka.info.ssl_bootstrap,
+        documented_mutual_tls(secured_kafka),
+        secured_kafka,
+        monkeypatch,
+    )
+
+    run = run_refresh(cluster=cluster, spark=spark)
+
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    assert_offsets_shown(cluster, admin_client)
+
+
+VIEWING_SET = list(
+    secured_runtime.viewing_acls(
+        "User:-",
+        connect_topics=secured_runtime.WORKER_TOPICS.values(),
+        data_topics=[DATA_TOPIC],
+        sink_groups=[SINK_GROUP],
+    )
+)
+
+
+# Ids without the run's suffix: every test process must collect the same ones.
+@pytest.mark.parametrize("missing", VIEWING_SET, ids=[m.replace(RUN, "RUN") for m in VIEWING_SET])
+def test_without_one_acl_of_the_viewing_set_a_refresh_names_it_and_stores_nothing(
+    db, connectors, secured_kafka, spark, history_dir, monkeypatch, missing
+):
+    binding = connectors[f"User:{secured_runtime.DASHBOARD_USER}"][missing]
+    cluster = register(
+        f"without-{VIEWING_SET.index(missing)}",
+        secured_kafka.info.sasl_bootstrap,
+        documented_sasl(secured_kafka),
+        secured_kafka,
+        monkeypatch,
+    )
+    delete_acls(secured_kafka.setup, [binding])
+    try:
+        wait_for_acl(secured_kafka.setup, binding, present=False)
+
+        run = run_refresh(cluster=cluster, spark=spark)
+    finally:
+        create_acls(secured_kafka.setup, [binding])
+        wait_for_acl(secured_kafka.setup, binding, present=True)
+
+    operation, resource = missing.split(" ", 1)
+    assert run.status == RefreshRun.Status.FAILED
+    assert run.error.startswith("The dashboard's principal may not "), run.error
+    assert f" {resource} (" in run.error and "_AUTHORIZATION_FAILED): grant it " in run.error
+    assert f"grant it {operation} " in run.error
+    assert not ConnectorSnapshot.objects.filter(cluster=cluster).exists()
+    assert not SourceOffset.objects.filter(cluster=cluster).exists()
+    assert not SinkPartitionLag.objects.filter(cluster=cluster).exists()
