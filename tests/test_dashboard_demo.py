@@ -27,11 +27,15 @@ def test_the_refreshed_demo_has_every_demo_connector(refreshed_demo, seeded_demo
 
 
 def test_the_list_shows_every_demo_connector_with_its_numbers(logged_in_client, refreshed_demo):
-    html = logged_in_client.get("/clusters/demo/connectors/").content.decode()
-    rows = re.findall(r'<tr data-connector="([^"]+)">(.*?)</tr>', html, re.S)
-    assert [name for name, _ in rows] == sorted(
-        ConnectorSnapshot.objects.values_list("name", flat=True)
-    )
+    def rows_of(url: str) -> list[tuple[str, str]]:
+        html = logged_in_client.get(url).content.decode()
+        return re.findall(r'<tr data-connector="([^"]+)">(.*?)</tr>', html, re.S)
+
+    names = sorted(ConnectorSnapshot.objects.values_list("name", flat=True))
+    # Problems first by default; every connector either way, and by name when asked.
+    rows = rows_of("/clusters/demo/connectors/")
+    assert sorted(name for name, _ in rows) == names
+    assert [name for name, _ in rows_of("/clusters/demo/connectors/?sort=name")] == names
     for name, row in rows:
         snapshot = ConnectorSnapshot.objects.get(name=name)
         assert f'data-field="partitions">{snapshot.partitions:,}<' in row
