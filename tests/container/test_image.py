@@ -132,10 +132,12 @@ class Stack:
             *extra, IMAGE, part,
         )  # fmt: skip
 
-    def logs(self) -> str:
+    def logs(self, *parts: str) -> str:
+        """What the containers of `parts` (all of them by default) wrote, both streams."""
+        names = [self.names[part] for part in parts or self.names]
         return "".join(
             podman("logs", name, check=False).stdout + podman("logs", name, check=False).stderr
-            for name in self.names.values()
+            for name in names
         )
 
     def api(self, path: str) -> httpx.Response:
@@ -262,14 +264,16 @@ def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_ru
     logs = stack.logs()
     for secret in SECRETS:
         assert secret not in logs
-    # One JSON object a line, Spark's JVM included (its log4j profile for JSON logs), but for
+    # The dashboard's processes write one JSON object a line, Spark's JVM included (its log4j profile for JSON logs), but for
     # the JVM's own warning about the incubator module Spark loads, which no profile reaches.
     lines = [
         json.loads(line)
-        for line in logs.splitlines()
+        for line in stack.logs("web", "scheduler").splitlines()
         if line and not line.startswith("WARNING: Using incubator modules")
     ]
-    assert any(f"{CLUSTER}: refresh #" in line["message"] for line in lines)
+    assert all(line["level"] and line["logger"] for line in lines)
+    assert any(f"{CLUSTER}: refresh #" in line.get("message", "") for line in lines)
+    assert any(line["logger"] == "request" and line["path"] == "/readyz" for line in lines)
 
 
 def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(stack):
