@@ -51,16 +51,6 @@ def podman(*args: str, timeout: float = 180, check: bool = True) -> subprocess.C
     return done
 
 
-def wait_for(condition, *, timeout: float, what: str, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(every)
-
-
 class Stack:
     """The containers of one deployment and what the tests need to reach them."""
 
@@ -116,11 +106,12 @@ class Stack:
         self.wait_for_postgres()
 
     def wait_for_postgres(self) -> None:
-        wait_for(
+        wait_until(
             lambda: podman(
                 "exec", self.names["postgres"], "pg_isready", "--host=127.0.0.1",
                 f"--port={self.pg_port}", check=False,
-            ).returncode == 0,
+            ).returncode,
+            lambda code: code == 0,
             timeout=60,
             what="PostgreSQL to accept connections",
         )  # fmt: skip
@@ -191,7 +182,9 @@ def stack(tmp_path_factory, kafka_runtime):
         ]
         stack.start("web")
         stack.start("scheduler", "--stop-timeout", "15")
-        wait_for(lambda: _answers(f"{stack.base}/healthz"), timeout=60, what="the web server")
+        wait_until(
+            lambda: _answers(f"{stack.base}/healthz"), bool, timeout=60, what="the web server"
+        )
         yield stack
     finally:
         stack.remove()
@@ -249,14 +242,13 @@ def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_ru
             partitions = answer.json().get("source_partitions", []) if answer.is_success else []
             return [p["offset"].get("incrementing") for p in partitions] == [3]
 
-        wait_for(shown, timeout=120, what="the commit in the dashboard's API")
+        wait_until(shown, bool, timeout=120, what="the commit in the dashboard's API")
         print(f"commit shown by the scheduled refresh {time.monotonic() - committed:.1f} s later")
     finally:
         rest.delete(connector)
-    ready = wait_for(
-        lambda: (
-            (answer := httpx.get(f"{stack.base}/readyz", timeout=10)).status_code == 200 and answer
-        ),
+    ready = wait_until(
+        lambda: httpx.get(f"{stack.base}/readyz", timeout=10),
+        lambda answer: answer.status_code == 200,
         timeout=60,
         what="/readyz to answer ready",
     )
@@ -264,8 +256,9 @@ def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_ru
     logs = stack.logs()
     for secret in SECRETS:
         assert secret not in logs
-    # The dashboard's processes write one JSON object a line, Spark's JVM included (its log4j profile for JSON logs), but for
-    # the JVM's own warning about the incubator module Spark loads, which no profile reaches.
+    # The dashboard's processes write one JSON object a line, Spark's JVM included (its log4j
+    # profile for JSON logs), but for the JVM's own warning about the incubator module Spark
+    # loads, which no profile reaches.
     lines = [
         json.loads(line)
         for line in stack.logs("web", "scheduler").splitlines()
@@ -281,11 +274,11 @@ def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(
         answer = httpx.get(f"{stack.base}/readyz", timeout=15)
         return answer.status_code, answer.json()
 
-    wait_for(lambda: readiness()[0] == 200, timeout=120, what="/readyz to answer ready")
+    wait_until(readiness, lambda answer: answer[0] == 200, timeout=120, what="/readyz ready")
     podman("stop", "--time", "10", stack.names["postgres"])
     try:
-        _, body = wait_for(
-            lambda: (answer := readiness())[0] == 503 and answer, timeout=30, what="unready"
+        _, body = wait_until(
+            readiness, lambda answer: answer[0] == 503, timeout=30, what="/readyz unready"
         )
         assert body["status"] == "unready" and body["checks"]["database"] != "ok"
         assert DATABASE_PASSWORD not in json.dumps(body)
@@ -294,14 +287,14 @@ def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(
         podman("start", stack.names["postgres"])
         stack.wait_for_postgres()
     # The scheduler lived through the outage: its rounds and the cluster's refreshes go on.
-    wait_for(lambda: readiness()[0] == 200, timeout=120, what="/readyz ready again")
+    wait_until(readiness, lambda answer: answer[0] == 200, timeout=120, what="/readyz ready again")
 
 
 def _running_run(stack) -> tuple:
-    return wait_for(
+    return wait_until(
         lambda: next((run for run in stack.runs() if run[1] == "running"), None),
+        bool,
         timeout=120,
-        every=0.2,
         what="a scheduled refresh to be running",
     )
 
@@ -336,7 +329,9 @@ def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(s
         later = [run for pk, run in runs.items() if pk > killed_id and run[1] == "succeeded"]
         return runs[killed_id][1] == "failed" and bool(later)
 
-    wait_for(settled, timeout=180, what="the killed run abandoned and a later refresh succeeded")
+    wait_until(
+        settled, bool, timeout=180, what="the killed run abandoned and a later refresh succeeded"
+    )
     (error,) = stack.query("SELECT error FROM offsets_refreshrun WHERE id = %s", killed_id)[0]
     # The new container has a new pid namespace: the killed run is released by its heartbeats.
     assert error.startswith("Abandoned: no sign of life from its process for 12 s")
