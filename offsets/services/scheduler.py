@@ -31,6 +31,9 @@ from offsets.refresh.schedule import ClusterTurn, due_clusters
 logger = logging.getLogger(__name__)
 
 STOPPED = "Interrupted: the scheduler running it was stopped."
+# How a run that a stop cut short is recorded, whether it was still RUNNING or its cancelled
+# Spark job had just failed it.
+STOPPED_FIELDS = {"error": STOPPED, "phase": f"failed: {STOPPED}"}
 
 
 def cluster_turns() -> list[ClusterTurn]:
@@ -109,9 +112,7 @@ class Scheduler:
                 run = run_refresh(cluster=cluster, spark=self.spark, run=run)
             if run.status == RefreshRun.Status.FAILED and self.stopping.is_set():
                 # `stop` cancelled its Spark jobs: that, not Spark's words for it, is why.
-                RefreshRun.objects.filter(pk=run.pk).update(
-                    error=STOPPED, phase=f"failed: {STOPPED}"
-                )
+                RefreshRun.objects.filter(pk=run.pk).update(**STOPPED_FIELDS)
                 run.error = STOPPED
             self.say(
                 f"{cluster.name}: refresh #{run.pk} {run.status} in {run.seconds or 0:.1f}s, "
@@ -145,8 +146,7 @@ class Scheduler:
         ).update(
             status=RefreshRun.Status.FAILED,
             finished_at=timezone.now(),
-            error=STOPPED,
-            phase=f"failed: {STOPPED}",
+            **STOPPED_FIELDS,
         )
         SchedulerBeat.objects.filter(pk=self.beat.pk).delete()
         return interrupted
