@@ -275,6 +275,8 @@ def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(
         return answer.status_code, answer.json()
 
     wait_until(readiness, lambda answer: answer[0] == 200, timeout=120, what="/readyz ready")
+    # The database goes away under a running refresh: the harder case for the scheduler.
+    cut_id = _running_run(stack)[0]
     podman("stop", "--time", "10", stack.names["postgres"])
     try:
         _, body = wait_until(
@@ -286,36 +288,59 @@ def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(
     finally:
         podman("start", stack.names["postgres"])
         stack.wait_for_postgres()
-    # The scheduler lived through the outage: its rounds and the cluster's refreshes go on.
+    # The scheduler lived through the outage: the cut run ends (its outcome written once the
+    # database is back, or released by its heartbeats), and the cluster's refreshes go on.
     wait_until(readiness, lambda answer: answer[0] == 200, timeout=120, what="/readyz ready again")
+    wait_until(
+        lambda: {run[0]: run[1] for run in stack.runs()}[cut_id],
+        lambda status: status != "running",
+        timeout=120,
+        what="the run the outage cut to end",
+    )
+    _running_run(stack)
 
 
 def _running_run(stack) -> tuple:
-    return wait_until(
-        lambda: next((run for run in stack.runs() if run[1] == "running"), None),
-        bool,
-        timeout=120,
-        what="a scheduled refresh to be running",
-    )
+    """A refresh the scheduler starts from now on, once it is running.
+
+    Only a run started after the call counts: a run of the database outage above may still read
+    RUNNING while its thread waits to write its outcome (the refresh's write retries).
+    """
+    before = max((run[0] for run in stack.runs()), default=0)
+    try:
+        return wait_until(
+            lambda: next(
+                (run for run in stack.runs() if run[0] > before and run[1] == "running"), None
+            ),
+            bool,
+            timeout=120,
+            what="a scheduled refresh to be running",
+        )
+    except AssertionError as timed_out:
+        scheduler = podman("logs", "--tail", "30", stack.names["scheduler"], check=False)
+        raise AssertionError(f"{timed_out}\nThe scheduler's log:\n{scheduler.stderr}") from None
 
 
 def test_sigterm_ends_the_scheduler_within_ten_seconds_and_marks_its_refresh(stack):
     run_id = _running_run(stack)[0]
     started = time.monotonic()
     podman("kill", "--signal", "TERM", stack.names["scheduler"])
-    podman("wait", stack.names["scheduler"], timeout=60)
-    stopped_in = time.monotonic() - started
-    exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", stack.names["scheduler"])
-    logs = podman("logs", "--tail", "40", stack.names["scheduler"]).stderr
-    assert exit_code.stdout.strip() == "0", logs
-    assert stopped_in < 10
-    (status, error), *_ = stack.query(
-        "SELECT status, error FROM offsets_refreshrun WHERE id = %s", run_id
-    )
-    # It ended as interrupted, or finished on its own in the seconds it was given.
-    assert (status, error) == ("failed", STOPPED) or status == "succeeded"
-    assert not [run for run in stack.runs() if run[1] == "running"]
-    podman("start", stack.names["scheduler"])
+    try:
+        podman("wait", stack.names["scheduler"], timeout=60)
+        stopped_in = time.monotonic() - started
+        exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", stack.names["scheduler"])
+        logs = podman("logs", "--tail", "40", stack.names["scheduler"]).stderr
+        assert exit_code.stdout.strip() == "0", logs
+        assert stopped_in < 10
+        (status, error), *_ = stack.query(
+            "SELECT status, error FROM offsets_refreshrun WHERE id = %s", run_id
+        )
+        # It ended as interrupted, or finished on its own in the seconds it was given.
+        assert (status, error) == ("failed", STOPPED) or status == "succeeded", logs
+        assert not [run for run in stack.runs() if run[1] == "running"]
+    finally:
+        # The next test needs its scheduler, whatever this one found.
+        podman("start", stack.names["scheduler"])
 
 
 def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(stack):
