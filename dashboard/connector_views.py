@@ -41,9 +41,9 @@ def _get_connector_for_user(
     request: HttpRequest, cluster_name: str, name: str
 ) -> ConnectorSnapshot:
     """Return the connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
-    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=name)
+    snapshot = snapshots.get_connector(cluster_name=cluster.name, name=name)
     if snapshot is None:
-        cluster = cluster_for_user(user=request.user, name=cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
 
@@ -66,7 +66,7 @@ def _get_cached_connector_for_user(
 @require_GET
 @login_required
 def connector_detail(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
     target = htmx_target(request)
     # The whole page shows the refresh state: read it first, it names the cached run too.
     refresh = (
@@ -128,12 +128,11 @@ def _whole_page_context(
 ) -> dict[str, object]:
     """What the whole page adds to the partitions: the refresh, the controls, the figures."""
     cluster, snapshot = cached.cluster, cached.snapshot
-    # The user's roles cost two queries (their permissions and their groups'): asked only
-    # where the controls can show, on a cluster with a worker URL.
-    can_control = bool(cluster.connect_url) and can_control_connectors(request.user)
-    # Deleting needs the worker; cleaning up a deleted one's offsets does not. The roles
-    # are cached on the user by then, when asked at all.
-    can_remove = (can_control or snapshot.deleted) and can_stage(request.user)
+    # The user's grants are read once per request (cached on the user).
+    name = snapshot.name
+    can_control = bool(cluster.connect_url) and can_control_connectors(request.user, cluster, name)
+    # Deleting needs the worker; cleaning up a deleted one's offsets does not.
+    can_remove = (can_control or snapshot.deleted) and can_stage(request.user, cluster, name)
     context = {
         "refresh": refresh,
         "can_control": can_control,

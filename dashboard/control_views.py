@@ -31,10 +31,10 @@ def connector_control(
     request: HttpRequest, cluster_name: str, connector_name: str, action: str
 ) -> HttpResponse:
     """Stop (waiting for STOPPED), resume or restart; htmx gets the control card back."""
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
     if action not in ACTIONS:
         raise Http404(f"No action {action!r}.")
-    if not can_control_connectors(request.user):
+    if not can_control_connectors(request.user, cluster, connector_name):
         raise PermissionDenied("Stopping, resuming and restarting needs the editor role.")
     form = ControlForm(request.POST)
     outcome, error, status = None, "", 200

@@ -30,8 +30,8 @@ from offsets.edits.workflow import (
     EditInputError,
     apply_edit,
     approve_edit,
+    approves,
     audit_log,
-    can_approve,
     can_control_connectors,
     can_resume_on_target,
     can_stage,
@@ -53,6 +53,7 @@ from offsets.edits.workflow import (
 from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, OffsetEdit
+from offsets.rights.grants import only_visible, sees_connector
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
@@ -92,15 +93,18 @@ STRATEGY_FIELDS = {
 
 
 def _get_edit_for_user(request: HttpRequest, cluster: Cluster, pk: int) -> OffsetEdit:
-    return get_object_or_404(
+    edit = get_object_or_404(
         OffsetEdit.objects.select_related("cluster", "created_by", "approved_by", "applied_by"),
         cluster=cluster,
         pk=pk,
     )
+    if not sees_connector(request.user, cluster, edit.connector):
+        raise Http404("No such edit.")
+    return edit
 
 
-def _require_editor(request: HttpRequest) -> None:
-    if not can_stage(request.user):
+def _require_editor(request: HttpRequest, cluster: Cluster, connector: str) -> None:
+    if not can_stage(request.user, cluster, connector):
         raise PermissionDenied("Staging offset edits needs the editor role.")
 
 
@@ -110,9 +114,9 @@ def _require_editor(request: HttpRequest) -> None:
 @require_http_methods(["GET", "POST"])
 @login_required
 def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> HttpResponse:
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector)
     if request.method == "POST":
-        _require_editor(request)
+        _require_editor(request, cluster, connector)
     listing = OffsetsPageForm(request.GET)
     shown = listing.cleaned_data if listing.is_valid() else {"q": "", "page": 1}
     try:
@@ -197,7 +201,7 @@ def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
                 "created_by"
             )[:50],
             "audit_events": audit_log(cluster=cluster, connector=connector),
-            "can_stage": can_stage(request.user),
+            "can_stage": can_stage(request.user, cluster, connector),
             **extra,
         },
         status=status,
@@ -267,25 +271,26 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
     user = request.user
     is_author = edit.created_by_id == user.pk
     state = OffsetEdit.State
+    where = (edit.cluster, edit.connector)
     buttons = []
-    if edit.state == state.DRAFT and is_author and can_stage(user):
+    if edit.state == state.DRAFT and is_author and can_stage(user, *where):
         buttons.append(("submit", "Submit for approval", "primary"))
-    if edit.state == state.SUBMITTED and can_approve(user) and not is_author:
+    if edit.state == state.SUBMITTED and approves(user, edit) and not is_author:
         buttons.append(("approve", "Approve", "primary"))
-    if _connector_runs(edit) and can_control_connectors(user):
+    if _connector_runs(edit) and can_control_connectors(user, *where):
         buttons.append(("stop-connector", "Stop the connector", "danger"))
-    if edit.state == state.APPROVED and can_approve(user):
+    if edit.state == state.APPROVED and approves(user, edit):
         buttons.append(("apply", "Apply now", "danger"))
-    if is_stale(edit) and can_approve(user):
+    if is_stale(edit) and approves(user, edit):
         # Only once its apply cannot still be running (stale_after).
         buttons.append(("reconcile", "Reconcile from Kafka", "primary"))
-    if edit.state in (state.SUBMITTED, state.APPROVED) and can_approve(user) and not is_author:
+    if edit.state in (state.SUBMITTED, state.APPROVED) and approves(user, edit) and not is_author:
         buttons.append(("reject", "Reject", "secondary"))
-    if edit.is_open and ((is_author and can_stage(user)) or can_approve(user)):
+    if edit.is_open and ((is_author and can_stage(user, *where)) or approves(user, edit)):
         buttons.append(("cancel", "Cancel", "secondary"))
-    if can_stage_restore(edit) and can_stage(user):
+    if can_stage_restore(edit) and can_stage(user, *where):
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
-    if can_resume_on_target(edit) and can_approve(user):
+    if can_resume_on_target(edit) and approves(user, edit):
         buttons.append(("resume-target", f"Resume on {edit.target_cluster.name}", "primary"))
     return {
         "cluster": edit.cluster,
@@ -298,7 +303,9 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         "reconcile_from": edit.apply_started_at + stale_after()
         if edit.state == state.APPLYING and edit.apply_started_at and not is_stale(edit)
         else None,
-        "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
+        "self_approval_blocked": edit.state == state.SUBMITTED
+        and is_author
+        and approves(user, edit),
         **describe(edit),
     }
 
@@ -348,8 +355,10 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
         {
             "cluster": cluster,
             "form": form,
-            "edits": found[:200],
-            "audit_events": audit_log(cluster=cluster),
-            "can_stage": can_stage(request.user),
+            "edits": only_visible(request.user, cluster, found[:200], lambda edit: edit.connector),
+            "audit_events": only_visible(
+                request.user, cluster, audit_log(cluster=cluster), lambda event: event.connector
+            ),
+            "can_stage": can_stage(request.user, cluster),
         },
     )

@@ -25,7 +25,7 @@ from offsets.services.clusters import cluster_for_user
 @login_required
 def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     cluster = cluster_for_user(user=request.user, name=cluster_name)
-    if not can_stage(request.user):
+    if not can_stage(request.user, cluster):
         raise PermissionDenied("Staging offset edits needs the editor role.")
     result, status = None, 200
     if request.method == "POST":

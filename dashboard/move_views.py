@@ -24,6 +24,7 @@ from offsets.formats.masking import mask_secrets
 from offsets.formats.moves import kept_references, secret_keys
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.rights.grants import visible_clusters
 from offsets.services.clusters import cluster_for_user
 
 
@@ -52,8 +53,8 @@ class MoveForm(forms.Form):
 @login_required
 def connector_move(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
     """GET: the move form; POST: stage the move and go to its edit page."""
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
-    if not can_stage(request.user):
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
+    if not can_stage(request.user, cluster, connector_name):
         raise PermissionDenied("Staging a move needs the editor role.")
     context = {"cluster": cluster, "connector_name": connector_name, "error": ""}
     try:
@@ -65,12 +66,15 @@ def connector_move(request: HttpRequest, cluster_name: str, connector_name: str)
             # only staging it is a conflict.
             status = 200
         return _page(request, {**context, "error": message}, status)
-    targets = list(
-        Cluster.objects.exclude(pk=cluster.pk)
+    # A move needs rights on both clusters: the targets are those the user may stage on.
+    targets = [
+        target.name
+        for target in visible_clusters(request.user)
+        .exclude(pk=cluster.pk)
         .exclude(connect_url="")
         .order_by("name")
-        .values_list("name", flat=True)
-    )
+        if can_stage(request.user, target, connector_name)
+    ]
     form = MoveForm(request.POST or None, targets=targets, secrets=secret_keys(config))
     context.update(
         form=form,

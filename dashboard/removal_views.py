@@ -17,6 +17,7 @@ from dashboard.errors import refusal
 from offsets.edits.workflow import EditError, can_stage, stage_cleanup, stage_removal
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.rights.grants import only_visible
 from offsets.services.clusters import cluster_for_user
 from offsets.services.orphans import orphans
 
@@ -29,11 +30,11 @@ def stage(
     request: HttpRequest, cluster_name: str, connector_name: str, action: str
 ) -> HttpResponse:
     """Stage a removal ("delete") or a clean-up ("cleanup") and go to the new edit's page."""
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
     service = SERVICES.get(action)
     if service is None:
         raise Http404(f"No action {action!r}.")
-    if not can_stage(request.user):
+    if not can_stage(request.user, cluster, connector_name):
         raise PermissionDenied("Staging offset edits needs the editor role.")
     form = CommentForm(request.POST)
     if not form.is_valid():
@@ -73,6 +74,6 @@ def orphans_page(request: HttpRequest, cluster_name: str) -> HttpResponse:
 def _orphans_context(request: HttpRequest, cluster: Cluster) -> dict:
     return {
         "cluster": cluster,
-        "orphans": orphans(cluster),
-        "can_stage": can_stage(request.user),
+        "orphans": only_visible(request.user, cluster, orphans(cluster), lambda o: o.connector),
+        "can_stage": can_stage(request.user, cluster),
     }

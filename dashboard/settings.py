@@ -212,6 +212,8 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # so scripts need not read the cookie at all.
 CSRF_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", str(12 * 3600))
+# Whom a user without any grant is told to ask for one (a team, a channel, an address).
+ACCESS_CONTACT = os.environ.get("ACCESS_CONTACT", "the dashboard's administrators")
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", PRODUCTION_DEFAULT)
 # Behind a proxy that terminates TLS, Django sees plain HTTP; trust its X-Forwarded-Proto
 # only when told to (a client could otherwise claim HTTPS itself).

@@ -8,6 +8,7 @@ One connector's page is `dashboard/connector_views.py`.
 
 import logging
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -28,6 +29,8 @@ from offsets import connect_state
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.refresh import background
+from offsets.rights.grants import has_any_grant, may, visible_clusters
+from offsets.rights.rules import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
@@ -47,7 +50,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
-    runs = snapshots.cluster_runs()
+    runs = snapshots.cluster_runs(visible_clusters(request.user))
     # The connector counts change only when a run finishes: cached per cluster and run. While
     # a cluster's refresh runs, which run is on show takes a query of its own to tell
     # (page_cache.generation): its counts are then read afresh, as the page polls anyway.
@@ -66,7 +69,11 @@ def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
         "summaries": summaries,
         "notice": notice,
         "poll_seconds": poll_seconds(refreshing),
-        "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
+        "can_refresh": {
+            row.cluster.pk for row in runs if may(request.user, Action.REFRESH, row.cluster)
+        },
+        "no_grant": not has_any_grant(request.user),
+        "access_contact": settings.ACCESS_CONTACT,
     }
     template = "dashboard/home.html#clusters" if request.htmx else "dashboard/home.html"
     return render(request, template, context)
@@ -82,8 +89,8 @@ def _finished(refresh: snapshots.RefreshState) -> bool:
 def start_refresh(request: HttpRequest, cluster_name: str) -> HttpResponse:
     cluster = cluster_for_user(user=request.user, name=cluster_name)
     # Running Spark over a cluster's topics loads its brokers: a right of its own.
-    if not request.user.has_perm("offsets.add_refreshrun"):
-        raise PermissionDenied("You may not start refreshes (permission offsets.add_refreshrun).")
+    if not may(request.user, Action.REFRESH, cluster, WHOLE_CLUSTER):
+        raise PermissionDenied(REFRESH_ROLE)
     form = RefreshForm(request.POST, host=request.get_host())
     if not form.is_valid():
         return HttpResponse(form.errors.as_text(), status=400, content_type="text/plain")
@@ -121,7 +128,7 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
         "form": form,
         "refresh": refresh,
         "poll_seconds": poll_seconds(refresh.running is not None),
-        "can_refresh": request.user.has_perm("offsets.add_refreshrun"),
+        "can_refresh": may(request.user, Action.REFRESH, cluster, WHOLE_CLUSTER),
         "export_url": reverse("edits-export", args=[cluster.name]),
     }
     status = 200

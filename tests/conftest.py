@@ -274,7 +274,8 @@ def second_approver(db, django_user_model):
 
 @pytest.fixture
 def user(db, django_user_model):
-    return django_user_model.objects.create_user("alice", password="alice-password")
+    """A viewer of every cluster."""
+    return user_with(django_user_model, "alice")
 
 
 @pytest.fixture
@@ -285,12 +286,8 @@ def logged_in_client(client, user):
 
 @pytest.fixture
 def operator(db, django_user_model):
-    """A user who may start refreshes (offsets.add_refreshrun)."""
-    from django.contrib.auth.models import Permission
-
-    operator = django_user_model.objects.create_user("olga", password="olga-password")
-    operator.user_permissions.add(Permission.objects.get(codename="add_refreshrun"))
-    return operator
+    """A user who may start refreshes (the refresh operator role on every cluster)."""
+    return user_with(django_user_model, "olga", "add_refreshrun")
 
 
 @pytest.fixture

@@ -297,8 +297,12 @@ def create_users(count: int, prefix: str = "load") -> list[str]:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
 
+    from offsets.services.roles import VIEWERS_GROUP, ensure_role_groups
+
     password = make_password(USER_PASSWORD)  # one hash for all: same password, same cost
     model = get_user_model()
     names = [f"{prefix}{index:02d}" for index in range(count)]
     model.objects.bulk_create([model(username=name, password=password) for name in names])
+    viewers = ensure_role_groups()[VIEWERS_GROUP]
+    viewers.user_set.add(*model.objects.filter(username__in=names))
     return names

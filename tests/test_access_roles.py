@@ -1,8 +1,8 @@
 """Roles on every write, through the pages, the API with a session and the API with a token.
 
-viewer: any login, reads only. editor: stage_offsetedit (stage, import, submit and cancel own
-edits). approver: approve_offsetedit too (approve, reject, cancel, apply, reconcile; never
-their own edit's approval). Starting a refresh needs offsets.add_refreshrun. A refused write answers
+viewer: reads only. editor: stage, import, submit and cancel own edits. approver: approve,
+reject, cancel, apply, reconcile too; never their own edit's approval. Starting a refresh needs
+the refresh operator role. Each role on every cluster (tests/users.py). A refused write answers
 403 and changes nothing: no edit, no state change, no audit event, no refresh run.
 """
 
@@ -27,7 +27,7 @@ def cluster():
 
 @pytest.fixture
 def viewer(db, django_user_model):
-    return django_user_model.objects.create_user("vic", password="vic-password")
+    return user_with(django_user_model, "vic")
 
 
 @pytest.fixture

@@ -196,7 +196,7 @@ def test_starting_a_refresh_without_the_permission_is_forbidden(logged_in_client
     make.cluster("prod")
     response = logged_in_client.post("/clusters/prod/refreshes/")
     assert response.status_code == 403
-    assert b"may not start refreshes" in response.content
+    assert b"needs the refresh operator role" in response.content
     assert not launched
     assert not RefreshRun.objects.exists()
 

@@ -38,9 +38,10 @@ def test_the_demo_users_command_creates_an_editor_and_an_approver(db):
     from django.contrib.auth import get_user_model
 
     users = get_user_model().objects
-    assert can_stage(users.get(username="editor"))
-    assert not can_approve(users.get(username="editor"))
-    assert can_approve(users.get(username="approver"))
+    cluster = factories.cluster("any-cluster")
+    assert can_stage(users.get(username="editor"), cluster)
+    assert not can_approve(users.get(username="editor"), cluster)
+    assert can_approve(users.get(username="approver"), cluster)
     assert "'editor'" in out.getvalue() and "'approver'" in out.getvalue()
 
 

@@ -44,7 +44,7 @@ def test_the_web_process_serves_probes_pages_and_static_files_and_logs_json_line
         [ENTRYPOINT, "migrate", "-v", "0"], env=env, capture_output=True, text=True, timeout=120
     )
     assert migrated.returncode == 0, migrated.stderr
-    assert "Group 'Offset approvers': approve_offsetedit, stage_offsetedit" in migrated.stdout
+    assert "Group 'Offset approvers': approver on every cluster, connectors *" in migrated.stdout
     collected = subprocess.run(
         [ENTRYPOINT, "collectstatic", "--no-input", "-v", "0"],
         env=env,

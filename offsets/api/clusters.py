@@ -13,16 +13,21 @@ from offsets.api.connectors import TaskOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.models import Cluster
+from offsets.rights.grants import sees_connector, visible_clusters
 from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
 
-def get_cluster(request: Request, name: str) -> Cluster:
+def get_cluster(request: Request, name: str, connector: str | None = None) -> Cluster:
     """The cluster the user may see (`cluster_for_user`), named in the 404 of the edit routes."""
     try:
-        return cluster_for_user(user=request.user, name=name)
+        cluster = cluster_for_user(user=request.user, name=name)
     except Http404:
         raise NotFound(f"No cluster {name!r}.") from None
+    if connector is not None and not sees_connector(request.user, cluster, connector):
+        # Word for word the 404 of a connector that does not exist.
+        raise NotFound(f"No connector named {connector!r} on {name} (as of the last refresh).")
+    return cluster
 
 
 class ClusterOutput(serializers.Serializer):
@@ -88,7 +93,8 @@ class ConnectorStateOutput(serializers.Serializer):
 @api_view(["GET"])
 def cluster_list(request: Request) -> Response:
     """Every cluster with connector counts by state, sink lag, worst status and last refresh."""
-    return Response(ClusterOutput(snapshots.cluster_summaries(), many=True).data)
+    shown = snapshots.cluster_summaries(visible_clusters(request.user))
+    return Response(ClusterOutput(shown, many=True).data)
 
 
 @extend_schema(responses={200: ConnectorStateOutput(many=True), **errors(404, 503)})

@@ -39,7 +39,7 @@ class ControlOutput(serializers.Serializer):
 
 
 def _control(request: Request, cluster_name: str, connector_name: str, action: str) -> Response:
-    cluster = get_cluster(request, cluster_name)
+    cluster = get_cluster(request, cluster_name, connector_name)
     form = ControlInput(data=request.data)
     form.is_valid(raise_exception=True)
     options = form.validated_data

@@ -22,9 +22,9 @@ MAX_PAGE_SIZE = 1000
 
 def _get_connector(request: Request, cluster_name: str, name: str) -> ConnectorSnapshot:
     """The connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
-    snapshot = snapshots.get_connector(cluster_name=cluster_name, name=name)
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=name)
+    snapshot = snapshots.get_connector(cluster_name=cluster.name, name=name)
     if snapshot is None:
-        cluster = cluster_for_user(user=request.user, name=cluster_name)
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
     return snapshot
 

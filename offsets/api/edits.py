@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, parser_classes
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -41,10 +41,20 @@ from offsets.edits.workflow import (
     submit_edit,
 )
 from offsets.models import OffsetEdit
+from offsets.rights.grants import sees_connector, visible_clusters
 
 
-def _get_edit(pk: int) -> OffsetEdit:
-    return get_object_or_404(OffsetEdit.objects.select_related("cluster"), pk=pk)
+def _get_edit(request: Request, pk: int) -> OffsetEdit:
+    """The edit, if the user sees its connector on its cluster; 404 as if it did not exist."""
+    edit = get_object_or_404(
+        OffsetEdit.objects.select_related("cluster").filter(
+            cluster__in=visible_clusters(request.user)
+        ),
+        pk=pk,
+    )
+    if not sees_connector(request.user, edit.cluster, edit.connector):
+        raise NotFound("No OffsetEdit matches the given query.")
+    return edit
 
 
 # --- Views ------------------------------------------------------------------------------------
@@ -68,9 +78,9 @@ def edit_list(request: Request) -> Response:
     if request.method == "POST":
         data = EditInput(data=request_data(request))
         data.is_valid(raise_exception=True)
-        if not can_stage(request.user):
-            raise PermissionDenied("Staging offset edits needs the editor role.")
         cluster = get_cluster(request, data.validated_data["cluster"])
+        if not can_stage(request.user, cluster, data.validated_data["connector"]):
+            raise PermissionDenied("Staging offset edits needs the editor role.")
         edit = run_service(
             lambda: stage_edit(
                 cluster=cluster,
@@ -83,14 +93,19 @@ def edit_list(request: Request) -> Response:
         return Response(EditDetailOutput(edit).data, status=status.HTTP_201_CREATED)
     query = EditFilter(data=request.query_params)
     query.is_valid(raise_exception=True)
-    found = OffsetEdit.objects.select_related("cluster", "created_by", "approved_by", "applied_by")
+    found = OffsetEdit.objects.select_related(
+        "cluster", "created_by", "approved_by", "applied_by"
+    ).filter(cluster__in=visible_clusters(request.user))
     if "cluster" in query.validated_data:
         found = found.filter(cluster=get_cluster(request, query.validated_data["cluster"]))
     if "connector" in query.validated_data:
         found = found.filter(connector=query.validated_data["connector"])
     if "state" in query.validated_data:
         found = found.filter(state=query.validated_data["state"])
-    return Response(EditOutput(found[:500], many=True).data)
+    shown = [
+        edit for edit in found[:500] if sees_connector(request.user, edit.cluster, edit.connector)
+    ]
+    return Response(EditOutput(shown, many=True).data)
 
 
 @extend_schema(parameters=[DiffPageInput], responses={200: EditDetailOutput, **errors(400, 404)})
@@ -99,7 +114,7 @@ def edit_detail(request: Request, pk: int) -> Response:
     """One edit with its diff's counts, one page of its rows (before -> after), and audit trail."""
     query = DiffPageInput(data=request.query_params)
     query.is_valid(raise_exception=True)
-    edit = _get_edit(pk)
+    edit = _get_edit(request, pk)
     return Response(EditDetailOutput(edit, context={"page": query.validated_data["page"]}).data)
 
 
@@ -116,7 +131,7 @@ def edit_route(request: Request, pk: int) -> Response:
 
     Asks the worker for its version (a few seconds at most when it does not answer).
     """
-    chosen = choose_route(_get_edit(pk))
+    chosen = choose_route(_get_edit(request, pk))
     return Response(
         RouteOutput(
             {"via": chosen.via, "reason": chosen.reason, "refused": bool(chosen.refusal)}
@@ -136,7 +151,7 @@ def _action_view(service: Callable, summary: str, *, status: int = 200):
     def view(request: Request, pk: int) -> Response:
         data = CommentInput(data=request.data)
         data.is_valid(raise_exception=True)
-        edit = _get_edit(pk)
+        edit = _get_edit(request, pk)
         edit = run_service(
             lambda: service(edit=edit, user=request.user, comment=data.validated_data["comment"])
         )

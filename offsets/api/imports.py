@@ -148,9 +148,9 @@ def import_offsets(request: Request) -> Response:
     data = ImportInput(data=request_data(request))
     data.is_valid(raise_exception=True)
     options = data.validated_data
-    if not options["dry_run"] and not can_stage(request.user):
-        raise PermissionDenied("Importing offsets needs the editor role.")
     cluster = get_cluster(request, options["cluster"])
+    if not options["dry_run"] and not can_stage(request.user, cluster):
+        raise PermissionDenied("Importing offsets needs the editor role.")
     result = run_service(
         lambda: import_document(
             cluster=cluster,

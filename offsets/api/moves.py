@@ -17,6 +17,7 @@ from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.workflow import can_stage, resume_on_target, stage_move
 from offsets.models import Cluster, OffsetEdit
+from offsets.rights.grants import sees_connector, visible_clusters
 
 
 class MoveInput(serializers.Serializer):
@@ -34,8 +35,9 @@ class MoveInput(serializers.Serializer):
 MoveEditOutput = EditDetailOutput
 
 
-def _target(name: str) -> Cluster:
-    target = Cluster.objects.filter(name=name).first()
+def _target(request: Request, name: str) -> Cluster:
+    # A cluster the user does not see reads as one that does not exist.
+    target = visible_clusters(request.user).filter(name=name).first()
     if target is None:
         raise serializers.ValidationError({"target": [f"No cluster {name!r}."]})
     return target
@@ -49,13 +51,13 @@ def _target(name: str) -> Cluster:
 @api_view(["POST"])
 @parser_classes([JSONParser])
 def connector_move(request: Request, cluster_name: str, connector_name: str) -> Response:
-    cluster = get_cluster(request, cluster_name)
-    if not can_stage(request.user):
+    cluster = get_cluster(request, cluster_name, connector_name)
+    if not can_stage(request.user, cluster, connector_name):
         raise PermissionDenied("Staging a move needs the editor role.")
     data = MoveInput(data=request.data)
     data.is_valid(raise_exception=True)
     options = data.validated_data
-    target = _target(options["target"])
+    target = _target(request, options["target"])
     edit = run_service(
         lambda: stage_move(
             cluster=cluster,
@@ -79,7 +81,7 @@ def edit_resume_target(request: Request, pk: int) -> Response:
     data = CommentInput(data=request.data)
     data.is_valid(raise_exception=True)
     edit = OffsetEdit.objects.select_related("cluster", "target_cluster").filter(pk=pk).first()
-    if edit is None:
+    if edit is None or not sees_connector(request.user, edit.cluster, edit.connector):
         raise NotFound(f"No edit #{pk}.")
     edit = run_service(
         lambda: resume_on_target(

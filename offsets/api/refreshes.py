@@ -10,6 +10,8 @@ from rest_framework.response import Response
 from offsets.api.errors import errors
 from offsets.models import RefreshRun
 from offsets.refresh import background
+from offsets.rights.grants import may
+from offsets.rights.rules import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.services.clusters import cluster_for_user
 
 RECENT_RUNS = 50
@@ -73,8 +75,8 @@ def refreshes(request: Request, cluster_name: str) -> Response:
     if request.method == "GET":
         runs = RefreshRun.objects.filter(cluster=cluster).order_by("-started_at", "-pk")
         return Response(RefreshRunOutput(runs[:RECENT_RUNS], many=True).data)
-    if not request.user.has_perm("offsets.add_refreshrun"):
-        raise PermissionDenied("You may not start refreshes (permission offsets.add_refreshrun).")
+    if not may(request.user, Action.REFRESH, cluster, WHOLE_CLUSTER):
+        raise PermissionDenied(REFRESH_ROLE)
     data = RefreshStartInput(data=request.data)
     data.is_valid(raise_exception=True)
     run = background.start_refresh(cluster=cluster, full=data.validated_data["full"])

@@ -16,6 +16,7 @@ from offsets.api.edit_serializers import EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.workflow import stage_cleanup, stage_removal
+from offsets.rights.grants import only_visible
 from offsets.services.orphans import orphans
 
 
@@ -33,7 +34,7 @@ class RemovalInput(serializers.Serializer):
 
 
 def _stage(request: Request, cluster_name: str, connector_name: str, service) -> Response:
-    cluster = get_cluster(request, cluster_name)
+    cluster = get_cluster(request, cluster_name, connector_name)
     data = RemovalInput(data=request.data)
     data.is_valid(raise_exception=True)
     edit = run_service(
@@ -89,4 +90,5 @@ class OrphanOutput(serializers.Serializer):
 def cluster_orphans(request: Request, cluster_name: str) -> Response:
     """Connectors that are gone but whose offsets remain, as of the last refresh."""
     cluster = get_cluster(request, cluster_name)
-    return Response(OrphanOutput(orphans(cluster), many=True).data)
+    shown = only_visible(request.user, cluster, orphans(cluster), lambda orphan: orphan.connector)
+    return Response(OrphanOutput(shown, many=True).data)

@@ -15,7 +15,7 @@ from offsets.edits.connector_control import control_connector
 from offsets.edits.errors import EditForbidden, EditStateConflict
 from offsets.edits.kinds import Attempt, EditKind, kind_for
 from offsets.edits.outcome import release, settle_checks
-from offsets.edits.roles import can_approve
+from offsets.edits.roles import approves
 from offsets.formats import edit_rules
 from offsets.models import AuditEvent, OffsetEdit
 
@@ -39,8 +39,8 @@ def apply_edit(
     offsets make it a "conflict": it must be staged again. ``before_commit`` is passed to the
     transactional writer (tests use it to fail at the worst moment).
     """
-    if not can_approve(user):
-        raise EditForbidden("Applying needs the approver role (approve_offsetedit).")
+    if not approves(user, edit):
+        raise EditForbidden("Applying needs the approver role.")
     # The claim and its audit entry are one write: a database that fails between them must
     # not leave an edit "applying" that the audit log never saw start.
     with transaction.atomic():

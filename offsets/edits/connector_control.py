@@ -55,7 +55,7 @@ def control_connector(
     """
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, not {action!r}")
-    if not can_control_connectors(user):
+    if not can_control_connectors(user, cluster, connector):
         raise EditForbidden(f"To {action} a connector needs the editor or approver role.")
     wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
     try:

@@ -15,12 +15,12 @@ from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_stage
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
 
-EDITOR_ROLE = "Staging offset edits needs the editor role (stage_offsetedit)."
+EDITOR_ROLE = "Staging offset edits needs the editor role."
 
 
-def require_editor(user, message: str = EDITOR_ROLE) -> None:
-    """Raise EditForbidden unless `user` has the editor role."""
-    if not can_stage(user):
+def require_editor(user, cluster: Cluster, connector: str, message: str = EDITOR_ROLE) -> None:
+    """Raise EditForbidden unless `user` has the editor role on `connector` of `cluster`."""
+    if not can_stage(user, cluster, connector):
         raise EditForbidden(message)
 
 

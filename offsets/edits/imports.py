@@ -56,8 +56,8 @@ def import_document(
     anywhere stages nothing (EditInputError naming the field). With ``dry_run`` nothing is
     saved at all and the previews are returned.
     """
-    if not dry_run and not can_stage(user):
-        raise EditForbidden("Importing offsets needs the editor role (stage_offsetedit).")
+    if not dry_run and not can_stage(user, cluster):
+        raise EditForbidden("Importing offsets needs the editor role.")
     document = _load_upload(data) if isinstance(data, bytes | str) else data
     if strimzi.is_kubernetes_object(document):
         document, connector = _read_configmap(document, connector)

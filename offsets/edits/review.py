@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from offsets.edits import audit
 from offsets.edits.errors import EditForbidden, EditStateConflict
-from offsets.edits.roles import can_approve, can_stage
+from offsets.edits.roles import approves, can_stage
 from offsets.models import AuditEvent, OffsetEdit
 
 State = OffsetEdit.State
@@ -16,7 +16,7 @@ Action = AuditEvent.Action
 
 def submit_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Send a draft for approval (its author, with the editor role)."""
-    if not can_stage(user) or edit.created_by_id != user.pk:
+    if not can_stage(user, edit.cluster, edit.connector) or edit.created_by_id != user.pk:
         raise EditForbidden("Only the editor who staged the edit can submit it.")
     return _move(
         edit,
@@ -64,8 +64,8 @@ def reject_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
 
 def cancel_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Withdraw an edit that is not applied yet: its author, or an approver."""
-    is_author = edit.created_by_id == user.pk and can_stage(user)
-    if not (is_author or can_approve(user)):
+    is_author = edit.created_by_id == user.pk and can_stage(user, edit.cluster, edit.connector)
+    if not (is_author or approves(user, edit)):
         raise EditForbidden("Only the edit's author or an approver can cancel it.")
     return _move(
         edit,
@@ -79,8 +79,8 @@ def cancel_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
 
 
 def _require_other_approver(edit: OffsetEdit, user, doing: str, own_edit: str) -> None:
-    if not can_approve(user):
-        raise EditForbidden(f"{doing} needs the approver role (approve_offsetedit).")
+    if not approves(user, edit):
+        raise EditForbidden(f"{doing} needs the approver role.")
     if edit.created_by_id == user.pk:
         raise EditForbidden(own_edit)
 

@@ -1,17 +1,27 @@
-"""Who may stage and who may approve: the two roles of the edit workflow."""
+"""Who may stage and who may approve: the two roles of the edit workflow, on a cluster (and a
+connector) by the user's grants (offsets.rights)."""
 
-STAGE_PERMISSION = "offsets.stage_offsetedit"
-APPROVE_PERMISSION = "offsets.approve_offsetedit"
-
-
-def can_stage(user) -> bool:
-    return bool(user and user.is_active and user.has_perm(STAGE_PERMISSION))
+from offsets.models import Cluster
+from offsets.rights.grants import may
+from offsets.rights.rules import Action
 
 
-def can_approve(user) -> bool:
-    return bool(user and user.is_active and user.has_perm(APPROVE_PERMISSION))
+def can_stage(user, cluster: Cluster, connector: object = None) -> bool:
+    return may(user, Action.STAGE, cluster, connector)
 
 
-def can_control_connectors(user) -> bool:
+def can_approve(user, cluster: Cluster, connector: object = None) -> bool:
+    return may(user, Action.APPROVE, cluster, connector)
+
+
+def can_control_connectors(user, cluster: Cluster, connector: object = None) -> bool:
     """Stop, resume and restart connectors: editors (who stop to edit) and approvers."""
-    return can_stage(user) or can_approve(user)
+    return may(user, Action.CONTROL, cluster, connector)
+
+
+def approves(user, edit) -> bool:
+    """Whether `user` may approve and apply `edit`: on its connector, and for a move on the
+    target cluster too."""
+    if not can_approve(user, edit.cluster, edit.connector):
+        return False
+    return edit.target_cluster_id is None or can_approve(user, edit.target_cluster, edit.connector)

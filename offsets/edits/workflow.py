@@ -23,7 +23,7 @@ from offsets.edits.move_reads import source_config
 from offsets.edits.preview import DIFF_PAGE_ROWS, Preview, StageRequest
 from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
-from offsets.edits.roles import can_approve, can_control_connectors, can_stage
+from offsets.edits.roles import approves, can_approve, can_control_connectors, can_stage
 from offsets.edits.route import Route, choose_route
 from offsets.models import Cluster, OffsetEdit
 
@@ -97,6 +97,7 @@ __all__ = [
     "StageRequest",
     "apply_edit",
     "approve_edit",
+    "approves",
     "audit_log",
     "can_approve",
     "can_control_connectors",

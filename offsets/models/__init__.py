@@ -1,5 +1,6 @@
 """The domain models, one module per area; import them from here."""
 
+from offsets.models.access import Grant, ProviderGroup, Role
 from offsets.models.alerts import AlertDelivery, AlertRule, AlertState
 from offsets.models.cluster import Cluster, MirrorUpstream
 from offsets.models.edits import AuditEvent, ChangeCounts, OffsetEdit, OffsetEditChange
@@ -26,15 +27,18 @@ __all__ = [
     "Cluster",
     "CommitBucket",
     "ConnectorSnapshot",
+    "Grant",
     "KeyDrift",
     "LagSample",
     "MalformedCount",
     "MirrorUpstream",
     "OffsetEdit",
     "OffsetEditChange",
+    "ProviderGroup",
     "ReadPosition",
     "RefreshRun",
     "RewindEvent",
+    "Role",
     "SchedulerBeat",
     "SinkPartitionLag",
     "SourceOffset",

@@ -1,22 +1,28 @@
-"""The offset-edit roles as groups, so every deployment grants them the same way (admin)."""
+"""The dashboard's roles on every cluster as groups, so every deployment grants them the same
+way: put people in a group (admin), or grant a group a role on some clusters only (Grants)."""
 
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group
 
+from offsets.models import Grant, Role
+
+VIEWERS_GROUP = "Offset viewers"
 EDITORS_GROUP = "Offset editors"
 APPROVERS_GROUP = "Offset approvers"
-ROLE_PERMISSIONS = {
-    EDITORS_GROUP: ["stage_offsetedit"],
-    APPROVERS_GROUP: ["stage_offsetedit", "approve_offsetedit"],
+REFRESHERS_GROUP = "Refresh operators"
+# Each group's role, on every cluster (those added later included) and every connector.
+ROLE_GROUPS = {
+    VIEWERS_GROUP: Role.VIEWER,
+    EDITORS_GROUP: Role.EDITOR,
+    APPROVERS_GROUP: Role.APPROVER,
+    REFRESHERS_GROUP: Role.REFRESH,
 }
 
 
 def ensure_role_groups() -> dict[str, Group]:
-    """Create (or refresh) the editor and approver groups with their permissions."""
+    """Create (or refresh) the role groups, each with its grant on every cluster."""
     groups = {}
-    for name, codenames in ROLE_PERMISSIONS.items():
+    for name, role in ROLE_GROUPS.items():
         group, _ = Group.objects.get_or_create(name=name)
-        group.permissions.set(
-            Permission.objects.filter(content_type__app_label="offsets", codename__in=codenames)
-        )
+        Grant.objects.get_or_create(group=group, role=role, cluster=None, connectors="*")
         groups[name] = group
     return groups

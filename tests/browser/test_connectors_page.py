@@ -2,6 +2,7 @@ import pytest
 
 from offsets.models import Cluster
 from tests.browser.pages import log_in
+from tests.users import user_with
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -9,7 +10,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 def test_a_user_logs_in_and_sees_the_live_state_of_the_demo_connectors(
     page, live_server, transactional_db, django_user_model, seeded_demo, screenshot
 ):
-    django_user_model.objects.create_user("bob", password="bob-password")
+    user_with(django_user_model, "bob")
     Cluster.objects.create(name="demo", bootstrap_servers=seeded_demo.bootstrap_servers)
 
     log_in(page, live_server, "bob", "bob-password")
@@ -30,7 +31,7 @@ def test_a_user_logs_in_and_sees_the_live_state_of_the_demo_connectors(
 
 
 def test_a_wrong_password_shows_an_error(page, live_server, transactional_db, django_user_model):
-    django_user_model.objects.create_user("bob", password="bob-password")
+    user_with(django_user_model, "bob")
     log_in(page, live_server, "bob", "wrong", landing=None)
     assert (
         page.locator("p.error").inner_text().startswith("Your username and password didn't match")

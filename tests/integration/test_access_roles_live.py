@@ -6,6 +6,7 @@ from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit
 from tests.demo_data import AUDIT, AUDIT_PARTITION
+from tests.users import user_with
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +64,7 @@ def test_an_editor_stages_and_imports_with_a_token_and_a_viewer_may_only_dry_run
     assert imported.status_code == 201, imported.json()
     assert OffsetEdit.objects.filter(created_by=editor).count() == 2
 
-    viewer = django_user_model.objects.create_user("vic", password="vic-password")
+    viewer = user_with(django_user_model, "vic")
     as_viewer = token(viewer)
     before = (OffsetEdit.objects.count(), AuditEvent.objects.count())
     dry = client.post(

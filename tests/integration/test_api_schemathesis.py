@@ -40,9 +40,9 @@ CONNECTORS = [
 
 @pytest.fixture
 def all_roles(approver):
-    from django.contrib.auth.models import Permission
+    from offsets.services.roles import REFRESHERS_GROUP, ensure_role_groups
 
-    approver.user_permissions.add(Permission.objects.get(codename="add_refreshrun"))
+    approver.groups.add(ensure_role_groups()[REFRESHERS_GROUP])
     return approver
 
 

@@ -23,7 +23,7 @@ from offsets.edits.errors import (
 )
 from offsets.edits.kinds.base import Attempt, EditKind, group_inactive_check
 from offsets.edits.outcome import fail, finish, release
-from offsets.edits.roles import can_approve
+from offsets.edits.roles import approves
 from offsets.formats import edit_rules, moves
 from offsets.formats.edit_rules import CheckResult
 from offsets.formats.masking import mask_secrets, mask_text
@@ -70,7 +70,11 @@ class Move(EditKind):
         exists on the target, the connector is deleted), ConnectorNotFound, and the REST
         adapter's errors when the target's worker cannot be asked.
         """
-        drafts.require_editor(user, "Staging a move needs the editor role (stage_offsetedit).")
+        # A move needs rights on both clusters.
+        for where in (cluster, target):
+            drafts.require_editor(
+                user, where, connector, "Staging a move needs the editor role on both clusters."
+            )
         side = move_reads.read_source_side(cluster=cluster, connector=connector)
         move_reads.refuse_unfit_target(
             move_reads.target_facts(
@@ -452,7 +456,7 @@ def can_resume_on_target(edit: OffsetEdit) -> bool:
 
 def resume_on_target(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Resume an applied move's connector on its target (approvers), audited there."""
-    if not can_approve(user):
+    if not approves(user, edit):
         raise EditForbidden("Resuming a moved connector needs the approver role.")
     if not can_resume_on_target(edit):
         raise EditStateConflict(f"Edit #{edit.pk} is not an applied move: nothing to resume.")

@@ -89,7 +89,7 @@ class OffsetChanges(EditKind):
         self, *, cluster: Cluster, connector: str, user, comment: str = "", request: StageRequest
     ) -> OffsetEdit:
         """Stage an edit as a draft with its diff and the before values read now."""
-        drafts.require_editor(user)
+        drafts.require_editor(user, cluster, connector)
         preview = preview_edit(cluster=cluster, connector=connector, request=request)
         return drafts.save(draft(preview, cluster), user=user, comment=comment)
 
@@ -378,7 +378,7 @@ def stage_restore(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     only what is missing or different (NothingToChange if nothing is), and it goes through
     approval and the lock check like any other edit. Returns the new edit.
     """
-    drafts.require_editor(user)
+    drafts.require_editor(user, edit.cluster, edit.connector)
     if not can_stage_restore(edit):
         raise EditStateConflict(
             f"Edit #{edit.pk} is not a failed sink edit with offsets to commit back."

@@ -56,7 +56,7 @@ class Removal(EditKind):
         self, *, cluster: Cluster, connector: str, user, comment: str = "", strategy: str
     ) -> OffsetEdit:
         """Stage deleting a connector with its offsets, or cleaning up what it left."""
-        drafts.require_editor(user)
+        drafts.require_editor(user, cluster, connector)
         reader = LiveReader(cluster)
         context = _context(cluster, connector, reader)
         on_worker, worker_note = removal_steps.worker_has(cluster, connector)

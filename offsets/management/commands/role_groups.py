@@ -6,9 +6,9 @@ from offsets.services.roles import ensure_role_groups
 
 
 class Command(BaseCommand):
-    help = "Create (or refresh) the offset editor and approver groups with their permissions."
+    help = "Create (or refresh) the role groups: viewers, editors, approvers, refresh operators."
 
     def handle(self, *args: object, **options: object) -> None:
         for name, group in ensure_role_groups().items():
-            codenames = sorted(group.permissions.values_list("codename", flat=True))
-            self.stdout.write(f"Group {name!r}: {', '.join(codenames)}")
+            grants = [str(grant).split(": ", 1)[1] for grant in group.grants.order_by("pk")]
+            self.stdout.write(f"Group {name!r}: {'; '.join(grants)}")
