@@ -3,7 +3,7 @@ import json
 from django import forms
 from django.contrib import admin
 
-from offsets.models import Cluster, MirrorUpstream
+from offsets.models import Cluster, Grant, MirrorUpstream, ProviderGroup
 from offsets.models.cluster import SECRET_MASK, is_secret_client_setting
 
 
@@ -72,3 +72,20 @@ class MirrorUpstreamAdmin(admin.ModelAdmin):
     list_display = ["cluster", "source_alias", "upstream"]
     list_filter = ["cluster"]
     search_fields = ["source_alias", "cluster__name", "upstream__name"]
+
+
+@admin.register(Grant)
+class GrantAdmin(admin.ModelAdmin):
+    """Who may do what, where: a role for a group's members on one cluster or every cluster."""
+
+    list_display = ["group", "role", "cluster", "connectors"]
+    list_filter = ["role", "cluster", "group"]
+    search_fields = ["group__name", "cluster__name", "connectors"]
+
+
+@admin.register(ProviderGroup)
+class ProviderGroupAdmin(admin.ModelAdmin):
+    """The identity provider's groups claim values, and the group each puts its members in."""
+
+    list_display = ["claim_value", "group"]
+    search_fields = ["claim_value", "group__name"]
