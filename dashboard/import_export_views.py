@@ -18,7 +18,7 @@ from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.services import offsets_export
-from offsets.services.clusters import cluster_for_user
+from offsets.services.clusters import cluster_for_user, exported_connectors, require_connector
 
 
 @require_http_methods(["GET", "POST"])
@@ -79,6 +79,8 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     if not form.is_valid():
         return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
     options = form.cleaned_data
+    for name in options["names"]:
+        require_connector(request.user, cluster, name)
     if options["format"] == "strimzi":
         return _export_configmap(cluster, options)
     try:
@@ -93,6 +95,7 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
                 cluster=cluster,
                 connectors=options["names"] or None,
                 from_beginning=options["from_beginning"],
+                keep=exported_connectors(request.user, cluster),
             )
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc

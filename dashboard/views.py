@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -29,10 +30,10 @@ from offsets import connect_state
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.refresh import background
-from offsets.rights.grants import has_any_grant, may, visible_clusters
+from offsets.rights.grants import connector_filter, has_any_grant, may, visible_clusters
 from offsets.rights.rules import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.services import snapshots
-from offsets.services.clusters import cluster_for_user
+from offsets.services.clusters import cluster_for_user, state_for_user
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,11 @@ def _render_home(request: HttpRequest, notice: str = "") -> HttpResponse:
     others = [row.cluster.pk for row in runs if row.cluster not in finished]
     if others:
         counts.update(snapshots.connector_counts(others))
+    # A user granted some connectors of a cluster counts only those (never cached: per user).
+    for row in runs:
+        only = connector_filter(request.user, row.cluster)
+        if only is not None:
+            counts.update(snapshots.connector_counts([row.cluster.pk], only))
     summaries = snapshots.summarize(runs, counts)
     refreshing = any(summary.refresh.running for summary in summaries)
     context = {
@@ -133,7 +139,10 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     }
     status = 200
     if form.is_valid():
-        page, rows = _connectors_page(cluster, form, refresh, export_url=context["export_url"])
+        only = connector_filter(request.user, cluster)
+        page, rows = _connectors_page(
+            cluster, form, refresh, export_url=context["export_url"], only=only
+        )
         context.update(page=page, rows=rows.render(timezone.now()), sort=form.cleaned_data["sort"])
     else:
         status = 400
@@ -147,12 +156,15 @@ def _connectors_page(
     refresh: snapshots.RefreshState,
     *,
     export_url: str,
+    only: Q | None,
 ) -> tuple[Page, AgedHtml]:
     """The page of connectors the filters ask for and its rows' HTML, cached until the next
     refresh finishes (the rows, not the model instances: unpickling 50 of those cost more)."""
 
     def compute() -> tuple[AgedHtml, int, int]:
         rows = snapshots.connectors(cluster=cluster, **form.filters())
+        if only is not None:
+            rows = rows.filter(only)
         page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
         snapshots.with_partition_status(page.object_list, cluster=cluster)
         for snapshot in page.object_list:
@@ -169,6 +181,8 @@ def _connectors_page(
 
     # The name too: the rows' links carry it, and a renamed cluster keeps its key.
     params = {**form.filters(), "page": form.cleaned_data["page"], "cluster": cluster.name}
+    if only is not None:
+        params["only"] = str(only)  # a user's grants: their own entry
     run = page_cache.generation(cluster, refresh)
     html, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
     return page_cache.page_of([], count, number, CONNECTORS_PER_PAGE), html
@@ -188,6 +202,8 @@ def live_state(request: HttpRequest, cluster_name: str) -> HttpResponse:
     except KafkaError as exc:
         logger.warning("Cannot read Connect state of %s: %s", cluster.name, exc)
         error, status = str(exc), exc.http_status
+    if state is not None:
+        state = state_for_user(request.user, cluster, state)
     return render(
         request,
         "dashboard/live.html",

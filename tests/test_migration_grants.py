@@ -50,14 +50,16 @@ def test_every_user_keeps_seeing_every_cluster_and_keeps_their_roles():
 
     def roles(username):
         return set(
-            Grant.objects.filter(group__user__username=username, cluster=None, connectors="*")
-            .values_list("role", flat=True)
+            Grant.objects.filter(
+                group__user__username=username, cluster=None, connectors="*"
+            ).values_list("role", flat=True)
         )
 
     assert roles("reader") == {"viewer"}
     assert roles("direct-refresher") == {"viewer", "refresh"}
     # The group's strongest permission is its role; editor comes with approver's permissions.
     assert roles("member") == {"viewer", "approver", "editor"}
-    assert set(
-        User.objects.get(username="member").groups.values_list("name", flat=True)
-    ) == {"payments-approvers", "Offset viewers"}
+    assert set(User.objects.get(username="member").groups.values_list("name", flat=True)) == {
+        "payments-approvers",
+        "Offset viewers",
+    }

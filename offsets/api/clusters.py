@@ -13,8 +13,8 @@ from offsets.api.connectors import TaskOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.models import Cluster
-from offsets.rights.grants import sees_connector, visible_clusters
-from offsets.services import snapshots
+from offsets.rights.grants import connector_filter, visible_clusters
+from offsets.services import clusters, snapshots
 from offsets.services.clusters import cluster_for_user
 
 
@@ -24,10 +24,17 @@ def get_cluster(request: Request, name: str, connector: str | None = None) -> Cl
         cluster = cluster_for_user(user=request.user, name=name)
     except Http404:
         raise NotFound(f"No cluster {name!r}.") from None
-    if connector is not None and not sees_connector(request.user, cluster, connector):
-        # Word for word the 404 of a connector that does not exist.
-        raise NotFound(f"No connector named {connector!r} on {name} (as of the last refresh).")
+    if connector is not None:
+        require_connector(request, cluster, connector)
     return cluster
+
+
+def require_connector(request: Request, cluster: Cluster, name: str) -> None:
+    """The 404 of a connector outside the user's grants: that of one that does not exist."""
+    try:
+        clusters.require_connector(request.user, cluster, name)
+    except Http404 as missing:
+        raise NotFound(str(missing)) from None
 
 
 class ClusterOutput(serializers.Serializer):
@@ -93,7 +100,11 @@ class ConnectorStateOutput(serializers.Serializer):
 @api_view(["GET"])
 def cluster_list(request: Request) -> Response:
     """Every cluster with connector counts by state, sink lag, worst status and last refresh."""
-    shown = snapshots.cluster_summaries(visible_clusters(request.user))
+    visible = visible_clusters(request.user)
+    only = {cluster.pk: connector_filter(request.user, cluster) for cluster in visible}
+    shown = snapshots.cluster_summaries(
+        visible, only={pk: q for pk, q in only.items() if q is not None}
+    )
     return Response(ClusterOutput(shown, many=True).data)
 
 
@@ -103,4 +114,5 @@ def connector_states(request: Request, cluster_name: str) -> Response:
     """The connectors of a cluster as the config and status topics say now."""
     cluster = cluster_for_user(user=request.user, name=cluster_name)
     state = run_service(lambda: connect_state.read_connect_state(cluster=cluster))
+    state = clusters.state_for_user(request.user, cluster, state)
     return Response(ConnectorStateOutput(state.connectors, many=True).data)

@@ -14,6 +14,7 @@ from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.formats.connectors import mask_secrets
 from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
+from offsets.rights.grants import connector_filter
 from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
@@ -333,12 +334,11 @@ def connector_list(request: Request, cluster_name: str) -> Response:
     cluster = cluster_for_user(user=request.user, name=cluster_name)
     params = ConnectorListInput(data=request.query_params)
     params.is_valid(raise_exception=True)
-    rows = snapshots.with_partition_status(
-        list(
-            snapshots.connectors(cluster=cluster, **params.validated_data).select_related("cluster")
-        ),
-        cluster=cluster,
-    )
+    found = snapshots.connectors(cluster=cluster, **params.validated_data)
+    only = connector_filter(request.user, cluster)
+    if only is not None:
+        found = found.filter(only)
+    rows = snapshots.with_partition_status(list(found.select_related("cluster")), cluster=cluster)
     refresh = snapshots.refresh_state(cluster=cluster)
     return Response(
         {

@@ -8,10 +8,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from offsets.api.clusters import get_cluster
+from offsets.api.clusters import get_cluster, require_connector
 from offsets.api.errors import errors, run_service
 from offsets.formats import strimzi
 from offsets.services import offsets_export
+from offsets.services.clusters import exported_connectors
 
 # The shapes that hold exactly one connector.
 ONE_CONNECTOR = ("kip875", "strimzi")
@@ -86,6 +87,8 @@ def export(request: Request) -> Response:
     query.is_valid(raise_exception=True)
     options = query.validated_data
     cluster = get_cluster(request, options["cluster"])
+    for name in options["names"]:
+        require_connector(request, cluster, name)
     if options["shape"] == "strimzi":
         return Response(run_service(lambda: _configmap(cluster, options)))
     if options["shape"] == "kip875":
@@ -102,6 +105,7 @@ def export(request: Request) -> Response:
                 cluster=cluster,
                 connectors=options["names"] or None,
                 from_beginning=options["from_beginning"],
+                keep=exported_connectors(request.user, cluster),
             )
         )
     return Response(document)

@@ -7,7 +7,7 @@ what the grants of their groups allow (offsets.rights.rules).
 from collections.abc import Callable, Iterable
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from offsets.models import Cluster, Grant
 from offsets.rights import rules
@@ -86,3 +86,15 @@ def only_visible[T](
         for item in items
         if connector_of(item) and sees_connector(user, cluster, connector_of(item))
     ]
+
+
+def connector_filter(user: User | None, cluster: Cluster, field: str = "name") -> Q | None:
+    """A filter keeping the connectors `user` sees on `cluster` (by `field`, their name), for
+    the lists read from the database; None when they see every connector."""
+    if sees_every_connector(user, cluster):
+        return None
+    globs = rules.viewing_globs(grants_of(user), cluster.pk)
+    keep = Q(pk__in=[])
+    for glob in globs:
+        keep |= Q(**{f"{field}__regex": rules.glob_regex(glob)})
+    return keep

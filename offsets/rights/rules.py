@@ -7,10 +7,10 @@ whose glob is "*"; an action asked about "somewhere in the cluster" (whether to 
 cluster, or a button leading to a form) needs any grant on it.
 """
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from fnmatch import fnmatchcase
 
 
 class Action(StrEnum):
@@ -56,9 +56,27 @@ def allows(
         if connector is WHOLE_CLUSTER:
             if grant.connectors == EVERY_CONNECTOR:
                 return True
-        elif fnmatchcase(str(connector), grant.connectors):
+        elif re.fullmatch(glob_regex(grant.connectors), str(connector)):
             return True
     return False
+
+
+def glob_regex(glob: str) -> str:
+    """A connector glob as a regular expression that Python, SQLite (through Django) and
+    PostgreSQL read alike: `*` any run of characters, `?` one, everything else itself, case
+    included. One translation serves the rules here and the lists' database filters."""
+    parts = (".*" if char == "*" else "." if char == "?" else re.escape(char) for char in glob)
+    return "^" + "".join(parts) + "$"
+
+
+def viewing_globs(grants: Iterable[GrantRule], cluster_id: int) -> list[str]:
+    """The globs of the connectors the grants show on the cluster."""
+    return [
+        grant.connectors
+        for grant in grants
+        if Action.VIEW in ROLE_ACTIONS.get(grant.role, ())
+        and grant.cluster_id in (None, cluster_id)
+    ]
 
 
 def visible_cluster_ids(grants: Iterable[GrantRule]) -> set[int] | None:

@@ -10,7 +10,7 @@ tombstones as ``"offset": null``. Kafka keeps no history of a group's commits th
 can read, so a sink's history is its current offsets.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from offsets.edits.live import (
     Connector,
@@ -52,11 +52,18 @@ def export_configmap(
 
 
 def export_connectors(
-    *, cluster: Cluster, connectors: list[str] | None = None, from_beginning: bool = False
+    *,
+    cluster: Cluster,
+    connectors: list[str] | None = None,
+    from_beginning: bool = False,
+    keep: Callable[[str], bool] | None = None,
 ) -> dict:
-    """Return several connectors' offsets (all when ``connectors`` is None) as KIP-199."""
+    """Return several connectors' offsets (all when ``connectors`` is None, or all that `keep`
+    keeps: a user's grants) as KIP-199."""
     reader = LiveReader(cluster)
     names = connectors if connectors is not None else connector_names(reader=reader)
+    if keep is not None:
+        names = [name for name in names if keep(name)]
     contexts = [read_connector(cluster=cluster, connector=name, reader=reader) for name in names]
     return to_kip199(
         {context.name: _entries(context, reader, from_beginning) for context in contexts}

@@ -52,10 +52,13 @@ def test_a_connector_glob_limits_the_role_to_the_matching_connectors():
 
 
 def test_globs_match_case_and_every_character_exactly():
-    grants = [GrantRule("viewer", A, "pay?-[ab]*")]
-    assert allows(grants, Action.VIEW, A, "pays-a1")
-    assert not allows(grants, Action.VIEW, A, "PAYS-a1")
-    assert not allows(grants, Action.VIEW, A, "pays-c1")
+    grants = [GrantRule("viewer", A, "pay?-a.[b]*")]
+    assert allows(grants, Action.VIEW, A, "pays-a.[b]1")
+    assert not allows(grants, Action.VIEW, A, "PAYS-a.[b]1")
+    # "." and "[" are themselves, not a regular expression's or a bracket glob's.
+    assert not allows(grants, Action.VIEW, A, "pays-aX[b]1")
+    assert not allows(grants, Action.VIEW, A, "pays-a.b1")
+    assert not allows(grants, Action.VIEW, A, "pays-a.[b]1\nmore")
 
 
 def test_who_sees_every_connector():

@@ -67,13 +67,20 @@ class ClusterSummary:
     problems: int = 0
 
 
-def cluster_summaries(clusters: QuerySet[Cluster] | None = None) -> list[ClusterSummary]:
+def cluster_summaries(
+    clusters: QuerySet[Cluster] | None = None, only: dict[int, Q] | None = None
+) -> list[ClusterSummary]:
     """Summarise every cluster: connector counts by state, sink lag, worst status, refreshes.
 
-    Four queries whatever the number of clusters and connectors.
+    Four queries whatever the number of clusters and connectors, and two more per cluster in
+    `only`, whose connectors are counted only if its filter keeps them (a user's grants).
     """
+    only = only or {}
     runs = cluster_runs(clusters)
-    return summarize(runs, connector_counts([row.cluster.pk for row in runs]))
+    counts = connector_counts([row.cluster.pk for row in runs if row.cluster.pk not in only])
+    for pk, keep in only.items():
+        counts.update(connector_counts([pk], keep))
+    return summarize(runs, counts)
 
 
 def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]:
@@ -101,10 +108,10 @@ def cluster_runs(clusters: QuerySet[Cluster] | None = None) -> list[ClusterRuns]
     ]
 
 
-def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
+def connector_counts(cluster_ids: list[int], only: Q | None = None) -> dict[int, ConnectorCounts]:
     """Connector counts by state, sink lag, worst status, problems and the worst connector
-    of each cluster (two queries)."""
-    groups = _count_groups(cluster_ids)
+    of each cluster (two queries); of the connectors `only` keeps, if given (a user's grants)."""
+    groups = _count_groups(cluster_ids, only)
     counts: dict[int, dict[str, int]] = {pk: {} for pk in cluster_ids}
     totals: dict[int, int] = {}
     sink_lag: dict[int, int | None] = {}
@@ -127,7 +134,7 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
         if severity_rank(status) > severity_rank(worst.get(cluster_id)):
             worst[cluster_id] = status
     order = {state: index for index, state in enumerate(STATE_CHOICES)}
-    worst_connectors = _worst_connectors(cluster_ids) if problems else {}
+    worst_connectors = _worst_connectors(cluster_ids, only) if problems else {}
     return {
         pk: ConnectorCounts(
             connectors=totals.get(pk, 0),
@@ -145,11 +152,11 @@ def connector_counts(cluster_ids: list[int]) -> dict[int, ConnectorCounts]:
     }
 
 
-def _worst_connectors(cluster_ids: list[int]) -> dict[int, tuple[str, int]]:
+def _worst_connectors(cluster_ids: list[int], only: Q | None) -> dict[int, tuple[str, int]]:
     """Each cluster's first connector in the list's "problems first" order, when it has a
     problem, with its rank (one query)."""
     first = (
-        ConnectorSnapshot.objects.filter(cluster=OuterRef("pk"))
+        ConnectorSnapshot.objects.filter(only or Q(), cluster=OuterRef("pk"))
         .annotate(problem=problem_case())
         .filter(problem__lt=PAUSED_RANK)
         .order_by("problem", "name")
@@ -166,7 +173,7 @@ def _worst_connectors(cluster_ids: list[int]) -> dict[int, tuple[str, int]]:
     return {pk: (name, rank) for pk, name, rank in rows if name is not None}
 
 
-def _count_groups(cluster_ids: list[int]) -> QuerySet:
+def _count_groups(cluster_ids: list[int], only: Q | None) -> QuerySet:
     """The clusters' connectors grouped by what the overview counts them by, with their
     count, sink lag and failed tasks.
 
@@ -174,7 +181,7 @@ def _count_groups(cluster_ids: list[int]) -> QuerySet:
     cluster, folded by `connector_counts`.
     """
     return (
-        ConnectorSnapshot.objects.filter(cluster__in=cluster_ids)
+        ConnectorSnapshot.objects.filter(only or Q(), cluster__in=cluster_ids)
         # A connector whose task failed counts as FAILED, as the list's state filter has it.
         .annotate(
             task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()),
