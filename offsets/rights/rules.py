@@ -53,10 +53,11 @@ def allows(
             continue
         if connector is None:
             return True
+        if grant.connectors == EVERY_CONNECTOR:
+            return True
         if connector is WHOLE_CLUSTER:
-            if grant.connectors == EVERY_CONNECTOR:
-                return True
-        elif re.fullmatch(glob_regex(grant.connectors), str(connector)):
+            continue
+        if re.fullmatch(glob_regex(grant.connectors), str(connector)):
             return True
     return False
 
@@ -66,7 +67,9 @@ def glob_regex(glob: str) -> str:
     PostgreSQL read alike: `*` any run of characters, `?` one, everything else itself, case
     included. One translation serves the rules here and the lists' database filters."""
     parts = (".*" if char == "*" else "." if char == "?" else re.escape(char) for char in glob)
-    return "^" + "".join(parts) + "$"
+    # (?s): "." matches a line break too (a name may hold one); \A and \Z: the whole name, a
+    # trailing line break included (Python's "$" would stop before it).
+    return "(?s)\\A" + "".join(parts) + "\\Z"
 
 
 def viewing_globs(grants: Iterable[GrantRule], cluster_id: int) -> list[str]:

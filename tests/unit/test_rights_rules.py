@@ -58,7 +58,8 @@ def test_globs_match_case_and_every_character_exactly():
     # "." and "[" are themselves, not a regular expression's or a bracket glob's.
     assert not allows(grants, Action.VIEW, A, "pays-aX[b]1")
     assert not allows(grants, Action.VIEW, A, "pays-a.b1")
-    assert not allows(grants, Action.VIEW, A, "pays-a.[b]1\nmore")
+    assert allows(grants, Action.VIEW, A, "pays-a.[b]1\nmore")  # "*" spans a line break
+    assert not allows(grants, Action.VIEW, A, "pays-a.[b")
 
 
 def test_who_sees_every_connector():
@@ -71,3 +72,10 @@ def test_no_grant_allows_nothing_and_an_unknown_role_nothing_either():
     assert not allows([], Action.VIEW, A)
     assert not allows([GrantRule("owner", A)], Action.VIEW, A)
     assert visible_cluster_ids([]) == set()
+
+
+def test_every_glob_matches_names_with_line_breaks_whole():
+    assert allows([GrantRule("viewer", A, "line*")], Action.VIEW, A, "line\r\nbreak")
+    assert allows([GrantRule("viewer", A, "*")], Action.VIEW, A, "line\r\nbreak")
+    assert not allows([GrantRule("viewer", A, "line?break")], Action.VIEW, A, "line\r\nbreak")
+    assert not allows([GrantRule("viewer", A, "line")], Action.VIEW, A, "line\n")
