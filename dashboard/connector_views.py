@@ -27,6 +27,7 @@ from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
 from offsets.models import Cluster, ConnectorSnapshot
+from offsets.rights.grants import visible_clusters
 from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
 
@@ -90,7 +91,7 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         context["poll_seconds"] = poll
         return render(request, "dashboard/connector.html#progress", context)
     if target in POLLED_FIGURES:
-        context = {"cluster": cluster, "poll_seconds": poll, **_figures(cached)}
+        context = {"cluster": cluster, "poll_seconds": poll, **_figures(cached, request.user)}
         return render(request, f"dashboard/connector.html#{POLLED_FIGURES[target]}", context)
     context = _partitions_context(cached, form, poll)
     if target == "partitions":
@@ -142,7 +143,7 @@ def _whole_page_context(
             {},
             lambda: snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot),
         ),
-        **_figures(cached),
+        **_figures(cached, request.user),
     }
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
@@ -166,7 +167,7 @@ class _ConnectorCache:
         return page_cache.get_or_compute(self.cluster, self.run, kind, params, compute)
 
 
-def _figures(cached: _ConnectorCache) -> dict[str, object]:
+def _figures(cached: _ConnectorCache, user) -> dict[str, object]:
     """The context of the page's parts drawn from the run's results: the connector with its
     status reasons and the rendered fragments (`_fragments`)."""
     fragments = dict(_fragments(cached))
@@ -175,18 +176,19 @@ def _figures(cached: _ConnectorCache) -> dict[str, object]:
     cached.snapshot.reasons = snapshots.status_reasons(cached.snapshot)
     return {
         "connector": cached.snapshot,
-        "upstream_hint": _upstream_hint(cached.cluster, cached.snapshot),
+        "upstream_hint": _upstream_hint(user, cached.cluster, cached.snapshot),
         **fragments,
     }
 
 
-def _upstream_hint(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, object] | None:
+def _upstream_hint(user, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, object] | None:
     """For a mirror without an upstream cluster: the admin's form to choose one, with the
-    registered cluster its `source.cluster.bootstrap.servers` names filled in if any."""
+    registered cluster its `source.cluster.bootstrap.servers` names filled in if any (of those
+    the user sees)."""
     if not snapshot.mirror_source or snapshot.upstream_cluster or snapshot.deleted:
         return None
     registered = list(
-        Cluster.objects.order_by("name").values_list("pk", "name", "bootstrap_servers")
+        visible_clusters(user).order_by("name").values_list("pk", "name", "bootstrap_servers")
     )
     suggested = suggested_upstream(
         snapshot.config, [(name, servers) for _, name, servers in registered]
