@@ -33,15 +33,20 @@ from offsets.edits.workflow import (
     audit_log,
     can_approve,
     can_control_connectors,
+    can_restage,
+    can_resume_after_apply,
     can_resume_on_target,
     can_stage,
     can_stage_restore,
     cancel_edit,
+    controlled_since,
     current_offsets,
     describe,
     is_stale,
     reconcile_edit,
     reject_edit,
+    restage_edit,
+    resume_after_apply,
     resume_on_target,
     route_ahead,
     stage_edit,
@@ -52,7 +57,7 @@ from offsets.edits.workflow import (
 )
 from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
-from offsets.models import Cluster, OffsetEdit
+from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
@@ -70,6 +75,10 @@ ACTIONS = {
     "stop-connector": stop_for_edit,
     # An applied move: resume the connector on the cluster it moved to.
     "resume-target": resume_on_target,
+    # A conflict: a new draft with the same inputs, diffed against the offsets now.
+    "restage": restage_edit,
+    # An applied edit whose connector is still STOPPED: start it from the new offsets.
+    "resume-connector": resume_after_apply,
 }
 # Rows of live offsets per page of a connector's edit page.
 OFFSETS_PER_PAGE = 100
@@ -287,11 +296,17 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
     if can_resume_on_target(edit) and can_approve(user):
         buttons.append(("resume-target", f"Resume on {edit.target_cluster.name}", "primary"))
+    if can_restage(edit) and can_stage(user):
+        buttons.append(("restage", "Re-stage with the same inputs", "primary"))
+    resumable = can_resume_after_apply(edit)
+    if resumable and can_control_connectors(user):
+        buttons.append(("resume-connector", "Resume the connector", "primary"))
     return {
         "cluster": edit.cluster,
         "edit": edit,
         "inputs": _inputs(edit.parameters),
-        "buttons": buttons,
+        "buttons": [(*button, _confirm(button[0], edit)) for button in buttons],
+        "button_actions": [button[0] for button in buttons],
         "timeline": edit.audit_events.order_by("at", "id"),
         "action_error": action_error,
         # An apply that may still be running: say from when it can be reconciled.
@@ -299,19 +314,50 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         if edit.state == state.APPLYING and edit.apply_started_at and not is_stale(edit)
         else None,
         "self_approval_blocked": edit.state == state.SUBMITTED and is_author and can_approve(user),
+        "still_stopped": resumable,
+        "restaged_as": edit.restaged_as.first(),
         **describe(edit),
     }
 
 
+def _confirm(action: str, edit: OffsetEdit) -> str:
+    """What the browser asks before an action that writes or cannot be undone ("": nothing)."""
+    if action == "apply" and edit.is_removal:
+        if edit.strategy == OffsetEdit.Strategy.REMOVE:
+            return "Stop and delete the connector and all these offsets now?"
+        return "Delete all these offsets now?"
+    target = edit.target_cluster.name if edit.target_cluster_id else ""
+    return {
+        "apply": "Run the lock check and write these offsets now?",
+        "reconcile": "Read the offsets back from Kafka and settle this edit?",
+        "resume-target": f"Resume the connector on {target}? It starts from the offsets the "
+        "move wrote.",
+        "stop-connector": "Stop the connector through its Connect worker (waiting up to 30 s "
+        "for STOPPED), then run the lock check again?"
+        if edit.state == OffsetEdit.State.APPROVED
+        else "Stop the connector through its Connect worker (waiting up to 30 s for STOPPED)?",
+        "resume-connector": "Resume the connector? It starts from the offsets this edit wrote.",
+        "reject": f"Reject edit #{edit.pk}? It cannot be approved or applied afterwards.",
+        "cancel": f"Cancel edit #{edit.pk}? It cannot be submitted or applied afterwards.",
+    }.get(action, "")
+
+
 def _connector_runs(edit: OffsetEdit) -> bool:
-    """The last lock check of an approved edit failed because the connector is not stopped."""
-    return (
-        edit.state == OffsetEdit.State.APPROVED
-        and bool(edit.cluster.connect_url)
-        and any(
-            check.get("name") == CONNECTOR_STOPPED and not check.get("passed")
-            for check in edit.lock_checks or []
-        )
+    """The last lock check failed because the connector is not stopped (among any others).
+
+    An approved edit's checks are read again after a stop; a conflict's are final, so its
+    button goes once the connector was stopped from here after the conflict.
+    """
+    state = OffsetEdit.State
+    if edit.state not in (state.APPROVED, state.CONFLICT) or not edit.cluster.connect_url:
+        return False
+    if not any(
+        check.get("name") == CONNECTOR_STOPPED and not check.get("passed")
+        for check in edit.lock_checks or []
+    ):
+        return False
+    return edit.state == state.APPROVED or not controlled_since(
+        edit, AuditEvent.Action.STOPPED, edit.finished_at or edit.updated
     )
 
 
