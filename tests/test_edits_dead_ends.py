@@ -1,0 +1,190 @@
+"""Edits that never dead-end: Stop beside any failed connector-stopped check, re-stage a
+conflict with the same inputs (page and API), resume after apply, confirms, approvals shown."""
+
+import pytest
+from django.utils import timezone
+
+from offsets.edits import apply as apply_module
+from offsets.edits.connector_control import ControlOutcome
+from offsets.edits.kinds import offset_changes
+from offsets.models import AuditEvent, OffsetEdit
+from tests import factories
+from tests.edits_factory import make_edit
+
+pytestmark = pytest.mark.django_db
+
+STOPPED_FAILED = {
+    "name": "connector-stopped",
+    "passed": False,
+    "message": "The target state of file-src is STARTED; stop it first.",
+}
+MOVED = {"name": "nothing-moved", "passed": False, "message": "filename=a moved: 1 -> 7."}
+STOPPED_PASSED = {"name": "connector-stopped", "passed": True, "message": "file-src is STOPPED."}
+
+
+@pytest.fixture
+def cluster():
+    return factories.cluster("c1", connect_url="http://connect.invalid:8083")
+
+
+def url(edit, action=""):
+    base = f"/clusters/{edit.cluster.name}/edits/{edit.pk}/"
+    return f"{base}{action}/" if action else base
+
+
+def settled(edit, state, checks, **fields):
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        state=state, lock_checks=checks, finished_at=timezone.now(), **fields
+    )
+    edit.refresh_from_db()
+    return edit
+
+
+def conflict(cluster, user):
+    edit = make_edit(cluster, user)
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        parameters={"partition": {"filename": "a"}, "offset": {"position": 2}}
+    )
+    return settled(edit, "conflict", [STOPPED_FAILED, MOVED], error=MOVED["message"])
+
+
+@pytest.fixture
+def worker(monkeypatch):
+    """The Connect worker as `control_connector` sees it: records each action, reaches it."""
+    calls = []
+
+    def control(*, cluster, connector, action, user, comment="", **_):
+        calls.append(action)
+        state = "STOPPED" if action == "stop" else "RUNNING"
+        kind = AuditEvent.Action.STOPPED if action == "stop" else AuditEvent.Action.RESUMED
+        AuditEvent.objects.create(
+            cluster=cluster, connector=connector, action=kind, actor=user, actor_name="x"
+        )
+        message = f"The worker {kind} the connector: now {state} (no tasks)."
+        return ControlOutcome(connector, action, True, message, state, (), "")
+
+    monkeypatch.setattr(apply_module, "control_connector", control)
+    return calls
+
+
+@pytest.fixture
+def staged(monkeypatch, cluster):
+    """The offset-change kind's `stage` without Kafka: records the inputs, saves a draft."""
+    seen = []
+
+    def stage(*, cluster, connector, user, comment="", request):
+        seen.append(request)
+        new = make_edit(cluster, user, connector=connector)
+        OffsetEdit.objects.filter(pk=new.pk).update(comment=comment)
+        return new
+
+    monkeypatch.setattr(offset_changes.KIND, "stage", stage)
+    return seen
+
+
+def test_a_conflict_whose_connector_ran_offers_stop_then_re_stage(client, cluster, approver):
+    edit = conflict(cluster, approver)
+    client.force_login(approver)
+    html = client.get(url(edit)).content.decode()
+    assert 'value="stop-connector"' in html and 'value="restage"' in html
+    assert html.index('value="stop-connector"') < html.index('value="restage"')
+    assert "Stop the connector first, then re-stage" in html
+
+
+def test_stopping_from_a_conflict_stops_and_leaves_the_edit_settled(
+    client, cluster, approver, worker
+):
+    edit = conflict(cluster, approver)
+    client.force_login(approver)
+    response = client.post(url(edit, "stop-connector"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and worker == ["stop"]
+    html = response.content.decode()
+    edit.refresh_from_db()
+    assert edit.state == "conflict" and edit.lock_checks == [STOPPED_FAILED, MOVED]
+    # Stopped from here since the conflict: only the re-stage is left to do.
+    assert 'value="stop-connector"' not in html and 'value="restage"' in html
+
+
+def test_an_approved_edit_offers_stop_when_other_checks_failed_too(client, cluster, approver):
+    group = {"name": "group-inactive", "passed": False, "message": "The group has 1 member."}
+    edit = settled(make_edit(cluster, approver), "approved", [STOPPED_FAILED, group])
+    client.force_login(approver)
+    assert 'value="stop-connector"' in client.get(url(edit)).content.decode()
+
+
+def test_re_staging_a_conflict_stages_its_inputs_again_and_links_both_ways(
+    client, cluster, editor, staged
+):
+    edit = conflict(cluster, editor)
+    client.force_login(editor)
+    response = client.post(url(edit, "restage"), {"comment": "again"})
+    new = OffsetEdit.objects.exclude(pk=edit.pk).get()
+    assert response.status_code == 302 and response["Location"] == url(new)
+    assert staged[0].strategy == "set"
+    assert staged[0].partition == {"filename": "a"} and staged[0].offset == {"position": 2}
+    assert new.restaged_from_id == edit.pk and new.state == "draft"
+    event = AuditEvent.objects.get(edit=edit, action="restaged")
+    assert event.details["restaged_as"] == new.pk and event.comment == "again"
+
+    old_page = client.get(url(edit)).content.decode()
+    assert f'href="{url(new)}"' in old_page and 'value="restage"' not in old_page
+    assert f'href="{url(edit)}"' in client.get(url(new)).content.decode()
+    # Once is enough: the second try names the edit it became.
+    again = client.post(url(edit, "restage"), HTTP_HX_REQUEST="true")
+    assert again.status_code == 409 and f"edit #{new.pk}" in again.content.decode()
+
+
+def test_re_staging_needs_the_editor_role_and_a_conflict(client, cluster, editor, user, staged):
+    edit = conflict(cluster, editor)
+    client.force_login(user)
+    assert client.post(url(edit, "restage")).status_code == 403
+    client.force_login(editor)
+    draft = make_edit(cluster, editor)
+    assert client.post(url(draft, "restage"), HTTP_HX_REQUEST="true").status_code == 409
+    assert not staged
+
+
+def test_the_api_re_stages_a_conflict(client, cluster, editor, staged):
+    edit = conflict(cluster, editor)
+    client.force_login(editor)
+    response = client.post(f"/api/v1/edits/{edit.pk}/restage/", {}, content_type="application/json")
+    assert response.status_code == 201
+    body = response.json()
+    assert body["restaged_from"] == edit.pk and body["state"] == "draft"
+    again = client.post(f"/api/v1/edits/{edit.pk}/restage/", {}, content_type="application/json")
+    assert again.status_code == 409
+
+
+def test_an_applied_edit_says_the_connector_is_still_stopped_and_resumes_it(
+    client, cluster, approver, worker
+):
+    edit = settled(make_edit(cluster, approver), "applied", [STOPPED_PASSED])
+    client.force_login(approver)
+    html = client.get(url(edit)).content.decode()
+    assert 'id="still-stopped"' in html and 'value="resume-connector"' in html
+
+    response = client.post(url(edit, "resume-connector"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and worker == ["resume"]
+    html = response.content.decode()
+    assert 'id="still-stopped"' not in html and 'value="resume-connector"' not in html
+
+
+def test_no_resume_after_a_deleted_connector_a_move_or_without_a_worker(client, approver):
+    deleted = {"name": "connector-stopped", "passed": True, "message": "x is deleted and no task"}
+    with_worker = factories.cluster("c1", connect_url="http://connect.invalid:8083")
+    without = factories.cluster("c2")
+    client.force_login(approver)
+    for edit in (
+        settled(make_edit(with_worker, approver), "applied", [deleted]),
+        settled(make_edit(without, approver), "applied", [STOPPED_PASSED]),
+    ):
+        assert 'value="resume-connector"' not in client.get(url(edit)).content.decode()
+        assert client.post(url(edit, "resume-connector"), HTTP_HX_REQUEST="true").status_code == 409
+
+
+def test_cancel_and_reject_ask_first(client, cluster, editor, approver):
+    edit = make_edit(cluster, editor, state="submitted")
+    client.force_login(approver)
+    html = client.get(url(edit)).content.decode()
+    assert f'hx-confirm="Reject edit #{edit.pk}?' in html
+    assert f'hx-confirm="Cancel edit #{edit.pk}?' in html
