@@ -166,6 +166,9 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         strategies=strategies,
         strategy=strategy,
         shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
+        # A running connector's offsets keep moving: staged now, the edit ends in a conflict.
+        stop_first=not context.stopped_check().passed,
+        can_control=can_control_connectors(request.user),
         status=status,
     )
 

@@ -228,7 +228,9 @@ def test_the_page_control_answers_htmx_with_the_card(client, editor, worker, clu
 def test_a_task_that_fails_again_after_a_restart_is_a_warning_naming_its_first_line(
     client, editor, worker, cluster
 ):
-    trace = "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file\n\tat x.y"
+    trace = (
+        "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file\n\tat x.y"
+    )
     worker.answer(
         "POST", "/connectors/plain/restart?includeTasks=false&onlyFailed=false", 204, None
     )
@@ -267,7 +269,9 @@ def test_a_control_with_a_page_to_go_back_to_returns_there(client, editor, worke
     client.force_login(editor)
     back = "/clusters/c1/connectors/plain/edits/?strategy=set"
     response = client.post(
-        "/clusters/c1/connectors/plain/control/stop/", {"next": back}, headers={"HX-Request": "true"}
+        "/clusters/c1/connectors/plain/control/stop/",
+        {"next": back},
+        headers={"HX-Request": "true"},
     )
     assert response.status_code == 204 and response["HX-Redirect"] == back
     response = client.post("/clusters/c1/connectors/plain/control/stop/", {"next": back})

@@ -2,11 +2,14 @@
 conflict with the same inputs (page and API), resume after apply, confirms, approvals shown."""
 
 import pytest
+from django.core.paginator import Paginator
 from django.utils import timezone
 
 from offsets.edits import apply as apply_module
 from offsets.edits.connector_control import ControlOutcome
 from offsets.edits.kinds import offset_changes
+from offsets.edits.live import CurrentOffsets
+from offsets.formats.connectors import Connector
 from offsets.models import AuditEvent, OffsetEdit
 from tests import factories
 from tests.edits_factory import make_edit
@@ -188,3 +191,47 @@ def test_cancel_and_reject_ask_first(client, cluster, editor, approver):
     html = client.get(url(edit)).content.decode()
     assert f'hx-confirm="Reject edit #{edit.pk}?' in html
     assert f'hx-confirm="Cancel edit #{edit.pk}?' in html
+
+
+def live(target_state, tasks):
+    """What `current_offsets` reads for a source connector with no offsets yet."""
+    context = Connector(
+        name="file-src",
+        type="source",
+        deleted=False,
+        target_state=target_state,
+        connector_state="RUNNING" if tasks else target_state,
+        task_states=tasks,
+        mirrormaker2=False,
+        primary_topic="connect-offsets",
+    )
+    return CurrentOffsets(
+        context=context, page=Paginator([], 100).page(1), total=0, partitions=set()
+    )
+
+
+@pytest.mark.parametrize("role", ["editor", "user"])
+def test_staging_on_a_running_connector_says_stop_first_and_offers_stop(
+    client, monkeypatch, cluster, request, role
+):
+    monkeypatch.setattr(
+        "dashboard.edit_views.current_offsets", lambda **_: live("STARTED", {0: "RUNNING"})
+    )
+    client.force_login(request.getfixturevalue(role))
+    html = client.get("/clusters/c1/connectors/file-src/edits/?strategy=add").content.decode()
+    if role == "user":  # a viewer cannot stage: nothing to warn about
+        assert 'id="stop-first"' not in html
+        return
+    assert 'id="stop-first"' in html and "Stop file-src first." in html
+    assert "It is STARTED with tasks 0:RUNNING" in html
+    assert 'action="/clusters/c1/connectors/file-src/control/stop/"' in html
+    assert 'name="next" value="/clusters/c1/connectors/file-src/edits/?strategy=add"' in html
+
+
+def test_staging_on_a_stopped_connector_says_nothing_of_stopping(
+    client, monkeypatch, cluster, editor
+):
+    monkeypatch.setattr("dashboard.edit_views.current_offsets", lambda **_: live("STOPPED", {}))
+    client.force_login(editor)
+    html = client.get("/clusters/c1/connectors/file-src/edits/").content.decode()
+    assert 'id="stop-first"' not in html and "Stage the edit" in html
