@@ -384,6 +384,7 @@ def _inputs(parameters: dict) -> list[tuple[str, object]]:
 @login_required
 def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
     cluster = cluster_for_user(user=request.user, name=cluster_name)
+    may_approve = can_approve(request.user)
     form = EditFilterForm(request.GET)
     found = OffsetEdit.objects.filter(cluster=cluster).select_related("created_by")
     if form.is_valid():
@@ -400,5 +401,32 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
             "edits": found[:200],
             "audit_events": audit_log(cluster=cluster),
             "can_stage": can_stage(request.user),
+            "may_approve": may_approve,
+            "awaiting_here": OffsetEdit.objects.filter(
+                cluster=cluster, state=OffsetEdit.State.SUBMITTED
+            )
+            .exclude(created_by=request.user)
+            .count()
+            if may_approve
+            else 0,
         },
     )
+
+
+# --- The header's count of edits awaiting approval ---------------------------------------------
+
+
+@require_GET
+@login_required
+def awaiting_approval(request: HttpRequest) -> HttpResponse:
+    """How many submitted edits the user may approve (not their own), linking to the oldest's
+    cluster; nothing for users who may not approve. The header asks for it after loading."""
+    count, cluster = 0, None
+    if can_approve(request.user):
+        waiting = OffsetEdit.objects.filter(state=OffsetEdit.State.SUBMITTED).exclude(
+            created_by=request.user
+        )
+        cluster = waiting.order_by("submitted_at", "pk").values_list("cluster__name", flat=True)
+        cluster = cluster.first()
+        count = waiting.count() if cluster is not None else 0
+    return render(request, "edits/_awaiting.html", {"count": count, "cluster_name": cluster})

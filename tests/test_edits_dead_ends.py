@@ -235,3 +235,40 @@ def test_staging_on_a_stopped_connector_says_nothing_of_stopping(
     client.force_login(editor)
     html = client.get("/clusters/c1/connectors/file-src/edits/").content.decode()
     assert 'id="stop-first"' not in html and "Stage the edit" in html
+
+
+def test_approvers_see_how_many_edits_await_them_in_the_header_and_the_list(
+    client, cluster, editor, approver, second_approver
+):
+    mine = make_edit(cluster, approver, state="submitted")
+    theirs = make_edit(cluster, editor, state="submitted")
+    make_edit(cluster, editor, state="draft")
+    client.force_login(approver)
+    # Every page's header asks for the count once loaded, so no page pays for it.
+    assert 'hx-get="/edits/awaiting/"' in client.get("/").content.decode()
+    html = client.get("/edits/awaiting/").content.decode()
+    assert "1 edit awaiting approval" in html
+    assert 'href="/clusters/c1/edits/?state=submitted"' in html
+    listing = client.get("/clusters/c1/edits/").content.decode()
+    assert 'id="awaiting-here"' in listing and "1 edit on c1 submitted by someone else" in listing
+    # Marked on the other person's edit only: nobody approves their own.
+    rows = {int(row.split('"', 1)[0]): row for row in listing.split('<tr data-edit="')[1:]}
+    assert "awaiting-you" in rows[theirs.pk] and "awaiting-you" not in rows[mine.pk]
+    assert listing.count('class="small awaiting-you"') == 1
+    client.force_login(second_approver)
+    assert "2 edits awaiting approval" in client.get("/edits/awaiting/").content.decode()
+
+
+def test_editors_and_viewers_see_no_approval_count(client, cluster, editor, user):
+    make_edit(cluster, editor, state="submitted")
+    for someone in (editor, user):
+        client.force_login(someone)
+        assert client.get("/edits/awaiting/").content.decode().strip() == ""
+        assert 'id="awaiting-here"' not in client.get("/clusters/c1/edits/").content.decode()
+
+
+def test_the_edit_list_filters_are_labelled(client, cluster, user):
+    client.force_login(user)
+    html = client.get("/clusters/c1/edits/").content.decode()
+    for field in ("export-connectors", "id_state", "id_connector"):
+        assert f'<label for="{field}">' in html, field
