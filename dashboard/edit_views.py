@@ -19,6 +19,7 @@ from dashboard.edit_forms import (
     EditFilterForm,
     OffsetsPageForm,
     PageForm,
+    PrefillForm,
     SinkStageForm,
     SourceStageForm,
 )
@@ -143,7 +144,13 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         return render(
             request,
             "edits/connector.html#offsets",
-            {"context": context, "current": current, "q": shown["q"], "strategy": strategy},
+            {
+                "context": context,
+                "current": current,
+                "q": shown["q"],
+                "strategy": strategy,
+                "can_stage": can_stage(request.user),
+            },
         )
 
     form_class = SourceStageForm if context.is_source else SinkStageForm
@@ -153,7 +160,9 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
             return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
         status = 400
     else:
-        form = form_class(initial={"strategy": strategy}, partitions=current.partitions)
+        prefill = PrefillForm(request.GET)
+        initial = {k: v for k, v in prefill.cleaned_data.items() if v} if prefill.is_valid() else {}
+        form = form_class(initial={**initial, "strategy": strategy}, partitions=current.partitions)
         status = 200
     return _page(
         request,

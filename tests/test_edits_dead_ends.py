@@ -1,6 +1,8 @@
 """Edits that never dead-end: Stop beside any failed connector-stopped check, re-stage a
 conflict with the same inputs (page and API), resume after apply, confirms, approvals shown."""
 
+from types import SimpleNamespace
+
 import pytest
 from django.core.paginator import Paginator
 from django.utils import timezone
@@ -193,8 +195,8 @@ def test_cancel_and_reject_ask_first(client, cluster, editor, approver):
     assert f'hx-confirm="Cancel edit #{edit.pk}?' in html
 
 
-def live(target_state, tasks):
-    """What `current_offsets` reads for a source connector with no offsets yet."""
+def live(target_state, tasks, rows=()):
+    """What `current_offsets` reads for a source connector (`rows`: its page of offsets)."""
     context = Connector(
         name="file-src",
         type="source",
@@ -205,9 +207,8 @@ def live(target_state, tasks):
         mirrormaker2=False,
         primary_topic="connect-offsets",
     )
-    return CurrentOffsets(
-        context=context, page=Paginator([], 100).page(1), total=0, partitions=set()
-    )
+    page = Paginator(list(rows), 100).page(1)
+    return CurrentOffsets(context=context, page=page, total=len(rows), partitions=set())
 
 
 @pytest.mark.parametrize("role", ["editor", "user"])
@@ -272,3 +273,27 @@ def test_the_edit_list_filters_are_labelled(client, cluster, user):
     html = client.get("/clusters/c1/edits/").content.decode()
     for field in ("export-connectors", "id_state", "id_connector"):
         assert f'<label for="{field}">' in html, field
+
+
+def test_a_row_of_the_live_offsets_fills_the_stage_form(client, monkeypatch, cluster, editor):
+    row = SimpleNamespace(
+        label='{"filename":"a b"}', key='["file-src",{"filename":"a b"}]', offset="{}"
+    )
+    monkeypatch.setattr(
+        "dashboard.edit_views.current_offsets", lambda **_: live("STOPPED", {}, [row])
+    )
+    client.force_login(editor)
+    html = client.get("/clusters/c1/connectors/file-src/edits/").content.decode()
+    link = "?strategy=set&amp;existing=%7B%22filename%22%3A%22a%20b%22%7D#stage"
+    assert f'<a href="{link}"' in html
+    html = client.get(
+        "/clusters/c1/connectors/file-src/edits/?strategy=set&existing=%7B%22filename%22%3A%22a%20b%22%7D"
+    ).content.decode()
+    assert 'value="{&quot;filename&quot;:&quot;a b&quot;}"' in html
+
+
+def test_a_submitted_edit_says_who_must_approve_it(client, cluster, editor):
+    edit = make_edit(cluster, editor)
+    client.force_login(editor)
+    html = client.post(url(edit, "submit"), HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="awaiting-approver">Waiting for an approver other than erin' in html
