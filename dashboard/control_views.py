@@ -25,6 +25,8 @@ from offsets.services.clusters import cluster_for_user
 class ControlForm(forms.Form):
     comment = forms.CharField(required=False, max_length=2000)
     include_tasks = forms.BooleanField(required=False)
+    # With include_tasks: restart only what FAILED (Connect's onlyFailed).
+    only_failed = forms.BooleanField(required=False)
     # The page to go back to (the stage form's "stop first"), instead of the connector's.
     next = forms.CharField(required=False, max_length=2000)
 
@@ -57,6 +59,7 @@ def connector_control(
                 user=request.user,
                 comment=form.cleaned_data["comment"],
                 include_tasks=form.cleaned_data["include_tasks"],
+                only_failed=form.cleaned_data["only_failed"],
             )
         except EditForbidden as exc:
             raise PermissionDenied(exc.message) from exc

@@ -264,6 +264,20 @@ def test_a_task_that_fails_again_after_a_restart_is_a_warning_naming_its_first_l
     assert message.level_tag == "warning" and "task 0 failed again" in message.message
 
 
+def test_the_page_restarts_only_the_failed_tasks_when_asked(client, editor, worker, cluster):
+    path = "/connectors/plain/restart?includeTasks=true&onlyFailed=true"
+    worker.connector("plain", "plain")
+    worker.answer("POST", path, 204, None)
+    client.force_login(editor)
+    response = client.post(
+        "/clusters/c1/connectors/plain/control/restart/",
+        {"include_tasks": "on", "only_failed": "on"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert any(request["path"] == path for request in worker.requests)
+
+
 def test_a_control_with_a_page_to_go_back_to_returns_there(client, editor, worker, cluster):
     worker.connector("plain", "plain")
     client.force_login(editor)
