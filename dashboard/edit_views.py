@@ -279,7 +279,10 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     edit.refresh_from_db()
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
-        return render(request, "edits/detail.html#status", context, status=status)
+        response = render(request, "edits/detail.html#status", context, status=status)
+        # The header's count of edits awaiting approval asks again.
+        response["HX-Trigger"] = "edit-changed"
+        return response
     context = {**context, **diff_context(edit, 1), "route": route_ahead(edit)}
     return render(request, "edits/detail.html", context, status=status)
 

@@ -295,5 +295,7 @@ def test_a_row_of_the_live_offsets_fills_the_stage_form(client, monkeypatch, clu
 def test_a_submitted_edit_says_who_must_approve_it(client, cluster, editor):
     edit = make_edit(cluster, editor)
     client.force_login(editor)
-    html = client.post(url(edit, "submit"), HTTP_HX_REQUEST="true").content.decode()
-    assert 'id="awaiting-approver">Waiting for an approver other than erin' in html
+    response = client.post(url(edit, "submit"), HTTP_HX_REQUEST="true")
+    assert 'id="awaiting-approver">Waiting for an approver other than erin' in response.text
+    # The header's count asks again.
+    assert response["HX-Trigger"] == "edit-changed"

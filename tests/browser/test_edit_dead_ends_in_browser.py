@@ -117,6 +117,8 @@ def test_a_conflict_is_stopped_re_staged_approved_applied_and_resumed(
     page.goto(first_url)
     page.click("button:text('Approve')")
     page.wait_for_selector("#edit-state:text('approved')")
+    # The header's count follows the action: nothing else awaits.
+    page.wait_for_selector("#awaiting-approval:not(:has(a))", state="attached")
     page.click("button:text('Apply now')")
     page.wait_for_selector("#edit-state:text('conflict')", timeout=30_000)
     assert page.locator("#lock-checks li.fail[data-check='connector-stopped']").count() == 1
