@@ -15,6 +15,9 @@ HEIGHT = 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 28
 # Beyond this many points a series is thinned to the min and max of each pixel column pair.
 MAX_POINTS = 600
+# Points that say their time and value on hover (a `<title>` each): evenly picked beyond this,
+# so a long series costs a bounded number of elements.
+HOVER_POINTS = 120
 # An offset may hold any double: the span of +-1.7e308 overflows and 5e-324 has no axis step.
 # Values are drawn within these magnitudes (beyond, at the edge; below, at zero).
 EXTREME = 1e300
@@ -23,6 +26,15 @@ TINY = 1e-300
 
 @dataclass(frozen=True)
 class Marker:
+    x: float
+    y: float
+    label: str
+
+
+@dataclass(frozen=True)
+class HoverPoint:
+    """A point of the line a browser names on hover: where, and "12:01:05: 1,234 records"."""
+
     x: float
     y: float
     label: str
@@ -48,6 +60,7 @@ class Chart:
     values: int = 0  # points in the series (before thinning)
     dots: list[tuple[float, float]] = field(default_factory=list)  # a lone point is a dot
     markers: list[Marker] = field(default_factory=list)
+    hover: list[HoverPoint] = field(default_factory=list)
     x_ticks: list[Tick] = field(default_factory=list)
     y_ticks: list[Tick] = field(default_factory=list)
     left: int = LEFT
@@ -100,6 +113,10 @@ def line_chart(
         values=len(points),
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
         markers=[Marker(x(t), y(value), label) for t, value, label in marked],
+        hover=[
+            HoverPoint(x(t), y(value), hover_label(t, value, unit, durations))
+            for t, value in _spread(thinned, HOVER_POINTS)
+        ],
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
         y_ticks=[Tick(y(v), label) for v, label in zip(y_ticks, labels, strict=True)],
         left=left,
@@ -194,6 +211,28 @@ def _thin(series: Sequence[tuple[float, float]], limit: int) -> list[tuple[float
     if kept[-1] != series[-1]:
         kept.append(series[-1])
     return kept
+
+
+def _spread(points: Sequence[tuple[float, float]], limit: int) -> list[tuple[float, float]]:
+    """At most `limit` points, evenly picked, the first and the last always among them."""
+    if len(points) <= limit:
+        return list(points)
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(index * step)] for index in range(limit)]
+
+
+def hover_label(t: float, value: float, unit: str, durations: bool) -> str:
+    """What a point says on hover: its time (UTC) and its value, exactly."""
+    when = datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if durations:
+        return f"{when} UTC: {format_duration(value)}"
+    if value == int(value) and abs(value) < 1e15:
+        shown = f"{int(value):,}"
+    else:
+        shown = f"{value:,.6g}"
+    # A short unit only ("records", "commits"): a long one is said under the chart.
+    suffix = f" {unit}" if unit and len(unit) <= 12 else ""
+    return f"{when} UTC: {shown}{suffix}"
 
 
 def _nice_axis(low: float, high: float, ticks: int = 4) -> tuple[float, float, list[float]]:
