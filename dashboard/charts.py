@@ -29,6 +29,8 @@ class Marker:
     x: float
     y: float
     label: str
+    # Where the marker leads (the edit that caused a rewind), or nowhere.
+    href: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def line_chart(
     *,
     title: str,
     unit: str = "",
-    markers: Sequence[tuple[datetime, float, str]] = (),
+    markers: Sequence[tuple[datetime, float, str] | tuple[datetime, float, str, str]] = (),
     zero_based: bool = True,
     durations: bool = False,
     width: int = WIDTH,
@@ -86,17 +88,19 @@ def line_chart(
 ) -> Chart:
     """Lay out a time series (oldest first) and optional labelled markers as a line chart.
 
+    A marker is (time, value, label) or (time, value, label, the URL it leads to).
+
     With `durations`, values are seconds: the y axis steps and labels are durations.
     """
     bottom, right = height - BOTTOM, width - RIGHT
     points, marked = _epoch_points(series, markers)
     if not points:
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
-    values = [value for _, value in points] + [value for _, value, _ in marked]
+    values = [value for _, value in points] + [value for _, value, *_ in marked]
     low, high, y_ticks, labels = _value_axis(values, zero_based=zero_based, durations=durations)
     # Room for the longest label (~6.5 px a character at 11 px), never less than LEFT.
     left = max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
-    t0, t1 = _time_span([t for t, _ in points] + [t for t, _, _ in marked])
+    t0, t1 = _time_span([t for t, _ in points] + [t for t, *_ in marked])
     frame = _Frame(left, right, bottom, t0, t1, low, high)
     thinned = _thin(points, MAX_POINTS)
     line = frame.path(thinned)
@@ -112,7 +116,7 @@ def line_chart(
         points=len(thinned),
         values=len(points),
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
-        markers=[Marker(x(t), y(value), label) for t, value, label in marked],
+        markers=[Marker(x(t), y(value), *rest) for t, value, *rest in marked],
         hover=[
             HoverPoint(x(t), y(value), hover_label(t, value, unit, durations))
             for t, value in _spread(thinned, HOVER_POINTS)
@@ -126,14 +130,14 @@ def line_chart(
 
 
 def _epoch_points(
-    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple[datetime, float, str]]
-) -> tuple[list[tuple[float, float]], list[tuple[float, float, str]]]:
+    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple]
+) -> tuple[list[tuple[float, float]], list[tuple]]:
     """The series and the markers in epoch seconds and drawable values, NaN left out."""
     # Epoch seconds once per point: datetime.timestamp() is most of the cost of a long series.
     points = [(at.timestamp(), _drawable(value)) for at, value in series if value == value]
     marked = [
-        (at.timestamp(), _drawable(value), label)
-        for at, value, label in markers
+        (at.timestamp(), _drawable(value), *rest)
+        for at, value, *rest in markers
         if value == value  # NaN has no place on an axis
     ]
     return points, marked
