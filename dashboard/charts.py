@@ -117,10 +117,7 @@ def line_chart(
         values=len(points),
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
         markers=[Marker(x(t), y(value), *rest) for t, value, *rest in marked],
-        hover=[
-            HoverPoint(x(t), y(value), hover_label(t, value, unit, durations))
-            for t, value in _spread(thinned, HOVER_POINTS)
-        ],
+        hover=_hover(frame, thinned, unit, durations),
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
         y_ticks=[Tick(y(v), label) for v, label in zip(y_ticks, labels, strict=True)],
         left=left,
@@ -215,6 +212,15 @@ def _thin(series: Sequence[tuple[float, float]], limit: int) -> list[tuple[float
     if kept[-1] != series[-1]:
         kept.append(series[-1])
     return kept
+
+
+def _hover(
+    frame: "_Frame", points: Sequence[tuple[float, float]], unit: str, durations: bool
+) -> list[HoverPoint]:
+    return [
+        HoverPoint(frame.x(t), frame.y(value), hover_label(t, value, unit, durations))
+        for t, value in _spread(points, HOVER_POINTS)
+    ]
 
 
 def _spread(points: Sequence[tuple[float, float]], limit: int) -> list[tuple[float, float]]:

@@ -141,17 +141,9 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
     strategy = _strategy(request, strategies)
     if request.method == "GET" and htmx_target(request) == "current-offsets":
-        return render(
-            request,
-            "edits/connector.html#offsets",
-            {
-                "context": context,
-                "current": current,
-                "q": shown["q"],
-                "strategy": strategy,
-                "can_stage": can_stage(request.user),
-            },
-        )
+        shown_now = {"current": current, "q": shown["q"], "strategy": strategy}
+        partial = {"context": context, "can_stage": can_stage(request.user), **shown_now}
+        return render(request, "edits/connector.html#offsets", partial)
 
     form_class = SourceStageForm if context.is_source else SinkStageForm
     if request.method == "POST":
@@ -160,9 +152,7 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
             return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
         status = 400
     else:
-        prefill = PrefillForm(request.GET)
-        initial = {k: v for k, v in prefill.cleaned_data.items() if v} if prefill.is_valid() else {}
-        form = form_class(initial={**initial, "strategy": strategy}, partitions=current.partitions)
+        form = form_class(initial=_initial(request, strategy), partitions=current.partitions)
         status = 200
     return _page(
         request,
@@ -175,11 +165,27 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         strategies=strategies,
         strategy=strategy,
         shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
-        # A running connector's offsets keep moving: staged now, the edit ends in a conflict.
-        stop_first=not context.stopped_check().passed,
-        can_control=can_control_connectors(request.user),
         status=status,
+        **_stop_first(request, context),
     )
+
+
+def _stop_first(request: HttpRequest, context) -> dict:
+    """Whether the form says "stop it first", with a Stop button for those who may stop it.
+
+    A running connector's offsets keep moving: an edit staged now ends in a conflict.
+    """
+    return {
+        "stop_first": not context.stopped_check().passed,
+        "can_control": can_control_connectors(request.user),
+    }
+
+
+def _initial(request: HttpRequest, strategy: str) -> dict:
+    """The stage form's first values: the tab's strategy, and the partition a row's link names."""
+    prefill = PrefillForm(request.GET)
+    named = {k: v for k, v in prefill.cleaned_data.items() if v} if prefill.is_valid() else {}
+    return {**named, "strategy": strategy}
 
 
 def _strategy(request: HttpRequest, strategies: list[tuple[str, str]]) -> str:
