@@ -412,6 +412,8 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
 
 def _rewind_markers(cluster: Cluster, connector: str, points: list) -> list[tuple]:
     """A marker per rewind, naming (and linking to) the applied edit that caused it."""
+    if not any(point.rewind for point in points):
+        return []  # no rewind, no edit to look for
     applied = list(
         OffsetEdit.objects.filter(
             cluster=cluster, connector=connector, state=OffsetEdit.State.APPLIED
