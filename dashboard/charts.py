@@ -15,6 +15,9 @@ HEIGHT = 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 28
 # Beyond this many points a series is thinned to the min and max of each pixel column pair.
 MAX_POINTS = 600
+# Points that say their time and value on hover (a `<title>` each): evenly picked beyond this,
+# so a long series costs a bounded number of elements.
+HOVER_POINTS = 120
 # An offset may hold any double: the span of +-1.7e308 overflows and 5e-324 has no axis step.
 # Values are drawn within these magnitudes (beyond, at the edge; below, at zero).
 EXTREME = 1e300
@@ -23,6 +26,17 @@ TINY = 1e-300
 
 @dataclass(frozen=True)
 class Marker:
+    x: float
+    y: float
+    label: str
+    # Where the marker leads (the edit that caused a rewind), or nowhere.
+    href: str = ""
+
+
+@dataclass(frozen=True)
+class HoverPoint:
+    """A point of the line a browser names on hover: where, and "12:01:05: 1,234 records"."""
+
     x: float
     y: float
     label: str
@@ -48,6 +62,7 @@ class Chart:
     values: int = 0  # points in the series (before thinning)
     dots: list[tuple[float, float]] = field(default_factory=list)  # a lone point is a dot
     markers: list[Marker] = field(default_factory=list)
+    hover: list[HoverPoint] = field(default_factory=list)
     x_ticks: list[Tick] = field(default_factory=list)
     y_ticks: list[Tick] = field(default_factory=list)
     left: int = LEFT
@@ -65,7 +80,7 @@ def line_chart(
     *,
     title: str,
     unit: str = "",
-    markers: Sequence[tuple[datetime, float, str]] = (),
+    markers: Sequence[tuple[datetime, float, str] | tuple[datetime, float, str, str]] = (),
     zero_based: bool = True,
     durations: bool = False,
     width: int = WIDTH,
@@ -73,17 +88,19 @@ def line_chart(
 ) -> Chart:
     """Lay out a time series (oldest first) and optional labelled markers as a line chart.
 
+    A marker is (time, value, label) or (time, value, label, the URL it leads to).
+
     With `durations`, values are seconds: the y axis steps and labels are durations.
     """
     bottom, right = height - BOTTOM, width - RIGHT
     points, marked = _epoch_points(series, markers)
     if not points:
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
-    values = [value for _, value in points] + [value for _, value, _ in marked]
+    values = [value for _, value in points] + [value for _, value, *_ in marked]
     low, high, y_ticks, labels = _value_axis(values, zero_based=zero_based, durations=durations)
     # Room for the longest label (~6.5 px a character at 11 px), never less than LEFT.
     left = max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
-    t0, t1 = _time_span([t for t, _ in points] + [t for t, _, _ in marked])
+    t0, t1 = _time_span([t for t, _ in points] + [t for t, *_ in marked])
     frame = _Frame(left, right, bottom, t0, t1, low, high)
     thinned = _thin(points, MAX_POINTS)
     line = frame.path(thinned)
@@ -99,7 +116,8 @@ def line_chart(
         points=len(thinned),
         values=len(points),
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
-        markers=[Marker(x(t), y(value), label) for t, value, label in marked],
+        markers=[Marker(x(t), y(value), *rest) for t, value, *rest in marked],
+        hover=_hover(frame, thinned, unit, durations),
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
         y_ticks=[Tick(y(v), label) for v, label in zip(y_ticks, labels, strict=True)],
         left=left,
@@ -109,14 +127,14 @@ def line_chart(
 
 
 def _epoch_points(
-    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple[datetime, float, str]]
-) -> tuple[list[tuple[float, float]], list[tuple[float, float, str]]]:
+    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple]
+) -> tuple[list[tuple[float, float]], list[tuple]]:
     """The series and the markers in epoch seconds and drawable values, NaN left out."""
     # Epoch seconds once per point: datetime.timestamp() is most of the cost of a long series.
     points = [(at.timestamp(), _drawable(value)) for at, value in series if value == value]
     marked = [
-        (at.timestamp(), _drawable(value), label)
-        for at, value, label in markers
+        (at.timestamp(), _drawable(value), *rest)
+        for at, value, *rest in markers
         if value == value  # NaN has no place on an axis
     ]
     return points, marked
@@ -194,6 +212,37 @@ def _thin(series: Sequence[tuple[float, float]], limit: int) -> list[tuple[float
     if kept[-1] != series[-1]:
         kept.append(series[-1])
     return kept
+
+
+def _hover(
+    frame: "_Frame", points: Sequence[tuple[float, float]], unit: str, durations: bool
+) -> list[HoverPoint]:
+    return [
+        HoverPoint(frame.x(t), frame.y(value), hover_label(t, value, unit, durations))
+        for t, value in _spread(points, HOVER_POINTS)
+    ]
+
+
+def _spread(points: Sequence[tuple[float, float]], limit: int) -> list[tuple[float, float]]:
+    """At most `limit` points, evenly picked, the first and the last always among them."""
+    if len(points) <= limit:
+        return list(points)
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(index * step)] for index in range(limit)]
+
+
+def hover_label(t: float, value: float, unit: str, durations: bool) -> str:
+    """What a point says on hover: its time (UTC) and its value, exactly."""
+    when = datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if durations:
+        return f"{when} UTC: {format_duration(value)}"
+    if value == int(value) and abs(value) < 1e15:
+        shown = f"{int(value):,}"
+    else:
+        shown = f"{value:,.6g}"
+    # A short unit only ("records", "commits"): a long one is said under the chart.
+    suffix = f" {unit}" if unit and len(unit) <= 12 else ""
+    return f"{when} UTC: {shown}{suffix}"
 
 
 def _nice_axis(low: float, high: float, ticks: int = 4) -> tuple[float, float, list[float]]:

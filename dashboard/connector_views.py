@@ -22,11 +22,12 @@ from dashboard import charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import PartitionFilterForm
 from dashboard.pages import htmx_target, poll_seconds
+from dashboard.rewind_links import edit_for_rewind
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
-from offsets.models import Cluster, ConnectorSnapshot
+from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit
 from offsets.rights.grants import visible_clusters
 from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
@@ -400,7 +401,7 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
         )
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
-        markers=[(point.at, point.progress, "rewind") for point in numeric if point.rewind],
+        markers=_rewind_markers(cluster, snapshot.name, numeric),
         title="Offset progress",
         unit="",
         zero_based=False,
@@ -408,6 +409,28 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     context["progress_commits"] = len(points)
     context["progress_not_numeric"] = bool(points) and not numeric
     return context
+
+
+def _rewind_markers(cluster: Cluster, connector: str, points: list) -> list[tuple]:
+    """A marker per rewind, naming (and linking to) the applied edit that caused it."""
+    if not any(point.rewind for point in points):
+        return []  # no rewind, no edit to look for
+    applied = list(
+        OffsetEdit.objects.filter(
+            cluster=cluster, connector=connector, state=OffsetEdit.State.APPLIED
+        ).values_list("finished_at", "pk")
+    )
+    markers = []
+    for previous, point in zip([None, *points], points, strict=False):
+        if not point.rewind:
+            continue
+        pk = edit_for_rewind(previous.at if previous else None, point.at, applied)
+        label, href = "rewind", ""
+        if pk is not None:
+            label = f"rewind by edit #{pk}"
+            href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
+        markers.append((point.at, point.progress, label, href))
+    return markers
 
 
 @require_GET

@@ -10,6 +10,8 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.errors import refusal
@@ -23,6 +25,14 @@ from offsets.services.clusters import cluster_for_user
 class ControlForm(forms.Form):
     comment = forms.CharField(required=False, max_length=2000)
     include_tasks = forms.BooleanField(required=False)
+    # With include_tasks: restart only what FAILED (Connect's onlyFailed).
+    only_failed = forms.BooleanField(required=False)
+    # The page to go back to (the stage form's "stop first"), instead of the connector's.
+    next = forms.CharField(required=False, max_length=2000)
+
+    def clean_next(self) -> str:
+        url = self.cleaned_data["next"]
+        return url if url and url_has_allowed_host_and_scheme(url, allowed_hosts=None) else ""
 
 
 @require_POST
@@ -49,17 +59,19 @@ def connector_control(
                 user=request.user,
                 comment=form.cleaned_data["comment"],
                 include_tasks=form.cleaned_data["include_tasks"],
+                only_failed=form.cleaned_data["only_failed"],
             )
         except EditForbidden as exc:
             raise PermissionDenied(exc.message) from exc
         except ConnectRestError as exc:
             error, status = refusal(exc, worker="")
-    if not request.htmx:
-        if outcome is not None and outcome.ok:
-            messages.success(request, outcome.message)
-        else:
-            messages.error(request, outcome.message if outcome else error)
-        return redirect("connector", cluster_name=cluster.name, connector_name=connector_name)
+    back = form.cleaned_data.get("next", "") if form.is_valid() else ""
+    if not request.htmx or back:
+        _flash(request, outcome, error)
+        url = back or reverse("connector", args=[cluster.name, connector_name])
+        if request.htmx:
+            return HttpResponse(status=204, headers={"HX-Redirect": url})
+        return redirect(url)
     context = {
         "cluster": cluster,
         "connector_name": connector_name,
@@ -68,6 +80,16 @@ def connector_control(
         "control_error": error,
     }
     return render(request, "dashboard/_connector_control.html", context, status=status)
+
+
+def _flash(request: HttpRequest, outcome, error: str) -> None:
+    """Say how it went on the next page: a success, a warning (failed again), or the error."""
+    if outcome is not None and outcome.warning:
+        messages.warning(request, outcome.message)
+    elif outcome is not None and outcome.ok:
+        messages.success(request, outcome.message)
+    else:
+        messages.error(request, outcome.message if outcome else error)
 
 
 @require_GET

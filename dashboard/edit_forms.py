@@ -74,6 +74,7 @@ class SourceStageForm(forms.Form):
     existing = forms.CharField(
         required=False,
         label="Partition (JSON, as in the table)",
+        help_text="Start typing for the partitions of this page, or click “edit” on a row.",
         widget=forms.TextInput(
             attrs={"list": "partitions-on-page", "placeholder": '{"filename": "/var/log/x.log"}'}
         ),
@@ -241,6 +242,13 @@ class OffsetsPageForm(PageForm):
     """Which page of a connector's live offsets to show, and a filter on the partitions."""
 
     q = forms.CharField(required=False, max_length=500, label="Filter partitions")
+
+
+class PrefillForm(forms.Form):
+    """A row's "edit" link: the partition it names, put in the stage form (checked at POST)."""
+
+    existing = forms.CharField(required=False, max_length=10_000)
+    partitions = forms.CharField(required=False, max_length=10_000)
 
 
 class CommentForm(forms.Form):

@@ -11,6 +11,7 @@ urlpatterns = [
         name="connector-edits",
     ),
     path("clusters/<str:cluster_name>/edits/", edit_views.edit_list, name="edit-list"),
+    path("edits/awaiting/", edit_views.awaiting_approval, name="awaiting-approval"),
     path("clusters/<str:cluster_name>/edits/<int:pk>/", edit_views.edit_detail, name="edit-detail"),
     path(
         "clusters/<str:cluster_name>/edits/<int:pk>/<str:action>/",

@@ -19,6 +19,7 @@ from dashboard.edit_forms import (
     EditFilterForm,
     OffsetsPageForm,
     PageForm,
+    PrefillForm,
     SinkStageForm,
     SourceStageForm,
 )
@@ -32,16 +33,22 @@ from offsets.edits.workflow import (
     approve_edit,
     approves,
     audit_log,
+    can_approve,
     can_control_connectors,
+    can_restage,
+    can_resume_after_apply,
     can_resume_on_target,
     can_stage,
     can_stage_restore,
     cancel_edit,
+    controlled_since,
     current_offsets,
     describe,
     is_stale,
     reconcile_edit,
     reject_edit,
+    restage_edit,
+    resume_after_apply,
     resume_on_target,
     route_ahead,
     stage_edit,
@@ -52,8 +59,8 @@ from offsets.edits.workflow import (
 )
 from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
-from offsets.models import Cluster, OffsetEdit
-from offsets.rights.grants import only_visible, sees_connector
+from offsets.models import AuditEvent, Cluster, OffsetEdit
+from offsets.rights.grants import only_visible, sees_connector, visible_clusters
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
@@ -71,6 +78,10 @@ ACTIONS = {
     "stop-connector": stop_for_edit,
     # An applied move: resume the connector on the cluster it moved to.
     "resume-target": resume_on_target,
+    # A conflict: a new draft with the same inputs, diffed against the offsets now.
+    "restage": restage_edit,
+    # An applied edit whose connector is still STOPPED: start it from the new offsets.
+    "resume-connector": resume_after_apply,
 }
 # Rows of live offsets per page of a connector's edit page.
 OFFSETS_PER_PAGE = 100
@@ -135,11 +146,10 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
     strategy = _strategy(request, strategies)
     if request.method == "GET" and htmx_target(request) == "current-offsets":
-        return render(
-            request,
-            "edits/connector.html#offsets",
-            {"context": context, "current": current, "q": shown["q"], "strategy": strategy},
-        )
+        shown_now = {"current": current, "q": shown["q"], "strategy": strategy}
+        may_stage = can_stage(request.user, cluster, connector)
+        partial = {"context": context, "can_stage": may_stage, **shown_now}
+        return render(request, "edits/connector.html#offsets", partial)
 
     form_class = SourceStageForm if context.is_source else SinkStageForm
     if request.method == "POST":
@@ -148,7 +158,7 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
             return redirect("edit-detail", cluster_name=cluster.name, pk=edit.pk)
         status = 400
     else:
-        form = form_class(initial={"strategy": strategy}, partitions=current.partitions)
+        form = form_class(initial=_initial(request, strategy), partitions=current.partitions)
         status = 200
     return _page(
         request,
@@ -162,7 +172,26 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         strategy=strategy,
         shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
         status=status,
+        **_stop_first(request, cluster, connector, context),
     )
+
+
+def _stop_first(request: HttpRequest, cluster: Cluster, connector: str, context) -> dict:
+    """Whether the form says "stop it first", with a Stop button for those who may stop it.
+
+    A running connector's offsets keep moving: an edit staged now ends in a conflict.
+    """
+    return {
+        "stop_first": not context.stopped_check().passed,
+        "can_control": can_control_connectors(request.user, cluster, connector),
+    }
+
+
+def _initial(request: HttpRequest, strategy: str) -> dict:
+    """The stage form's first values: the tab's strategy, and the partition a row's link names."""
+    prefill = PrefillForm(request.GET)
+    named = {k: v for k, v in prefill.cleaned_data.items() if v} if prefill.is_valid() else {}
+    return {**named, "strategy": strategy}
 
 
 def _strategy(request: HttpRequest, strategies: list[tuple[str, str]]) -> str:
@@ -262,7 +291,10 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     edit.refresh_from_db()
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
-        return render(request, "edits/detail.html#status", context, status=status)
+        response = render(request, "edits/detail.html#status", context, status=status)
+        # The header's count of edits awaiting approval asks again.
+        response["HX-Trigger"] = "edit-changed"
+        return response
     context = {**context, **diff_context(edit, 1), "route": route_ahead(edit)}
     return render(request, "edits/detail.html", context, status=status)
 
@@ -292,11 +324,17 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
     if can_resume_on_target(edit) and approves(user, edit):
         buttons.append(("resume-target", f"Resume on {edit.target_cluster.name}", "primary"))
+    if can_restage(edit) and can_stage(user, *where):
+        buttons.append(("restage", "Re-stage with the same inputs", "primary"))
+    resumable = can_resume_after_apply(edit)
+    if resumable and can_control_connectors(user, *where):
+        buttons.append(("resume-connector", "Resume the connector", "primary"))
     return {
         "cluster": edit.cluster,
         "edit": edit,
         "inputs": _inputs(edit.parameters),
-        "buttons": buttons,
+        "buttons": [(*button, _confirm(button[0], edit)) for button in buttons],
+        "button_actions": [button[0] for button in buttons],
         "timeline": edit.audit_events.order_by("at", "id"),
         "action_error": action_error,
         # An apply that may still be running: say from when it can be reconciled.
@@ -306,19 +344,50 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         "self_approval_blocked": edit.state == state.SUBMITTED
         and is_author
         and approves(user, edit),
+        "still_stopped": resumable,
+        "restaged_as": edit.restaged_as.first(),
         **describe(edit),
     }
 
 
+def _confirm(action: str, edit: OffsetEdit) -> str:
+    """What the browser asks before an action that writes or cannot be undone ("": nothing)."""
+    if action == "apply" and edit.is_removal:
+        if edit.strategy == OffsetEdit.Strategy.REMOVE:
+            return "Stop and delete the connector and all these offsets now?"
+        return "Delete all these offsets now?"
+    target = edit.target_cluster.name if edit.target_cluster_id else ""
+    return {
+        "apply": "Run the lock check and write these offsets now?",
+        "reconcile": "Read the offsets back from Kafka and settle this edit?",
+        "resume-target": f"Resume the connector on {target}? It starts from the offsets the "
+        "move wrote.",
+        "stop-connector": "Stop the connector through its Connect worker (waiting up to 30 s "
+        "for STOPPED), then run the lock check again?"
+        if edit.state == OffsetEdit.State.APPROVED
+        else "Stop the connector through its Connect worker (waiting up to 30 s for STOPPED)?",
+        "resume-connector": "Resume the connector? It starts from the offsets this edit wrote.",
+        "reject": f"Reject edit #{edit.pk}? It cannot be approved or applied afterwards.",
+        "cancel": f"Cancel edit #{edit.pk}? It cannot be submitted or applied afterwards.",
+    }.get(action, "")
+
+
 def _connector_runs(edit: OffsetEdit) -> bool:
-    """The last lock check of an approved edit failed because the connector is not stopped."""
-    return (
-        edit.state == OffsetEdit.State.APPROVED
-        and bool(edit.cluster.connect_url)
-        and any(
-            check.get("name") == CONNECTOR_STOPPED and not check.get("passed")
-            for check in edit.lock_checks or []
-        )
+    """The last lock check failed because the connector is not stopped (among any others).
+
+    An approved edit's checks are read again after a stop; a conflict's are final, so its
+    button goes once the connector was stopped from here after the conflict.
+    """
+    state = OffsetEdit.State
+    if edit.state not in (state.APPROVED, state.CONFLICT) or not edit.cluster.connect_url:
+        return False
+    if not any(
+        check.get("name") == CONNECTOR_STOPPED and not check.get("passed")
+        for check in edit.lock_checks or []
+    ):
+        return False
+    return edit.state == state.APPROVED or not controlled_since(
+        edit, AuditEvent.Action.STOPPED, edit.finished_at or edit.updated
     )
 
 
@@ -342,6 +411,8 @@ def _inputs(parameters: dict) -> list[tuple[str, object]]:
 @login_required
 def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
     cluster = cluster_for_user(user=request.user, name=cluster_name)
+    may_approve = can_approve(request.user, cluster)
+    waiting_here = OffsetEdit.objects.filter(cluster=cluster, state=OffsetEdit.State.SUBMITTED)
     form = EditFilterForm(request.GET)
     found = OffsetEdit.objects.filter(cluster=cluster).select_related("created_by")
     if form.is_valid():
@@ -360,5 +431,29 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
                 request.user, cluster, audit_log(cluster=cluster), lambda event: event.connector
             ),
             "can_stage": can_stage(request.user, cluster),
+            "may_approve": may_approve,
+            "awaiting_here": len(_awaiting(request.user, waiting_here)) if may_approve else 0,
         },
     )
+
+
+# --- The header's count of edits awaiting approval ---------------------------------------------
+
+
+@require_GET
+@login_required
+def awaiting_approval(request: HttpRequest) -> HttpResponse:
+    """How many submitted edits the user may approve (not their own, where their grants let
+    them approve), linking to the oldest's cluster. The header asks for it after loading."""
+    waiting = OffsetEdit.objects.filter(
+        state=OffsetEdit.State.SUBMITTED, cluster__in=visible_clusters(request.user)
+    ).order_by("submitted_at", "pk")
+    mine = _awaiting(request.user, waiting)
+    cluster = mine[0].cluster.name if mine else None
+    return render(request, "edits/_awaiting.html", {"count": len(mine), "cluster_name": cluster})
+
+
+def _awaiting(user, submitted) -> list[OffsetEdit]:
+    """The submitted edits `user` may approve: not their own, within their grants."""
+    found = submitted.exclude(created_by=user).select_related("cluster", "target_cluster")
+    return [edit for edit in found if approves(user, edit)]

@@ -5,6 +5,7 @@ import base64
 import urllib.parse
 
 import pytest
+from django.contrib.messages import get_messages
 from django.core.management import call_command
 
 from offsets.edits import connector_control
@@ -222,6 +223,78 @@ def test_the_page_control_answers_htmx_with_the_card(client, editor, worker, clu
     assert b'id="control-outcome" data-ok="true"' in response.content
     response = client.post("/clusters/c1/connectors/plain/control/stop/")
     assert response.status_code == 302
+
+
+def test_a_task_that_fails_again_after_a_restart_is_a_warning_naming_its_first_line(
+    client, editor, worker, cluster
+):
+    trace = (
+        "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file\n\tat x.y"
+    )
+    worker.answer(
+        "POST", "/connectors/plain/restart?includeTasks=false&onlyFailed=false", 204, None
+    )
+    worker.answer(
+        "GET",
+        "/connectors/plain/status",
+        200,
+        {
+            "name": "plain",
+            "connector": {"state": "RUNNING", "worker_id": "w:8083"},
+            "tasks": [{"id": 0, "state": "FAILED", "worker_id": "w:8083", "trace": trace}],
+        },
+    )
+    client.force_login(editor)
+    response = client.post(
+        "/clusters/c1/connectors/plain/control/restart/", headers={"HX-Request": "true"}
+    )
+    html = response.content.decode()
+    assert response.status_code == 200 and 'class="warning"' in html
+    assert 'data-warning="true"' in html and 'class="notice"' not in html
+    assert (
+        "The worker restarted the connector, but task 0 failed again: org.apache.kafka.connect."
+        "errors.ConnectException: Couldn&#x27;t find or create file (now RUNNING: FAILED)" in html
+    )
+    # The whole trace is folded under it, its lines as lines.
+    assert '<details class="task-trace" data-failed="task 0">' in html and r"\n\tat" not in html
+    # Without htmx, the next page says the same as a warning.
+    response = client.post("/clusters/c1/connectors/plain/control/restart/")
+    assert response.status_code == 302
+    [message] = get_messages(response.wsgi_request)
+    assert message.level_tag == "warning" and "task 0 failed again" in message.message
+
+
+def test_the_page_restarts_only_the_failed_tasks_when_asked(client, editor, worker, cluster):
+    path = "/connectors/plain/restart?includeTasks=true&onlyFailed=true"
+    worker.connector("plain", "plain")
+    worker.answer("POST", path, 204, None)
+    client.force_login(editor)
+    response = client.post(
+        "/clusters/c1/connectors/plain/control/restart/",
+        {"include_tasks": "on", "only_failed": "on"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert any(request["path"] == path for request in worker.requests)
+
+
+def test_a_control_with_a_page_to_go_back_to_returns_there(client, editor, worker, cluster):
+    worker.connector("plain", "plain")
+    client.force_login(editor)
+    back = "/clusters/c1/connectors/plain/edits/?strategy=set"
+    response = client.post(
+        "/clusters/c1/connectors/plain/control/stop/",
+        {"next": back},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 204 and response["HX-Redirect"] == back
+    response = client.post("/clusters/c1/connectors/plain/control/stop/", {"next": back})
+    assert response.status_code == 302 and response["Location"] == back
+    # Another site is no place to go back to.
+    response = client.post(
+        "/clusters/c1/connectors/plain/control/stop/", {"next": "https://evil.example/"}
+    )
+    assert response["Location"] == "/clusters/c1/connectors/plain/"
 
 
 def test_the_page_control_shows_a_worker_error(client, editor, worker, cluster):

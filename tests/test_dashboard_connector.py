@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from offsets.models import ConnectorSnapshot, RefreshRun, SourceOffset
+from offsets.models import ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
 from tests import factories as make
+from tests.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -146,6 +147,24 @@ def test_a_partition_search_with_ten_thousand_partitions_makes_a_fixed_number_of
     assert "1,000 partitions matching" in html
     with django_assert_max_num_queries(14):
         logged_in_client.get("/clusters/prod/connectors/big/")
+
+
+def test_a_rewind_an_applied_edit_caused_links_to_that_edit(
+    logged_in_client, prod, partition_history, editor
+):
+    points = make.history(60, rewind_at=30)
+    partition_history.points.extend(points)
+    edit = make_edit(prod, editor, connector="jdbc-source")
+    # Applied between the commit before the rewind and the rewind itself.
+    finished = points[29].at + (points[30].at - points[29].at) / 2
+    OffsetEdit.objects.filter(pk=edit.pk).update(state="applied", finished_at=finished)
+    html = logged_in_client.get(
+        SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
+    ).content.decode()
+    assert f'<a href="/clusters/prod/edits/{edit.pk}/" class="marker-link">' in html
+    assert f"<title>rewind by edit #{edit.pk}</title>" in html
+    # Hovering a point of the line names its time and value.
+    assert html.count('<circle class="hover"') == 60
 
 
 def test_the_commit_rate_chart_draws_every_bucket(logged_in_client, prod):

@@ -3,6 +3,7 @@ carries the security headers (the CSP the pages are built to live with)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,18 @@ def test_the_pages_have_no_inline_script_or_style_the_policy_would_block(client,
         html = client.get(url, HTTP_ACCEPT="text/html").content.decode()
         assert " style=" not in html and "<style" not in html, url
         assert "<script>" not in html and " on" + "click=" not in html, url
+
+
+def test_every_htmx_config_keeps_htmx_from_writing_inline_styles():
+    """The CSP blocks inline styles: htmx must neither inject its indicator <style> nor copy
+    a style attribute (a textarea the browser sized) onto swapped-in elements."""
+    pattern = re.compile(r"\{% block htmx_config %\}(.*?)\{% endblock %\}", re.S)
+    templates = ROOT / "templates"
+    found = 0
+    for path in templates.rglob("*.html"):
+        for block in pattern.findall(path.read_text()):
+            config = json.loads(block)
+            found += 1
+            assert config["includeIndicatorStyles"] is False, path
+            assert "style" not in config["attributesToSettle"], path
+    assert found >= 4

@@ -155,6 +155,7 @@ class EditOutput(serializers.ModelSerializer):
             "applied_via",
             "target_cluster",
             "connector_config",
+            "restaged_from",
         ]
 
     def get_url(self, edit) -> str:

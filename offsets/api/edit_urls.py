@@ -17,5 +17,6 @@ urlpatterns = [
     path("<int:pk>/apply/", edits.edit_apply, name="api-edit-apply"),
     path("<int:pk>/reconcile/", edits.edit_reconcile, name="api-edit-reconcile"),
     path("<int:pk>/resume-target/", moves.edit_resume_target, name="api-edit-resume-target"),
+    path("<int:pk>/restage/", edits.edit_restage, name="api-edit-restage"),
     path("<int:pk>/stage-restore/", edits.edit_stage_restore, name="api-edit-stage-restore"),
 ]

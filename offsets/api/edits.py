@@ -36,6 +36,7 @@ from offsets.edits.workflow import (
     choose_route,
     reconcile_edit,
     reject_edit,
+    restage_edit,
     stage_edit,
     stage_restore,
     submit_edit,
@@ -178,5 +179,13 @@ edit_stage_restore = _action_view(
     stage_restore,
     "Stage a new edit committing back what a failed partial sink delete lost (an editor); 201 "
     "with the new draft, 400 when nothing is left to commit back",
+    status=201,
+)
+
+
+edit_restage = _action_view(
+    restage_edit,
+    "Stage a conflicted edit again with the same inputs (an editor): 201 with the new draft, "
+    "its diff read now; the old edit links to it",
     status=201,
 )

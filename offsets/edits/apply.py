@@ -114,18 +114,21 @@ def lock_check(edit: OffsetEdit, kind: EditKind | None = None) -> list[edit_rule
 
 
 def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
-    """Stop an approved edit's connector, then re-run the lock check and keep its results.
+    """Stop the connector of an approved or conflicted edit; re-check an approved one.
 
-    Offered where the lock check refused the apply because the connector runs; the edit stays
-    approved, and the page shows the fresh checks next to the Apply button.
+    Offered where the lock check failed because the connector runs. An approved edit stays
+    approved, and the page shows the fresh checks next to the Apply button. A conflicted one
+    is settled: stopping it first lets its re-staged edit's diff hold until the apply.
     """
-    if edit.state != OffsetEdit.State.APPROVED:
+    if edit.state not in (State.APPROVED, State.CONFLICT):
         raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not approved.")
     outcome = control_connector(
         cluster=edit.cluster, connector=edit.connector, action="stop", user=user, comment=comment
     )
     if not outcome.ok:
         raise EditStateConflict(outcome.message)
+    if edit.state == State.CONFLICT:
+        return edit
     checks = [check.as_dict() for check in lock_check(edit)]
     failed = "; ".join(check["message"] for check in checks if not check["passed"])
     error = f"The lock check still fails: {failed}" if failed else ""
@@ -133,4 +136,50 @@ def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
         lock_checks=checks, error=error, updated=timezone.now()
     )
     edit.refresh_from_db()
+    return edit
+
+
+def controlled_since(edit: OffsetEdit, action: str, since) -> bool:
+    """Whether the connector was stopped or resumed (`action`) from here since `since`."""
+    return AuditEvent.objects.filter(
+        cluster_id=edit.cluster_id, connector=edit.connector, action=action, at__gte=since
+    ).exists()
+
+
+def can_resume_after_apply(edit: OffsetEdit) -> bool:
+    """An applied offset change whose connector was stopped for it and not resumed from here.
+
+    Moves resume on their target and removals delete the connector, so neither is offered;
+    a connector that was deleted has nothing to resume.
+    """
+    return (
+        edit.state == State.APPLIED
+        and not (edit.is_move or edit.is_removal)
+        and bool(edit.cluster.connect_url)
+        and edit.finished_at is not None
+        and any(
+            check.get("name") == edit_rules.CONNECTOR_STOPPED
+            and check.get("passed")
+            and "is deleted" not in check.get("message", "")
+            for check in edit.lock_checks or []
+        )
+        and not controlled_since(edit, Action.RESUMED, edit.finished_at)
+    )
+
+
+def resume_after_apply(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
+    """Resume the connector an applied edit left STOPPED; it starts from the new offsets."""
+    if not can_resume_after_apply(edit):
+        raise EditStateConflict(
+            f"Edit #{edit.pk} is not an applied edit whose connector waits to be resumed."
+        )
+    outcome = control_connector(
+        cluster=edit.cluster,
+        connector=edit.connector,
+        action="resume",
+        user=user,
+        comment=comment or f"Resumes the connector after edit #{edit.pk}.",
+    )
+    if not outcome.ok:
+        raise EditStateConflict(outcome.message)
     return edit

@@ -9,6 +9,7 @@ from offsets.edits import audit
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors
 from offsets.formats.masking import mask_text
+from offsets.formats.status_records import trace_summary
 from offsets.kafka.connect_rest import ConnectorStatus, ConnectRest, ConnectRestError
 from offsets.models import AuditEvent, Cluster
 
@@ -34,6 +35,13 @@ class ControlOutcome:
     state: str | None
     tasks: tuple[str, ...]
     answer: str
+    # After a restart: what is FAILED again ("task 0"), its trace's first line, its trace.
+    failed_again: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def warning(self) -> bool:
+        """Reached what was asked, yet something failed again: not a success to show in blue."""
+        return self.ok and bool(self.failed_again)
 
 
 def control_connector(
@@ -112,7 +120,19 @@ def _outcome(
     connector: str, action: str, status: ConnectorStatus, answer, wait_seconds: float
 ) -> ControlOutcome:
     tasks = ", ".join(status.tasks) or "no tasks"
-    if action == "restart" or _reached(status, action):
+    failed_again = ()
+    if action == "restart" and status.failures:
+        ok = True
+        failed_again = tuple(
+            (name, trace_summary(trace) or "no trace", trace) for name, trace in status.failures
+        )
+        first = failed_again[0]
+        others = f" (and {len(failed_again) - 1} more)" if len(failed_again) > 1 else ""
+        message = (
+            f"The worker restarted the connector, but {first[0]} failed again{others}: "
+            f"{first[1]} (now {status.state}: {tasks})"
+        )
+    elif action == "restart" or _reached(status, action):
         ok = True
         message = f"The worker {DONE[action]} the connector: now {status.state} ({tasks})."
     else:
@@ -131,4 +151,5 @@ def _outcome(
         tasks=status.tasks,
         # The worker's own words are data: masked before they reach the log or a page.
         answer=mask_text(json.dumps(answer)) if answer is not None else "",
+        failed_again=failed_again,
     )

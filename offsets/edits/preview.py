@@ -52,6 +52,31 @@ class StageRequest:
             params["entries"] = len(self.entries)
         return params
 
+    @classmethod
+    def from_parameters(
+        cls, strategy: str, params: dict, entries: tuple[PartitionOffset, ...] | None = None
+    ) -> "StageRequest":
+        """The request whose `parameters()` are `params`: what staging the edit again asks.
+
+        An import's parameters only count its entries, so the caller passes them.
+        """
+        partitions = params.get("partitions")
+        seconds = params.get("duration_seconds")
+        return cls(
+            strategy=strategy,
+            partition=params.get("partition"),
+            offset=params.get("offset"),
+            at=datetime.fromisoformat(params["at"]) if "at" in params else None,
+            duration=None if seconds is None else timedelta(seconds=seconds),
+            value=params.get("value"),
+            group=params.get("group", ""),
+            # "orders-3" is topic "orders", partition 3: topic names may hold "-" themselves.
+            partitions=None
+            if partitions is None
+            else tuple((t, int(p)) for t, p in (item.rsplit("-", 1) for item in partitions)),
+            entries=entries,
+        )
+
 
 @dataclass
 class Preview:

@@ -4,7 +4,13 @@ One place to import from, so a view never reaches into the modules behind it; ev
 edit goes through the same calls (its kind, `kinds.kind_for`, decides what each one does).
 """
 
-from offsets.edits.apply import apply_edit, stop_for_edit
+from offsets.edits.apply import (
+    apply_edit,
+    can_resume_after_apply,
+    controlled_since,
+    resume_after_apply,
+    stop_for_edit,
+)
 from offsets.edits.audit import audit_log
 from offsets.edits.errors import (
     SERVICE_ERRORS,
@@ -22,6 +28,7 @@ from offsets.edits.live import current_offsets
 from offsets.edits.move_reads import source_config
 from offsets.edits.preview import DIFF_PAGE_ROWS, Preview, StageRequest
 from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
+from offsets.edits.restage import can_restage, restage_edit
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
 from offsets.edits.roles import approves, can_approve, can_control_connectors, can_stage
 from offsets.edits.route import Route, choose_route
@@ -101,17 +108,22 @@ __all__ = [
     "audit_log",
     "can_approve",
     "can_control_connectors",
+    "can_restage",
+    "can_resume_after_apply",
     "can_resume_on_target",
     "can_stage",
     "can_stage_restore",
     "cancel_edit",
     "choose_route",
+    "controlled_since",
     "current_offsets",
     "describe",
     "import_document",
     "is_stale",
     "reconcile_edit",
     "reject_edit",
+    "restage_edit",
+    "resume_after_apply",
     "resume_on_target",
     "route_ahead",
     "source_config",

@@ -113,18 +113,27 @@ class ConnectorStatus:
     state: str
     tasks: tuple[str, ...]
     traces: tuple[str, ...] = ()
+    # What is FAILED ("the connector", "task 0") with its masked trace, connector first.
+    failures: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_json(cls, body: dict) -> "ConnectorStatus":
         try:
             tasks = sorted(body.get("tasks", []), key=lambda task: task.get("id", 0))
             traces = [body["connector"].get("trace", "")] + [t.get("trace", "") for t in tasks]
+            parts = [("the connector", body["connector"])]
+            parts += [(f"task {task.get('id', '?')}", task) for task in tasks]
             status = cls(
                 name=body["name"],
                 state=body["connector"]["state"],
                 tasks=tuple(task["state"] for task in tasks),
                 # Traces may quote configs: masked here, as every trace read from Kafka is.
                 traces=tuple(mask_text(trace) for trace in traces if trace),
+                failures=tuple(
+                    (name, mask_text(str(part.get("trace") or "")))
+                    for name, part in parts
+                    if part.get("state") == "FAILED"
+                ),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConnectMalformed(f"The connector status lacks {exc}: {quoted(body)}") from None

@@ -137,6 +137,10 @@ class OffsetEdit(models.Model):
         related_name="incoming_moves",
     )
     connector_config = models.JSONField(null=True, blank=True)
+    # The conflicted edit this one was staged again from, with the same inputs ("Re-stage").
+    restaged_from = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="restaged_as"
+    )
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -264,6 +268,8 @@ class AuditEvent(models.Model):
         CONFLICT = "conflict"
         IN_DOUBT = "in-doubt"
         RECONCILED = "reconciled"
+        # A conflicted edit was staged again with the same inputs (details name the new one).
+        RESTAGED = "restaged"
         # A connector's state changed through the Connect REST API (no edit attached).
         STOPPED = "stopped"
         RESUMED = "resumed"

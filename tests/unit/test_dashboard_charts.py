@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.charts import format_number, line_chart
+from dashboard.charts import HOVER_POINTS, format_number, line_chart
 
 T0 = datetime(2026, 9, 21, 12, 0, tzinfo=UTC)
 
@@ -120,3 +120,22 @@ def test_the_largest_doubles_get_an_axis_with_exponent_labels():
     start = datetime(2026, 1, 1, tzinfo=UTC)
     chart = line_chart([(start, -1.7e308), (start + timedelta(seconds=5), 1.7e308)], title="p")
     assert chart.y_ticks[0].label == "-1e+300" and chart.y_ticks[-1].label == "1e+300"
+
+
+def test_each_point_names_its_time_and_value_on_hover():
+    chart = line_chart(series([0, 1234, 5]), title="t", unit="records")
+    assert [point.label for point in chart.hover] == [
+        "2026-09-21 12:00:00 UTC: 0 records",
+        "2026-09-21 12:01:00 UTC: 1,234 records",
+        "2026-09-21 12:02:00 UTC: 5 records",
+    ]
+    xs = [float(p.split(",")[0].lstrip("ML")) for p in chart.line.split(" ")]
+    assert [point.x for point in chart.hover] == xs
+    durations = line_chart(series([90.0]), title="t", unit="time behind", durations=True)
+    assert durations.hover[0].label == "2026-09-21 12:00:00 UTC: 1m 30s"
+
+
+def test_a_long_series_names_a_bounded_number_of_points_first_and_last_among_them():
+    chart = line_chart(series(range(1000)), title="t")
+    assert len(chart.hover) == HOVER_POINTS
+    assert chart.hover[0].label.endswith(": 0") and chart.hover[-1].label.endswith(": 999")

@@ -60,6 +60,14 @@ class EditKind:
         """Read what the edit touches now and save it as a draft (`drafts.save`)."""
         raise NotImplementedError
 
+    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+        """The keyword inputs of `stage` that stage `edit` again; None when it cannot be.
+
+        "Re-stage with the same inputs" calls `stage` with them: the diff is computed again
+        against the offsets read now, and the new draft needs its own approval.
+        """
+        return None
+
     def prepare(self, attempt: Attempt) -> bool:
         """Do what must come before the lock check; False once it settled the edit."""
         return True

@@ -93,6 +93,16 @@ class OffsetChanges(EditKind):
         preview = preview_edit(cluster=cluster, connector=connector, request=request)
         return drafts.save(draft(preview, cluster), user=user, comment=comment)
 
+    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+        """The request rebuilt from the stored inputs (an import's from its rows' targets)."""
+        entries = None
+        if edit.strategy == OffsetEdit.Strategy.IMPORT:
+            entries = tuple(
+                PartitionOffset(partition=change.partition, offset=change.after)
+                for change in edit.changes.all()
+            )
+        return {"request": StageRequest.from_parameters(edit.strategy, edit.parameters, entries)}
+
     # --- Lock check, write, verify --------------------------------------------------------------
 
     def lock_checks(self, edit: OffsetEdit) -> list[CheckResult]:

@@ -89,6 +89,10 @@ class Removal(EditKind):
         )
         return drafts.save(draft, user=user, comment=comment)
 
+    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+        """The same strategy: the plan is read again from what the connector holds now."""
+        return {"strategy": edit.strategy}
+
     def prepare(self, attempt: Attempt) -> bool:
         """REMOVE: the worker has the connector and stops it. CLEANUP: the worker lacks it."""
         if attempt.edit.strategy == Strategy.REMOVE:
