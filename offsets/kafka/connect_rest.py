@@ -282,6 +282,12 @@ class ConnectRest:
             what = f"{method} {path} on {url}"
             try:
                 answer = self._send(url, method, path, body)
+            except outgoing.TlsRefused as exc:
+                # A setup to fix like a 401: other URLs of the cluster share its TLS files.
+                raise ConnectAuthFailed(
+                    f"{what}: {mask_text(str(exc))} (check the cluster's Connect CA, client "
+                    "certificate and key files)"
+                ) from None
             except outgoing.NotReached as exc:
                 unreachable.append(f"{url} did not answer ({mask_text(str(exc))})")
                 continue

@@ -12,7 +12,7 @@ import pytest
 from devkit.secured import create_acls, delete_acls
 from offsets.edits.workflow import stage_removal
 from offsets.kafka import offsets_writer
-from offsets.models import AuditEvent, OffsetEdit
+from offsets.models import AuditEvent, Cluster, OffsetEdit
 from tests.integration import secured_runtime
 from tests.integration.edit_steps import approve_and_apply, stage_approve_apply
 from tests.integration.worker_files import file_sink, file_source, stopped, write_lines
@@ -125,6 +125,31 @@ def test_the_editing_set_removes_a_connector(editing, secured_kafka, editor, app
 
     assert edit.state == State.APPLIED, edit.error
     assert connector not in rest.call("GET", "/connectors")
+
+
+WRONG_REST = {
+    "password": ({"connect_password": "not-the-password-4711"}, "HTTP 401"),
+    "client-certificate": ({"connect_cert_file": "", "connect_key_file": ""}, "BAD_CERTIFICATE"),
+}
+
+
+@pytest.mark.parametrize("wrong", WRONG_REST)
+def test_a_worker_refusing_the_rest_login_leaves_the_edit_approved_with_one_plain_message(
+    editing, secured_kafka, editor, approver, monkeypatch, wrong
+):
+    fields, cause = WRONG_REST[wrong]
+    cluster = register(f"wrong-rest-{wrong}", secured_kafka, editing, monkeypatch, worker=True)
+    Cluster.objects.filter(pk=cluster.pk).update(**fields)
+    cluster.refresh_from_db()
+    before = held(editing, SOURCE)
+
+    edit = source_edit(editing, cluster, editor, approver)
+
+    # Not written around: wrong credentials are a setup to fix, not a worker away.
+    assert edit.state == State.APPROVED, (edit.state, edit.error)
+    assert edit.error.startswith("The Connect worker: ") and cause in edit.error, edit.error
+    assert "\n" not in edit.error and "not-the-password-4711" not in edit.error
+    assert held(editing, SOURCE) == before
 
 
 def transactional_id(cluster) -> str:
