@@ -52,7 +52,20 @@ def editing(secured_kafka, tmp_path_factory) -> dict:
     editing = secured_runtime.editing_acls(
         principal, offsets_topics=[OFFSETS_TOPIC], sink_groups=[SINK_GROUP]
     )
-    create_acls(secured_kafka.setup, [*viewing.values(), *editing.values()])
+    # The other secured modules refresh as the dashboard's own principals, and a refresh sees
+    # every connector of the shared worker: they may view these two as well.
+    shared = [
+        binding
+        for other in (
+            f"User:{secured_runtime.DASHBOARD_USER}",
+            secured_kafka.dashboard_cert.principal,
+        )
+        for binding in secured_runtime.viewing_acls(
+            other, connect_topics=[], data_topics=[DATA_TOPIC], sink_groups=[SINK_GROUP]
+        ).values()
+        if binding.resource_pattern_type.name == "LITERAL"
+    ]
+    create_acls(secured_kafka.setup, [*viewing.values(), *editing.values(), *shared])
     settings = secured_kafka.mutual_tls(client)
     del settings["bootstrap.servers"]
     return {"rest": rest, "folder": folder, "settings": settings, "acls": editing}
