@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ SOURCE = f"ssec-{RUN}-source"
 
 
 @pytest.fixture(scope="module")
-def viewed(secured_kafka, tmp_path_factory) -> Path:
+def viewed(secured_kafka, tmp_path_factory) -> Iterator[Path]:
     """A file source with a committed offset; the dashboard's SCRAM user holds the viewing
     set of the worker's topics. Returns the source's file."""
     rest = secured_kafka.rest()
@@ -48,7 +49,10 @@ def viewed(secured_kafka, tmp_path_factory) -> Path:
         sink_groups=[],
     )
     create_acls(secured_kafka.setup, list(viewing.values()))
-    return path
+    yield path
+    # pytest-django runs the test without a database last, after other modules: this fixture
+    # is then made again.
+    rest.delete(SOURCE)
 
 
 def client_settings(secured_kafka) -> dict:
