@@ -17,6 +17,7 @@ import contextlib
 import functools
 import http.client
 import socket
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -43,6 +44,26 @@ class NotReached(OutgoingError):
     def __init__(self, message: str, *, timed_out: bool = False) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+
+
+class TlsRefused(NotReached):
+    """The TLS handshake failed on a certificate: the server refused the client's (or its
+    absence), or the client refused the server's. Nothing was sent that the server acted on.
+
+    With TLS 1.3 the server checks the client's certificate after the client has sent its
+    request, so the refusal arrives where an answer was expected.
+    """
+
+
+# The words of OpenSSL's reasons (and alerts) that name a certificate problem.
+_CERTIFICATE_REASONS = ("CERTIFICATE", "UNKNOWN_CA")
+
+
+def _tls_refusal(exc: BaseException) -> TlsRefused | None:
+    reason = getattr(exc, "reason", None) or ""
+    if isinstance(exc, ssl.SSLError) and any(word in reason for word in _CERTIFICATE_REASONS):
+        return TlsRefused(f"the TLS handshake failed: {str(exc)[:200]}")
+    return None
 
 
 class AnswerBroken(OutgoingError):
@@ -166,9 +187,9 @@ def exchange(
             # urllib wraps what fails while connecting and sending, before any answer.
             reason = getattr(exc, "reason", exc)
             timed_out = watch.passed or isinstance(reason, TimeoutError)
-            raise NotReached(str(reason), timed_out=timed_out) from None
+            raise _tls_refusal(reason) or NotReached(str(reason), timed_out=timed_out) from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise _broken(exc, watch) from None
+            raise _tls_refusal(exc) or _broken(exc, watch) from None
         with response:
             try:
                 body = _read(response, max_bytes, keep_start)

@@ -16,6 +16,7 @@ from offsets.alerts import channels as alert_channels
 from offsets.alerts.channels import DeliveryFailed
 from offsets.kafka.connect_rest import (
     ConnectAnswerBroken,
+    ConnectAuthFailed,
     ConnectAnswerTooLarge,
     ConnectMalformed,
     ConnectRedirected,
@@ -323,6 +324,16 @@ def test_a_worker_over_tls_answers_and_its_redirects_and_drips_are_refused(certi
             adapter.alter_offsets("c", [])
         assert time.monotonic() - started < 3
     assert elsewhere.requests == []
+
+
+def test_a_worker_certificate_not_trusted_is_a_setup_to_fix_not_a_worker_away(certificate):
+    with FakeWorker(tls=certificate) as worker:
+        worker.answer("GET", "/", 200, VERSION)
+        # The system's CAs do not sign the worker's certificate.
+        with pytest.raises(ConnectAuthFailed, match="certificate verify failed") as refused:
+            rest(worker).worker_info()
+    assert "check the cluster's Connect CA" in refused.value.message
+    assert SECRET not in refused.value.message
 
 
 # --- An open edit's page asks the worker how it would be written -------------------------------

@@ -15,6 +15,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from offsets.formats.masking import mask_text
 from offsets.kafka import handles
 from offsets.kafka.errors import KafkaNotAuthorized, KafkaUnavailable, not_authorized
 
@@ -101,25 +102,33 @@ def wait_for[K](
         except TimeoutError as exc:
             in_flight = futures.values() if outstanding is None else outstanding
             handles.keep_until_done(admin, list(in_flight))
-            raise KafkaUnavailable(
-                f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
-            ) from exc
+            raise KafkaUnavailable(did_not_answer(admin, settings, timeout)) from exc
         except KafkaException as exc:
             error = exc.args[0] if exc.args else exc
             code = error.code() if isinstance(error, KafkaError) else None
             # librdkafka's own request timeout (callers set it to `timeout` too) may fire
             # first: the same broker that did not answer, said the same way.
             if code == KafkaError._TIMED_OUT:
-                raise KafkaUnavailable(
-                    f"Kafka at {settings.get('bootstrap.servers')} did not answer within "
-                    f"{timeout:.0f}s ({error.str()})"
-                ) from exc
+                raise KafkaUnavailable(did_not_answer(admin, settings, timeout, error)) from exc
             if code in expected:
                 results[key] = error
                 continue
             problem = NotReady if code in not_ready else KafkaUnavailable
             raise problem(f"{failure(key)}: {error}") from exc
     return results
+
+
+def did_not_answer(
+    admin: AdminClient, settings: dict, timeout: float, error: KafkaError | None = None
+) -> str:
+    """Say that the cluster did not answer in time, and the last error its client saw: a
+    refused handshake (authentication failed, certificate verify failed) shows only there."""
+    message = f"Kafka at {settings.get('bootstrap.servers')} did not answer within {timeout:.0f}s"
+    if error is not None:
+        message += f" ({error.str()})"
+    cause = handles.last_error(admin)
+    # librdkafka's words never hold a password; masked all the same, like any error text.
+    return message + (f"; the last error: {mask_text(cause)}" if cause else "")
 
 
 def asked_again[R](request: Callable[[], R], *, timeout: float) -> R:
@@ -161,8 +170,10 @@ def _partition_counts(admin: AdminClient, settings: dict, timeout: float) -> dic
     try:
         metadata = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
+        cause = handles.last_error(admin)
         raise KafkaUnavailable(
             f"Kafka at {settings.get('bootstrap.servers')} did not answer: {exc.args[0]}"
+            + (f"; the last error: {mask_text(cause)}" if cause else "")
         ) from exc
     return {name: len(topic.partitions) for name, topic in metadata.topics.items()}
 

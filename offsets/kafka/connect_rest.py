@@ -338,13 +338,21 @@ class ConnectRest:
             pair = f"{self.settings.username}:{self.settings.password}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-        return outgoing.exchange(
-            self._opener,
-            request,
-            timeout=self.settings.timeout,
-            deadline=self.settings.call_deadline,
-            max_bytes=self.settings.max_answer_bytes,
-        )
+        try:
+            return outgoing.exchange(
+                self._opener,
+                request,
+                timeout=self.settings.timeout,
+                deadline=self.settings.call_deadline,
+                max_bytes=self.settings.max_answer_bytes,
+            )
+        except outgoing.TlsRefused as exc:
+            # A setup to fix like a 401, not a worker away: the cluster's other URLs share
+            # its TLS files, and nothing was sent that the worker acted on.
+            raise ConnectAuthFailed(
+                f"{method} {path} on {url}: {mask_text(str(exc))} (check the cluster's Connect "
+                "CA, client certificate and key files)"
+            ) from None
 
     def _tls_context(self) -> ssl.SSLContext:
         try:

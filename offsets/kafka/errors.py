@@ -22,6 +22,14 @@ class KafkaNotAuthorized(KafkaError, PermissionError):
     """The broker refused the dashboard's principal an operation (an ACL is missing)."""
 
 
+class KafkaWriteRefused(KafkaNotAuthorized, KafkaUnavailable):
+    """The broker refused a write to the dashboard's principal: that request wrote nothing.
+
+    Also a KafkaUnavailable, so that a caller that reads a failed write back to be sure (the
+    edit workflow) keeps doing so.
+    """
+
+
 def not_authorized(operation: str, resource: str, name: str, code: str, grant: str) -> str:
     """The message of a refusal: what was refused, on what, and which ACL to grant."""
     return (

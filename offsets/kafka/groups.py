@@ -9,7 +9,12 @@ from confluent_kafka.admin import AdminClient
 
 from offsets.kafka import admin, handles
 from offsets.kafka.admin import TopicPartitionKey
-from offsets.kafka.errors import KafkaNotAuthorized, KafkaUnavailable, not_authorized
+from offsets.kafka.errors import (
+    KafkaNotAuthorized,
+    KafkaUnavailable,
+    KafkaWriteRefused,
+    not_authorized,
+)
 
 # Per-partition answers that mean "ask again": the group's coordinator is moving, or still
 # loading __consumer_offsets (a new broker, a leader change). Java's admin client retries
@@ -43,6 +48,17 @@ def describe_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> G
         timeout=timeout,
     )
     if isinstance(description, KafkaError):
+        if description.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            # A KafkaUnavailable as before: a lock check that cannot read gives the claim back.
+            raise KafkaUnavailable(
+                not_authorized(
+                    "DESCRIBE",
+                    "consumer group",
+                    group_id,
+                    description.name(),
+                    "DESCRIBE on that group",
+                )
+            )
         return GroupState(group_id, "DEAD", 0)
     state = getattr(description.state, "name", str(description.state)).upper()
     return GroupState(group_id, state, len(description.members or []))
@@ -54,13 +70,19 @@ def delete_group(settings: dict, group_id: str, *, timeout: float = 30.0) -> Non
     Deleting a group that is already gone is what was asked for (Connect treats it the same
     way in resetSinkConnectorOffsets).
     """
-    _ask_about_group(
+    answer = _ask_about_group(
         settings,
         group_id,
         lambda client: client.delete_consumer_groups([group_id], request_timeout=timeout),
         failure=f"Could not delete group {group_id}",
         timeout=timeout,
     )
+    if isinstance(answer, KafkaError) and answer.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        raise KafkaWriteRefused(
+            not_authorized(
+                "DELETE", "consumer group", group_id, answer.name(), "DELETE on that group"
+            )
+        )
 
 
 @handles.released_after
@@ -72,8 +94,9 @@ def _ask_about_group(
     failure: str,
     timeout: float,
 ) -> Any:
-    """Send one request about a group and return its answer; a group that does not exist
-    answers with its KafkaError (GROUP_ID_NOT_FOUND)."""
+    """Send one request about a group and return its answer; a group that does not exist, or
+    that the principal may not ask about, answers with its KafkaError (GROUP_ID_NOT_FOUND,
+    GROUP_AUTHORIZATION_FAILED)."""
     client = admin.admin_client(settings)
     (answer,) = admin.wait_for(
         client,
@@ -81,7 +104,7 @@ def _ask_about_group(
         settings=settings,
         timeout=timeout,
         failure=lambda _: failure,
-        expected=(KafkaError.GROUP_ID_NOT_FOUND,),
+        expected=(KafkaError.GROUP_ID_NOT_FOUND, KafkaError.GROUP_AUTHORIZATION_FAILED),
     ).values()
     return answer
 
@@ -153,6 +176,12 @@ def alter_offsets(
 
     def once() -> None:
         errors = _alter_offsets_once(settings, group_id, offsets, timeout=timeout)
+        if errors and errors[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            raise KafkaWriteRefused(
+                not_authorized(
+                    "READ", "consumer group", group_id, errors[0].name(), "READ on that group"
+                )
+            )
         if errors:
             problem = admin.NotReady if errors[0].code() in COORDINATOR_NOT_READY else None
             raise (problem or KafkaUnavailable)(
@@ -181,8 +210,12 @@ def _alter_offsets_once(
         settings=settings,
         timeout=timeout,
         failure=lambda _: f"Could not set offsets of group {group_id}",
+        expected=(KafkaError.GROUP_AUTHORIZATION_FAILED,),
         not_ready=COORDINATOR_NOT_READY,
     )
+    refused = [answer for answer in answers.values() if isinstance(answer, KafkaError)]
+    if refused:
+        return refused
     return [
         tp.error
         for result in answers.values()

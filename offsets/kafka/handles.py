@@ -37,6 +37,8 @@ QUIET = {"log_level": 0}
 _lock = threading.Lock()
 # id(handle) -> [handle, futures it must outlive]
 _held: dict[int, list] = {}
+# id(admin client) -> what its error_cb saw last; dropped with the handle.
+_last_errors: dict[int, LastError] = {}
 _held_pid = os.getpid()
 # Handles inherited through fork(): their threads did not come along, so destroying them would
 # hang or crash the child. They are kept, unused, for the life of the process.
@@ -46,8 +48,36 @@ _inherited: list = []
 _ONLY_HELD_HERE = 3
 
 
+class LastError:
+    """The last error librdkafka reported for a handle (its `error_cb`).
+
+    A broker that refuses the handshake (a wrong password, an untrusted or expired
+    certificate) fails no request: librdkafka retries the connection until the request times
+    out, and says why only here.
+    """
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def __call__(self, error) -> None:
+        self.text = error.str()
+
+
 def admin_client(settings: dict) -> AdminClient:
-    return _hold(AdminClient({**settings, **QUIET}))
+    seen = LastError()
+    client = _hold(AdminClient({**settings, **QUIET, "error_cb": seen}))
+    with _lock:
+        _last_errors[id(client)] = seen
+    return client
+
+
+def last_error(client: AdminClient) -> str:
+    """The last error librdkafka reported for `client` (made by `admin_client`), or ""."""
+    # error_cb runs from poll(), which nothing else calls on an admin client.
+    client.poll(0)
+    with _lock:
+        seen = _last_errors.get(id(client))
+    return seen.text if seen else ""
 
 
 def producer(config: dict) -> Producer:
@@ -77,6 +107,7 @@ def release_unused() -> int:
         if os.getpid() != _held_pid:
             _inherited.extend(entry[0] for entry in _held.values())
             _held.clear()
+            _last_errors.clear()
             _held_pid = os.getpid()
         for key, entry in list(_held.items()):
             handle = entry[0]
@@ -85,6 +116,7 @@ def release_unused() -> int:
             if not all(future.done() for future in entry[1]):
                 continue
             released.append(_held.pop(key))
+            _last_errors.pop(key, None)
             del handle
     # Outside the lock: destroying a handle waits for its threads to finish.
     count = len(released)

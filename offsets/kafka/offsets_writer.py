@@ -22,7 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import admin, handles
-from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
+from offsets.kafka.errors import KafkaUnavailable, TopicNotFound, not_authorized
 from offsets.kafka.producers import JAVA_RUNTIME_PRODUCER_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -124,7 +124,8 @@ def write_transaction(
             before_commit()
         producer.commit_transaction(timeout)
     except Exception as exc:
-        raise _abort(producer, exc, reports, len(writes), timeout) from exc
+        topics = sorted({write.topic for write in writes})
+        raise _abort(producer, exc, reports, len(writes), timeout, topics) from exc
     producer.poll(0)
     records = []
     for index, write in enumerate(writes):
@@ -140,8 +141,11 @@ def _begin(producer: Producer, transactional_id: str, timeout: float) -> None:
         producer.init_transactions(timeout)
         producer.begin_transaction()
     except KafkaException as exc:
+        refused = _refusal(exc, transactional_id, [])
         raise WriteNotCommitted(
-            f"Could not start a transaction as {transactional_id}: {_describe(exc)}. "
+            f"{refused} Nothing was written."
+            if refused
+            else f"Could not start a transaction as {transactional_id}: {_describe(exc)}. "
             "Nothing was written."
         ) from exc
 
@@ -181,7 +185,8 @@ def fence(settings: dict, transactional_id: str, *, timeout: float = 30.0) -> No
         producer.init_transactions(timeout)
     except KafkaException as exc:
         raise KafkaUnavailable(
-            f"Could not fence transactional id {transactional_id}: {_describe(exc)}"
+            _refusal(exc, transactional_id, [])
+            or f"Could not fence transactional id {transactional_id}: {_describe(exc)}"
         ) from exc
 
 
@@ -191,6 +196,7 @@ def _abort(
     reports: dict[int, tuple[KafkaError | None, int, int]],
     expected: int,
     timeout: float,
+    topics: list[str],
 ) -> KafkaUnavailable:
     """Abort after a failure and say whether anything may have been committed."""
     aborted = False
@@ -210,7 +216,7 @@ def _abort(
         error is not None and error.code() == KafkaError._PURGE_QUEUE
         for error, _partition, _offset in reports.values()
     )
-    reason = _describe(cause)
+    reason = (_refusal(cause, "", topics) or _describe(cause)).rstrip(".")
     if aborted:
         return WriteNotCommitted(f"{reason}. The transaction was aborted; nothing was committed.")
     if never_sent:
@@ -222,6 +228,35 @@ def _abort(
         f"{reason}. The commit may or may not have happened: the edit stays 'applying' until "
         "it is reconciled by reading the topic back."
     )
+
+
+def _refusal(exc: BaseException, transactional_id: str, topics: list[str]) -> str:
+    """The message naming the ACL the broker refused the write for, or "" for any other failure.
+
+    librdkafka's own text names neither the topic nor the transactional id.
+    """
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    code = error.code() if isinstance(error, KafkaError) else None
+    if code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        return not_authorized(
+            "WRITE",
+            "transactional id",
+            transactional_id,
+            error.name(),
+            f"WRITE on the transactional ids prefixed {TRANSACTIONAL_ID_PREFIX!r} (a PREFIXED "
+            "ACL; WRITE includes DESCRIBE)",
+        )
+    if code == KafkaError.TOPIC_AUTHORIZATION_FAILED and len(topics) == 1:
+        return not_authorized("WRITE", "topic", topics[0], error.name(), "WRITE on that topic")
+    if code == KafkaError.TOPIC_AUTHORIZATION_FAILED and topics:
+        # An exactly-once source's edit writes its own offsets topic and the worker's; the
+        # broker's answer does not say which one it refused.
+        either = " or the topic ".join(repr(topic) for topic in topics)
+        return (
+            f"The dashboard's principal may not WRITE the topic {either} ({error.name()}):"
+            " grant it WRITE on each."
+        )
+    return ""
 
 
 def _describe(exc: BaseException) -> str:

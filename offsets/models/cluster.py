@@ -4,6 +4,7 @@ from django.db import models
 
 from offsets.formats.connect_workers import parse_connect_urls
 from offsets.formats.connectors import MASK, is_secret_name
+from offsets.kafka import secret_files
 
 # librdkafka settings whose values are secrets: never rendered back to a page or the API.
 SECRET_CLIENT_SETTINGS = (
@@ -139,8 +140,12 @@ class Cluster(models.Model):
             raise Cluster.DoesNotExist(f"Cluster {self.name!r} was deleted")
 
     def kafka_settings(self) -> dict[str, object]:
-        """Return the librdkafka settings to reach this cluster (secrets included)."""
-        return {**self.client_config, "bootstrap.servers": self.bootstrap_servers}
+        """Return the librdkafka settings to reach this cluster (secrets included, those kept
+        in files read now: `secret_files`)."""
+        return {
+            **secret_files.resolved(self.client_config),
+            "bootstrap.servers": self.bootstrap_servers,
+        }
 
     @property
     def connect_urls(self) -> tuple[str, ...]:

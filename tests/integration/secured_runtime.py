@@ -5,6 +5,7 @@ and says how to reach it as each principal; the `secured_kafka` session fixture 
 per test process, when a test first asks.
 """
 
+import io
 import logging
 import secrets
 import ssl
@@ -12,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import AclOperation, ResourceType
+from django.core.management import call_command
 
-from devkit.secured import SecuredInfo, SecuredKafka, SecuredUsers, acl
+from devkit.secured import SecuredInfo, SecuredKafka, SecuredUsers, acl, holds_acl
 from devkit.secured_config import TlsPaths
-from offsets.kafka import reading
+from offsets.kafka import offsets_writer, reading
+from offsets.models import Cluster
 from tests.certificates import CertificateAuthority, ClientFiles
+from tests.integration.connect_rest import ConnectRest, wait_until
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +41,8 @@ REST_USER = "dashboard"
 # The group ids of the dashboard's readers: assign()-only consumers that commit nothing, but
 # librdkafka still finds their group's coordinator.
 READER_GROUP_PREFIX = reading.READER_GROUP_PREFIX
+# The transactional ids of the dashboard's direct source writes (one per cluster and connector).
+TRANSACTIONAL_ID_PREFIX = offsets_writer.TRANSACTIONAL_ID_PREFIX
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,12 @@ class Secured:
         context.load_cert_chain(str(self.rest_cert.cert), str(self.rest_cert.key))
         return context
 
+    def rest(self) -> ConnectRest:
+        """The tests' own client of the worker's REST API, with the dashboard's credentials."""
+        return ConnectRest(
+            self.info.connect_url, auth=(REST_USER, self.rest_password), context=self.rest_context()
+        )
+
 
 def viewing_acls(principal: str, *, connect_topics, data_topics, sink_groups) -> dict:
     """SECURITY.md's viewing set for `principal`, each binding under the words a refusal of it
@@ -98,6 +110,67 @@ def viewing_acls(principal: str, *, connect_topics, data_topics, sink_groups) ->
         principal, group, READER_GROUP_PREFIX, read, prefixed=True
     )
     return bindings
+
+
+def editing_acls(principal: str, *, offsets_topics, sink_groups) -> dict:
+    """SECURITY.md's editing set for `principal`, each binding under the words a refusal of it
+    uses. WRITE implies DESCRIBE, so a transactional id needs no more."""
+    topic, group = ResourceType.TOPIC, ResourceType.GROUP
+    bindings = {}
+    for name in offsets_topics:
+        bindings[f"WRITE the topic {name!r}"] = acl(principal, topic, name, AclOperation.WRITE)
+    bindings[f"WRITE the transactional ids prefixed {TRANSACTIONAL_ID_PREFIX!r}"] = acl(
+        principal,
+        ResourceType.TRANSACTIONAL_ID,
+        TRANSACTIONAL_ID_PREFIX,
+        AclOperation.WRITE,
+        prefixed=True,
+    )
+    for name in sink_groups:
+        for operation in (AclOperation.READ, AclOperation.DELETE):
+            bindings[f"{operation.name} the consumer group {name!r}"] = acl(
+                principal, group, name, operation
+            )
+    return bindings
+
+
+def wait_for_acl(settings: dict, binding, *, present: bool) -> None:
+    """Wait until the broker's authorizer holds (or no longer holds) `binding`."""
+    wait_until(
+        lambda: holds_acl(settings, binding, timeout=10),
+        lambda held: held == present,
+        timeout=30,
+        what=f"{binding} {'created' if present else 'deleted'}",
+    )
+
+
+def register(
+    name: str, bootstrap: str, client_config: dict, secured, monkeypatch, *, worker: bool = True
+) -> Cluster:
+    """Register the secured Connect cluster as add_cluster does, with `client_config`, and
+    with the worker's HTTPS URL and credentials unless `worker` is False."""
+    monkeypatch.setenv("SECURED_CONNECT_PASSWORD", secured.rest_password)
+    options = [f"--client-config={key}={value}" for key, value in client_config.items()]
+    if worker:
+        options += [
+            f"--connect-url={secured.info.connect_url}",
+            f"--connect-username={REST_USER}",
+            "--connect-password-env=SECURED_CONNECT_PASSWORD",
+            f"--connect-ca-file={secured.tls.ca}",
+            f"--connect-cert-file={secured.rest_cert.cert}",
+            f"--connect-key-file={secured.rest_cert.key}",
+        ]
+    call_command(
+        "add_cluster",
+        name,
+        f"--bootstrap-servers={bootstrap}",
+        f"--offsets-topic={WORKER_TOPICS['offsets_topic']}",
+        f"--configs-topic={WORKER_TOPICS['configs_topic']}",
+        f"--status-topic={WORKER_TOPICS['status_topic']}",
+        *options,
+        stdout=io.StringIO(),
+    )
+    return Cluster.objects.get(name=name)
 
 
 def start(folder: Path) -> tuple[SecuredKafka, Secured]:

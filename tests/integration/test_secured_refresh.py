@@ -3,14 +3,12 @@ viewing set refreshes a Connect cluster (Spark in local mode) over SASL_SSL and 
 TLS, and the pages and the API show the offsets; without one of its ACLs the refresh fails
 with a message naming the missing permission, and stores nothing."""
 
-import io
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.urls import reverse
 
-from devkit.secured import create_acls, delete_acls, holds_acl
+from devkit.secured import create_acls, delete_acls
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -20,7 +18,7 @@ from offsets.models import (
 )
 from offsets.refresh.run import run_refresh
 from tests.integration import secured_runtime
-from tests.integration.connect_rest import ConnectRest, wait_until
+from tests.integration.connect_rest import ConnectRest
 from tests.integration.worker_files import file_sink, file_source, write_lines
 
 pytestmark = pytest.mark.integration
@@ -34,11 +32,7 @@ SINK_GROUP = f"connect-{SINK}"
 
 @pytest.fixture(scope="module")
 def secured_rest(secured_kafka) -> ConnectRest:
-    return ConnectRest(
-        secured_kafka.info.connect_url,
-        auth=(secured_runtime.REST_USER, secured_kafka.rest_password),
-        context=secured_kafka.rest_context(),
-    )
+    return secured_kafka.rest()
 
 
 @pytest.fixture(scope="module")
@@ -64,40 +58,6 @@ def connectors(secured_kafka, secured_rest, tmp_path_factory) -> dict:
         )
         create_acls(secured_kafka.setup, list(acls[principal].values()))
     return acls
-
-
-def wait_for_acl(settings: dict, binding, *, present: bool) -> None:
-    """Wait until the broker's authorizer holds (or no longer holds) `binding`."""
-    wait_until(
-        lambda: holds_acl(settings, binding, timeout=10),
-        lambda held: held == present,
-        timeout=30,
-        what=f"{binding} {'created' if present else 'deleted'}",
-    )
-
-
-def register(name: str, bootstrap: str, client_config: dict, secured_kafka, monkeypatch):
-    """Register the secured Connect cluster as add_cluster does, with `client_config`."""
-    monkeypatch.setenv("SECURED_CONNECT_PASSWORD", secured_kafka.rest_password)
-    options = [f"--client-config={key}={value}" for key, value in client_config.items()]
-    topics = secured_runtime.WORKER_TOPICS
-    call_command(
-        "add_cluster",
-        name,
-        f"--bootstrap-servers={bootstrap}",
-        f"--offsets-topic={topics['offsets_topic']}",
-        f"--configs-topic={topics['configs_topic']}",
-        f"--status-topic={topics['status_topic']}",
-        f"--connect-url={secured_kafka.info.connect_url}",
-        f"--connect-username={secured_runtime.REST_USER}",
-        "--connect-password-env=SECURED_CONNECT_PASSWORD",
-        f"--connect-ca-file={secured_kafka.tls.ca}",
-        f"--connect-cert-file={secured_kafka.rest_cert.cert}",
-        f"--connect-key-file={secured_kafka.rest_cert.key}",
-        *options,
-        stdout=io.StringIO(),
-    )
-    return Cluster.objects.get(name=name)
 
 
 def documented_sasl(secured_kafka) -> dict:
@@ -126,7 +86,7 @@ def assert_offsets_shown(cluster: Cluster, admin_client) -> None:
 def test_the_viewing_set_refreshes_over_sasl_ssl(
     connectors, secured_kafka, spark, history_dir, admin_client, monkeypatch
 ):
-    cluster = register(
+    cluster = secured_runtime.register(
         "sasl",
         secured_kafka.info.sasl_bootstrap,
         documented_sasl(secured_kafka),
@@ -143,7 +103,7 @@ def test_the_viewing_set_refreshes_over_sasl_ssl(
 def test_the_viewing_set_refreshes_over_mutual_tls(
     connectors, secured_kafka, spark, history_dir, admin_client, monkeypatch
 ):
-    cluster = register(
+    cluster = secured_runtime.register(
         "mtls",
         secured_kafka.info.ssl_bootstrap,
         documented_mutual_tls(secured_kafka),
@@ -173,7 +133,7 @@ def test_without_one_acl_of_the_viewing_set_a_refresh_names_it_and_stores_nothin
     db, connectors, secured_kafka, spark, history_dir, monkeypatch, missing
 ):
     binding = connectors[f"User:{secured_runtime.DASHBOARD_USER}"][missing]
-    cluster = register(
+    cluster = secured_runtime.register(
         f"without-{VIEWING_SET.index(missing)}",
         secured_kafka.info.sasl_bootstrap,
         documented_sasl(secured_kafka),
@@ -182,12 +142,12 @@ def test_without_one_acl_of_the_viewing_set_a_refresh_names_it_and_stores_nothin
     )
     delete_acls(secured_kafka.setup, [binding])
     try:
-        wait_for_acl(secured_kafka.setup, binding, present=False)
+        secured_runtime.wait_for_acl(secured_kafka.setup, binding, present=False)
 
         run = run_refresh(cluster=cluster, spark=spark)
     finally:
         create_acls(secured_kafka.setup, [binding])
-        wait_for_acl(secured_kafka.setup, binding, present=True)
+        secured_runtime.wait_for_acl(secured_kafka.setup, binding, present=True)
 
     operation, resource = missing.split(" ", 1)
     assert run.status == RefreshRun.Status.FAILED
