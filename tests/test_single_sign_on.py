@@ -133,3 +133,15 @@ def test_the_audit_log_shows_the_provider_subject_beside_the_name(client, django
     page = client.get(reverse("edit-list", args=["prod"]))
     assert b"eve <span" in page.content and b"(SSO s-5)" in page.content
     assert AuditEvent.objects.get().actor_subject == "s-5"
+
+
+def test_turning_local_login_off_ends_local_sessions_but_a_break_glass_superuser_s(
+    client, sso, django_user_model
+):
+    client.force_login(django_user_model.objects.create_user("local"))
+    assert client.get("/").status_code == 200
+    sso.LOCAL_LOGIN = False
+    assert client.get("/").status_code == 302
+    sso.BREAK_GLASS_LOGIN = True
+    client.force_login(django_user_model.objects.create_superuser("root"))
+    assert client.get("/").status_code == 200
