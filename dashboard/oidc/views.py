@@ -64,7 +64,7 @@ class CallbackView(OIDCAuthenticationCallbackView):
         if not settings.OIDC_ENABLED:
             raise Http404("Single sign-on is not set up.")
         if request.GET.get("error"):
-            super().get(request)  # forgets the state and logs out, as the library does
+            _forget_state(request)
             return login_failed(request, _provider_error(request), status=403)
         try:
             return super().get(request)
@@ -79,6 +79,15 @@ class CallbackView(OIDCAuthenticationCallbackView):
         if user is not None and not user.is_active:
             return login_failed(self.request, "This account is deactivated here.", status=403)
         return login_failed(self.request, STALE_STATE)
+
+
+def _forget_state(request: HttpRequest) -> None:
+    """A refused login's state cannot be used again, and nobody stays logged in."""
+    states = request.session.get("oidc_states")
+    if isinstance(states, dict) and states.pop(request.GET.get("state", ""), None) is not None:
+        request.session.modified = True
+    if request.user.is_authenticated:
+        auth.logout(request)
 
 
 def _provider_error(request: HttpRequest) -> str:
