@@ -127,3 +127,15 @@ def test_a_replayed_state_is_refused_with_a_plain_page(page, live_server, sso):
     assert "already used" in page.inner_text("#login-failed")
     assert "Traceback" not in page.content()
     assert not AuditEvent.objects.exists()
+
+
+def test_without_local_login_a_page_leads_through_the_provider_and_back(
+    page, live_server, sso, settings
+):
+    settings.LOCAL_LOGIN = False
+    page.goto(f"{live_server.url}/clusters/{SEEN}/connectors/")
+    page.fill("input[name=login]", "alice")
+    page.fill("input[name=password]", "any")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/clusters/{SEEN}/connectors/")
+    assert page.inner_text("form.logout span") == "alice"
