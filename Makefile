@@ -70,7 +70,7 @@ kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load wi
 # The session's test worker loads the plugin folder (the Debezium test runs on it).
 test test-postgres test-image: kafka-plugins
 
-system-deps: ## Install Debian packages the tests need (chromium, postgresql) when missing
+system-deps: ## Install Debian packages the tests need (chromium, postgresql, nodejs) when missing
 	@command -v chromium >/dev/null || { \
 	  echo "Installing Debian's chromium for the browser tests..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
@@ -79,6 +79,17 @@ system-deps: ## Install Debian packages the tests need (chromium, postgresql) wh
 	  echo "Installing Debian's postgresql for the Debezium test (it starts a server of its own)..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; }
+	@command -v npm >/dev/null || { \
+	  echo "Installing Debian's nodejs and npm for the single sign-on tests' OpenID provider..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	@$(MAKE) --no-print-directory $(OIDC_PROVIDER_STAMP)
+
+# The single sign-on tests' OpenID provider (node-oidc-provider), exactly as its lock file says.
+OIDC_PROVIDER_STAMP := tests/oidc_provider/node_modules/.installed
+$(OIDC_PROVIDER_STAMP): tests/oidc_provider/package.json tests/oidc_provider/package-lock.json
+	cd tests/oidc_provider && npm ci --no-audit --no-fund --silent
+	@touch $@
 
 demo: install kafka-runtime ## Start Kafka and a Connect worker with live connectors, seed a simulated cluster, keep both moving and refreshed, serve http://127.0.0.1:8000 (DEMO_PORT)
 	$(PY) manage.py migrate --no-input -v 0

@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from dashboard.logs import log_format, logging_config
+from dashboard.oidc import config as oidc_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -176,6 +177,36 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Single sign-on through an OpenID Connect provider (SECURITY.md, "Single sign-on"): off
+# until an issuer or a discovery URL is set. mozilla-django-oidc reads the OIDC_RP_* names. ---
+OIDC_ISSUER = os.getenv("OIDC_ISSUER", "").strip()
+OIDC_DISCOVERY_URL = oidc_config.discovery_url(OIDC_ISSUER, os.getenv("OIDC_DISCOVERY_URL", ""))
+OIDC_ENABLED = bool(OIDC_DISCOVERY_URL)
+OIDC_PROVIDER_NAME = os.getenv("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_RP_CLIENT_ID = os.getenv("OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = envsecret("OIDC_CLIENT_SECRET", "")
+if OIDC_ENABLED and not OIDC_RP_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_CLIENT_ID must be set with OIDC_ISSUER or OIDC_DISCOVERY_URL")
+OIDC_RP_SCOPES = oidc_config.scopes(os.getenv("OIDC_SCOPES", "openid profile email"))
+OIDC_GROUPS_CLAIM = os.getenv("OIDC_GROUPS_CLAIM", "groups")
+OIDC_RP_SIGN_ALGO = os.getenv("OIDC_SIGN_ALGO", "RS256")
+# The authorization code flow with PKCE (S256), a nonce and a state per login.
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+# The ID token is kept in the session for the provider's logout (its id_token_hint).
+OIDC_STORE_ID_TOKEN = True
+# Seconds a request to the provider may take; seconds of clock skew an ID token may have.
+OIDC_TIMEOUT = envint("OIDC_TIMEOUT", "10")
+OIDC_CLOCK_LEEWAY_SECONDS = envint("OIDC_CLOCK_LEEWAY_SECONDS", "60")
+# LOCAL_LOGIN=false: /login/ goes to the provider and local passwords are refused, but for a
+# superuser at /admin/login/ when BREAK_GLASS_LOGIN=true (the way in when the provider is down).
+LOCAL_LOGIN = envbool("LOCAL_LOGIN", "true")
+BREAK_GLASS_LOGIN = envbool("BREAK_GLASS_LOGIN", "false")
+AUTHENTICATION_BACKENDS = [
+    "dashboard.oidc.backend.LocalPasswordBackend",
+    "dashboard.oidc.backend.ProviderBackend",
+]
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -244,7 +275,9 @@ SECURE_CSP = {
     "style-src": [CSP.SELF],
     "img-src": [CSP.SELF, "data:"],  # data: for the empty favicon
     "connect-src": [CSP.SELF],
-    "form-action": [CSP.SELF],
+    # The provider too: the login and logout forms' redirects lead there.
+    "form-action": [CSP.SELF]
+    + ([oidc_config.provider_origin(OIDC_DISCOVERY_URL)] if OIDC_ENABLED else []),
     "frame-ancestors": [CSP.NONE],
     "base-uri": [CSP.NONE],
     "object-src": [CSP.NONE],

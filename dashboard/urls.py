@@ -1,8 +1,8 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
 from dashboard import connector_views, control_views, metrics, move_views, removal_views, views
+from dashboard.oidc import views as oidc_views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -41,8 +41,15 @@ urlpatterns = [
     path("clusters/<str:cluster_name>/refreshes/", views.start_refresh, name="start-refresh"),
     path("clusters/<str:cluster_name>/live/", views.live_state, name="live-state"),
     path("", include("dashboard.edit_urls")),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", oidc_views.login, name="login"),
+    path("logout/", oidc_views.logout, name="logout"),
+    # Single sign-on: 404 while no provider is set up.
+    path(
+        "oidc/authenticate/",
+        oidc_views.AuthenticateView.as_view(),
+        name="oidc_authentication_init",
+    ),
+    path("oidc/callback/", oidc_views.CallbackView.as_view(), name="oidc_authentication_callback"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("offsets.api.urls")),
     # No login: a token or the caller's address (dashboard/metrics.py).

@@ -3,7 +3,7 @@ import json
 from django import forms
 from django.contrib import admin
 
-from offsets.models import Cluster, Grant, MirrorUpstream, ProviderGroup
+from offsets.models import Cluster, Grant, MirrorUpstream, ProviderGroup, ProviderIdentity
 from offsets.models.cluster import SECRET_MASK, is_secret_client_setting
 
 
@@ -89,3 +89,16 @@ class ProviderGroupAdmin(admin.ModelAdmin):
 
     list_display = ["claim_value", "group"]
     search_fields = ["claim_value", "group__name"]
+
+
+@admin.register(ProviderIdentity)
+class ProviderIdentityAdmin(admin.ModelAdmin):
+    """Who a single sign-on user is at the provider: made at their first login, never edited
+    (a changed subject would hand the user to another person)."""
+
+    list_display = ["user", "subject", "issuer"]
+    search_fields = ["user__username", "subject"]
+    readonly_fields = ["user", "issuer", "subject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -17,6 +17,9 @@ EXEMPT = {
     "login": "the login form itself",
     "logout": "POST-only; logging out nobody changes nothing",
     "admin:login": "the admin's login form",
+    "oidc_authentication_init": "single sign-on's start: on to the provider (404 when off)",
+    "oidc_authentication_callback": "the provider's answer: logs in or says why not (404 when "
+    "off; tests/browser/test_single_sign_on.py)",
     "admin:logout": "the admin's logout (sends an anonymous visitor to the admin login)",
     "metrics": "Prometheus has no session: a bearer token or an allowed address, closed by "
     "default (tests/test_metrics.py)",

@@ -232,6 +232,7 @@ class EditDetailOutput(EditOutput):
                 "at": event.at.isoformat(),
                 "action": event.action,
                 "actor": event.actor_name,
+                "actor_subject": event.actor_subject,
                 "comment": event.comment,
                 "details": event.details,
             }

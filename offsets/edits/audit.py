@@ -3,6 +3,17 @@
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
 
 
+def actor_fields(user) -> dict:
+    """Who acted, as the log keeps it: the user, their name, and their provider subject when
+    they logged in through single sign-on; a user of None (or unsaved) is "system"."""
+    if user is None or not user.pk:
+        return {"actor": None, "actor_name": "system", "actor_subject": ""}
+    # A user without a provider identity raises RelatedObjectDoesNotExist, an AttributeError.
+    identity = getattr(user, "provider_identity", None)
+    subject = identity.subject if identity is not None else ""
+    return {"actor": user, "actor_name": user.get_username(), "actor_subject": subject}
+
+
 def record(edit: OffsetEdit, action: str, user, comment: str, details: dict) -> AuditEvent:
     """Append one event about ``edit``; a user of None (or unsaved) is recorded as "system"."""
     return AuditEvent.objects.create(
@@ -10,8 +21,7 @@ def record(edit: OffsetEdit, action: str, user, comment: str, details: dict) -> 
         connector=edit.connector,
         edit=edit,
         action=action,
-        actor=user if user is not None and user.pk else None,
-        actor_name=user.get_username() if user is not None and user.pk else "system",
+        **actor_fields(user),
         comment=comment,
         details=details,
     )
@@ -54,8 +64,7 @@ def record_connector(
         cluster=cluster,
         connector=connector,
         action=action,
-        actor=user if user is not None and user.pk else None,
-        actor_name=user.get_username() if user is not None and user.pk else "system",
+        **actor_fields(user),
         comment=comment,
         details=details,
     )

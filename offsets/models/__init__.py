@@ -1,6 +1,6 @@
 """The domain models, one module per area; import them from here."""
 
-from offsets.models.access import Grant, ProviderGroup, Role
+from offsets.models.access import Grant, ProviderGroup, ProviderIdentity, Role
 from offsets.models.alerts import AlertDelivery, AlertRule, AlertState
 from offsets.models.cluster import Cluster, MirrorUpstream
 from offsets.models.edits import AuditEvent, ChangeCounts, OffsetEdit, OffsetEditChange
@@ -35,6 +35,7 @@ __all__ = [
     "OffsetEdit",
     "OffsetEditChange",
     "ProviderGroup",
+    "ProviderIdentity",
     "ReadPosition",
     "RefreshRun",
     "RewindEvent",

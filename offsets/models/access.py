@@ -1,6 +1,7 @@
 """Who may see and do what, where: grants of a role to a group, and the identity provider's
 groups mapped to the dashboard's groups (offsets.rights reads both)."""
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
 
@@ -64,3 +65,26 @@ class ProviderGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.claim_value} → {self.group.name}"
+
+
+class ProviderIdentity(models.Model):
+    """The identity provider's subject of a user who logs in through single sign-on.
+
+    The subject, not the user name, is who the person is: a rename at the provider keeps the
+    same user, and a provider account whose preferred name matches a local user never takes
+    that user over."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_identity"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="one_user_per_subject")
+        ]
+        verbose_name_plural = "provider identities"
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

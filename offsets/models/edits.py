@@ -289,6 +289,9 @@ class AuditEvent(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
     )
     actor_name = models.CharField(max_length=150)
+    # The identity provider's subject of an actor who logged in through single sign-on: the
+    # person, whatever their user name at the time.
+    actor_subject = models.CharField(max_length=255, blank=True)
     at = models.DateTimeField(default=timezone.now, db_index=True)
     comment = models.TextField(blank=True)
     # Partition values before/after, lock check results, errors: whatever the step produced.
