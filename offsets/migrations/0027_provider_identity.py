@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('offsets', '0025_grant_todays_rights'),
+        ('offsets', '0026_edit_restaged_from'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
