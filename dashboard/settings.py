@@ -195,6 +195,10 @@ OIDC_USE_PKCE = True
 OIDC_USE_NONCE = True
 # The ID token is kept in the session for the provider's logout (its id_token_hint).
 OIDC_STORE_ID_TOKEN = True
+# The client secret goes in the Authorization header (client_secret_basic, OpenID Connect's
+# default), not the form body: a token endpoint that redirects elsewhere does not get it
+# resent (requests drops the header on a redirect to another host, not a body).
+OIDC_TOKEN_USE_BASIC_AUTH = envbool("OIDC_TOKEN_USE_BASIC_AUTH", "true")
 # Seconds a request to the provider may take; seconds of clock skew an ID token may have.
 OIDC_TIMEOUT = envint("OIDC_TIMEOUT", "10")
 OIDC_CLOCK_LEEWAY_SECONDS = envint("OIDC_CLOCK_LEEWAY_SECONDS", "60")

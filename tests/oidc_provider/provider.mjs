@@ -28,7 +28,7 @@ const provider = new Provider(issuer, {
     post_logout_redirect_uris: [postLogoutUri],
     grant_types: ['authorization_code'],
     response_types: ['code'],
-    token_endpoint_auth_method: 'client_secret_post',
+    token_endpoint_auth_method: 'client_secret_basic',
   }],
   jwks: { keys: [signingKey] },
   scopes,
