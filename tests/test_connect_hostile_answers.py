@@ -16,8 +16,8 @@ from offsets.alerts import channels as alert_channels
 from offsets.alerts.channels import DeliveryFailed
 from offsets.kafka.connect_rest import (
     ConnectAnswerBroken,
-    ConnectAuthFailed,
     ConnectAnswerTooLarge,
+    ConnectAuthFailed,
     ConnectMalformed,
     ConnectRedirected,
     ConnectRest,
