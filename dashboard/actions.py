@@ -10,7 +10,9 @@ ALL = (STOP, RESUME, RESTART)
 HELD = {"PAUSED", "STOPPED"}
 
 
-def offered(*, target_state: str | None, runtime_state: str | None, deleted: bool) -> tuple[str, ...]:
+def offered(
+    *, target_state: str | None, runtime_state: str | None, deleted: bool
+) -> tuple[str, ...]:
     """The controls to offer, in the page's order.
 
     Stop for a connector that is not already stopped; Resume only for a paused or stopped one;
@@ -27,4 +29,3 @@ def offered(*, target_state: str | None, runtime_state: str | None, deleted: boo
     if runtime in ("RUNNING", "FAILED"):
         return (STOP, RESTART)
     return ALL
-

@@ -21,7 +21,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 SHOTS = Path(os.environ.get("PHONE_SHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
 WIDTHS = {"desktop": 1400, "phone": 390}
 # The connector page's parts in the order a person on call needs them.
-ORDER = ["#facts dl.strip", "#facts #tasks", "section.charts", "#connector-control", "#connector-removal"]
+ORDER = [
+    "#facts dl.strip",
+    "#facts #tasks",
+    "section.charts",
+    "#connector-control",
+    "#connector-removal",
+]
 
 
 @pytest.fixture
@@ -144,7 +150,8 @@ def test_a_slow_refresh_is_announced_above_the_results_it_will_replace(
     cluster.refresh_every_seconds = 600
     cluster.save()
     RefreshRun.objects.filter(cluster=cluster).update(
-        started_at=make.now() - timedelta(seconds=61), finished_at=make.now() - timedelta(seconds=60)
+        started_at=make.now() - timedelta(seconds=61),
+        finished_at=make.now() - timedelta(seconds=60),
     )
     make.run(cluster, RefreshRun.Status.RUNNING, ago=30, phase="reading sink groups")
     page.goto(f"{live_server.url}/clusters/live/connectors/")
