@@ -25,4 +25,29 @@
   }
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
+
+  // A poll renders every <details> closed: one its reader opened (a legend, a task's trace)
+  // opens again, and its summary keeps the focus it had. Only those with an id are known
+  // again after the swap; htmx itself refocuses any other element with an id.
+  var opened = [];
+  var focused = null;
+  document.addEventListener("htmx:beforeSwap", function () {
+    opened = Array.prototype.map.call(document.querySelectorAll("details[id][open]"), function (element) {
+      return element.id;
+    });
+    var active = document.activeElement;
+    focused = active && active.tagName === "SUMMARY" && active.parentElement.id ? active.parentElement.id : null;
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    opened.forEach(function (id) {
+      var element = document.getElementById(id);
+      if (element && element.tagName === "DETAILS") element.open = true;
+    });
+    var details = focused && document.getElementById(focused);
+    if (details && details.firstElementChild && document.activeElement !== details.firstElementChild) {
+      details.firstElementChild.focus();
+    }
+    opened = [];
+    focused = null;
+  });
 })();

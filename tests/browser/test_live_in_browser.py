@@ -180,3 +180,27 @@ def test_the_connector_page_polls_its_refresh_facts_and_tasks_together_and_ticks
     make.run(cluster, ago=0.1, seconds=0.1)
     page.locator("#tasks tr[data-task='0'] .state-failed").wait_for()
     assert "1 FAILED" in page.inner_text("#facts [data-field='failed-tasks']")
+
+
+def test_an_opened_legend_and_trace_stay_open_and_focused_across_a_poll(
+    page, live_server, width, cluster, settings
+):
+    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
+    ConnectorSnapshot.objects.filter(cluster=cluster, name="orders-sink").update(
+        task_states={"0": "FAILED"},
+        failed_tasks=1,
+        task_details={
+            "0": {
+                "worker_id": "w1:8083",
+                "trace": "java.lang.IllegalStateException: disk full\n\tat Sink.put(Sink.java:9)",
+            }
+        },
+    )
+    page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
+    page.locator("#status-legend summary").click()
+    page.locator("#tasks-0-trace summary").click()
+    wait_for_a_poll(page, "#facts")
+    assert page.locator("#status-legend").evaluate("element => element.open")
+    assert page.locator("#tasks-0-trace").evaluate("element => element.open")
+    assert page.evaluate("() => document.activeElement.parentElement.id") == "tasks-0-trace"
+    shoot(page, f"connector-trace-open-{width}")
