@@ -18,9 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from dashboard import charts, page_cache
+from dashboard import actions, charts, page_cache
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import PartitionFilterForm
+from dashboard.move_views import move_targets
 from dashboard.pages import htmx_target, poll_seconds
 from dashboard.rewind_links import edit_for_rewind
 from offsets.edits.roles import can_control_connectors, can_stage
@@ -36,6 +37,7 @@ PARTITIONS_PER_PAGE = 50
 # A partitions search that keeps fewer than this many is counted from its keys (one scan).
 SEARCH_PROBE = 1000
 # The connector page's polled parts drawn from its cached fragments: {element id: partial}.
+# The facts carry the refresh's state and the tasks too: one poll for what is wrong now.
 POLLED_FIGURES = {"facts": "facts", "history-charts": "history"}
 
 
@@ -92,7 +94,12 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         context["poll_seconds"] = poll
         return render(request, "dashboard/connector.html#progress", context)
     if target in POLLED_FIGURES:
-        context = {"cluster": cluster, "poll_seconds": poll, **_figures(cached, request.user)}
+        context = {
+            "cluster": cluster,
+            "poll_seconds": poll,
+            "refresh": refresh,
+            **_figures(cached, request.user),
+        }
         return render(request, f"dashboard/connector.html#{POLLED_FIGURES[target]}", context)
     context = _partitions_context(cached, form, poll)
     if target == "partitions":
@@ -139,6 +146,16 @@ def _whole_page_context(
         "refresh": refresh,
         "can_control": can_control,
         "can_remove": can_remove,
+        "actions": actions.offered(
+            target_state=snapshot.target_state,
+            runtime_state=snapshot.runtime_state,
+            deleted=snapshot.deleted,
+        ),
+        # Offered only when the move page would have a target to offer.
+        "can_move": can_control
+        and not snapshot.deleted
+        and can_stage(request.user, cluster, name)
+        and bool(move_targets(request.user, cluster, name)),
         "newer_not_stored": cached.get(
             "newer-not-stored",
             {},
@@ -239,7 +256,8 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
                 "history_charts",
                 "upstream_section",
                 "rewinds_section",
-                "tasks_and_config",
+                "tasks_section",
+                "config_section",
             )
         } | {"worst_partition_status": worst}
 

@@ -14,10 +14,12 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard import actions
 from dashboard.errors import refusal
+from dashboard.move_views import move_targets
 from offsets.edits.connector_control import ACTIONS, control_connector
 from offsets.edits.errors import EditForbidden
-from offsets.edits.roles import can_control_connectors
+from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.services.clusters import cluster_for_user
 
@@ -78,6 +80,12 @@ def connector_control(
         "can_control": True,
         "outcome": outcome,
         "control_error": error,
+        # What the worker just reported decides the buttons; no report, every button.
+        "actions": actions.offered(
+            target_state=None, runtime_state=outcome.state if outcome else None, deleted=False
+        ),
+        "can_move": can_stage(request.user, cluster, connector_name)
+        and bool(move_targets(request.user, cluster, connector_name)),
     }
     return render(request, "dashboard/_connector_control.html", context, status=status)
 

@@ -66,15 +66,7 @@ def connector_move(request: HttpRequest, cluster_name: str, connector_name: str)
             # only staging it is a conflict.
             status = 200
         return _page(request, {**context, "error": message}, status)
-    # A move needs rights on both clusters: the targets are those the user may stage on.
-    targets = [
-        target.name
-        for target in visible_clusters(request.user)
-        .exclude(pk=cluster.pk)
-        .exclude(connect_url="")
-        .order_by("name")
-        if can_stage(request.user, target, connector_name)
-    ]
+    targets = move_targets(request.user, cluster, connector_name)
     form = MoveForm(request.POST or None, targets=targets, secrets=secret_keys(config))
     context.update(
         form=form,
@@ -90,6 +82,19 @@ def connector_move(request: HttpRequest, cluster_name: str, connector_name: str)
     if status is None:
         return redirect("edit-detail", cluster_name=cluster.name, pk=message)
     return _page(request, {**context, "error": message}, status)
+
+
+def move_targets(user, cluster: Cluster, connector: str) -> list[str]:
+    """The names of the clusters `connector` of `cluster` can move to: the others with a
+    worker URL. A move needs rights on both clusters: those the user may stage on."""
+    return [
+        target.name
+        for target in visible_clusters(user)
+        .exclude(pk=cluster.pk)
+        .exclude(connect_url="")
+        .order_by("name")
+        if can_stage(user, target, connector)
+    ]
 
 
 def _stage(request, cluster: Cluster, connector: str, form: MoveForm):

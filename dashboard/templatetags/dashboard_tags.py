@@ -9,7 +9,7 @@ from django.http import QueryDict
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from dashboard import formatting, statuses
+from dashboard import formatting, live, statuses
 from offsets.formats.connector_paths import to_segment
 
 register = template.Library()
@@ -20,6 +20,7 @@ register.filter("compact_json", formatting.compact_json)
 register.filter("name_html", formatting.name_html)
 register.filter("name_text", formatting.name_text)
 register.filter("status_title", statuses.meaning)
+register.filter("dom_id", live.dom_id)
 
 
 @register.filter
@@ -39,6 +40,22 @@ def seconds(value: float | None) -> str:
     if value is None:
         return formatting.DASH
     return f"{value:.1f} s" if value < 60 else formatting.duration(value)
+
+
+@register.filter
+def running_banner(refresh) -> bool:
+    """Whether the page announces its cluster's running refresh (live.shows_running_banner)."""
+    if refresh is None or refresh.running is None:
+        return False
+    return live.shows_running_banner(
+        refresh.running.started_at, timezone.now(), has_results=not refresh.never_refreshed
+    )
+
+
+@register.filter
+def age_seconds(value: datetime | None) -> int:
+    """How many whole seconds ago (0 for none): where live.js counts on from."""
+    return 0 if value is None else max(0, int((timezone.now() - value).total_seconds()))
 
 
 @register.filter
@@ -98,9 +115,12 @@ def sort_header(
     )
     numeric_class = ' class="num"' if numeric else ""
     # An f-string: format_html's lazy-aware escaping cost more than the rest of the page head.
+    # The id keeps keyboard focus on the heading across the table's polls (htmx refocuses
+    # an element of the same id after a swap).
     return SafeString(
         f'<th aria-sort="{sorted_attr}"{numeric_class}><a href="{url}" hx-get="{url}" '
         f'hx-target="#{escape(target)}" hx-swap="outerHTML" hx-push-url="true" '
+        f'id="sort-{escape(target)}-{escape(key)}" '
         f'data-sort="{escape(key)}">{escape(label)}{arrow}</a></th>'
     )
 
@@ -113,7 +133,8 @@ def order_link(context: template.Context, key: str, label: str, target: str) -> 
     url = escape(query_string(context["request"].GET, page=None, sort=key))
     return SafeString(
         f'<a href="{url}" hx-get="{url}" hx-target="#{escape(target)}" hx-swap="outerHTML" '
-        f'hx-push-url="true" data-order="{escape(key)}">{escape(label)}</a>'
+        f'hx-push-url="true" id="order-{escape(target)}-{escape(key)}" '
+        f'data-order="{escape(key)}">{escape(label)}</a>'
     )
 
 
