@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.utils import timezone
 
 from offsets.edits import apply as apply_module
+from offsets.edits import connector_control
 from offsets.edits.connector_control import ControlOutcome
 from offsets.edits.kinds import offset_changes
 from offsets.edits.live import CurrentOffsets
@@ -68,7 +69,9 @@ def worker(monkeypatch):
         message = f"The worker {kind} the connector: now {state} (no tasks)."
         return ControlOutcome(connector, action, True, message, state, (), "")
 
+    # Stop for an edit (apply) and resume after one (connector_control.resume_for_edit).
     monkeypatch.setattr(apply_module, "control_connector", control)
+    monkeypatch.setattr(connector_control, "control_connector", control)
     return calls
 
 

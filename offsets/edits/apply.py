@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from offsets.edits import audit
-from offsets.edits.connector_control import control_connector
+from offsets.edits.connector_control import control_connector, resume_for_edit
 from offsets.edits.errors import EditForbidden, EditStateConflict
 from offsets.edits.kinds import Attempt, EditKind, kind_for
 from offsets.edits.outcome import release, settle_checks
@@ -173,13 +173,10 @@ def resume_after_apply(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEd
         raise EditStateConflict(
             f"Edit #{edit.pk} is not an applied edit whose connector waits to be resumed."
         )
-    outcome = control_connector(
+    resume_for_edit(
         cluster=edit.cluster,
         connector=edit.connector,
-        action="resume",
         user=user,
         comment=comment or f"Resumes the connector after edit #{edit.pk}.",
     )
-    if not outcome.ok:
-        raise EditStateConflict(outcome.message)
     return edit

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from offsets.edits import audit
-from offsets.edits.errors import EditForbidden
+from offsets.edits.errors import EditForbidden, EditStateConflict
 from offsets.edits.roles import can_control_connectors
 from offsets.formats.masking import mask_text
 from offsets.formats.status_records import trace_summary
@@ -153,3 +153,13 @@ def _outcome(
         answer=mask_text(json.dumps(answer)) if answer is not None else "",
         failed_again=failed_again,
     )
+
+
+def resume_for_edit(*, cluster: Cluster, connector: str, user, comment: str) -> None:
+    """Resume a connector an edit left STOPPED (after an apply, or on a move's target), audited
+    there; EditStateConflict with the worker's words when it does not get back to RUNNING."""
+    outcome = control_connector(
+        cluster=cluster, connector=connector, action="resume", user=user, comment=comment
+    )
+    if not outcome.ok:
+        raise EditStateConflict(outcome.message)

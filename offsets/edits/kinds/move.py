@@ -13,7 +13,7 @@ import logging
 import time
 
 from offsets.edits import drafts, move_reads
-from offsets.edits.connector_control import control_connector
+from offsets.edits.connector_control import resume_for_edit
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditError,
@@ -460,13 +460,10 @@ def resume_on_target(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit
         raise EditForbidden("Resuming a moved connector needs the approver role.")
     if not can_resume_on_target(edit):
         raise EditStateConflict(f"Edit #{edit.pk} is not an applied move: nothing to resume.")
-    outcome = control_connector(
+    resume_for_edit(
         cluster=edit.target_cluster,
         connector=edit.connector,
-        action="resume",
         user=user,
         comment=comment or f"Resumes the connector moved by edit #{edit.pk}.",
     )
-    if not outcome.ok:
-        raise EditStateConflict(outcome.message)
     return edit
