@@ -1,8 +1,8 @@
 """Migration 0025 keeps what today's users could do when grants arrive."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.migrations import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -15,15 +15,7 @@ def _latest_schema_after():
     # The test moves the schema back and forth; the tests after it in this process need
     # every migration applied.
     yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
+    migrate_to_latest()
 
 
 def test_every_user_keeps_seeing_every_cluster_and_keeps_their_roles():

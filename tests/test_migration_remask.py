@@ -1,9 +1,9 @@
 """Migration 0014 masks what earlier versions stored with narrower rules."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+
+from tests.migrations import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,15 +18,7 @@ def _latest_schema_after():
     # The test moves the schema back and forth; the tests after it in this process need
     # every migration applied.
     yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
+    migrate_to_latest()
 
 
 def test_it_masks_configs_traces_examples_and_errors_stored_before():
