@@ -12,6 +12,9 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 DEMO_CLUSTER := demo
 LIVE_CLUSTER := live
 DEMO_PORT ?= 8000
+# The scheduler's period for each demo cluster, in seconds (add_cluster --refresh-every).
+LIVE_REFRESH_EVERY ?= 1
+DEMO_REFRESH_EVERY ?= 60
 # When the seeded history ends: seed_demo writes up to it, and seed_demo --keep-writing goes on from it.
 DEMO_END := $(shell date -u +%Y-%m-%dT%H:%M:%S+00:00)
 # The demo's processes and the embedded broker keep their pids and logs here (settings.RUN_DIR).
@@ -96,17 +99,17 @@ demo: install kafka-runtime ## Start Kafka and a Connect worker with live connec
 	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
 	$(PY) manage.py embedded_kafka start
-	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url '' --offset-flush-interval-ms 60000
-	$(PY) manage.py add_cluster $(LIVE_CLUSTER) --update --embedded
+	$(PY) manage.py add_cluster $(DEMO_CLUSTER) --update --embedded --offsets-topic connect-offsets --configs-topic connect-configs --status-topic connect-status --connect-url '' --offset-flush-interval-ms 60000 --refresh-every $(DEMO_REFRESH_EVERY)
+	$(PY) manage.py add_cluster $(LIVE_CLUSTER) --update --embedded --refresh-every $(LIVE_REFRESH_EVERY)
 	$(PY) manage.py seed_demo --cluster $(DEMO_CLUSTER) --end-time $(DEMO_END)
 	$(PY) manage.py live_demo --cluster $(LIVE_CLUSTER) --setup-only
 	scripts/demo-processes start $(LIVE_CLUSTER) $(DEMO_CLUSTER) $(DEMO_END)
 	$(PY) manage.py demo_users --url http://127.0.0.1:$(DEMO_PORT)/
 	@echo "Prometheus metrics: curl http://127.0.0.1:$(DEMO_PORT)/metrics"
-	@echo "Stop the server with Ctrl-C; make demo-stop stops it too, with the loops, the worker and the broker."
+	@echo "Stop the server with Ctrl-C; make demo-stop stops it too, with the scheduler, the worker and the broker."
 	scripts/demo-processes serve $(DEMO_PORT) || test $$? = 143  # 143: ended by make demo-stop
 
-demo-stop: install ## Stop what the demo started: the server, the writers, the refresh loops, the worker and the broker
+demo-stop: install ## Stop what the demo started: the server, the writers, the scheduler, the worker and the broker
 	scripts/demo-processes stop
 	$(PY) manage.py embedded_kafka stop
 
