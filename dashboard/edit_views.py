@@ -6,6 +6,7 @@ import logging
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -414,7 +415,12 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
     may_approve = can_approve(request.user, cluster)
     waiting_here = OffsetEdit.objects.filter(cluster=cluster, state=OffsetEdit.State.SUBMITTED)
     form = EditFilterForm(request.GET)
-    found = OffsetEdit.objects.filter(cluster=cluster).select_related("created_by")
+    # Each row's count of changes comes with the rows: one query, however many edits.
+    found = (
+        OffsetEdit.objects.filter(cluster=cluster)
+        .select_related("created_by")
+        .annotate(change_count=Count("changes"))
+    )
     if form.is_valid():
         if form.cleaned_data["state"]:
             found = found.filter(state=form.cleaned_data["state"])

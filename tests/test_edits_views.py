@@ -1,8 +1,10 @@
 """The offset-edit pages: roles (403), unknown things (404), the diff, htmx actions."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from offsets.models import AuditEvent, OffsetEdit
+from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange
 from tests import factories
 from tests.edits_factory import make_edit, make_stuck
 
@@ -248,6 +250,25 @@ def test_the_edit_list_filters_by_state_and_shows_the_audit_log(logged_in_client
     html = logged_in_client.get("/clusters/c1/edits/?state=applied").content.decode()
     assert f'data-edit="{applied.pk}"' in html and f'data-edit="{draft.pk}"' not in html
     assert 'id="audit-log"' in html and 'data-action="applied"' in html
+
+
+def test_the_edit_list_counts_each_edits_changes_in_one_query_however_many_edits(
+    logged_in_client, cluster, editor
+):
+    def shown_and_queries() -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            html = logged_in_client.get("/clusters/c1/edits/").content.decode()
+        return html, len(queries)
+
+    make_edit(cluster, editor)
+    _, with_one = shown_and_queries()
+    for number in range(5):
+        edit = make_edit(cluster, editor, connector=f"src-{number}")
+        OffsetEditChange.objects.create(edit=edit, position=1, partition={"filename": "b"})
+    html, with_six = shown_and_queries()
+    assert with_six == with_one
+    # Five edits of two changes each, and the first of one.
+    assert html.count("<td>2</td>") == 5 and html.count("<td>1</td>") >= 1
 
 
 def test_an_export_with_bad_options_is_a_400_and_an_unreachable_cluster_a_503(
