@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.core.cache import cache
+from hypothesis import settings as hypothesis_settings
 
 from devkit.demo import DemoCluster, DemoOptions, build_demo
 from devkit.demo_writer import SeedSummary, write_demo
@@ -16,6 +17,11 @@ from tests import markers
 from tests.demo_data import DEMO_END_MS, REFRESH_MODELS
 from tests.scratch_broker import empty_broker
 from tests.users import user_with
+
+# No example is timed: Hypothesis's default 200 ms deadline is a timed assertion, which fails a
+# correct test on a loaded machine. Nor is an example database kept between runs.
+hypothesis_settings.register_profile("suite", deadline=None, database=None)
+hypothesis_settings.load_profile("suite")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers
