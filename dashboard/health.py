@@ -12,7 +12,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -20,6 +20,8 @@ from django.views.decorators.http import require_GET
 
 from offsets.models import Cluster, SchedulerBeat
 from offsets.refresh.schedule import ClusterTurn, overdue
+from offsets.services.snapshots.overview import cluster_runs
+from offsets.services.snapshots.refresh_state import RefreshState
 
 
 @never_cache
@@ -33,8 +35,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     """Ready when the database answers with every migration applied, a scheduler's last round
-    is recent, and every scheduled cluster's last successful refresh is within
-    READY_REFRESH_PERIODS of its period (a cluster added since is judged from its creation)."""
+    is recent, and no scheduled cluster's results are stale (`_late`)."""
     checks: dict[str, object] = {}
     try:
         with connection.cursor() as cursor:
@@ -66,23 +67,18 @@ def _scheduler_recent(now) -> bool:
 
 def _clusters_late(now) -> tuple[int, int]:
     """How many clusters are scheduled, and how many of them are not refreshed in time."""
-    scheduled = Cluster.objects.filter(refresh_every_seconds__gt=0).annotate(
-        last_success=Max("refresh_runs__finished_at", filter=Q(refresh_runs__status="succeeded"))
-    )
-    late = sum(
-        overdue(
-            ClusterTurn(
-                cluster_id=cluster.pk,
-                every_seconds=cluster.refresh_every_seconds,
-                last_started=cluster.last_success or cluster.created,
-                running=False,
-            ),
-            now=now,
-            periods=settings.READY_REFRESH_PERIODS,
-        )
-        for cluster in scheduled
-    )
-    return len(scheduled), late
+    scheduled = cluster_runs(Cluster.objects.filter(refresh_every_seconds__gt=0))
+    return len(scheduled), sum(_late(row.cluster, row.refresh, now) for row in scheduled)
+
+
+def _late(cluster: Cluster, refresh: RefreshState, now) -> bool:
+    """Stale by the rule the pages show (the cluster's period plus its last refresh's
+    duration, READY_REFRESH_PERIODS times), so /readyz and the pages never disagree. A cluster
+    never refreshed is judged from its creation: it was due one period after it."""
+    if refresh.never_refreshed:
+        turn = ClusterTurn(cluster.pk, cluster.refresh_every_seconds, cluster.created, False)
+        return overdue(turn, now=now, periods=settings.READY_REFRESH_PERIODS)
+    return refresh.stale
 
 
 def _answer(checks: dict, *, ready: bool) -> JsonResponse:

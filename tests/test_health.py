@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from dashboard.logs import UnreadyProbes
 from offsets.models import RefreshRun, SchedulerBeat
+from offsets.services.snapshots.refresh_state import refresh_state
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -77,6 +78,21 @@ def test_readyz_counts_clusters_not_refreshed_in_time_without_naming_them(client
     assert response.json()["checks"]["clusters"] == {"scheduled": 2, "not_refreshed_in_time": 1}
     body = response.content.decode()
     assert "payments" not in body and "orders" not in body and "by-hand" not in body
+
+
+def test_readyz_allows_a_cluster_the_time_its_refreshes_take_as_the_pages_do(client, settings):
+    """Every second, with refreshes of 10 s: a result every ~11 s is on time, not 10 s late."""
+    settings.READY_REFRESH_PERIODS = 3
+    beat()
+    cluster = factories.cluster("live", refresh_every_seconds=1)
+    run = succeeded(cluster, seconds_ago=20)
+    RefreshRun.objects.filter(pk=run.pk).update(seconds=10)
+    assert client.get("/readyz").status_code == 200
+    assert refresh_state(cluster=cluster).staleness != "stale"
+    # 40 s old against 3 gaps of 1 + 10 s: stale on the pages, and unready here.
+    RefreshRun.objects.filter(pk=run.pk).update(finished_at=run.finished_at - timedelta(seconds=20))
+    assert client.get("/readyz").json()["checks"]["clusters"]["not_refreshed_in_time"] == 1
+    assert refresh_state(cluster=cluster).staleness == "stale"
 
 
 def test_a_cluster_added_since_is_judged_from_its_creation(client):
