@@ -303,6 +303,7 @@ def _sink_partition_rows(
         {
             "lags": page.object_list,
             "externally_managed": snapshot.offsets_managed_externally,
+            "paused": snapshot.paused_by_owner,
         },
     )
     return page, html
@@ -352,7 +353,10 @@ def _upstream_lags(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, o
     rows = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name, sort="-lag_records")
     shown = list(rows[:PARTITIONS_PER_PAGE])
     return {
-        "upstream_rows": render_to_string("dashboard/rows/sink_partitions.html", {"lags": shown}),
+        "upstream_rows": render_to_string(
+            "dashboard/rows/sink_partitions.html",
+            {"lags": shown, "paused": snapshot.paused_by_owner},
+        ),
         "upstream_count": rows.count() if len(shown) == PARTITIONS_PER_PAGE else len(shown),
         "upstream_shown": len(shown),
     }

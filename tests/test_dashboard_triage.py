@@ -142,6 +142,12 @@ def test_a_connector_paused_by_its_owner_shows_paused_not_err_stop(logged_in_cli
     assert 'data-status="ERR"' in alarm and 'data-reason="STOP"' in alarm
     page = logged_in_client.get(URL + "b-paused-by-owner/").content.decode()
     assert 'data-status="paused"' in page.split('data-field="status"')[1].split("</dd>")[0]
+    # Its partitions too: stopped by design, not a red STOP.
+    row = page.split('data-partition="orders-0"')[1].split("</tr>")[0]
+    assert 'data-status="paused"' in row and 'data-status="STOP"' not in row
+    alarm_page = logged_in_client.get(URL + "d-lag-err/").content.decode()
+    alarm_row = alarm_page.split('data-partition="orders-0"')[1].split("</tr>")[0]
+    assert 'data-status="STOP"' in alarm_row
 
 
 def test_every_status_badge_has_a_title_and_the_pages_share_one_legend(logged_in_client, prod):
