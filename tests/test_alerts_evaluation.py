@@ -184,6 +184,39 @@ def test_lag_statuses_of_sinks_and_their_partitions():
     ]
 
 
+def test_a_connector_paused_by_its_owner_raises_no_lag_alert_but_a_failure_still_fires():
+    cluster = factories.cluster()
+    for name, target in (("held-sink", "PAUSED"), ("parked-sink", "STOPPED")):
+        factories.snapshot(
+            cluster, name, type="sink", runtime_state=target, target_state=target, lag_status="ERR"
+        )
+        factories.sink_lags(cluster, name, "orders", 1, status="STOP")
+    # Paused by nobody: its tasks died with lag waiting. An alarm.
+    factories.snapshot(
+        cluster, "dead-sink", type="sink", runtime_state="UNASSIGNED", lag_status="ERR"
+    )
+    factories.sink_lags(cluster, "dead-sink", "orders", 1, status="STOP")
+    # Paused by its owner, but a task failed: the failure wins, as on the pages.
+    factories.snapshot(
+        cluster,
+        "broken-sink",
+        type="sink",
+        runtime_state="PAUSED",
+        target_state="PAUSED",
+        task_states={"0": "FAILED"},
+        lag_status="ERR",
+    )
+    make_rule(on_no_commit=False)
+    evaluate()
+    assert sorted(
+        (d.body["connector"], d.body["condition"]) for d in AlertDelivery.objects.all()
+    ) == [
+        ("broken-sink", "failed"),
+        ("broken-sink", "lag"),
+        ("dead-sink", "lag"),
+    ]
+
+
 def test_a_source_without_commits_for_n_flush_intervals():
     cluster = factories.cluster(offset_flush_interval_ms=60_000)
     seen = timezone.now()

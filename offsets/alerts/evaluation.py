@@ -187,7 +187,9 @@ def _connector_facts(
 ) -> list[Fact]:
     name, cluster = connector.name, view.cluster.name
     facts = []
-    if Condition.LAG in conditions:
+    # A connector its owner paused or stopped stops its lag by design: the pages show it
+    # "paused", not ERR STOP, and nobody is paged for it. A failure in it still is.
+    if Condition.LAG in conditions and not connector.paused_by_owner:
         statuses = view.partition_statuses.get(name, {})
         problem = rules.lag_problem(connector.lag_status, statuses, rule.watched_lag_statuses())
         if problem:
