@@ -188,13 +188,18 @@ class _ConnectorCache:
 def _figures(cached: _ConnectorCache, user) -> dict[str, object]:
     """The context of the page's parts drawn from the run's results: the connector with its
     status reasons and the rendered fragments (`_fragments`)."""
-    fragments = dict(_fragments(cached))
+    # A mirror's upstream cluster is linked only for a user whose grants cover it: for the
+    # others its page is a 404, a dead end on the on-call path.
+    upstream = cached.snapshot.upstream_cluster
+    upstream_visible = bool(upstream) and visible_clusters(user).filter(name=upstream).exists()
+    fragments = dict(_fragments(cached, upstream_visible))
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     cached.snapshot.worst_partition_status = fragments.pop("worst_partition_status")
     cached.snapshot.reasons = snapshots.status_reasons(cached.snapshot)
     return {
         "connector": cached.snapshot,
         "upstream_hint": _upstream_hint(user, cached.cluster, cached.snapshot),
+        "upstream_visible": upstream_visible,
         **fragments,
     }
 
@@ -220,7 +225,7 @@ def _upstream_hint(user, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[
     }
 
 
-def _fragments(cached: _ConnectorCache) -> dict[str, object]:
+def _fragments(cached: _ConnectorCache, upstream_visible: bool) -> dict[str, object]:
     """The parts of a connector's page drawn from one refresh run's results, rendered once
     per run: its charts, rewinds and key drift, tasks and configuration.
 
@@ -236,6 +241,7 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
             "config": sorted(mask_secrets(snapshot.config).items()),
             "tasks": snapshot.tasks(),
             "commit_chart": _commit_chart(cluster, snapshot),
+            "upstream_visible": upstream_visible,
         }
         if snapshot.type == "sink":
             if not snapshot.offsets_managed_externally:
@@ -261,7 +267,7 @@ def _fragments(cached: _ConnectorCache) -> dict[str, object]:
             )
         } | {"worst_partition_status": worst}
 
-    return cached.get("fragments", {}, compute)
+    return cached.get("fragments", {"upstream_visible": upstream_visible}, compute)
 
 
 def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tuple[Page, AgedHtml]:

@@ -121,6 +121,32 @@ def test_lists_without_a_cluster_leave_the_ungranted_one_out(client, two_cluster
     assert HIDDEN not in client.get("/").content.decode()
 
 
+def test_a_mirror_links_its_upstream_cluster_only_for_a_user_who_may_open_it(
+    client, two_clusters, a_only, admin_user
+):
+    seen, _, _ = two_clusters
+    mirror_class = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+    mirror_fields = {
+        "connector_class": mirror_class,
+        "config": {"connector.class": mirror_class, "source.cluster.alias": "east"},
+        "mirrormaker2": True,
+        "source_alias": "east",
+    }
+    factories.snapshot(seen, "to-hidden", upstream_cluster=HIDDEN, **mirror_fields)
+    factories.snapshot(seen, "to-seen", upstream_cluster=seen.name, **mirror_fields)
+    hidden_link = f'href="/clusters/{HIDDEN}/connectors/"'
+    seen_link = f'href="/clusters/{seen.name}/connectors/"'
+    client.force_login(a_only)
+    page = client.get(f"/clusters/{seen.name}/connectors/to-hidden/").content.decode()
+    assert hidden_link not in page and "not among your clusters" in page
+    page = client.get(f"/clusters/{seen.name}/connectors/to-seen/").content.decode()
+    assert seen_link in page and "not among your clusters" not in page
+    # The fragments are cached per refresh: another user's answer is not served from them.
+    client.force_login(admin_user)
+    page = client.get(f"/clusters/{seen.name}/connectors/to-hidden/").content.decode()
+    assert hidden_link in page
+
+
 def test_a_user_without_any_grant_sees_no_cluster_and_whom_to_ask(
     client, two_clusters, django_user_model, settings
 ):
