@@ -46,9 +46,11 @@ def _get_connector_for_user(
 ) -> ConnectorSnapshot:
     """Return the connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=name)
-    snapshot = snapshots.get_connector(cluster_name=cluster.name, name=name)
+    snapshot = snapshots.connector_of(cluster, name)
     if snapshot is None:
         raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+    snapshot.cluster = cluster  # read once, by the grants' lookup
+    snapshots.with_partition_status([snapshot], cluster=cluster)
     return snapshot
 
 
