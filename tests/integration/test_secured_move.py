@@ -1,8 +1,13 @@
-"""A move on the secured runtime: a principal holding exactly SECURITY.md's viewing and editing
-sets moves a stopped file source from the secured worker (A) to a second secured Connect
-cluster (B: a worker group with its own config, offsets and status topics on the same broker,
-over SASL_SSL, serving HTTPS with client certificates and basic auth). B's worker holds the
-moved offsets, and resumed there the source goes on from them, not from the file's start."""
+"""A move on the secured runtime: a principal holding exactly SECURITY.md's viewing set of both
+Connect clusters' topics moves a stopped file source from the secured worker (A) to a second
+secured Connect cluster (B: a worker group with its own config, offsets and status topics on
+the same broker, over SASL_SSL, serving HTTPS with client certificates and basic auth). B's
+worker holds the moved offsets, and resumed there the source goes on from them, not from the
+file's start.
+
+A move writes only through B's worker (create STOPPED, KIP-875 PATCH, read back), as B's
+principal: the dashboard's own reads both clusters' topics, so no editing ACL is granted, and
+ACLs only allow, so the viewing and editing sets together move it too."""
 
 import secrets
 import uuid
@@ -49,27 +54,20 @@ def target(secured_kafka, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mover(secured_kafka, target) -> dict:
-    """A principal of its own (a client certificate) holding exactly the viewing and editing
-    sets of both Connect clusters' topics; its client settings."""
+    """A principal of its own (a client certificate) holding exactly the viewing set of both
+    Connect clusters' topics; its client settings."""
     client = secured_kafka.authority.client_files(f"mover-{RUN}", secrets.token_hex(8))
     connect_topics = [*secured_runtime.WORKER_TOPICS.values(), *TARGET_TOPICS.values()]
-    offsets_topics = [
-        secured_runtime.WORKER_TOPICS["offsets_topic"],
-        TARGET_TOPICS["offsets_topic"],
-    ]
     viewing = secured_runtime.viewing_acls(
         client.principal, connect_topics=connect_topics, data_topics=[], sink_groups=[]
     )
-    editing = secured_runtime.editing_acls(
-        client.principal, offsets_topics=offsets_topics, sink_groups=[]
-    )
-    create_acls(secured_kafka.setup, [*viewing.values(), *editing.values()])
+    create_acls(secured_kafka.setup, list(viewing.values()))
     settings = secured_kafka.mutual_tls(client)
     del settings["bootstrap.servers"]
     return settings
 
 
-def test_the_editing_set_moves_a_source_to_a_second_secured_cluster_which_resumes_from_it(
+def test_the_viewing_set_moves_a_source_to_a_second_secured_cluster_which_resumes_from_it(
     secured_kafka, target, mover, editor, approver, client, monkeypatch, tmp_path
 ):
     rest_a = secured_kafka.rest()
