@@ -178,6 +178,7 @@ def secured_cluster(secured_kafka, folder: Path, monkeypatch) -> Cluster:
     Connect cluster registered with SECURITY.md's SASL_SSL settings for the dashboard's SCRAM
     user, which holds exactly the viewing set."""
     rest = secured_kafka.rest()
+    folder.mkdir()
     write_lines(folder / "in.txt", ["one", "two"])
     rest.create(SECURED_SOURCE, file_source(folder / "in.txt", SECURED_DATA))
     rest.wait_for_offsets(SECURED_SOURCE, lambda o: o and o[0]["offset"]["position"] == 8)
@@ -235,6 +236,15 @@ def assert_the_secured_refresh(report, spark_cluster, secured_kafka, client) -> 
     assert not leaks, leaks
 
 
+def print_seconds(local_seconds: list[float], report: dict) -> None:
+    print(
+        "\nfull refresh seconds (1st, 2nd of a session): "
+        f"local[2] {local_seconds[0]:.2f}, {local_seconds[1]:.2f}; standalone, two workers "
+        + ", ".join(f"{run['seconds']:.2f}" for run in report["runs"][:2])
+        + f"; the secured cluster's {report['runs'][2]['seconds']:.2f}"
+    )
+
+
 def test_a_refresh_on_a_standalone_cluster_stores_what_local_mode_stores(
     fresh_kafka, spark, settings, tmp_path, secured_kafka, monkeypatch, admin_client
 ):
@@ -245,7 +255,6 @@ def test_a_refresh_on_a_standalone_cluster_stores_what_local_mode_stores(
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     local = Cluster.objects.create(name="local", bootstrap_servers=fresh_kafka)
     remote = Cluster.objects.create(name="standalone", bootstrap_servers=fresh_kafka)
-    (tmp_path / "secured").mkdir()
     secured = secured_cluster(secured_kafka, tmp_path / "secured", monkeypatch)
     # Two refreshes each, so that lag has two samples; the same clocks, for the stall rule.
     clocks = [end_ms + 60_000, end_ms + 120_000]
@@ -262,12 +271,7 @@ def test_a_refresh_on_a_standalone_cluster_stores_what_local_mode_stores(
         assert [run["status"] for run in report["runs"]] == ["succeeded"] * 3, report["runs"]
         assert_tasks_ran_in_the_executors(report, spark_cluster)
         assert_the_secured_refresh(report, spark_cluster, secured_kafka, admin_client)
-    print(
-        "\nfull refresh seconds (1st, 2nd of a session): "
-        f"local[2] {local_seconds[0]:.2f}, {local_seconds[1]:.2f}; standalone, two workers "
-        + ", ".join(f"{run['seconds']:.2f}" for run in report["runs"][:2])
-        + f"; the secured cluster's {report['runs'][2]['seconds']:.2f}"
-    )
+    print_seconds(local_seconds, report)
 
     # The data holds what there is to compare: drift, a rewind, a stall, malformed records,
     # lagging sinks, a history.
