@@ -26,6 +26,7 @@ from devkit import secured_config
 from devkit.embedded import (
     WORKER_MAIN,
     EmbeddedKafka,
+    StartedWorker,
     _classpath,
     _format_storage,
     _java,
@@ -171,8 +172,9 @@ class SecuredKafka(EmbeddedKafka):
         try:
             create_acls(setup, worker_acls(f"User:{users.worker}"), timeout=timeout)
             worker, url = self._start_secured_worker(
-                java, jvm, worker_cp, tls, ports, users, rest_users, group_id, topics, timeout
-            )
+                java, jvm, worker_cp, tls, sasl, ports.rest, users, rest_users, group_id, topics,
+                timeout,
+            )  # fmt: skip
         except Exception:
             self._kill(broker)
             raise
@@ -185,24 +187,49 @@ class SecuredKafka(EmbeddedKafka):
             started_in=time.monotonic() - started,
         )
 
+    def start_secured_worker(
+        self,
+        info: SecuredInfo,
+        *,
+        tls: TlsPaths,
+        users: SecuredUsers,
+        rest_users: dict[str, str],
+        group_id: str,
+        topics: dict[str, str],
+        timeout: float = 90.0,
+    ) -> StartedWorker:
+        """One more secured worker on the running secured broker of `info`: another Connect
+        cluster (its own group and topics), as the same principal, serving HTTPS with client
+        certificates and basic auth. `stop_worker` stops it."""
+        java, jvm = _java(), write_logging(self.run_dir)
+        worker, url = self._start_secured_worker(
+            java, jvm, _classpath("worker"), tls, info.sasl_bootstrap, free_port(), users,
+            rest_users, group_id, topics, timeout,
+        )  # fmt: skip
+        log = self.run_dir.resolve() / f"{group_id}.log"
+        return StartedWorker(pid=worker.pid, url=url, log_file=str(log))
+
     def _start_secured_worker(
-        self, java, jvm, classpath, tls, ports, users, rest_users, group_id, topics, timeout
-    ):
+        self, java, jvm, classpath, tls, bootstrap, rest_port, users, rest_users, group_id,
+        topics, timeout,
+    ):  # fmt: skip
         run_dir = self.run_dir.resolve()
         jaas = write_basic_auth(run_dir, group_id, rest_users)
         config = run_dir / f"{group_id}-distributed.properties"
         password = users.passwords[users.worker]
         config.write_text(
             worker_properties(
-                bootstrap_servers=f"127.0.0.1:{ports.sasl}",
-                rest_port=ports.rest,
+                bootstrap_servers=bootstrap,
+                rest_port=rest_port,
                 group_id=group_id,
                 topics=topics,
                 basic_auth=True,
-                extra=secured_config.secured_worker_settings(tls, ports, users.worker, password),
+                extra=secured_config.secured_worker_settings(
+                    tls, rest_port, users.worker, password
+                ),
             )
         )
-        url = f"https://127.0.0.1:{ports.rest}"
+        url = f"https://127.0.0.1:{rest_port}"
         # The broker's certificate is a client certificate too: the start-up health check's.
         context = ssl.create_default_context(cafile=str(tls.ca))
         context.load_cert_chain(str(tls.broker_keystore))

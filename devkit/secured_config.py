@@ -101,7 +101,7 @@ def librdkafka_sasl_settings(tls: TlsPaths, username: str, password: str) -> dic
 
 
 def secured_worker_settings(
-    tls: TlsPaths, ports: Ports, username: str, password: str
+    tls: TlsPaths, rest_port: int, username: str, password: str
 ) -> dict[str, str]:
     """A worker's settings over SASL_SSL, serving HTTPS that demands a client certificate.
 
@@ -117,7 +117,7 @@ def secured_worker_settings(
     https = "listeners.https."
     return {
         **prefixed,
-        "listeners": f"https://127.0.0.1:{ports.rest}",
+        "listeners": f"https://127.0.0.1:{rest_port}",
         "rest.advertised.listener": "https",
         f"{https}ssl.client.auth": "required",
         f"{https}ssl.keystore.type": "PKCS12",

@@ -145,15 +145,24 @@ def wait_for_acl(settings: dict, binding, *, present: bool) -> None:
 
 
 def register(
-    name: str, bootstrap: str, client_config: dict, secured, monkeypatch, *, worker: bool = True
+    name: str,
+    bootstrap: str,
+    client_config: dict,
+    secured,
+    monkeypatch,
+    *,
+    worker: bool = True,
+    connect_url: str = "",
+    topics: dict = WORKER_TOPICS,
 ) -> Cluster:
     """Register the secured Connect cluster as add_cluster does, with `client_config`, and
-    with the worker's HTTPS URL and credentials unless `worker` is False."""
+    with the worker's HTTPS URL and credentials unless `worker` is False. `connect_url` and
+    `topics` name another Connect cluster on the secured broker (by default the runtime's)."""
     monkeypatch.setenv("SECURED_CONNECT_PASSWORD", secured.rest_password)
     options = [f"--client-config={key}={value}" for key, value in client_config.items()]
     if worker:
         options += [
-            f"--connect-url={secured.info.connect_url}",
+            f"--connect-url={connect_url or secured.info.connect_url}",
             f"--connect-username={REST_USER}",
             "--connect-password-env=SECURED_CONNECT_PASSWORD",
             f"--connect-ca-file={secured.tls.ca}",
@@ -164,9 +173,9 @@ def register(
         "add_cluster",
         name,
         f"--bootstrap-servers={bootstrap}",
-        f"--offsets-topic={WORKER_TOPICS['offsets_topic']}",
-        f"--configs-topic={WORKER_TOPICS['configs_topic']}",
-        f"--status-topic={WORKER_TOPICS['status_topic']}",
+        f"--offsets-topic={topics['offsets_topic']}",
+        f"--configs-topic={topics['configs_topic']}",
+        f"--status-topic={topics['status_topic']}",
         *options,
         stdout=io.StringIO(),
     )

@@ -1,13 +1,14 @@
 """Run full refreshes of one cluster on the Spark master of SPARK_MASTER and report where the
 tasks ran: a child process of the standalone cluster's test.
 
-    python -m tests.integration.standalone_refresh CLUSTER NOW_MS [NOW_MS ...]
+    python -m tests.integration.standalone_refresh CLUSTER NOW_MS [NOW_MS ...] [--then OTHER]
 
 A child, because a Python process holds one SparkSession and the test's own runs in local
 mode. The session is the one refresh_offsets starts (get_spark with SPARK_MASTER and
 SPARK_CONF). Each NOW_MS is one full refresh's clock, the same as the local-mode refreshes it
-is compared with get, since the stall rule reads it. The report is the last line of stdout,
-as JSON.
+is compared with get, since the stall rule reads it. `--then OTHER` runs one more full
+refresh, of the cluster OTHER (the secured one), in the same session: a second session would
+cost a second Spark start. The report is the last line of stdout, as JSON.
 """
 
 import json
@@ -42,7 +43,18 @@ def python_workers(spark) -> list[dict]:
     return spark.sparkContext.parallelize(range(4), 4).mapPartitions(_where_am_i).collect()
 
 
-def main(cluster_name: str, clocks: list[int]) -> dict:
+def environment(spark) -> str:
+    """What the application's Environment page shows of its settings: Spark's and the JVM's."""
+    conf = spark.sparkContext.getConf().getAll()
+    system = spark.sparkContext._jvm.java.lang.System.getProperties().toString()
+    return "\n".join(f"{key}={value}" for key, value in conf) + "\n" + system
+
+
+def tasks_run(spark) -> int:
+    return sum(executor["total_tasks"] for executor in executors(spark))
+
+
+def main(cluster_name: str, clocks: list[int], then: str | None = None) -> dict:
     import django
 
     django.setup()
@@ -58,9 +70,14 @@ def main(cluster_name: str, clocks: list[int]) -> dict:
         runs = [
             run_refresh(cluster=cluster, spark=spark, full=True, now_ms=now_ms) for now_ms in clocks
         ]
+        tasks_before_then = tasks_run(spark)
+        if then:
+            runs.append(run_refresh(cluster=Cluster.objects.get(name=then), spark=spark, full=True))
         return {
             "master": spark.sparkContext.master,
             "runs": [{"status": r.status, "error": r.error, "seconds": r.seconds} for r in runs],
+            "tasks_before_then": tasks_before_then,
+            "environment": environment(spark),
             "driver_pid": os.getpid(),
             "executors": executors(spark),
             "python_workers": python_workers(spark),
@@ -70,5 +87,8 @@ def main(cluster_name: str, clocks: list[int]) -> dict:
 
 
 if __name__ == "__main__":
-    report = main(sys.argv[1], [int(arg) for arg in sys.argv[2:]])
+    args = sys.argv[1:]
+    then = args[args.index("--then") + 1] if "--then" in args else None
+    args = args[: args.index("--then")] if then else args
+    report = main(args[0], [int(arg) for arg in args[1:]], then)
     print(json.dumps(report), flush=True)

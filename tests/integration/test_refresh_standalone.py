@@ -7,6 +7,13 @@ the same database and history folder as a local-mode refresh of the same topics,
 stored result and every history row must be the same. The executors get the project as a user
 would have it: their Python has the dependencies installed, and no PYTHONPATH leads to this
 checkout, so `offsets` comes from the zip the session ships with the job.
+
+The same child then refreshes the secured runtime's Connect cluster over SASL_SSL as the
+dashboard's SCRAM user, which holds exactly SECURITY.md's viewing set: the credentials reach
+the executors in the read's options (the executors, not the driver, run its reads), and no
+password shows in the master's, the workers', the executors' or the driver's logs, or in the
+application's settings (its Environment page). In this test, not one of its own: a second
+test would start a second master and workers wherever pytest-xdist sent it.
 """
 
 import json
@@ -14,14 +21,17 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from django.conf import settings as django_settings
+from django.urls import reverse
 
 from devkit.demo import DemoOptions, build_demo
 from devkit.demo_writer import write_demo
+from devkit.secured import create_acls
 from offsets.history import store as history_store
 from offsets.models import (
     Cluster,
@@ -39,6 +49,9 @@ from offsets.models import (
 from offsets.refresh.run import run_refresh
 from tests.connect_topics import write_records
 from tests.db_faults import database_url
+from tests.integration import secured_runtime
+from tests.integration.connect_rest import canonical
+from tests.integration.worker_files import file_sink, file_source, write_lines
 from tests.spark_cluster import StandaloneCluster, java_and_pyspark_missing, standalone_cluster
 
 _MISSING = java_and_pyspark_missing()
@@ -59,6 +72,12 @@ GARBAGE = [
     ("connect-offsets", b'["garbage-source",{"n":1}]', b"not json", None),
     ("connect-offsets", b'["garbage-source",{"n":2}]', b"[1,2,3]", None),
 ]
+
+# The secured worker's connectors of this test (the worker is shared: names of its own).
+RUN = uuid.uuid4().hex[:8]
+SECURED_SOURCE = f"ssa-{RUN}-source"
+SECURED_SINK = f"ssa-{RUN}-sink"
+SECURED_DATA = f"ssa-{RUN}-data"
 
 # Per-row fields that differ between two refreshes of equal results: keys, and the wall clock.
 IGNORED = {"id", "cluster_id", "updated_at"}
@@ -96,8 +115,11 @@ def history_rows(cluster: Cluster) -> list[dict]:
     return sorted(rows, key=lambda row: (row["topic"], row["kafka_partition"], row["kafka_offset"]))
 
 
-def refresh_on_the_cluster(spark_cluster: StandaloneCluster, name: str, clocks: list[int]) -> dict:
-    """Full refreshes of `name` in a child process whose session's master is the cluster."""
+def refresh_on_the_cluster(
+    spark_cluster: StandaloneCluster, name: str, clocks: list[int], then: str
+) -> dict:
+    """Full refreshes of `name`, then one of `then`, in a child process whose session's master
+    is the cluster."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
@@ -112,7 +134,8 @@ def refresh_on_the_cluster(spark_cluster: StandaloneCluster, name: str, clocks: 
     with log.open("w") as stderr:
         child = subprocess.run(
             [sys.executable, "-m", "tests.integration.standalone_refresh", name]
-            + [str(now_ms) for now_ms in clocks],
+            + [str(now_ms) for now_ms in clocks]
+            + ["--then", then],
             cwd=django_settings.BASE_DIR,
             env=env,
             stdout=subprocess.PIPE,
@@ -150,8 +173,80 @@ def assert_tasks_ran_in_the_executors(report: dict, spark_cluster: StandaloneClu
         assert package.is_relative_to(spark_cluster.root), worker
 
 
+def secured_cluster(secured_kafka, folder: Path, monkeypatch) -> Cluster:
+    """A file source and a file sink with offsets committed on the secured worker, and its
+    Connect cluster registered with SECURITY.md's SASL_SSL settings for the dashboard's SCRAM
+    user, which holds exactly the viewing set."""
+    rest = secured_kafka.rest()
+    folder.mkdir()
+    write_lines(folder / "in.txt", ["one", "two"])
+    rest.create(SECURED_SOURCE, file_source(folder / "in.txt", SECURED_DATA))
+    rest.wait_for_offsets(SECURED_SOURCE, lambda o: o and o[0]["offset"]["position"] == 8)
+    rest.create(SECURED_SINK, file_sink(folder / "out.txt", SECURED_DATA))
+    rest.wait_for_offsets(SECURED_SINK, lambda o: o and o[0]["offset"]["kafka_offset"] == 2)
+    # The other secured modules' refreshes read every connector of the shared worker: the
+    # dashboard's mutual-TLS principal may view these too.
+    bindings = [
+        binding
+        for principal, connect_topics in (
+            (f"User:{secured_runtime.DASHBOARD_USER}", secured_runtime.WORKER_TOPICS.values()),
+            (secured_kafka.dashboard_cert.principal, []),
+        )
+        for binding in secured_runtime.viewing_acls(
+            principal,
+            connect_topics=connect_topics,
+            data_topics=[SECURED_DATA],
+            sink_groups=[f"connect-{SECURED_SINK}"],
+        ).values()
+    ]
+    create_acls(secured_kafka.setup, bindings)
+    settings = secured_kafka.sasl()
+    del settings["bootstrap.servers"]
+    return secured_runtime.register(
+        "secured", secured_kafka.info.sasl_bootstrap, settings, secured_kafka, monkeypatch
+    )
+
+
+def assert_the_secured_refresh(report, spark_cluster, secured_kafka, client) -> None:
+    """It succeeded with its reads in the executors, stored what the worker holds, and left
+    no password in the cluster's logs or the application's settings."""
+    assert report["runs"][-1]["status"] == "succeeded", report["runs"][-1]
+    executors = [e for e in report["executors"] if e["id"] != "driver"]
+    assert sum(e["total_tasks"] for e in executors) > report["tasks_before_then"]
+    rest = secured_kafka.rest()
+    for connector in (SECURED_SOURCE, SECURED_SINK):
+        stored = client.get(reverse("api-connector-offsets", args=["secured", connector]))
+        assert stored.status_code == 200, stored.content
+        worker = rest.offsets(connector)["offsets"]
+        assert worker and canonical(stored.json()["offsets"]) == canonical(worker), connector
+    executor_logs = [
+        path for folder in spark_cluster.executor_dirs() for path in folder.glob("std*")
+    ]
+    assert {path.name for path in executor_logs} == {"stderr", "stdout"}
+    seen = {
+        str(path.relative_to(spark_cluster.root)): path.read_text(errors="replace")
+        for path in [*spark_cluster.root.glob("*.log"), *executor_logs]
+    }
+    seen["environment"] = report["environment"]
+    secrets = [
+        secured_kafka.users.passwords[secured_runtime.DASHBOARD_USER],
+        secured_kafka.rest_password,
+    ]
+    leaks = [what for what, text in seen.items() for secret in secrets if secret in text]
+    assert not leaks, leaks
+
+
+def print_seconds(local_seconds: list[float], report: dict) -> None:
+    print(
+        "\nfull refresh seconds (1st, 2nd of a session): "
+        f"local[2] {local_seconds[0]:.2f}, {local_seconds[1]:.2f}; standalone, two workers "
+        + ", ".join(f"{run['seconds']:.2f}" for run in report["runs"][:2])
+        + f"; the secured cluster's {report['runs'][2]['seconds']:.2f}"
+    )
+
+
 def test_a_refresh_on_a_standalone_cluster_stores_what_local_mode_stores(
-    fresh_kafka, spark, settings, tmp_path
+    fresh_kafka, spark, settings, tmp_path, secured_kafka, monkeypatch, admin_client
 ):
     end_ms = int(time.time() * 1000) // 60_000 * 60_000
     kafka = {"bootstrap.servers": fresh_kafka}
@@ -160,6 +255,7 @@ def test_a_refresh_on_a_standalone_cluster_stores_what_local_mode_stores(
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     local = Cluster.objects.create(name="local", bootstrap_servers=fresh_kafka)
     remote = Cluster.objects.create(name="standalone", bootstrap_servers=fresh_kafka)
+    secured = secured_cluster(secured_kafka, tmp_path / "secured", monkeypatch)
     # Two refreshes each, so that lag has two samples; the same clocks, for the stall rule.
     clocks = [end_ms + 60_000, end_ms + 120_000]
 
@@ -171,14 +267,11 @@ def test_a_refresh_on_a_standalone_cluster_stores_what_local_mode_stores(
     cluster_root = tmp_path / "spark-cluster"
     cluster_root.mkdir()
     with standalone_cluster(cluster_root, workers=2) as spark_cluster:
-        report = refresh_on_the_cluster(spark_cluster, remote.name, clocks)
-        assert [run["status"] for run in report["runs"]] == ["succeeded"] * 2, report["runs"]
+        report = refresh_on_the_cluster(spark_cluster, remote.name, clocks, secured.name)
+        assert [run["status"] for run in report["runs"]] == ["succeeded"] * 3, report["runs"]
         assert_tasks_ran_in_the_executors(report, spark_cluster)
-    print(
-        "\nfull refresh seconds (1st, 2nd of a session): "
-        f"local[2] {local_seconds[0]:.2f}, {local_seconds[1]:.2f}; standalone, two workers "
-        + ", ".join(f"{run['seconds']:.2f}" for run in report["runs"])
-    )
+        assert_the_secured_refresh(report, spark_cluster, secured_kafka, admin_client)
+    print_seconds(local_seconds, report)
 
     # The data holds what there is to compare: drift, a rewind, a stall, malformed records,
     # lagging sinks, a history.

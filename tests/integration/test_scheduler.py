@@ -1,7 +1,8 @@
 """`manage.py scheduler`: every cluster refreshed on its own period by one process.
 
 In this process (Scheduler, the session's Spark and seeded demo): a slow cluster holds
-neither the rounds nor the other clusters, and a stop marks the refresh still running. In a
+neither the rounds nor the other clusters, nor does a secured cluster registered with a wrong
+SASL password (the secured runtime's), and a stop marks the refresh still running. In a
 child process (the command itself): SIGKILL mid-refresh, a restart that settles the killed
 run and refreshes again, then SIGTERM that ends it within 10 s.
 """
@@ -17,6 +18,7 @@ import pytest
 from offsets.models import RefreshRun, SchedulerBeat
 from offsets.services import scheduler as scheduling
 from tests import factories
+from tests.integration import secured_runtime
 from tests.integration.child_cluster import child_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -86,6 +88,38 @@ def test_a_slow_cluster_holds_neither_the_rounds_nor_the_other_clusters(
     finally:
         scheduler.stop(timeout=60)
     assert any(line.startswith("demo: refresh #") and "succeeded" in line for line in said)
+
+
+def test_a_secured_cluster_with_a_wrong_password_fails_alone_with_one_plain_message(
+    demo_cluster, secured_kafka, spark, monkeypatch
+):
+    wrong_password = "not-the-password-4711"
+    settings = secured_kafka.sasl(password=wrong_password)
+    bootstrap = settings.pop("bootstrap.servers")
+    wrong = secured_runtime.register(
+        "wrong-password", bootstrap, settings, secured_kafka, monkeypatch, worker=False
+    )
+    said = []
+    scheduler = scheduling.Scheduler(spark=spark, refreshes_at_once=2, say=said.append)
+    try:
+        # One round starts both: neither waits for the other's turn.
+        assert {run.cluster_id for run in scheduler.round()} == {demo_cluster.pk, wrong.pk}
+        for thread in list(scheduler.busy.values()):
+            thread.join(180)
+            assert not thread.is_alive(), thread.name
+    finally:
+        scheduler.stop(timeout=60)
+
+    healthy = RefreshRun.objects.get(cluster=demo_cluster)
+    assert healthy.status == RefreshRun.Status.SUCCEEDED, healthy.error
+    failed = RefreshRun.objects.get(cluster=wrong)
+    assert failed.status == RefreshRun.Status.FAILED
+    assert "did not answer within" in failed.error and "Authentication failed" in failed.error
+    assert "\n" not in failed.error and "Traceback" not in failed.error
+    [line] = [line for line in said if line.startswith("wrong-password: refresh #")]
+    assert " failed in " in line and line.endswith(f"; error: {failed.error}"), line
+    for secret in (wrong_password, secured_kafka.users.passwords[secured_runtime.DASHBOARD_USER]):
+        assert secret not in failed.error and secret not in "\n".join(said)
 
 
 def test_a_stop_marks_the_refresh_still_running_as_interrupted(spark, blocked):
