@@ -187,17 +187,8 @@ def _connector_facts(
 ) -> list[Fact]:
     name, cluster = connector.name, view.cluster.name
     facts = []
-    # A connector its owner paused or stopped stops its lag by design: the pages show it
-    # "paused", not ERR STOP, and nobody is paged for it. A failure in it still is.
-    if Condition.LAG in conditions and not connector.paused_by_owner:
-        statuses = view.partition_statuses.get(name, {})
-        problem = rules.lag_problem(connector.lag_status, statuses, rule.watched_lag_statuses())
-        if problem:
-            details = {"lag_status": connector.lag_status, "partitions": statuses}
-            if connector.upstream_cluster:
-                # A mirror's lag is behind its upstream cluster, not behind its own topics.
-                details["upstream_cluster"] = connector.upstream_cluster
-            facts.append(Fact(cluster, name, Condition.LAG, problem, details))
+    if Condition.LAG in conditions and (lag := _lag_fact(rule, view, connector)):
+        facts.append(lag)
     if Condition.FAILED in conditions:
         failed = rules.failed_parts(connector.runtime_state, connector.task_states)
         if failed:
@@ -234,6 +225,25 @@ def _connector_facts(
         summary = f"key drift in {drifted} partition{'s' * (drifted != 1)}"
         facts.append(Fact(cluster, name, Condition.KEY_DRIFT, summary, {"partitions": drifted}))
     return facts
+
+
+def _lag_fact(rule: AlertRule, view: ClusterView, connector: ConnectorSnapshot) -> Fact | None:
+    """The connector's lag among the rule's statuses, if any.
+
+    None for a connector its owner paused or stopped: its lag stops by design, the pages show
+    it "paused" rather than ERR STOP, and nobody is paged for it (a failure in it still is).
+    """
+    if connector.paused_by_owner:
+        return None
+    statuses = view.partition_statuses.get(connector.name, {})
+    problem = rules.lag_problem(connector.lag_status, statuses, rule.watched_lag_statuses())
+    if not problem:
+        return None
+    details = {"lag_status": connector.lag_status, "partitions": statuses}
+    if connector.upstream_cluster:
+        # A mirror's lag is behind its upstream cluster, not behind its own topics.
+        details["upstream_cluster"] = connector.upstream_cluster
+    return Fact(view.cluster.name, connector.name, Condition.LAG, problem, details)
 
 
 def _subject_state(state: AlertState) -> SubjectState:
