@@ -1,6 +1,7 @@
 """Least privilege, proven on the secured runtime: a principal holding exactly SECURITY.md's
 viewing set refreshes a Connect cluster (Spark in local mode) over SASL_SSL and over mutual
-TLS, and the pages and the API show the offsets; without one of its ACLs the refresh fails
+TLS, and the pages and the API show the offsets, the live state, the lag, the exports and
+/metrics; without one of its ACLs the refresh fails
 with a message naming the missing permission, and stores nothing."""
 
 import uuid
@@ -20,6 +21,7 @@ from offsets.refresh.run import run_refresh
 from tests.integration import secured_runtime
 from tests.integration.connect_rest import ConnectRest
 from tests.integration.worker_files import file_sink, file_source, write_lines
+from tests.metrics_text import TOKEN, scrape, value
 
 pytestmark = pytest.mark.integration
 
@@ -83,8 +85,34 @@ def assert_offsets_shown(cluster: Cluster, admin_client) -> None:
     assert SOURCE in page.content.decode()
 
 
+def assert_viewing_answers(cluster: Cluster, admin_client) -> None:
+    """What else the viewing set must serve, read from Kafka now or stored by the refresh:
+    the live state, a sink's lag, the exports (live and from the beginning), /metrics."""
+    states = admin_client.get(reverse("api-connector-states", args=[cluster.name]))
+    assert states.status_code == 200, states.content
+    by_name = {row["name"]: row for row in states.json()}
+    assert by_name[SOURCE]["target_state"] == "STARTED" and SINK in by_name
+    lag = admin_client.get(reverse("api-connector-lag", args=[cluster.name, SINK])).json()
+    assert [(row["topic"], row["committed"]) for row in lag["partitions"]] == [(DATA_TOPIC, 2)]
+    # The worker's sources write in transactions: log end - 1 is a commit marker, counted in
+    # records as kafka-consumer-groups counts it (docs/kafka-runtime.md), never in time.
+    (row,) = lag["partitions"]
+    assert lag["lag_records"] == row["log_end"] - 2 and lag["lag_status"] == "OK"
+    export = reverse("edits-export", args=[cluster.name])
+    for query in (f"?connectors={SOURCE},{SINK}", "?from_beginning=on"):
+        response = admin_client.get(export + query)
+        assert response.status_code == 200, (query, response.content[:500])
+        assert SOURCE in response.content.decode() and SINK in response.content.decode()
+    parsed = scrape(admin_client)
+    assert (
+        value(parsed, "sink_lag_records", cluster=cluster.name, connector=SINK)
+        == lag["lag_records"]
+    )
+    assert value(parsed, "source_partitions", cluster=cluster.name, connector=SOURCE) == 1
+
+
 def test_the_viewing_set_refreshes_over_sasl_ssl(
-    connectors, secured_kafka, spark, history_dir, admin_client, monkeypatch
+    connectors, secured_kafka, spark, history_dir, admin_client, monkeypatch, settings
 ):
     cluster = secured_runtime.register(
         "sasl",
@@ -98,6 +126,8 @@ def test_the_viewing_set_refreshes_over_sasl_ssl(
 
     assert run.status == RefreshRun.Status.SUCCEEDED, run.error
     assert_offsets_shown(cluster, admin_client)
+    settings.METRICS_TOKEN = TOKEN
+    assert_viewing_answers(cluster, admin_client)
 
 
 def test_the_viewing_set_refreshes_over_mutual_tls(
