@@ -1,14 +1,18 @@
 """Wrong credentials on the secured runtime: a refresh, the live page and the API each end with
-one plain message, within the cluster's read timeout, that names the cause and never the secret;
+one plain message, within the cluster's read timeout, that names the cause and never the secret
+(nor does the alert a failed refresh raises);
 a worker that refuses the dashboard's REST password or client certificate says so on the
 worker page and in the API."""
 
+import json
 import secrets
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from offsets.models import Cluster, ConnectorSnapshot, RefreshRun
+from offsets.alerts.evaluation import evaluate
+from offsets.models import AlertDelivery, AlertRule, Cluster, ConnectorSnapshot, RefreshRun
 from offsets.refresh.run import run_refresh
 from tests.certificates import CertificateAuthority
 from tests.integration import secured_runtime
@@ -45,10 +49,22 @@ def assert_one_plain_line(message: str, cause: str, *secrets_: str) -> None:
 def test_a_wrong_scram_password_fails_the_refresh_with_one_plain_message(
     db, secured_kafka, spark, history_dir
 ):
+    rule = AlertRule(
+        name="on-call", channel=AlertRule.Channel.WEBHOOK, target="http://127.0.0.1:9/hook"
+    )
+    rule.full_clean()
+    rule.save()
     run = refresh_of("wrong-password", secured_kafka.sasl(password=WRONG_PASSWORD), spark)
 
     assert run.status == RefreshRun.Status.FAILED
     assert_one_plain_line(run.error, "Authentication failed", WRONG_PASSWORD)
+    # The alert it raises carries the same line, and no password either.
+    evaluate(now=timezone.now())
+    (delivery,) = AlertDelivery.objects.filter(body__condition="refresh-failing")
+    body = json.dumps(delivery.body)
+    assert "Authentication failed" in body
+    assert WRONG_PASSWORD not in body
+    assert secured_kafka.sasl()["sasl.password"] not in body
 
 
 def test_an_untrusted_ca_fails_the_refresh_with_one_plain_message(
