@@ -1,4 +1,5 @@
-"""Steps through the dashboard's pages that browser tests share: logging in and out."""
+"""Steps through the dashboard's pages that browser tests share: logging in and out, and
+collecting the console's errors."""
 
 # The longest wait of the tests that set it (page.set_default_timeout): a broken page fails
 # them in 15 s, not in Playwright's default 30 s.
@@ -18,3 +19,18 @@ def log_in(page, live_server, username, password, *, landing: str | None = "#clu
 def log_out(page) -> None:
     page.click("form.logout button")
     page.wait_for_selector("input[name=username]")
+
+
+def console_errors_of(page) -> list[str]:
+    """The list that every console error and uncaught exception of the pages `page` opens from
+    now on is added to, each after its page's URL (Chromium reports each CSP violation there)."""
+    errors: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            message.type == "error"
+            and errors.append(f"{page.url}: {message.text} ({message.location.get('url')})")
+        ),
+    )
+    page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
+    return errors

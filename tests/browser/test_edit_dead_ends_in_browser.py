@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.browser.pages import log_in, log_out
+from tests.browser.pages import console_errors_of, log_in, log_out
 from tests.integration.connect_rest import ConnectRest
 from tests.integration.worker_files import byte_position, file_source, write_lines
 from tests.integration.workers import register, session_worker
@@ -33,16 +33,7 @@ def rest(kafka_runtime) -> ConnectRest:
 @pytest.fixture
 def console_errors(page):
     """Console errors and uncaught exceptions of every page the test opens."""
-    errors = []
-    page.on(
-        "console",
-        lambda message: (
-            message.type == "error"
-            and errors.append(f"{page.url}: {message.text} {message.location}")
-        ),
-    )
-    page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
-    return errors
+    return console_errors_of(page)
 
 
 @pytest.fixture

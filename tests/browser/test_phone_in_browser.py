@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
 from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -48,9 +48,7 @@ def approver_on_demo(page, live_server, transactional_db, refreshed_demo, editor
     fails on any console error."""
     edit = make_edit(refreshed_demo, editor, state="submitted", connector=EDITED)
     page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    errors = console_errors_of(page)
     log_in(page, live_server, "abe", "abe-password")
     yield edit
     # A 404 page is one on purpose: its status is the only error Chromium may log.

@@ -4,7 +4,7 @@ from <body hx-headers>, and no page breaks a rule of the policy."""
 import pytest
 
 from offsets.models import ConnectorSnapshot
-from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
 from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -19,17 +19,8 @@ def page(page):
 
 @pytest.fixture
 def console_errors(page):
-    """Every console error of the page (Chromium reports each CSP violation there)."""
-    errors = []
-    page.on(
-        "console",
-        lambda message: (
-            message.type == "error"
-            and errors.append(f"{page.url}: {message.text} ({message.location.get('url')})")
-        ),
-    )
-    page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
-    return errors
+    """Console errors and uncaught exceptions of every page the test opens."""
+    return console_errors_of(page)
 
 
 def test_htmx_posts_carry_the_csrf_token_and_succeed_under_the_csp(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests import factories as make
-from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -51,9 +51,7 @@ def width(request, page, live_server, user, clusters):
     """A page at the parameter's width, logged in; it fails on any console error."""
     page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
     page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    errors = console_errors_of(page)
     log_in(page, live_server, "alice", "alice-password")
     yield request.param
     assert errors == []
