@@ -90,8 +90,7 @@ def sample_sinks(
     """Sample every sink partition's lag and rate it with `recent` (`recent_samples`), each
     sink's offsets read from its store (`stores`: those an admin set; Connect's group else).
 
-    Reads Kafka and the stores only, not the database: it runs beside the Spark phase, on
-    another thread.
+    Reads Kafka and the stores, not the database: it runs beside the Spark phase.
     """
     stores = stores or {}
     sinks = sink_connectors(connectors)

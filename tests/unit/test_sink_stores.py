@@ -18,10 +18,7 @@ from offsets.sink_stores import (
 
 # Written by the real runtime: java.util.Properties.store(Writer, null) of three offsets.
 JAVA_STORED = (
-    "#Fri Nov 27 12:43:52 UTC 2026\n"
-    "my_topic-x\\:3=9000000000\n"
-    "orders.v1\\:11=7\n"
-    "orders.v1\\:0=42\n"
+    "#Fri Nov 27 12:43:52 UTC 2026\nmy_topic-x\\:3=9000000000\norders.v1\\:11=7\norders.v1\\:0=42\n"
 )
 
 
@@ -71,7 +68,7 @@ def test_a_file_not_there_yet_holds_no_offsets(tmp_path):
 def test_a_file_it_cannot_read_says_which(tmp_path):
     path = tmp_path / "offsets.properties"
     path.write_bytes(b"\xff\xfe")
-    with pytest.raises(StoreUnreadable, match="Could not read .*offsets.properties"):
+    with pytest.raises(StoreUnreadable, match=r"Could not read .*offsets\.properties"):
         plugin_file.read(StoreSetting(PLUGIN_FILE, path=str(path)))
 
 
