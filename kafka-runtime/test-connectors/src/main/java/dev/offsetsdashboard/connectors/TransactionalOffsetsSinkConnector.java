@@ -9,9 +9,10 @@ import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.sink.SinkConnector;
 
 /**
- * A sink that commits its offsets as MirrorMaker 2's MirrorSinkTask does (KIP-656): through a
- * transactional producer, into a consumer group on a target cluster of its own, never into
- * Connect's group. Each record's value is appended to a file, so a test sees what it re-reads.
+ * A sink that copies records and commits its offsets as MirrorMaker 2's MirrorSinkTask does
+ * (KIP-656): through a transactional producer, into the same topics and a consumer group on a
+ * target cluster of its own, never into Connect's group. Each record's value is also appended
+ * to a file, so a test sees what it reads again.
  */
 public class TransactionalOffsetsSinkConnector extends SinkConnector {
     static final String FILE = "file";
@@ -22,7 +23,7 @@ public class TransactionalOffsetsSinkConnector extends SinkConnector {
         .define(FILE, ConfigDef.Type.STRING, ConfigDef.Importance.HIGH,
             "The file the records' values are appended to, one per line.")
         .define(TARGET_BOOTSTRAP, ConfigDef.Type.STRING, ConfigDef.Importance.HIGH,
-            "The cluster whose consumer group holds the sink's offsets.")
+            "The cluster the records are copied to, whose consumer group holds the offsets.")
         .define(TARGET_GROUP, ConfigDef.Type.STRING, ConfigDef.Importance.HIGH,
             "The consumer group, on the target cluster, the offsets are committed to.")
         .define(TRANSACTIONAL_ID, ConfigDef.Type.STRING, "", ConfigDef.Importance.LOW,

@@ -19,6 +19,7 @@ import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.connect.errors.ConnectException;
@@ -26,11 +27,13 @@ import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
 
 /**
- * Appends each record's value to a file, then commits the next offsets of the records written
- * with {@code producer.sendOffsetsToTransaction} into a group on the target cluster, as
- * MirrorSinkTask does. {@link #preCommit} returns an empty map, so Connect's group gets
- * nothing; {@link #open} reads the target group's committed offsets with an Admin client and
- * seeks there, so an edit of that group is where the sink resumes.
+ * Copies each record to the same topic and partition on the target cluster and commits the
+ * next offsets into a group there, in one transaction ({@code sendOffsetsToTransaction}), as
+ * KIP-656's MirrorSinkTask does; each value is also appended to a file. {@link #preCommit}
+ * returns an empty map, so Connect's group gets nothing; {@link #open} reads the target group's
+ * committed offsets with an Admin client and seeks there, so an edit of that group is where
+ * the sink resumes. The target cluster must hold the topics: its broker refuses offsets of a
+ * topic it does not have.
  */
 public class TransactionalOffsetsSinkTask extends SinkTask {
     private Path file;
@@ -88,8 +91,12 @@ public class TransactionalOffsetsSinkTask extends SinkTask {
         }
         StringBuilder lines = new StringBuilder();
         Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+        producer.beginTransaction();
         for (SinkRecord record : records) {
-            lines.append(record.value()).append('\n');
+            String value = String.valueOf(record.value());
+            lines.append(value).append('\n');
+            producer.send(new ProducerRecord<>(record.topic(), record.kafkaPartition(), null,
+                value.getBytes(StandardCharsets.UTF_8)));
             next.put(new TopicPartition(record.topic(), record.kafkaPartition()),
                 new OffsetAndMetadata(record.kafkaOffset() + 1));
         }
@@ -97,9 +104,9 @@ public class TransactionalOffsetsSinkTask extends SinkTask {
             Files.write(file, lines.toString().getBytes(StandardCharsets.UTF_8),
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
         } catch (IOException e) {
+            producer.abortTransaction();
             throw new ConnectException("Could not write " + file, e);
         }
-        producer.beginTransaction();
         producer.sendOffsetsToTransaction(next, new ConsumerGroupMetadata(group));
         producer.commitTransaction();
     }
