@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from offsets.edits.workflow import stage_store_offsets
+from offsets.edits.workflow import apply_edit, stage_store_offsets
 from offsets.kafka import admin, groups, producers
 from offsets.models import (
     AuditEvent,
@@ -221,14 +221,25 @@ def test_the_plugins_file_store_shows_the_lag_and_takes_an_edit_the_sink_resumes
         assert (snapshot.offsets_managed_externally, snapshot.lag_records) == (False, 0)
         assert snapshot.offsets_store == f"offsets file {offsets_file}"
 
+        # Applied while the connector runs, the lock check refuses it and writes nothing.
+        edit = stage_store_offsets(cluster=cluster, connector=connector, user=editor, value=1)
+        edit = approve_and_apply(edit, editor, approver)
+        assert edit.state == OffsetEdit.State.APPROVED
+        refused = [check["name"] for check in edit.lock_checks if not check["passed"]]
+        assert refused == ["connector-stopped"], edit.error
+        assert plugin_file.read(StoreSetting("plugin_file", path=str(offsets_file))) == {
+            (topic, 0): 4
+        }
+
         stop(rest, connector)
         produce_more(kafka, topic, ["w4"])
         refresh(cluster, spark)
         assert lag_of(cluster, connector) == (4, 5, 1, "STOP", "")
 
-        edit = stage_store_offsets(cluster=cluster, connector=connector, user=editor, value=1)
-        edit = approve_and_apply(edit, editor, approver)
+        edit = apply_edit(edit=edit, user=approver)
         assert edit.state == OffsetEdit.State.APPLIED, edit.error
+        page = logged_in_client.get(f"/clusters/{cluster.name}/edits/{edit.pk}/")
+        assert f"offsets file {offsets_file}" in page.content.decode()
         store = StoreSetting("plugin_file", path=str(offsets_file))
         assert plugin_file.read(store) == {(topic, 0): 1}
         assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
