@@ -143,8 +143,21 @@ def test_a_sink_committing_into_a_group_on_another_cluster_lags_and_resumes_from
         assert lag_of(cluster, connector) == (5, 8, 3, "STOP", group)
 
         # An edit of that group, applied with the connector stopped: back to offset 2.
-        edit = stage_store_offsets(cluster=cluster, connector=connector, user=editor, value=2)
-        assert edit.group_id == group
+        # Staged through the API by an editor, as any edit.
+        logged_in_client.force_login(editor)
+        staged = logged_in_client.post(
+            "/api/v1/edits/",
+            {
+                "cluster": cluster.name,
+                "connector": connector,
+                "strategy": "store-offset",
+                "value": 2,
+            },
+            content_type="application/json",
+        )
+        assert staged.status_code == 201, staged.content
+        edit = OffsetEdit.objects.get(pk=staged.json()["id"])
+        assert (edit.group_id, edit.parameters["store"]["cluster"]) == (group, target.name)
         edit = approve_and_apply(edit, editor, approver)
         assert edit.state == OffsetEdit.State.APPLIED, edit.error
         assert [check["name"] for check in edit.lock_checks][:3] == [
