@@ -1,11 +1,14 @@
 """The stores of a sink's offsets: the plugin's properties file read as `Properties.load`
-reads it and written as `Properties.store` writes it, and each store named in words."""
+reads it and written as `Properties.store` writes it, each store named in words, and the
+refresh reading each sink from its own store."""
 
 import os
 
 import pytest
 
 from offsets.formats.connectors import suggested_offsets_file
+from offsets.refresh.results import SinkResults
+from offsets.refresh.sinks import _store_offsets
 from offsets.sink_stores import (
     CONNECT_GROUP,
     PLUGIN_FILE,
@@ -89,3 +92,31 @@ def test_the_plugins_class_suggests_its_own_file_and_no_other_does():
     assert suggested_offsets_file({"connector.class": plugin}) is None
     other = {"connector.class": "FileStreamSink", "offsets.file": "/data/o.properties"}
     assert suggested_offsets_file(other) is None
+
+
+class Sink:
+    """The two facts of a sink connector that reading its store needs."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.sink_group = name, f"connect-{name}"
+
+
+def test_the_refresh_reads_each_sink_from_its_store_and_says_why_one_could_not_be(tmp_path):
+    good, bad = tmp_path / "good.offsets", tmp_path / "bad.offsets"
+    good.write_text("orders\\:0=7\n")
+    bad.write_text("orders:0=7\n")
+    sinks = [Sink("in-group"), Sink("in-file"), Sink("broken")]
+    stores = {
+        "in-file": StoreSetting(PLUGIN_FILE, path=str(good)),
+        "broken": StoreSetting(PLUGIN_FILE, path=str(bad)),
+    }
+    results = SinkResults()
+    measured, committed = _store_offsets(
+        sinks, stores, {"connect-in-group": {("orders", 0): 3}}, results
+    )
+    assert [sink.name for sink in measured] == ["in-group", "in-file"]
+    assert committed == {"in-group": {("orders", 0): 3}, "in-file": {("orders", 0): 7}}
+    assert results.stores["in-file"].where == f"offsets file {good}"
+    assert results.stores["in-file"].error == ""
+    assert "line 1: expected topic:partition=offset" in results.stores["broken"].error
+    assert "in-group" not in results.stores
