@@ -196,8 +196,8 @@ def _figures(cached: _ConnectorCache, user) -> dict[str, object]:
     return {
         "connector": cached.snapshot,
         "upstream_hint": _upstream_hint(user, cached.cluster, cached.snapshot),
-        "store_hint": store_hint(cached.cluster, cached.snapshot),
         **fragments,
+        "store_hint": store_hint(cached.cluster, cached.snapshot),
     }
 
 
