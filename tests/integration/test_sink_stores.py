@@ -12,7 +12,13 @@ import uuid
 
 import pytest
 
-from offsets.edits.workflow import apply_edit, stage_store_offsets
+from offsets.edits.workflow import (
+    StageRequest,
+    apply_edit,
+    cancel_edit,
+    stage_edit,
+    stage_store_offsets,
+)
 from offsets.kafka import admin, groups, producers
 from offsets.models import (
     AuditEvent,
@@ -233,6 +239,12 @@ def test_the_plugins_file_store_shows_the_lag_and_takes_an_edit_the_sink_resumes
         snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=connector)
         assert (snapshot.offsets_managed_externally, snapshot.lag_records) == (False, 0)
         assert snapshot.offsets_store == f"offsets file {offsets_file}"
+        # An edit of Connect's group says it would not move this sink.
+        group_edit = stage_edit(
+            cluster=cluster, connector=connector, user=editor, request=StageRequest("earliest")
+        )
+        assert any(f"read from offsets file {offsets_file}" in w for w in group_edit.warnings)
+        cancel_edit(edit=group_edit, user=editor)
 
         # Applied while the connector runs, the lock check refuses it and writes nothing.
         edit = stage_store_offsets(cluster=cluster, connector=connector, user=editor, value=1)
