@@ -24,6 +24,7 @@ from dashboard.forms import PartitionFilterForm
 from dashboard.move_views import move_targets
 from dashboard.pages import htmx_target, poll_seconds
 from dashboard.rewind_links import edit_for_rewind
+from dashboard.store_hints import store_hint
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
@@ -203,6 +204,7 @@ def _figures(cached: _ConnectorCache, user) -> dict[str, object]:
         "upstream_hint": _upstream_hint(user, cached.cluster, cached.snapshot),
         "upstream_visible": upstream_visible,
         **fragments,
+        "store_hint": store_hint(cached.cluster, cached.snapshot),
     }
 
 

@@ -3,7 +3,14 @@ import json
 from django import forms
 from django.contrib import admin
 
-from offsets.models import Cluster, Grant, MirrorUpstream, ProviderGroup, ProviderIdentity
+from offsets.models import (
+    Cluster,
+    Grant,
+    MirrorUpstream,
+    ProviderGroup,
+    ProviderIdentity,
+    SinkOffsetsStore,
+)
 from offsets.models.cluster import SECRET_MASK, is_secret_client_setting
 
 
@@ -72,6 +79,16 @@ class MirrorUpstreamAdmin(admin.ModelAdmin):
     list_display = ["cluster", "source_alias", "upstream"]
     list_filter = ["cluster"]
     search_fields = ["source_alias", "cluster__name", "upstream__name"]
+
+
+@admin.register(SinkOffsetsStore)
+class SinkOffsetsStoreAdmin(admin.ModelAdmin):
+    """Where a sink keeps its offsets when not in Connect's group (the connector page links
+    here with the suggested values filled in)."""
+
+    list_display = ["cluster", "connector", "kind", "group_cluster", "group_id", "offsets_file"]
+    list_filter = ["cluster", "kind"]
+    search_fields = ["connector", "cluster__name", "group_id", "offsets_file"]
 
 
 @admin.register(Grant)

@@ -82,6 +82,7 @@ def test_it_shows_an_edit_with_its_diff_exact_key_bytes_and_audit(
             "partition",
         ),
         ({"cluster": "c1", "connector": "x", "strategy": "offset", "value": "ten"}, "value"),
+        ({"cluster": "c1", "connector": "x", "strategy": "store-offset"}, "value"),
         ({"cluster": "c1", "connector": "x", "strategy": "restore", "at": "yesterday"}, "at"),
     ],
 )

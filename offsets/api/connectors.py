@@ -90,6 +90,8 @@ class ConnectorOutput(serializers.ModelSerializer):
             "source_alias",
             "upstream_cluster",
             "upstream_error",
+            "offsets_store",
+            "offsets_store_error",
             "partitions",
             "lag_records",
             "lag_ms",
@@ -262,6 +264,14 @@ class LagOutput(serializers.Serializer):
     upstream_error = serializers.CharField(
         allow_blank=True, help_text="Why the upstream's lag could not be read at the last refresh."
     )
+    offsets_store = serializers.CharField(
+        allow_blank=True,
+        help_text="Where the sink's offsets were read, when an admin placed them outside "
+        "Connect's group (a group on another cluster, the plugin's file); empty: its group.",
+    )
+    offsets_store_error = serializers.CharField(
+        allow_blank=True, help_text="Why that store could not be read at the last refresh."
+    )
     partitions = SinkPartitionOutput(many=True)
 
 
@@ -431,6 +441,8 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
             "source_alias": snapshot.source_alias,
             "upstream_cluster": snapshot.upstream_cluster,
             "upstream_error": snapshot.upstream_error,
+            "offsets_store": snapshot.offsets_store,
+            "offsets_store_error": snapshot.offsets_store_error,
             "partitions": SinkPartitionOutput(partitions, many=True).data,
         }
     )

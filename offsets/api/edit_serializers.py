@@ -47,7 +47,9 @@ class EditInput(serializers.Serializer):
     duration = serializers.CharField(
         required=False, help_text="ISO-8601 (PT1H30M) or short (90m): how far back"
     )
-    value = serializers.IntegerField(required=False, help_text="offset, or shift (signed)")
+    value = serializers.IntegerField(
+        required=False, help_text="offset, shift (signed), or store-offset"
+    )
     group = serializers.CharField(required=False, max_length=255, help_text="copy-group")
     partitions = TopicPartitionInput(many=True, required=False, help_text="sink scope (all)")
     comment = serializers.CharField(required=False, allow_blank=True, default="")
@@ -56,6 +58,22 @@ class EditInput(serializers.Serializer):
         if value == OffsetEdit.Strategy.IMPORT:
             raise serializers.ValidationError("Imports go to /api/v1/edits/import/.")
         return value
+
+    def validate(self, attrs: dict) -> dict:
+        # A sink's own store takes one offset (StageRequest validates the other strategies).
+        if attrs["strategy"] == OffsetEdit.Strategy.STORE_OFFSET and attrs.get("value") is None:
+            raise serializers.ValidationError({"value": "A number is required."})
+        return attrs
+
+    def store_inputs(self) -> dict:
+        """The inputs of a store-offset edit: the offset, and the partitions if named."""
+        partitions = self.validated_data.get("partitions")
+        return {
+            "value": self.validated_data["value"],
+            "partitions": None
+            if partitions is None
+            else [(p["topic"], p["partition"]) for p in partitions],
+        }
 
     def validate_duration(self, value: str):
         try:

@@ -39,6 +39,7 @@ from offsets.edits.workflow import (
     restage_edit,
     stage_edit,
     stage_restore,
+    stage_store_offsets,
     submit_edit,
 )
 from offsets.models import OffsetEdit
@@ -59,6 +60,19 @@ def _get_edit(request: Request, pk: int) -> OffsetEdit:
 
 
 # --- Views ------------------------------------------------------------------------------------
+
+
+def _stage(cluster, data: EditInput, user) -> OffsetEdit:
+    """Stage an offset change, or offsets set in a sink's own store (store-offset)."""
+    fields = {
+        "cluster": cluster,
+        "connector": data.validated_data["connector"],
+        "user": user,
+        "comment": data.validated_data["comment"],
+    }
+    if data.validated_data["strategy"] == OffsetEdit.Strategy.STORE_OFFSET:
+        return stage_store_offsets(**fields, **data.store_inputs())
+    return stage_edit(**fields, request=data.request())
 
 
 @extend_schema(
@@ -82,15 +96,7 @@ def edit_list(request: Request) -> Response:
         cluster = get_cluster(request, data.validated_data["cluster"])
         if not can_stage(request.user, cluster, data.validated_data["connector"]):
             raise PermissionDenied("Staging offset edits needs the editor role.")
-        edit = run_service(
-            lambda: stage_edit(
-                cluster=cluster,
-                connector=data.validated_data["connector"],
-                user=request.user,
-                request=data.request(),
-                comment=data.validated_data["comment"],
-            )
-        )
+        edit = run_service(lambda: _stage(cluster, data, request.user))
         return Response(EditDetailOutput(edit).data, status=status.HTTP_201_CREATED)
     query = EditFilter(data=request.query_params)
     query.is_valid(raise_exception=True)

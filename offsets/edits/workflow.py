@@ -21,7 +21,7 @@ from offsets.edits.errors import (
     EditStateConflict,
 )
 from offsets.edits.imports import IMPORT_MAX_BYTES, import_document
-from offsets.edits.kinds import kind_for, move, offset_changes, removal
+from offsets.edits.kinds import kind_for, move, offset_changes, removal, sink_store
 from offsets.edits.kinds.move import can_resume_on_target, resume_on_target
 from offsets.edits.kinds.offset_changes import can_stage_restore, stage_restore
 from offsets.edits.live import current_offsets
@@ -41,6 +41,27 @@ def stage_edit(
     """Stage an offset change (set, add, delete, restore, a sink strategy) as a draft."""
     return offset_changes.KIND.stage(
         cluster=cluster, connector=connector, user=user, request=request, comment=comment
+    )
+
+
+def stage_store_offsets(
+    *,
+    cluster: Cluster,
+    connector: str,
+    user,
+    value: int,
+    partitions: list[tuple[str, int]] | None = None,
+    comment: str = "",
+) -> OffsetEdit:
+    """Stage setting a sink's offsets in its own store (a group on another cluster, the
+    plugin's file) to `value`, as a draft."""
+    return sink_store.KIND.stage(
+        cluster=cluster,
+        connector=connector,
+        user=user,
+        comment=comment,
+        value=value,
+        partitions=partitions,
     )
 
 
@@ -132,6 +153,7 @@ __all__ = [
     "stage_move",
     "stage_removal",
     "stage_restore",
+    "stage_store_offsets",
     "stale_after",
     "stop_for_edit",
     "submit_edit",

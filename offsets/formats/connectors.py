@@ -37,6 +37,7 @@ __all__ = [
     "sink_offset_reset",
     "sink_topics",
     "source_offsets_topics",
+    "suggested_offsets_file",
 ]
 
 logger = logging.getLogger(__name__)
@@ -278,6 +279,14 @@ def manages_offsets_externally(
         *EXTERNAL_OFFSETS_SINK_CLASSES,
         *known_classes,
     }
+
+
+def suggested_offsets_file(properties: Mapping[str, str | None]) -> str | None:
+    """The offsets file of the project's own ExternalOffsetsSink (its `offsets.file`): the
+    store the connector page suggests for it; None for any other class."""
+    if (properties.get("connector.class") or "").strip() not in EXTERNAL_OFFSETS_SINK_CLASSES:
+        return None
+    return (properties.get("offsets.file") or "").strip() or None
 
 
 def source_offsets_topics(

@@ -17,6 +17,7 @@ from offsets.models.refresh import (
     SourceOffset,
 )
 from offsets.models.scheduling import SchedulerBeat
+from offsets.models.sink_stores import SinkOffsetsStore
 
 __all__ = [
     "AlertDelivery",
@@ -41,6 +42,7 @@ __all__ = [
     "RewindEvent",
     "Role",
     "SchedulerBeat",
+    "SinkOffsetsStore",
     "SinkPartitionLag",
     "SourceOffset",
 ]

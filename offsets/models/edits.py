@@ -62,6 +62,8 @@ class OffsetEdit(models.Model):
         DURATION = "duration", "Back by a duration"
         COPY_GROUP = "copy-group", "Copy from another consumer group"
         DELETE_OFFSETS = "delete-offsets", "Delete committed offsets"
+        # A sink whose offsets live outside Connect's group (SinkOffsetsStore).
+        STORE_OFFSET = "store-offset", "Set offsets in the sink's own store"
         # Both.
         IMPORT = "import", "Imported document"
         # The connector itself: created on another cluster with these offsets (KIP-980),

@@ -137,6 +137,10 @@ class ConnectorSnapshot(models.Model):
     source_alias = models.CharField(max_length=255, blank=True)
     upstream_cluster = models.CharField(max_length=63, blank=True)
     upstream_error = models.TextField(blank=True)
+    # A sink whose offsets an admin placed outside Connect's group (SinkOffsetsStore): where
+    # this refresh read them ("" for Connect's group) and why they could not be read.
+    offsets_store = models.CharField(max_length=1000, blank=True)
+    offsets_store_error = models.TextField(blank=True)
     updated_at = models.DateTimeField()
 
     class Meta:

@@ -92,6 +92,14 @@ class MirrorUpstreamFacts:
 
 
 @dataclass
+class StoreFacts:
+    """Where a sink's offsets were read when an admin set its store (offsets.sink_stores)."""
+
+    where: str
+    error: str = ""  # why they could not be read (masked): the sink then has no lag
+
+
+@dataclass
 class SinkResults:
     """The sinks' and the mirrors' lag as sampled from Kafka (offsets.refresh.sinks, .mirrors)."""
 
@@ -102,3 +110,5 @@ class SinkResults:
     orphan_groups: dict[str, int] = field(default_factory=dict)
     # Each MirrorSourceConnector's upstream: {connector: facts}.
     mirrors: dict[str, MirrorUpstreamFacts] = field(default_factory=dict)
+    # Each sink whose store an admin set outside Connect's group: {connector: facts}.
+    stores: dict[str, StoreFacts] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from pathlib import Path
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from offsets import connect_state
+from offsets import connect_state, sink_stores
 from offsets.alerts import evaluation
 from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -144,6 +144,7 @@ def _compute(
                     now_ms=now_ms,
                     recent=sinks.recent_samples(cluster, names),
                     known=sinks.known_time_lags(cluster),
+                    stores=_store_settings(cluster, state),
                 )
             return compute.merge_inputs(spark, cluster, state.connectors, full=full)
 
@@ -162,6 +163,18 @@ def _compute(
         lags = sampling.result()
         _sample_mirrors(cluster, state, sources, lags, now_ms=now_ms, phase=phase)
         return Refreshed(state, planned, inputs, sources, lags, full)
+
+
+def _store_settings(
+    cluster: Cluster, state: connect_state.ConnectState
+) -> dict[str, sink_stores.StoreSetting]:
+    """The stores an admin set for the cluster's sinks, read here: the sampling reads no
+    database."""
+    groups = {c.name: c.sink_group or "" for c in state.connectors}
+    return {
+        name: sink_stores.setting_of(row, sink_group=groups.get(name, ""))
+        for name, row in sink_stores.stores_of(cluster).items()
+    }
 
 
 def _plan_again_full(

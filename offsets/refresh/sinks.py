@@ -14,9 +14,19 @@ from offsets.formats.connectors import (
     sink_topics,
 )
 from offsets.formats.history_rules import LagPoint, LagStatus, partition_lag_status
-from offsets.kafka import admin, groups, reading
+from offsets.formats.masking import mask_text
+from offsets.kafka import admin, reading
+from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, LagSample, SinkPartitionLag
-from offsets.refresh.results import KnownTimeLags, SinkResults, ms_to_datetime
+from offsets.refresh.results import KnownTimeLags, SinkResults, StoreFacts, ms_to_datetime
+from offsets.sink_stores import (
+    CONNECT_GROUP,
+    REMOTE_GROUP,
+    StoreSetting,
+    StoreUnreadable,
+    connect_group,
+)
+from offsets.sink_stores import read as read_store
 
 # A sink connector's partition: (connector, (topic, partition)).
 Slot = tuple[str, tuple[str, int]]
@@ -75,27 +85,30 @@ def sample_sinks(
     now_ms: int,
     recent: RecentSamples,
     known: KnownTimeLags | None = None,
+    stores: dict[str, StoreSetting] | None = None,
 ) -> SinkResults:
-    """Sample every sink partition's lag and rate it with `recent` (`recent_samples`).
+    """Sample every sink partition's lag and rate it with `recent` (`recent_samples`), each
+    sink's offsets read from its store (`stores`: those an admin set; Connect's group else).
 
-    Reads Kafka only, not the database: it runs beside the Spark phase, on another thread.
+    Reads Kafka and the stores, not the database: it runs beside the Spark phase.
     """
+    stores = stores or {}
     sinks = sink_connectors(connectors)
     deleted = deleted_sinks(connectors)
     results = SinkResults()
     if not sinks and not deleted:
         return results
     kafka = cluster.kafka_settings()
-    by_group = groups.committed_offsets_of(kafka, [c.sink_group for c in [*sinks, *deleted]])
+    by_group = connect_group.read_many(kafka, [c.sink_group for c in [*sinks, *deleted]])
     results.orphan_groups = orphan_groups(deleted, by_group)
+    sinks, committed = _store_offsets(sinks, stores, by_group, results)
     if not sinks:
         return results
     existing = listed_topics(kafka, sinks)
-    committed = {c.name: by_group.get(c.sink_group, {}) for c in sinks}
     wanted = _wanted_partitions(sinks, existing, committed)
     marks = admin.watermarks(kafka, sorted({tp for tps in wanted.values() for tp in tps}))
     positions = _positions(sinks, wanted, committed, marks)
-    results.externally_managed.update(_externally_managed(sinks))
+    results.externally_managed.update(_externally_managed(sinks, stores))
     lagging = {slot: at for slot, at in positions.items() if at < marks[slot[1]][1]}
     lags_ms = time_lags(kafka, lagging, marks, known or {})
     sampled_at = ms_to_datetime(now_ms)
@@ -106,7 +119,7 @@ def sample_sinks(
                 cluster,
                 connector,
                 tp,
-                group=connector.sink_group,
+                group=_group_of(connector, stores.get(connector.name)),
                 committed=committed[connector.name].get(tp),
                 position=positions[(connector.name, tp)],
                 marks=marks[tp],
@@ -117,14 +130,49 @@ def sample_sinks(
     return results
 
 
-def _externally_managed(sinks: list[Connector]) -> set[str]:
-    """The sinks that keep their offsets elsewhere: their group's offsets (none, or stale
-    ones) are not where they resume from."""
+def _externally_managed(sinks: list[Connector], stores: dict[str, StoreSetting]) -> set[str]:
+    """The sinks known to keep their offsets elsewhere that no store setting places: their
+    group's offsets (none, or stale ones) are not where they resume from."""
     return {
         c.name
         for c in sinks
-        if manages_offsets_externally(c.config, settings.EXTERNAL_OFFSETS_SINK_CLASSES)
+        if c.name not in stores
+        and manages_offsets_externally(c.config, settings.EXTERNAL_OFFSETS_SINK_CLASSES)
     }
+
+
+def _store_offsets(
+    sinks: list[Connector],
+    stores: dict[str, StoreSetting],
+    by_group: dict[str, dict[admin.TopicPartitionKey, int]],
+    results: SinkResults,
+) -> tuple[list[Connector], dict[str, dict[admin.TopicPartitionKey, int]]]:
+    """Each sink's offsets, from its store (Connect's group unless set), and the sinks
+    measured: one whose store could not be read has no lag, its facts say why, and the
+    others are measured all the same."""
+    measured: list[Connector] = []
+    committed: dict[str, dict[admin.TopicPartitionKey, int]] = {}
+    for connector in sinks:
+        store = stores.get(connector.name)
+        if store is None or store.kind == CONNECT_GROUP:
+            committed[connector.name] = by_group.get(connector.sink_group, {})
+            measured.append(connector)
+            continue
+        facts = results.stores[connector.name] = StoreFacts(where=store.where())
+        try:
+            committed[connector.name] = read_store(store)
+        except (StoreUnreadable, KafkaError) as exc:
+            facts.error = mask_text(str(exc))
+            continue
+        measured.append(connector)
+    return measured, committed
+
+
+def _group_of(connector: Connector, store: StoreSetting | None) -> str:
+    """The group a sink partition's offsets were read from ("" for a file)."""
+    if store is None or store.kind == CONNECT_GROUP:
+        return connector.sink_group
+    return store.group_id if store.kind == REMOTE_GROUP else ""
 
 
 def listed_topics(kafka: dict, sinks: list[Connector]) -> dict[str, int]:

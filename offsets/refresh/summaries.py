@@ -124,8 +124,11 @@ def _offsets_fields(
     sink_lags = lags.get(connector.name, [])
     external = connector.name in sinks.externally_managed
     mirror = sinks.mirrors.get(connector.name)
-    # A mirror's lag is known when its upstream is registered and answered.
-    lagging = (connector.type == "sink" and not external) or bool(
+    store = sinks.stores.get(connector.name)
+    # A sink's lag is known unless its store is unknown or did not answer; a mirror's when
+    # its upstream is registered and answered.
+    unread = external or bool(store and store.error)
+    lagging = (connector.type == "sink" and not unread) or bool(
         mirror and mirror.cluster and not mirror.error
     )
     return {
@@ -147,6 +150,8 @@ def _offsets_fields(
         "source_alias": mirror.alias if mirror else "",
         "upstream_cluster": mirror.cluster if mirror else "",
         "upstream_error": mirror.error if mirror else "",
+        "offsets_store": store.where if store else "",
+        "offsets_store_error": store.error if store else "",
     }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.utils import timezone
 
-from offsets import faults
+from offsets import faults, sink_stores
 from offsets.edits import audit, drafts, route
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -324,7 +324,11 @@ def preview_edit(
         preview = preview_source(context=context, request=request, reader=reader)
     else:
         preview = preview_sink(context=context, request=request, reader=reader)
-    preview.warnings = _context_warnings(context) + preview.warnings
+    preview.warnings = [
+        *_context_warnings(context),
+        *_store_warnings(cluster, context),
+        *preview.warnings,
+    ]
     if not preview.change_count:
         reason = _quote_notes(preview.unchanged) or "every partition already has that offset"
         raise NothingToChange(f"Nothing to change: {reason}.", field=_main_field(request))
@@ -426,6 +430,18 @@ def _main_field(request: StageRequest) -> str:
         "restore": "at",
         "import": "document",
     }.get(request.strategy, "partitions")
+
+
+def _store_warnings(cluster: Cluster, context: Connector) -> list[str]:
+    """A sink whose offsets an admin placed outside Connect's group does not resume from it."""
+    row = None if context.is_source else sink_stores.store_of(cluster, context.name)
+    if row is None or row.kind == row.Kind.CONNECT_GROUP:
+        return []
+    return [
+        f"This sink's offsets are read from {sink_stores.setting_of(row).where()}, not from "
+        f"its group {context.group_id}: changing the group does not move it. Set them in its "
+        "store instead (store-offset)."
+    ]
 
 
 def _context_warnings(context: Connector) -> list[str]:

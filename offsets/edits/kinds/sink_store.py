@@ -1,0 +1,240 @@
+"""Offsets set in a sink's own store: a consumer group on another registered cluster (KIP-656's
+MirrorSinkTask), or the project's plugin's offsets file (SinkOffsetsStore says which).
+
+The same contract as every kind: staged with its diff against the store read now, then
+submitted, approved, lock-checked, written, read back and audited, each entry naming the
+store. The lock check is the store's own: the connector stopped on its Connect cluster,
+a group on another cluster without members there, and nothing moved since staging. A file
+is replaced whole and atomically (`plugin_file.write`), the connector stopped.
+"""
+
+from django.conf import settings
+
+from offsets import sink_stores
+from offsets.edits import drafts
+from offsets.edits.errors import EditInputError, NothingToChange
+from offsets.edits.kinds.base import Attempt, EditKind
+from offsets.edits.live import LiveReader, read_connector, sink_partitions
+from offsets.edits.outcome import fail, finish, sink_offset, sink_values
+from offsets.formats import edit_rules
+from offsets.formats.edit_rules import CheckResult, Observed, PartitionLog
+from offsets.kafka import groups, reading
+from offsets.models import AuditEvent, Cluster, OffsetEdit, SinkOffsetsStore
+from offsets.sink_stores import (
+    PLUGIN_FILE,
+    REMOTE_GROUP,
+    StoreOffsets,
+    StoreSetting,
+    StoreUnreadable,
+    plugin_file,
+)
+
+State = OffsetEdit.State
+Action = AuditEvent.Action
+STRATEGY = OffsetEdit.Strategy.STORE_OFFSET
+
+
+class SinkStoreOffsets(EditKind):
+    name = "sink-store"
+    strategies = (STRATEGY,)
+
+    def stage(
+        self,
+        *,
+        cluster: Cluster,
+        connector: str,
+        user,
+        comment: str = "",
+        value: int,
+        partitions: list[tuple[str, int]] | None = None,
+    ) -> OffsetEdit:
+        """Stage setting the sink's offsets in its store to `value` (clamped to each log),
+        on `partitions` or every partition it reads."""
+        drafts.require_editor(user, cluster, connector)
+        store = _setting(cluster, connector)
+        reader = LiveReader(cluster)
+        context = read_connector(cluster=cluster, connector=connector, reader=reader)
+        if context.type != "sink":
+            raise EditInputError(f"{connector} is not a sink.", field="connector")
+        before = sink_stores.read(store)
+        scope = sorted(set(partitions)) if partitions else None
+        scope = scope or sink_partitions(context=context, reader=reader, committed=before)
+        rows, warnings = _changes(reader, scope, before, value)
+        if not rows:
+            raise NothingToChange("Every partition already holds that offset in the store.")
+        parameters = {
+            "value": value,
+            "partitions": [list(tp) for tp in partitions] if partitions else None,
+            "store": _store_parameters(store),
+        }
+        draft = drafts.Draft(
+            cluster=cluster,
+            connector=connector,
+            connector_type=OffsetEdit.ConnectorType.SINK,
+            strategy=STRATEGY,
+            parameters=parameters,
+            warnings=warnings,
+            rows=rows,
+            group_id=store.group_id,
+            audit_extra={"store": store.where()},
+        )
+        return drafts.save(draft, user=user, comment=comment)
+
+    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+        partitions = edit.parameters.get("partitions")
+        return {
+            "value": edit.parameters["value"],
+            "partitions": [tuple(tp) for tp in partitions] if partitions else None,
+        }
+
+    def unreadable(self, attempt: Attempt, exc: Exception) -> str | None:
+        if isinstance(exc, StoreUnreadable):
+            return f"The lock check could not read the sink's store: {exc}"
+        return super().unreadable(attempt, exc)
+
+    def lock_checks(self, edit: OffsetEdit) -> list[CheckResult]:
+        """Connector stopped on its Connect cluster, the store's group without members on
+        its own cluster, nothing moved in the store since staging."""
+        store = stored_setting(edit)
+        context = read_connector(cluster=edit.cluster, connector=edit.connector)
+        checks = [context.stopped_check()]
+        if store.kind == REMOTE_GROUP:
+            group = groups.describe_group(
+                store.kafka, store.group_id, timeout=settings.KAFKA_READ_TIMEOUT
+            )
+            checks.append(
+                edit_rules.check_group_inactive(
+                    group_id=f"{store.group_id} on {store.cluster}",
+                    state=group.state,
+                    member_count=group.member_count,
+                )
+            )
+        values = sink_values(edit.changes.all(), sink_stores.read(store))
+        observed = [Observed(label, before, current) for label, before, _, current in values]
+        checks.append(edit_rules.check_nothing_moved(observed))
+        return checks
+
+    def write(self, attempt: Attempt) -> dict | None:
+        """Commit the group's new offsets on its cluster, or replace the file atomically."""
+        edit = attempt.edit
+        store = stored_setting(edit)
+        after = {
+            (change.topic, change.kafka_partition): sink_offset(change.after)
+            for change in edit.changes.all()
+        }
+        if store.kind == REMOTE_GROUP:
+            groups.alter_offsets(
+                store.kafka, store.group_id, after, timeout=settings.KAFKA_WRITE_TIMEOUT
+            )
+        else:
+            plugin_file.write(store, {**sink_stores.read(store), **after})
+        return {"store": store.where(), "written": len(after)}
+
+    def verify(self, attempt: Attempt, written: dict) -> OffsetEdit:
+        """Read the store back: applied if every touched partition holds its new value."""
+        edit, user, checks = attempt.edit, attempt.user, attempt.checks
+        settled = _settle(edit)
+        extra = {**written, "verified": settled.outcome == "applied"}
+        if settled.outcome == "applied":
+            extra["verification"] = settled.message
+            return finish(edit, State.APPLIED, Action.APPLIED, user, checks=checks, extra=extra)
+        error = f"The write was acknowledged but reading it back disagrees: {settled.message}"
+        return fail(edit, user, checks, error, extra)
+
+    def reconcile(
+        self, edit: OffsetEdit, user, *, error: str = "", comment: str = ""
+    ) -> OffsetEdit:
+        """Read the store back: all new -> applied, all old -> failed, else conflict."""
+        settled = _settle(edit)
+        details = {"reconciled": settled.message, "store": stored_setting(edit).where()}
+        if settled.outcome == "applied":
+            state, why = State.APPLIED, ""
+        elif settled.outcome == "not-applied":
+            state = State.FAILED
+            why = f"{error or 'The apply was interrupted before its write.'} {settled.message}"
+        else:
+            state, why = State.CONFLICT, settled.message
+        return finish(
+            edit, state, Action.RECONCILED, user, comment=comment, error=why, extra=details
+        )
+
+    def describe(self, edit: OffsetEdit) -> dict:
+        return {"offsets_store": _where(edit.parameters.get("store", {}))}
+
+
+KIND = SinkStoreOffsets()
+
+
+def stored_setting(edit: OffsetEdit) -> StoreSetting:
+    """The store the edit was staged against, its group's cluster looked up now."""
+    store = edit.parameters["store"]
+    if store["kind"] == REMOTE_GROUP:
+        hosting = Cluster.objects.get(name=store["cluster"])
+        return StoreSetting(
+            REMOTE_GROUP,
+            group_id=store["group_id"],
+            cluster=hosting.name,
+            kafka=hosting.kafka_settings(),
+        )
+    return StoreSetting(PLUGIN_FILE, path=store["path"])
+
+
+def _setting(cluster: Cluster, connector: str) -> StoreSetting:
+    """The sink's store outside Connect's group, or why an edit of it cannot be staged."""
+    row = sink_stores.store_of(cluster, connector)
+    if row is None or row.kind == SinkOffsetsStore.Kind.CONNECT_GROUP:
+        raise EditInputError(
+            f"{connector} keeps its offsets in Connect's group: edit them with the sink "
+            "strategies.",
+            field="connector",
+        )
+    return sink_stores.setting_of(row)
+
+
+def _changes(
+    reader: LiveReader, scope: list[tuple[str, int]], before: StoreOffsets, value: int
+) -> tuple[list, list[str]]:
+    """The rows of the partitions `value` changes (clamped to each log), and the warnings."""
+    marks = reading.confirmed_watermarks(reader.kafka, scope, timeout=settings.KAFKA_READ_TIMEOUT)
+    rows, warnings = [], []
+    for tp in scope:
+        if tp not in marks:
+            raise EditInputError(f"{tp[0]}-{tp[1]} does not exist.", field="partitions")
+        target = edit_rules.clamp(value, PartitionLog(tp[0], tp[1], marks[tp].low, marks[tp].high))
+        warnings += target.warnings
+        if before.get(tp) != target.offset:
+            rows.append(
+                drafts.sink_row(
+                    topic=tp[0],
+                    partition=tp[1],
+                    before=before.get(tp),
+                    after=target.offset,
+                    is_new=tp not in before,
+                )
+            )
+    return rows, warnings
+
+
+def _store_parameters(store: StoreSetting) -> dict:
+    return {
+        "kind": store.kind,
+        "group_id": store.group_id,
+        "cluster": store.cluster,
+        "path": store.path,
+    }
+
+
+def _where(parameters: dict) -> str:
+    if not parameters:
+        return ""
+    return StoreSetting(
+        parameters["kind"],
+        group_id=parameters["group_id"],
+        cluster=parameters["cluster"],
+        path=parameters["path"],
+    ).where()
+
+
+def _settle(edit: OffsetEdit) -> edit_rules.Settled:
+    current: StoreOffsets = sink_stores.read(stored_setting(edit))
+    return edit_rules.settle(sink_values(edit.changes.all(), current))
