@@ -105,11 +105,12 @@ def standalone_state(cluster: Cluster, offsets: standalone_worker.OffsetsFile) -
 
 
 def file_connectors(entries: dict[bytes, bytes | None]) -> set[str]:
-    """The connectors an offsets file's well-formed keys name."""
+    """The connectors an offsets file's well-formed keys name with an offset (a reset one is
+    forgotten, as a connector whose offsets topic keys are all tombstones is)."""
     names = set()
     for key, value in entries.items():
         parsed = parse_offset_record(key, value)
-        if isinstance(parsed, SourceOffsetRecord):
+        if isinstance(parsed, SourceOffsetRecord) and value is not None:
             names.add(parsed.connector)
     return names
 

@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from offsets.edits.errors import ConnectorNotFound
+from offsets.edits.route import STANDALONE_FILE, choose_route
 from offsets.formats.standalone_offsets_file import decode, encode
+from offsets.kafka.standalone_worker import OffsetsFileProblem
 from offsets.models import Cluster, ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
+from offsets.services.offsets_export import export_connector
+from tests.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +52,7 @@ def test_it_shows_the_files_connectors_and_offsets(worker):
     assert (run.status, run.error) == (RefreshRun.Status.SUCCEEDED, "")
     assert run.records_read == 2
     names = set(ConnectorSnapshot.objects.filter(cluster=worker).values_list("name", flat=True))
-    assert names == {"file-source", "file-source-2"}
+    assert names == {"file-source"}  # file-source-2's one offset was reset
     offset = SourceOffset.objects.get(cluster=worker, connector="file-source")
     assert (offset.partition, offset.offset) == (
         {"filename": "/tmp/sa-vec/input.txt"},
@@ -135,3 +140,29 @@ def test_hostile_connector_names_are_data(worker, offsets_file):
     offsets_file.write_bytes(encode({key: b'{"position":1}'}))
     assert refreshed(worker).status == RefreshRun.Status.SUCCEEDED
     assert ConnectorSnapshot.objects.get(cluster=worker).name == name
+
+
+def test_an_export_reads_the_file_as_the_worker_answers_get_offsets(worker):
+    # What the real worker answered GET /connectors/{c}/offsets with when it wrote the file.
+    assert export_connector(cluster=worker, connector="file-source") == {
+        "offsets": [
+            {"partition": {"filename": "/tmp/sa-vec/input.txt"}, "offset": {"position": 34}}
+        ]
+    }
+    # Reset and not in a worker (none answers here): gone, as in a distributed cluster.
+    with pytest.raises(ConnectorNotFound):
+        export_connector(cluster=worker, connector="file-source-2")
+
+
+def test_an_export_of_a_broken_file_names_it(worker, offsets_file):
+    offsets_file.write_bytes(b"\xac\xed")
+    with pytest.raises(OffsetsFileProblem, match=f"{offsets_file} .*at byte 2"):
+        export_connector(cluster=worker, connector="file-source")
+
+
+def test_a_source_edit_of_a_worker_that_does_not_run_is_refused_not_written_to_kafka(worker, user):
+    edit = make_edit(worker, user, connector="file-source")
+    chosen = choose_route(edit)
+    assert not chosen.through_worker
+    assert chosen.refusal == chosen.reason
+    assert "no Connect worker URL" in chosen.reason and STANDALONE_FILE in chosen.reason

@@ -84,6 +84,8 @@ class _Reader:
     def expect(self, expected: bytes, what: str) -> None:
         start = self.position
         chunk = self.data[start : start + len(expected)]
+        if len(chunk) < len(expected) and chunk == expected[: len(chunk)]:
+            raise OffsetsFileError(f"The file ends inside {what}", len(self.data))
         for offset, (got, wanted) in enumerate(zip(chunk, expected, strict=False)):
             if got != wanted:
                 raise OffsetsFileError(

@@ -15,13 +15,18 @@ from offsets.formats.status_records import ConnectorStatus, StatusSnapshot, Task
 from offsets.kafka.connect_answers import ConnectRestError
 from offsets.kafka.connect_rest import ConnectorStatus as RestStatus
 from offsets.kafka.connect_rest import ConnectRest
+from offsets.kafka.errors import KafkaUnavailable
 
 # The target state a REST status implies (a standalone worker has no config topic to say it).
 _TARGET_STATES = {"PAUSED": "PAUSED", "STOPPED": "STOPPED"}
 
 
-class OffsetsFileProblem(RuntimeError):
-    """The offsets file cannot be read, or is not one a standalone worker writes."""
+class OffsetsFileProblem(KafkaUnavailable):
+    """The offsets file cannot be read, or is not one a standalone worker writes.
+
+    A KafkaUnavailable: to the pages, the API and the refresh it is the worker's offsets store
+    out of reach, as an unreachable offsets topic is for a distributed cluster.
+    """
 
 
 @dataclass(frozen=True)
