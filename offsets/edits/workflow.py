@@ -21,7 +21,7 @@ from offsets.edits.errors import (
     EditStateConflict,
 )
 from offsets.edits.imports import IMPORT_MAX_BYTES, import_document
-from offsets.edits.kinds import kind_for, move, offset_changes, removal
+from offsets.edits.kinds import kind_for, move, offline_file, offset_changes, removal
 from offsets.edits.kinds.move import can_resume_on_target, resume_on_target
 from offsets.edits.kinds.offset_changes import can_stage_restore, stage_restore
 from offsets.edits.live import current_offsets
@@ -40,6 +40,15 @@ def stage_edit(
 ) -> OffsetEdit:
     """Stage an offset change (set, add, delete, restore, a sink strategy) as a draft."""
     return offset_changes.KIND.stage(
+        cluster=cluster, connector=connector, user=user, request=request, comment=comment
+    )
+
+
+def stage_offline(
+    *, cluster: Cluster, connector: str, user, request: StageRequest, comment: str = ""
+) -> OffsetEdit:
+    """Stage an offset change of a stopped standalone worker, written to its offsets file."""
+    return offline_file.KIND.stage(
         cluster=cluster, connector=connector, user=user, request=request, comment=comment
     )
 
@@ -130,6 +139,7 @@ __all__ = [
     "stage_cleanup",
     "stage_edit",
     "stage_move",
+    "stage_offline",
     "stage_removal",
     "stage_restore",
     "stale_after",

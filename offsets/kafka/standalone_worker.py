@@ -6,6 +6,8 @@ topics say of a distributed cluster comes from its REST API here, when it answer
 """
 
 import hashlib
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,3 +121,61 @@ def _status(status: RestStatus) -> ConnectorStatus:
             for task, state in enumerate(status.tasks)
         },
     )
+
+
+def file_is_still(path: str, *, pause: float) -> tuple[OffsetsFile, bool]:
+    """Read the file twice, `pause` seconds apart: the second read, and whether the bytes
+    were the same both times (a running worker rewrites it at every offset flush)."""
+    first = read_offsets_file(path)
+    time.sleep(pause)
+    second = read_offsets_file(path)
+    return second, first.sha256 == second.sha256
+
+
+def replace_offsets_file(path: str, data: bytes, *, expected_sha256: str, backup_name: str) -> str:
+    """Replace the file with `data` as one rename, keeping the bytes it held as `backup_name`
+    beside it; return the backup's path.
+
+    Refuses (OffsetsFileProblem) when the file's bytes are no longer those hashed as
+    `expected_sha256`, or are not a file the worker writes: a corrupt file is never replaced.
+    The new bytes are written aside in the same directory and flushed to disk, then renamed
+    over the file, and the directory is flushed, so a crash leaves the old file or the new
+    one, never a mix; the backup is on disk before the rename.
+    """
+    target = Path(path)
+    current = read_offsets_file(path)  # raises for a corrupt or truncated file
+    if current.sha256 != expected_sha256:
+        raise OffsetsFileProblem(
+            f"The offsets file {path} changed since the edit was checked: nothing written."
+        )
+    held = target.read_bytes()
+    if hashlib.sha256(held).hexdigest() != expected_sha256:
+        raise OffsetsFileProblem(f"The offsets file {path} changed while it was being replaced.")
+    backup = target.with_name(backup_name)
+    _write_durably(backup, held, exclusive=True)
+    aside = target.with_name(f".{target.name}.{backup_name}.new")
+    _write_durably(aside, data, exclusive=True)
+    os.chmod(aside, target.stat().st_mode & 0o7777)  # the worker's own permissions
+    os.replace(aside, target)
+    _flush_directory(target.parent)
+    return str(backup)
+
+
+def _write_durably(path: Path, data: bytes, *, exclusive: bool) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    descriptor = os.open(path, flags, 0o644)
+    try:
+        with os.fdopen(descriptor, "wb", closefd=False) as handle:
+            handle.write(data)
+            handle.flush()
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _flush_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
