@@ -150,3 +150,39 @@ def test_the_file_is_read_twice_while_staging(worker, offsets_file, editor, monk
     monkeypatch.setattr(standalone_worker, "read_offsets_file", changing)
     with pytest.raises(EditStateConflict, match="changed while the edit was staged"):
         staged(worker, editor)
+
+
+def test_a_source_change_of_a_stopped_worker_is_staged_as_an_offline_edit(worker, editor):
+    request = StageRequest("set", partition=PARTITION, offset={"position": 10})
+    edit = workflow.stage_edit(
+        cluster=worker, connector="file-source", user=editor, request=request
+    )
+    assert edit.strategy == OffsetEdit.Strategy.OFFLINE_FILE
+    assert edit.parameters["as"] == "set"
+
+
+def test_a_restore_is_not_an_offline_edit(worker, editor):
+    with pytest.raises(EditInputError, match="not 'restore'"):
+        staged_as(worker, editor, StageRequest("restore"))
+
+
+def staged_as(worker, editor, request):
+    return workflow.stage_offline(
+        cluster=worker, connector="file-source", user=editor, request=request
+    )
+
+
+def test_the_edit_page_shows_an_offline_edit_and_its_checks(
+    worker, offsets_file, editor, approver, client
+):
+    edit = workflow.apply_edit(
+        edit=approved(staged(worker, editor), editor, approver), user=approver
+    )
+    client.force_login(approver)
+    page = client.get(f"/clusters/{worker.name}/edits/{edit.pk}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Written to a stopped standalone worker&#x27;s offsets file" in text
+    assert "No worker answers at the REST URL" in text
+    connector_page = client.get(f"/clusters/{worker.name}/connectors/file-source/edits/")
+    assert connector_page.status_code == 200

@@ -166,3 +166,17 @@ def test_a_source_edit_of_a_worker_that_does_not_run_is_refused_not_written_to_k
     assert not chosen.through_worker
     assert chosen.refusal == chosen.reason
     assert "no Connect worker URL" in chosen.reason and STANDALONE_FILE in chosen.reason
+
+
+def test_the_pages_show_a_refreshed_standalone_worker(worker, client, user):
+    refreshed(worker)
+    client.force_login(user)
+    for page in (
+        "/",
+        f"/clusters/{worker.name}/connectors/",
+        f"/clusters/{worker.name}/connectors/file-source/",
+        f"/clusters/{worker.name}/live/",
+    ):
+        response = client.get(page)
+        assert response.status_code == 200, page
+        assert "file-source" in response.content.decode() or page == "/", page

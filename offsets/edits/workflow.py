@@ -38,7 +38,15 @@ from offsets.models import Cluster, OffsetEdit
 def stage_edit(
     *, cluster: Cluster, connector: str, user, request: StageRequest, comment: str = ""
 ) -> OffsetEdit:
-    """Stage an offset change (set, add, delete, restore, a sink strategy) as a draft."""
+    """Stage an offset change (set, add, delete, restore, a sink strategy) as a draft.
+
+    A source change of a standalone worker that does not run is staged as an offline edit of
+    its offsets file: only a running worker writes them otherwise.
+    """
+    if offline_file.suits(cluster, request):
+        return stage_offline(
+            cluster=cluster, connector=connector, user=user, request=request, comment=comment
+        )
     return offset_changes.KIND.stage(
         cluster=cluster, connector=connector, user=user, request=request, comment=comment
     )

@@ -19,7 +19,7 @@ from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.kinds.base import Attempt, EditKind
 from offsets.edits.kinds.offset_changes import draft, preview_edit
 from offsets.edits.outcome import fail, finish, settle_live
-from offsets.edits.preview import SOURCE_STRATEGIES, StageRequest
+from offsets.edits.preview import StageRequest
 from offsets.formats.edit_rules import CheckResult
 from offsets.formats.standalone_offsets_file import encode
 from offsets.kafka import standalone_worker
@@ -29,8 +29,9 @@ from offsets.models import AuditEvent, Cluster, OffsetEdit
 
 State = OffsetEdit.State
 Action = AuditEvent.Action
-# The diffs an offline edit makes: a source offset change, or a document's.
-STAGED_AS = (*SOURCE_STRATEGIES, OffsetEdit.Strategy.IMPORT)
+# The diffs an offline edit makes: a source offset change, or a document's (a restore needs
+# the history of writes, which the file does not keep).
+STAGED_AS = ("set", "add", "delete", OffsetEdit.Strategy.IMPORT)
 # The checks' names, as the edit page lists them.
 WORKER_STOPPED = "worker-not-answering"
 FILE_AS_STAGED = "file-as-staged"
@@ -161,6 +162,16 @@ class OfflineFile(EditKind):
 
     def describe(self, edit: OffsetEdit) -> dict:
         return {"offsets_file": edit.cluster.offsets_file}
+
+
+def suits(cluster: Cluster, request: StageRequest) -> bool:
+    """Whether an offset change is staged as an offline edit: a set, add, delete or import of
+    a standalone worker that does not answer (it is asked now)."""
+    return (
+        cluster.is_standalone
+        and request.strategy in STAGED_AS
+        and worker_stopped_check(cluster).passed
+    )
 
 
 def worker_stopped_check(cluster: Cluster) -> CheckResult:
