@@ -138,7 +138,7 @@ def test_only_a_standalone_worker_has_offline_edits(editor):
         staged(cluster, editor)
 
 
-def test_the_file_is_read_twice_while_staging(worker, offsets_file, editor, monkeypatch):
+def test_a_file_changing_while_staging_refuses_the_edit(worker, offsets_file, editor, monkeypatch):
     # A worker flushing while the edit is staged: every read finds other bytes.
     reads = (f"read {n}" for n in itertools.count())
     real = standalone_worker.read_offsets_file
@@ -186,3 +186,15 @@ def test_the_edit_page_shows_an_offline_edit_and_its_checks(
     assert "No worker answers at the REST URL" in text
     connector_page = client.get(f"/clusters/{worker.name}/connectors/file-source/edits/")
     assert connector_page.status_code == 200
+
+
+def test_an_import_for_a_stopped_worker_is_staged_as_offline_edits(worker, editor):
+    document = {"offsets": [{"partition": PARTITION, "offset": {"position": 3}}]}
+    result = workflow.import_document(
+        cluster=worker, user=editor, data=document, connector="file-source"
+    )
+    [edit] = result.edits
+    assert (edit.strategy, edit.parameters["as"]) == (OffsetEdit.Strategy.OFFLINE_FILE, "import")
+    assert [c.after for c in edit.changes.all()] == [{"position": 3}]
+    entry = AuditEvent.objects.get(edit=edit, action=AuditEvent.Action.IMPORTED)
+    assert entry.details["offsets_file"] == str(worker.offsets_file)

@@ -34,10 +34,13 @@ class LiveReader:
         self._statuses: StatusSnapshot | None = None
         self._latest: dict[str, LatestOffsets] = {}
         self._counts: dict[str, int] | None = None
+        # A standalone worker's offsets file, once read (its hash dates an offline edit).
+        self.offsets_file: standalone_worker.OffsetsFile | None = None
 
     def records(self, topic: str) -> list[reading.RawRecord]:
         if topic not in self._records and self._from_file(topic):
-            self._records[topic] = _file_records(self.cluster)
+            self.offsets_file = standalone_worker.read_offsets_file(self.cluster.offsets_file)
+            self._records[topic] = _file_records(topic, self.offsets_file)
         if topic not in self._records:
             self._records[topic] = list(
                 reading.read_topic(
@@ -97,12 +100,11 @@ class LiveReader:
         return groups.committed_offsets(self.kafka, group_id, timeout=settings.KAFKA_READ_TIMEOUT)
 
 
-def _file_records(cluster: Cluster) -> list[reading.RawRecord]:
+def _file_records(topic: str, read: standalone_worker.OffsetsFile) -> list[reading.RawRecord]:
     """A standalone worker's offsets file as records of its offsets topic, in file order."""
-    entries = standalone_worker.read_offsets_file(cluster.offsets_file).entries
     return [
-        reading.RawRecord(cluster.offsets_topic, 0, index, 0, key, value)
-        for index, (key, value) in enumerate(entries.items())
+        reading.RawRecord(topic, 0, index, 0, key, value)
+        for index, (key, value) in enumerate(read.entries.items())
     ]
 
 

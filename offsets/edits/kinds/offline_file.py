@@ -18,6 +18,7 @@ from offsets.edits import drafts
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.kinds.base import Attempt, EditKind
 from offsets.edits.kinds.offset_changes import draft, preview_edit
+from offsets.edits.live import LiveReader
 from offsets.edits.outcome import fail, finish, settle_live
 from offsets.edits.preview import StageRequest
 from offsets.formats.edit_rules import CheckResult
@@ -59,18 +60,9 @@ class OfflineFile(EditKind):
                 f"not {request.strategy!r}.",
                 field="strategy",
             )
-        before = standalone_worker.read_offsets_file(cluster.offsets_file)
-        preview = preview_edit(cluster=cluster, connector=connector, request=request)
-        after = standalone_worker.read_offsets_file(cluster.offsets_file)
-        if after.sha256 != before.sha256:
-            raise EditStateConflict(
-                f"The offsets file {cluster.offsets_file} changed while the edit was staged "
-                "(is the worker running?): stage it again once it is stopped."
-            )
-        saved = draft(preview, cluster)
-        saved.strategy = OffsetEdit.Strategy.OFFLINE_FILE
-        saved.parameters = {**saved.parameters, "as": request.strategy, "file": before.sha256}
-        saved.audit_extra = {"offsets_file": cluster.offsets_file, "file_sha256": before.sha256}
+        reader = LiveReader(cluster)
+        preview = preview_edit(cluster=cluster, connector=connector, request=request, reader=reader)
+        saved = offline(draft(preview, cluster), staged_as=request.strategy, reader=reader)
         return drafts.save(saved, user=user, comment=comment)
 
     def restage_inputs(self, edit: OffsetEdit) -> dict | None:
@@ -162,6 +154,25 @@ class OfflineFile(EditKind):
 
     def describe(self, edit: OffsetEdit) -> dict:
         return {"offsets_file": edit.cluster.offsets_file}
+
+
+def offline(saved: drafts.Draft, *, staged_as: str, reader: LiveReader) -> drafts.Draft:
+    """`saved`, an offset change's draft diffed with `reader`, as an offline edit dated by
+    the hash of the file the diff read.
+
+    The file is read once more: one that changed meanwhile is being written by a worker.
+    """
+    path = saved.cluster.offsets_file
+    read = reader.offsets_file
+    if read is None or standalone_worker.read_offsets_file(path).sha256 != read.sha256:
+        raise EditStateConflict(
+            f"The offsets file {path} changed while the edit was staged (is the worker "
+            "running?): stage it again once it is stopped."
+        )
+    saved.strategy = OffsetEdit.Strategy.OFFLINE_FILE
+    saved.parameters = {**saved.parameters, "as": staged_as, "file": read.sha256}
+    saved.audit_extra = {**saved.audit_extra, "offsets_file": path, "file_sha256": read.sha256}
+    return saved
 
 
 def suits(cluster: Cluster, request: StageRequest) -> bool:
