@@ -198,3 +198,14 @@ def test_an_import_for_a_stopped_worker_is_staged_as_offline_edits(worker, edito
     assert [c.after for c in edit.changes.all()] == [{"position": 3}]
     entry = AuditEvent.objects.get(edit=edit, action=AuditEvent.Action.IMPORTED)
     assert entry.details["offsets_file"] == str(worker.offsets_file)
+
+
+def test_an_offline_edit_is_staged_again_with_the_same_inputs(worker, editor):
+    edit = staged(worker, editor)
+    OffsetEdit.objects.filter(pk=edit.pk).update(state=OffsetEdit.State.CONFLICT)
+    edit.refresh_from_db()
+    again = workflow.restage_edit(edit=edit, user=editor)
+    assert again.strategy == OffsetEdit.Strategy.OFFLINE_FILE
+    assert [(c.before, c.after) for c in again.changes.all()] == [
+        ({"position": 34}, {"position": 10})
+    ]

@@ -6,6 +6,7 @@ standalone worker keeps its source offsets in a local file, which the session's 
 worker does not have. Each test stands alone (xdist may give them to different processes).
 """
 
+import struct
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from devkit.embedded import EmbeddedKafka, StartedWorker
 from devkit.standalone import start_standalone
 from offsets.edits import workflow
 from offsets.edits.preview import StageRequest
-from offsets.formats.standalone_offsets_file import decode
+from offsets.formats.standalone_offsets_file import HEADER, decode, encode, hashmap_sizing
 from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
 from offsets.services.offsets_export import export_connector
@@ -117,7 +118,9 @@ def test_the_dashboards_view_equals_the_workers_get_offsets(db, standalone, hist
     run.refresh_from_db()
     assert (run.status, run.error) == (RefreshRun.Status.SUCCEEDED, "")
     answer = standalone.rest.offsets(standalone.name)
-    stored = SourceOffset.objects.filter(cluster=cluster, connector=standalone.name)
+    stored = SourceOffset.objects.filter(
+        cluster=cluster, connector=standalone.name, offset__isnull=False
+    )
     assert canonical([{"partition": o.partition, "offset": o.offset} for o in stored]) == canonical(
         answer["offsets"]
     )
@@ -201,3 +204,32 @@ def test_a_truncated_file_is_a_clear_error_and_never_overwritten(
     assert run.status == RefreshRun.Status.FAILED
     assert str(copy) in run.error and "at byte" in run.error
     assert copy.read_bytes() == data[: len(data) - 5]
+
+
+def test_the_worker_sizes_its_map_as_the_encoder_does(standalone):
+    # 13 more partitions than the one it reads: past a HashMap's first table of 16.
+    rest = standalone.rest
+    rest.stop(standalone.name)
+    rest.wait_for_state(standalone.name, "STOPPED")
+    extra = [
+        {"partition": {"filename": f"/nowhere/{n}"}, "offset": {"position": n}} for n in range(13)
+    ]
+    try:
+        rest.patch_offsets(standalone.name, {"offsets": extra})
+        data = wait_until(
+            standalone.offsets_file.read_bytes,
+            lambda data: len(decode(data)) >= 14,
+            timeout=60,
+            what="14 entries in the file",
+        )
+        # After the header: loadFactor, threshold, then block data of 8 (0x7708): buckets, size.
+        at = len(HEADER) + 4
+        threshold, block, buckets, size = struct.unpack(">iHii", data[at : at + 14])
+        assert (block, size) == (0x7708, len(decode(data)))
+        assert (threshold, buckets) == hashmap_sizing(size)
+        assert decode(encode(decode(data))) == decode(data)
+    finally:
+        gone = [{"partition": entry["partition"], "offset": None} for entry in extra]
+        rest.patch_offsets(standalone.name, {"offsets": gone})
+        rest.call("PUT", f"/connectors/{standalone.name}/resume")
+    standalone.wait_for_position(byte_position(LINES, len(LINES)))

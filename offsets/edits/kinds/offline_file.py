@@ -22,6 +22,7 @@ from offsets.edits.live import LiveReader
 from offsets.edits.outcome import fail, finish, settle_live
 from offsets.edits.preview import StageRequest
 from offsets.formats.edit_rules import CheckResult
+from offsets.formats.offsets_json import PartitionOffset
 from offsets.formats.standalone_offsets_file import encode
 from offsets.kafka import standalone_worker
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError, ConnectUnreachable
@@ -66,9 +67,15 @@ class OfflineFile(EditKind):
         return drafts.save(saved, user=user, comment=comment)
 
     def restage_inputs(self, edit: OffsetEdit) -> dict | None:
-        if edit.parameters.get("as") == OffsetEdit.Strategy.IMPORT:
-            return None  # the document's entries are not kept in the parameters
-        return {"request": StageRequest.from_parameters(edit.parameters["as"], edit.parameters)}
+        """The request it was staged as (an import's entries from its rows' targets)."""
+        staged_as = edit.parameters.get("as", "")
+        entries = None
+        if staged_as == OffsetEdit.Strategy.IMPORT:
+            entries = tuple(
+                PartitionOffset(partition=change.partition, offset=change.after)
+                for change in edit.changes.all()
+            )
+        return {"request": StageRequest.from_parameters(staged_as, edit.parameters, entries)}
 
     def lock_checks(self, edit: OffsetEdit) -> list[CheckResult]:
         """No worker answers; the file is the one staged, and it is not being written."""
