@@ -388,6 +388,11 @@ class EmbeddedKafka:
         """Stop a worker `start_worker` started (only a process of this run directory)."""
         self._stop_pid(worker.pid, timeout)
 
+    def start_process(self, command: list[str], log_path: Path, wait, what: str):
+        """Spawn `command` as one of this run directory's processes (`stop_worker` stops it),
+        waiting for it with `wait(process)`."""
+        return self._start_process(command, log_path, wait, what)
+
     def _start_process(self, command: list[str], log_path: Path, wait, what: str):
         """Spawn `command` and wait for it with `wait(process)`; killed if it never gets ready."""
         process = self._spawn(command, log_path)

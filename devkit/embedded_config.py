@@ -134,6 +134,30 @@ def worker_properties(
     )
 
 
+def standalone_properties(*, bootstrap_servers: str, rest_port: int, offsets_file: str) -> str:
+    """A standalone worker's properties: its offsets in `offsets_file`, flushed every second."""
+    return _properties(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+            "offset.storage.file.filename": java_property(offsets_file),
+            "offset.flush.interval.ms": str(WORKER_FLUSH_INTERVAL_MS),
+            "listeners": f"http://127.0.0.1:{rest_port}",
+            "rest.advertised.host.name": "127.0.0.1",
+            "rest.advertised.port": str(rest_port),
+            "plugin.discovery": "service_load",
+        }
+    )
+
+
+def connector_properties(config: dict[str, str]) -> str:
+    """A connector's configuration as the properties file ConnectStandalone reads."""
+    return "".join(f"{java_property(k)}={java_property(v)}\n" for k, v in config.items())
+
+
 def java_property(text: str) -> str:
     """`text` escaped as a key or value of a Java properties file.
 

@@ -22,7 +22,9 @@ class ClusterAdminForm(forms.ModelForm):
         model = Cluster
         fields = [
             "name",
+            "kind",
             "bootstrap_servers",
+            "offsets_file",
             "client_config",
             "offsets_topic",
             "configs_topic",
@@ -46,6 +48,11 @@ class ClusterAdminForm(forms.ModelForm):
             "Connect REST basic auth password, shown masked: leave the mask to keep it, "
             "clear the field to remove it."
         )
+        # A form without the field (written before standalone workers) means a distributed one.
+        self.fields["kind"].required = False
+
+    def clean_kind(self) -> str:
+        return self.cleaned_data["kind"] or Cluster.Kind.DISTRIBUTED
 
     def clean_connect_password(self) -> str:
         password = self.cleaned_data["connect_password"]
@@ -69,7 +76,15 @@ class ClusterAdminForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterAdminForm
-    list_display = ["name", "bootstrap_servers", "offsets_topic", "configs_topic", "status_topic"]
+    list_display = [
+        "name",
+        "kind",
+        "bootstrap_servers",
+        "offsets_file",
+        "offsets_topic",
+        "configs_topic",
+        "status_topic",
+    ]
     search_fields = ["name", "bootstrap_servers"]
     readonly_fields = ["created", "updated"]
 

@@ -1,5 +1,6 @@
 """Read every connector of a cluster now from its config and status topics."""
 
+import dataclasses
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -10,8 +11,10 @@ from offsets import tuning
 from offsets.formats.config_records import fold_config_records
 from offsets.formats.connectors import Connector, connector_from
 from offsets.formats.masking import mask_text, prefix_between_tokens
+from offsets.formats.offset_records import SourceOffsetRecord, parse_offset_record
 from offsets.formats.status_records import fold_status_records
-from offsets.kafka import reading
+from offsets.kafka import reading, standalone_worker
+from offsets.kafka.connect_answers import ConnectRestError
 from offsets.models import Cluster
 
 logger = logging.getLogger(__name__)
@@ -36,8 +39,11 @@ class ConnectState:
 def read_connect_state(*, cluster: Cluster) -> ConnectState:
     """Read the cluster's config and status topics now and summarise every connector.
 
-    Raises `KafkaUnavailable` or `TopicNotFound` when the cluster cannot be read.
+    Raises `KafkaUnavailable` or `TopicNotFound` when the cluster cannot be read. A standalone
+    worker's connectors come from its REST API and its offsets file (`standalone_state`).
     """
+    if cluster.is_standalone:
+        return standalone_state(cluster, standalone_worker.read_offsets_file(cluster.offsets_file))
     records = _read_config_and_status(cluster)
     config_records = records[cluster.configs_topic]
     status_records = records[cluster.status_topic]
@@ -62,6 +68,51 @@ def read_connect_state(*, cluster: Cluster) -> ConnectState:
         config_examples=_examples(configs.malformed),
         status_examples=_examples(statuses.malformed),
     )
+
+
+def standalone_state(cluster: Cluster, offsets: standalone_worker.OffsetsFile) -> ConnectState:
+    """A standalone worker's connectors: those its REST API lists, and those its offsets file
+    names.
+
+    A connector only the file names is deleted when the worker answered without it; when no
+    worker answers (or none is configured) its state is unknown, not deleted.
+    """
+    errors: list[str] = []
+    snapshots = None
+    if cluster.connect_urls:
+        try:
+            snapshots = standalone_worker.worker_snapshots(cluster)
+        except ConnectRestError as exc:
+            errors.append(mask_text(str(exc)))
+            logger.warning("The standalone worker of %s did not answer: %s", cluster.name, exc)
+    configs = snapshots.configs.connectors if snapshots else {}
+    statuses = snapshots.statuses.connectors if snapshots else {}
+    names = set(configs) | file_connectors(offsets.entries)
+    connectors = []
+    for name in sorted(names):
+        connector = connector_from(
+            name, configs.get(name), statuses.get(name), worker_offsets_topic=cluster.offsets_topic
+        )
+        if name not in configs:
+            # No config topic keeps a target state for it: "" (unknown), not None (compacted).
+            connector = dataclasses.replace(
+                connector, target_state="", deleted=snapshots is not None
+            )
+        connectors.append(connector)
+    return ConnectState(
+        connectors=connectors, malformed_config_records=0, malformed_status_records=0, errors=errors
+    )
+
+
+def file_connectors(entries: dict[bytes, bytes | None]) -> set[str]:
+    """The connectors an offsets file's well-formed keys name with an offset (a reset one is
+    forgotten, as a connector whose offsets topic keys are all tombstones is)."""
+    names = set()
+    for key, value in entries.items():
+        parsed = parse_offset_record(key, value)
+        if isinstance(parsed, SourceOffsetRecord) and value is not None:
+            names.add(parsed.connector)
+    return names
 
 
 def _read_config_and_status(cluster: Cluster) -> dict[str, list[tuple[bytes | None, bytes | None]]]:

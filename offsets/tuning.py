@@ -153,3 +153,11 @@ CONNECT_DEADLINE_FACTOR = 2
 # partitions of the largest shape; parsed, such an answer takes ~6 times its size in Python
 # objects, so a few at once stay within a web worker's memory.
 CONNECT_ANSWER_MAX_BYTES = 32 * 2**20
+
+# An offline edit of a standalone worker's offsets file reads it twice this far apart: a
+# running worker rewrites it at every offset flush (offset.flush.interval.ms, 60 s by
+# default), so this catches one flushing right then, not one idle between flushes; the check
+# that no worker answers at its REST URL is the one that proves it stopped.
+OFFSETS_FILE_STILL_SECONDS = 0.5
+# How long that check waits for a worker's answer: a stopped worker's port refuses at once.
+OFFSETS_FILE_PROBE_SECONDS = 3.0

@@ -1,6 +1,7 @@
 from io import StringIO
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from offsets.models import Cluster
@@ -104,3 +105,69 @@ def test_it_stores_the_scheduler_period_and_keeps_it_on_an_update_without_it():
     assert Cluster.objects.get(name="paced").refresh_every_seconds == 0
     with pytest.raises(CommandError, match="0 \\(only by hand\\) or more seconds"):
         add("paced", "--bootstrap-servers", "k:9092", "--update", "--refresh-every", "-5")
+
+
+def test_it_adds_a_standalone_worker_with_its_offsets_file():
+    said = add("edge", "--standalone-offsets-file", "/var/lib/connect/connect.offsets")
+    assert (
+        said.strip()
+        == "Added standalone worker edge (offsets file /var/lib/connect/connect.offsets)"
+    )
+    cluster = Cluster.objects.get(name="edge")
+    assert (cluster.kind, cluster.offsets_file, cluster.bootstrap_servers) == (
+        Cluster.Kind.STANDALONE,
+        "/var/lib/connect/connect.offsets",
+        "",
+    )
+
+
+def test_a_standalone_worker_may_name_its_kafka_cluster_and_rest_url():
+    add(
+        "edge",
+        "--standalone-offsets-file",
+        "/data/connect.offsets",
+        "--standalone-bootstrap-servers",
+        "k:9092",
+        "--connect-url",
+        "http://edge:8083",
+    )
+    cluster = Cluster.objects.get(name="edge")
+    assert (cluster.bootstrap_servers, cluster.connect_url) == ("k:9092", "http://edge:8083")
+    assert cluster.has_kafka and cluster.is_standalone
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--standalone-offsets-file", "relative/connect.offsets"],
+            "offsets_file: An absolute path",
+        ),
+        (
+            ["--bootstrap-servers", "k:9092", "--standalone-bootstrap-servers", "k:9092"],
+            "goes with",
+        ),
+        (["--standalone-offsets-file", "/f", "--bootstrap-servers", "k:9092"], "not allowed with"),
+    ],
+)
+def test_it_refuses_a_standalone_worker_given_wrongly(args, message):
+    with pytest.raises(CommandError, match=message):
+        add("edge", *args)
+
+
+def test_a_distributed_cluster_still_needs_its_bootstrap_servers():
+    cluster = Cluster(name="prod", bootstrap_servers="")
+    with pytest.raises(ValidationError, match="bootstrap_servers"):
+        cluster.full_clean()
+    cluster = Cluster(name="prod", bootstrap_servers="k:9092", offsets_file="/f")
+    with pytest.raises(ValidationError, match="Only a standalone worker"):
+        cluster.full_clean()
+    with pytest.raises(ValidationError, match="needs its offsets file"):
+        Cluster(name="edge", kind=Cluster.Kind.STANDALONE).full_clean()
+
+
+def test_updating_a_standalone_worker_into_a_cluster_drops_its_file():
+    add("edge", "--standalone-offsets-file", "/data/connect.offsets")
+    add("edge", "--bootstrap-servers", "k:9092", "--update")
+    cluster = Cluster.objects.get(name="edge")
+    assert (cluster.kind, cluster.offsets_file) == (Cluster.Kind.DISTRIBUTED, "")

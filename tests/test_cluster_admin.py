@@ -67,3 +67,21 @@ def test_the_mask_for_a_secret_never_stored_is_refused(admin_client, cluster):
     assert b"enter the secret value, not the mask" in response.content
     cluster.refresh_from_db()
     assert cluster.client_config["sasl.password"] == "hunter2-secret"
+
+
+def test_a_standalone_worker_is_registered_with_its_offsets_file(admin_client, db):
+    data = {
+        "name": "edge",
+        "kind": "standalone",
+        "bootstrap_servers": "",
+        "offsets_file": "/data/connect.offsets",
+        "client_config": "{}",
+        "offsets_topic": "connect-offsets",
+        "configs_topic": "connect-configs",
+        "status_topic": "connect-status",
+        "offset_flush_interval_ms": "60000",
+        "refresh_every_seconds": "60",
+    }
+    assert admin_client.post("/admin/offsets/cluster/add/", data).status_code == 302
+    cluster = Cluster.objects.get(name="edge")
+    assert (cluster.kind, cluster.offsets_file) == ("standalone", "/data/connect.offsets")

@@ -12,6 +12,7 @@ from offsets.edits.errors import (
     EditInputError,
     NothingToChange,
 )
+from offsets.edits.kinds import offline_file
 from offsets.edits.kinds.offset_changes import draft, preview_edit
 from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.preview import Preview, StageRequest
@@ -69,15 +70,14 @@ def import_document(
     previews, unchanged = _previews(cluster, reader, contexts, entries)
     if dry_run:
         return ImportResult(previews=previews, edits=[], unchanged=unchanged)
+    saved = [draft(preview, cluster) for preview in previews]
+    if saved and offline_file.suits(cluster, StageRequest(strategy="import")):
+        # A stopped standalone worker: only its file can take them.
+        saved = [offline_file.offline(d, staged_as="import", reader=reader) for d in saved]
     with transaction.atomic():
         edits = [
-            drafts.save(
-                draft(preview, cluster),
-                user=user,
-                comment=comment,
-                action=AuditEvent.Action.IMPORTED,
-            )
-            for preview in previews
+            drafts.save(d, user=user, comment=comment, action=AuditEvent.Action.IMPORTED)
+            for d in saved
         ]
     return ImportResult(previews=previews, edits=edits, unchanged=unchanged)
 

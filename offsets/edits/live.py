@@ -13,7 +13,8 @@ from offsets.formats.config_records import ConfigSnapshot, fold_config_records
 from offsets.formats.connectors import Connector, connector_from, sink_topics
 from offsets.formats.offset_records import LatestOffsets, SourceOffsetRecord, latest_offsets
 from offsets.formats.status_records import StatusSnapshot, fold_status_records
-from offsets.kafka import admin, groups, reading
+from offsets.kafka import admin, groups, reading, standalone_worker
+from offsets.kafka.connect_answers import ConnectRestError
 from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster
 
@@ -33,8 +34,13 @@ class LiveReader:
         self._statuses: StatusSnapshot | None = None
         self._latest: dict[str, LatestOffsets] = {}
         self._counts: dict[str, int] | None = None
+        # A standalone worker's offsets file, once read (its hash dates an offline edit).
+        self.offsets_file: standalone_worker.OffsetsFile | None = None
 
     def records(self, topic: str) -> list[reading.RawRecord]:
+        if topic not in self._records and self._from_file(topic):
+            self.offsets_file = standalone_worker.read_offsets_file(self.cluster.offsets_file)
+            self._records[topic] = _file_records(topic, self.offsets_file)
         if topic not in self._records:
             self._records[topic] = list(
                 reading.read_topic(
@@ -46,7 +52,22 @@ class LiveReader:
             )
         return self._records[topic]
 
+    def _from_file(self, topic: str) -> bool:
+        """Whether `topic` names a standalone worker's offsets file (it has no topics)."""
+        return self.cluster.is_standalone and topic == self.cluster.offsets_topic
+
+    def _read_worker(self) -> None:
+        """A standalone worker's connectors from its REST API; none when it does not answer
+        (its connectors are then those its offsets file names)."""
+        try:
+            worker = standalone_worker.worker_snapshots(self.cluster)
+        except ConnectRestError:
+            worker = standalone_worker.WorkerSnapshots(ConfigSnapshot({}), StatusSnapshot({}))
+        self._configs, self._statuses = worker.configs, worker.statuses
+
     def configs(self) -> ConfigSnapshot:
+        if self._configs is None and self.cluster.is_standalone:
+            self._read_worker()
         if self._configs is None:
             self._configs = fold_config_records(
                 (r.key, r.value) for r in self.records(self.cluster.configs_topic)
@@ -54,6 +75,8 @@ class LiveReader:
         return self._configs
 
     def statuses(self) -> StatusSnapshot:
+        if self._statuses is None and self.cluster.is_standalone:
+            self._read_worker()
         if self._statuses is None:
             self._statuses = fold_status_records(
                 (r.key, r.value) for r in self.records(self.cluster.status_topic)
@@ -75,6 +98,14 @@ class LiveReader:
     def committed(self, group_id: str) -> dict[tuple[str, int], int]:
         """Return the group's committed offsets now (not kept: each call asks again)."""
         return groups.committed_offsets(self.kafka, group_id, timeout=settings.KAFKA_READ_TIMEOUT)
+
+
+def _file_records(topic: str, read: standalone_worker.OffsetsFile) -> list[reading.RawRecord]:
+    """A standalone worker's offsets file as records of its offsets topic, in file order."""
+    return [
+        reading.RawRecord(topic, 0, index, 0, key, value)
+        for index, (key, value) in enumerate(read.entries.items())
+    ]
 
 
 def read_connector(

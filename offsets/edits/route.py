@@ -89,8 +89,27 @@ def edit_request(edit: OffsetEdit) -> WorkerRequest:
     )
 
 
+STANDALONE_FILE = (
+    "A standalone worker keeps its source offsets in its offsets file, not in a topic: the "
+    "dashboard writes them through the running worker (Kafka 3.6 or later, with its REST URL "
+    "registered), or to the file while the worker is stopped."
+)
+
+
 def choose_route(edit: OffsetEdit, *, timeout: float = PROBE_SECONDS) -> Route:
-    """Decide how `edit` is written now, asking the worker for its version."""
+    """Decide how `edit` is written now, asking the worker for its version.
+
+    A standalone worker's source offsets have no topic to write: only the worker writes them
+    (its sinks' groups are written like any group).
+    """
+    chosen = _choose_route(edit, timeout=timeout)
+    if edit.cluster.is_standalone and edit.is_source and not chosen.through_worker:
+        reason = f"{chosen.reason} {STANDALONE_FILE}"
+        return Route(chosen.via, reason, chosen.request, refusal=chosen.refusal or reason)
+    return chosen
+
+
+def _choose_route(edit: OffsetEdit, *, timeout: float) -> Route:
     topic = Via.TOPIC
     if not edit.cluster.connect_url:
         return Route(

@@ -21,7 +21,7 @@ from offsets.edits.errors import (
     EditStateConflict,
 )
 from offsets.edits.imports import IMPORT_MAX_BYTES, import_document
-from offsets.edits.kinds import kind_for, move, offset_changes, removal, sink_store
+from offsets.edits.kinds import kind_for, move, offline_file, offset_changes, removal, sink_store
 from offsets.edits.kinds.move import can_resume_on_target, resume_on_target
 from offsets.edits.kinds.offset_changes import can_stage_restore, stage_restore
 from offsets.edits.live import current_offsets
@@ -38,7 +38,15 @@ from offsets.models import Cluster, OffsetEdit
 def stage_edit(
     *, cluster: Cluster, connector: str, user, request: StageRequest, comment: str = ""
 ) -> OffsetEdit:
-    """Stage an offset change (set, add, delete, restore, a sink strategy) as a draft."""
+    """Stage an offset change (set, add, delete, restore, a sink strategy) as a draft.
+
+    A source change of a standalone worker that does not run is staged as an offline edit of
+    its offsets file: only a running worker writes them otherwise.
+    """
+    if offline_file.suits(cluster, request):
+        return stage_offline(
+            cluster=cluster, connector=connector, user=user, request=request, comment=comment
+        )
     return offset_changes.KIND.stage(
         cluster=cluster, connector=connector, user=user, request=request, comment=comment
     )
@@ -62,6 +70,15 @@ def stage_store_offsets(
         comment=comment,
         value=value,
         partitions=partitions,
+    )
+
+
+def stage_offline(
+    *, cluster: Cluster, connector: str, user, request: StageRequest, comment: str = ""
+) -> OffsetEdit:
+    """Stage an offset change of a stopped standalone worker, written to its offsets file."""
+    return offline_file.KIND.stage(
+        cluster=cluster, connector=connector, user=user, request=request, comment=comment
     )
 
 
@@ -151,6 +168,7 @@ __all__ = [
     "stage_cleanup",
     "stage_edit",
     "stage_move",
+    "stage_offline",
     "stage_removal",
     "stage_restore",
     "stage_store_offsets",

@@ -66,11 +66,39 @@ def validate_client_config(value: object) -> None:
             raise ValidationError(f"{key!r} must be a string, number or boolean.")
 
 
+def offsets_file_validator(value: str) -> None:
+    # Read where the dashboard runs, whatever its working directory: an absolute path only.
+    if not value.startswith("/") or "\x00" in value:
+        raise ValidationError("An absolute path, e.g. /var/lib/connect/connect.offsets.")
+
+
 class Cluster(models.Model):
-    """A Kafka Connect cluster: the Kafka cluster it stores its state in, and its topics."""
+    """A Kafka Connect cluster: the Kafka cluster it stores its state in, and its topics.
+
+    A standalone worker is a cluster too: its source offsets live in a file (read where the
+    dashboard runs), its connectors come from its REST API when it answers, and the Kafka
+    cluster, optional for it, is where its sinks' groups and data topics live.
+    """
+
+    class Kind(models.TextChoices):
+        DISTRIBUTED = "distributed"
+        STANDALONE = "standalone"
 
     name = models.CharField(max_length=63, unique=True, validators=[cluster_name_validator])
-    bootstrap_servers = models.CharField(max_length=1000, validators=[bootstrap_validator])
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.DISTRIBUTED)
+    bootstrap_servers = models.CharField(
+        max_length=1000,
+        blank=True,
+        validators=[bootstrap_validator],
+        help_text="Required but for a standalone worker, where it is its sinks' Kafka cluster.",
+    )
+    offsets_file = models.CharField(
+        max_length=1000,
+        blank=True,
+        validators=[offsets_file_validator],
+        help_text="A standalone worker's offset.storage.file.filename, as the dashboard reads "
+        "it (a shared volume or a copy).",
+    )
     client_config = models.JSONField(
         default=dict,
         blank=True,
@@ -128,6 +156,27 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.is_standalone:
+            if not self.offsets_file:
+                raise ValidationError(
+                    {"offsets_file": "A standalone worker needs its offsets file."}
+                )
+        else:
+            if self.offsets_file:
+                raise ValidationError({"offsets_file": "Only a standalone worker has one."})
+            if not self.bootstrap_servers:
+                raise ValidationError({"bootstrap_servers": "This field cannot be blank."})
+
+    @property
+    def is_standalone(self) -> bool:
+        return self.kind == self.Kind.STANDALONE
+
+    @property
+    def has_kafka(self) -> bool:
+        """Whether a Kafka cluster is configured (always, but for a standalone worker)."""
+        return bool(self.bootstrap_servers)
 
     def lock(self) -> None:
         """Hold this cluster's row lock (PostgreSQL) or the database write lock (SQLite) until

@@ -71,10 +71,13 @@ class OffsetEdit(models.Model):
         MOVE = "move", "Move to another cluster"
         REMOVE = "remove", "Delete the connector with its offsets"
         CLEANUP = "cleanup", "Clean up offsets that outlived their connector"
+        # A stopped standalone worker's source offsets, written to its offsets file.
+        OFFLINE_FILE = "offline-file", "Written to a stopped standalone worker's offsets file"
 
     class AppliedVia(models.TextChoices):
         WORKER = "worker", "Connect's REST API (KIP-875)"
         TOPIC = "topic", "Direct write to the offsets topic or group"
+        FILE = "file", "A stopped standalone worker's offsets file, replaced"
 
     OPEN_STATES = (State.DRAFT, State.SUBMITTED, State.APPROVED)
     FINAL_STATES = (State.APPLIED, State.FAILED, State.CONFLICT, State.REJECTED, State.CANCELLED)

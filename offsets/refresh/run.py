@@ -19,12 +19,12 @@ from pathlib import Path
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from offsets import connect_state, sink_stores
+from offsets import connect_state
 from offsets.alerts import evaluation
 from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
-from offsets.refresh import background, compute, mirrors, plan, runs, sinks, store
+from offsets.refresh import background, compute, mirrors, plan, runs, sinks, standalone, store
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def run_refresh(
     run_dir = history_store.run_folder(cluster, run.pk)
     try:
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-        done = _compute(
+        done = _computed(
             cluster, run, full=full, spark=spark, now_ms=now_ms, run_dir=run_dir, phase=phase
         )
         _save(cluster, done, now_ms=now_ms, run_dir=run_dir, phase=phase)
@@ -144,7 +144,7 @@ def _compute(
                     now_ms=now_ms,
                     recent=sinks.recent_samples(cluster, names),
                     known=sinks.known_time_lags(cluster),
-                    stores=_store_settings(cluster, state),
+                    stores=sinks.store_settings(cluster, state.connectors),
                 )
             return compute.merge_inputs(spark, cluster, state.connectors, full=full)
 
@@ -165,16 +165,22 @@ def _compute(
         return Refreshed(state, planned, inputs, sources, lags, full)
 
 
-def _store_settings(
-    cluster: Cluster, state: connect_state.ConnectState
-) -> dict[str, sink_stores.StoreSetting]:
-    """The stores an admin set for the cluster's sinks, read here: the sampling reads no
-    database."""
-    groups = {c.name: c.sink_group or "" for c in state.connectors}
-    return {
-        name: sink_stores.setting_of(row, sink_group=groups.get(name, ""))
-        for name, row in sink_stores.stores_of(cluster).items()
-    }
+def _computed(cluster: Cluster, run: RefreshRun, **how) -> Refreshed:
+    """The refresh's results: a standalone worker's from its file, any other's from Kafka."""
+    if cluster.is_standalone:
+        return _compute_standalone(
+            cluster, now_ms=how["now_ms"], run_dir=how["run_dir"], phase=how["phase"]
+        )
+    return _compute(cluster, run, **how)
+
+
+def _compute_standalone(
+    cluster: Cluster, *, now_ms: int, run_dir: Path, phase: Progress
+) -> Refreshed:
+    """A standalone worker's offsets file read and merged (never a full rebuild: the file
+    holds every key, and the history of past refreshes stays)."""
+    read = standalone.compute(cluster, now_ms=now_ms, run_dir=run_dir, phase=phase)
+    return Refreshed(read.state, read.plan, read.inputs, read.sources, read.sinks, False)
 
 
 def _plan_again_full(
@@ -240,6 +246,15 @@ def _save(
 ) -> None:
     """Save the results in one transaction, then tidy the history's run folders."""
     phase("saving results")
+    if cluster.is_standalone:
+        read = standalone.StandaloneRead(
+            done.state, done.plan, done.inputs, done.sources, done.sinks
+        )
+        runs.with_db_retries(
+            "saving the results", lambda: standalone.save(cluster, read, now_ms=now_ms)
+        )
+        history_store.compact_history(cluster, phase)
+        return
     runs.with_db_retries(
         "saving the results",
         lambda: store.save(

@@ -25,6 +25,8 @@ from offsets.sink_stores import (
     StoreSetting,
     StoreUnreadable,
     connect_group,
+    setting_of,
+    stores_of,
 )
 from offsets.sink_stores import read as read_store
 
@@ -64,6 +66,16 @@ def consumer_position(
     if committed is not None and committed >= log_start:
         return committed
     return log_end if reset == LATEST else log_start
+
+
+def store_settings(cluster: Cluster, connectors: list[Connector]) -> dict[str, StoreSetting]:
+    """The stores an admin set for the cluster's sinks, read before the sampling: the
+    sampling runs beside the Spark phase and reads no database."""
+    groups = {c.name: c.sink_group or "" for c in connectors}
+    return {
+        name: setting_of(row, sink_group=groups.get(name, ""))
+        for name, row in stores_of(cluster).items()
+    }
 
 
 def known_time_lags(cluster: Cluster) -> KnownTimeLags:

@@ -5,11 +5,17 @@ call them through `kind_for(edit)`. A new kind is one module with an `EditKind` 
 and its `KIND` added to `KINDS` below.
 """
 
-from offsets.edits.kinds import move, offset_changes, removal, sink_store
+from offsets.edits.kinds import move, offline_file, offset_changes, removal, sink_store
 from offsets.edits.kinds.base import Attempt, EditKind
 from offsets.models import OffsetEdit
 
-KINDS: tuple[EditKind, ...] = (offset_changes.KIND, move.KIND, removal.KIND, sink_store.KIND)
+KINDS: tuple[EditKind, ...] = (
+    offset_changes.KIND,
+    move.KIND,
+    removal.KIND,
+    offline_file.KIND,
+    sink_store.KIND,
+)
 
 _BY_STRATEGY: dict[str, EditKind] = {
     strategy: kind for kind in KINDS for strategy in kind.strategies

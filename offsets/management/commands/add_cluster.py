@@ -1,4 +1,5 @@
-"""add_cluster: register (or change) a Kafka Connect cluster, its topics and its workers."""
+"""add_cluster: register (or change) a Kafka Connect cluster, its topics and its workers, or
+a standalone worker and its offsets file."""
 
 import os
 from pathlib import Path
@@ -22,6 +23,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="Short name used in URLs, e.g. prod-eu")
         self.add_location_arguments(parser.add_mutually_exclusive_group(required=True))
+        self.add_standalone_arguments(parser)
         parser.add_argument("--offsets-topic", default=None, help="default connect-offsets")
         parser.add_argument("--configs-topic", default=None, help="default connect-configs")
         parser.add_argument("--status-topic", default=None, help="default connect-status")
@@ -68,10 +70,23 @@ class Command(BaseCommand):
             "--update", action="store_true", help="Change the cluster if it exists already"
         )
 
+    def add_standalone_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--standalone-bootstrap-servers",
+            metavar="HOST:PORT",
+            help="A standalone worker's Kafka cluster (optional: for its sinks' groups and lag)",
+        )
+
     def add_location_arguments(self, where) -> None:
         """Add the options that say where the cluster is to `where`, a group of which exactly
         one is given (argparse's mutually exclusive group)."""
         where.add_argument("--bootstrap-servers", help="HOST:PORT[,HOST:PORT...]")
+        where.add_argument(
+            "--standalone-offsets-file",
+            metavar="PATH",
+            help="A standalone worker: its offset.storage.file.filename as this host reads it "
+            "(absolute); --standalone-bootstrap-servers names its sinks' Kafka cluster",
+        )
 
     def locate(self, cluster: Cluster, options: dict) -> dict[str, str]:
         """Set where the cluster is; return the topics and Connect URL that go with it.
@@ -79,6 +94,17 @@ class Command(BaseCommand):
         Those are defaults: an option given on the command line wins over them. The
         development kit's `add_cluster` adds `--embedded` here.
         """
+        if options.get("standalone_offsets_file"):
+            cluster.kind = Cluster.Kind.STANDALONE
+            cluster.offsets_file = options["standalone_offsets_file"]
+            cluster.bootstrap_servers = options["standalone_bootstrap_servers"] or ""
+            return {}
+        if options.get("standalone_bootstrap_servers"):
+            raise CommandError(
+                "--standalone-bootstrap-servers goes with --standalone-offsets-file."
+            )
+        cluster.kind = Cluster.Kind.DISTRIBUTED
+        cluster.offsets_file = ""
         cluster.bootstrap_servers = options["bootstrap_servers"]
         return {}
 
@@ -121,8 +147,18 @@ class Command(BaseCommand):
             raise CommandError(f"Invalid cluster: {problems}") from exc
         created = cluster.pk is None
         cluster.save()
+        self.say_done(cluster, "Added" if created else "Updated")
+
+    def say_done(self, cluster: Cluster, done: str) -> None:
+        if cluster.is_standalone:
+            kafka = f"; Kafka {cluster.bootstrap_servers}" if cluster.has_kafka else ""
+            self.stdout.write(
+                f"{done} standalone worker {cluster.name} (offsets file {cluster.offsets_file}"
+                f"{kafka})"
+            )
+            return
         self.stdout.write(
-            f"{'Added' if created else 'Updated'} cluster {cluster.name} "
+            f"{done} cluster {cluster.name} "
             f"({cluster.bootstrap_servers}; topics {cluster.offsets_topic}, "
             f"{cluster.configs_topic}, {cluster.status_topic})"
         )
