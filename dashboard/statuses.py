@@ -24,6 +24,14 @@ MEANINGS = {
 }
 
 
+# A sink's "last commit": Kafka's OffsetFetch answers offsets, not when they were committed.
+SINK_LAST_COMMIT = (
+    "When a refresh first saw the group's committed offsets as they are now: Kafka keeps no "
+    "commit times, so the commit came after the refresh before it (or before the dashboard "
+    "first read the group)."
+)
+
+
 def meaning(status: str) -> str:
     """The sentence for a status or reason ("" for one not listed)."""
     return MEANINGS.get(status, "")

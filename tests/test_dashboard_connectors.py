@@ -1,10 +1,14 @@
 """The connectors list of a cluster, from the last refresh."""
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
+from django.utils.html import escape
 
-from offsets.models import RefreshRun
+from dashboard import statuses
+from offsets.models import ConnectorSnapshot, RefreshRun
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db
@@ -75,8 +79,8 @@ def test_it_lists_every_connector_with_its_columns_and_badges(logged_in_client, 
     assert 'data-field="lag-ms">2h 00m<' in row
     assert 'data-status="ERR"' in row and 'data-reason="STOP"' in row
     assert "STARTED" in row and "RUNNING" in row
-    # A consumer group keeps no commit times: a sink's last commit is not known.
-    assert 'data-field="last-commit"><span class="muted">\u2013</span>' in row
+    # A consumer group keeps no commit times: a sink without a move seen has none yet.
+    assert 'data-field="last-commit"><span class="muted">no commit yet</span>' in row
     assert "own offsets topic (exactly-once)" in html.split('data-connector="eos-source"')[1]
     assert "MirrorMaker 2" in html.split('data-connector="mm2-source"')[1].split("</tr>")[0]
     assert "offsets managed outside Connect" in html.split('data-connector="bq-sink"')[1]
@@ -89,6 +93,17 @@ def test_a_sink_that_manages_its_offsets_outside_connect_shows_no_lag(logged_in_
     html = logged_in_client.get(URL).content.decode()
     row = html.split('data-connector="bq-sink"')[1].split("</tr>")[0]
     assert 'data-field="lag-records"><span class="muted">' in row
+    assert 'data-field="last-commit"><span class="muted">\u2013</span>' in row
+
+
+def test_a_sinks_last_commit_is_when_a_refresh_saw_its_offsets_move(logged_in_client, prod):
+    moved = timezone.now() - timedelta(minutes=4, seconds=10)
+    ConnectorSnapshot.objects.filter(cluster=prod, name="gamma-sink").update(last_commit_at=moved)
+    html = logged_in_client.get(URL).content.decode()
+    row = html.split('data-connector="gamma-sink"')[1].split("</tr>")[0]
+    cell = row.split('data-field="last-commit">')[1].split("</td>")[0]
+    assert "moved</span>" in cell and "4m 1" in cell
+    assert f'title="{escape(statuses.SINK_LAST_COMMIT)}"' in cell
 
 
 def test_a_running_connector_with_a_failed_task_says_so_in_the_list(logged_in_client, prod):

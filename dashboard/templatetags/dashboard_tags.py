@@ -23,6 +23,12 @@ register.filter("status_title", statuses.meaning)
 register.filter("dom_id", live.dom_id)
 
 
+@register.simple_tag
+def sink_commit_title() -> str:
+    """What a sink's "offset moved" time means (statuses.SINK_LAST_COMMIT)."""
+    return statuses.SINK_LAST_COMMIT
+
+
 @register.filter
 def connector_segment(name: str) -> str:
     """A connector's name as its URL path segment, percent-encoded (any name makes one)."""

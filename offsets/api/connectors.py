@@ -69,6 +69,11 @@ class ConnectorListInput(serializers.Serializer):
 
 class ConnectorOutput(serializers.ModelSerializer):
     status_reasons = serializers.SerializerMethodField()
+    last_commit_basis = serializers.SerializerMethodField(
+        help_text="What `last_commit_at` is: `record` for a source (the time of its last "
+        "offset record), `offset moved` for a sink (the refresh that first saw its group's "
+        "committed offsets as they are now: Kafka keeps no commit times), null without one."
+    )
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -98,6 +103,7 @@ class ConnectorOutput(serializers.ModelSerializer):
             "lag_status",
             "status_reasons",
             "last_commit_at",
+            "last_commit_basis",
             "malformed",
             "rewinds",
             "stalled_partitions",
@@ -108,6 +114,11 @@ class ConnectorOutput(serializers.ModelSerializer):
 
     def get_status_reasons(self, snapshot: ConnectorSnapshot) -> list[str]:
         return snapshots.status_reasons(snapshot)
+
+    def get_last_commit_basis(self, snapshot: ConnectorSnapshot) -> str | None:
+        if snapshot.last_commit_at is None:
+            return None
+        return "offset moved" if snapshot.type == "sink" else "record"
 
     def get_url(self, snapshot: ConnectorSnapshot) -> str:
         return reverse("api-connector", args=[snapshot.cluster.name, snapshot.name])
@@ -203,10 +214,17 @@ class SourcePartitionOutput(serializers.ModelSerializer):
 class SinkPartitionOutput(serializers.ModelSerializer):
     class Meta:
         model = SinkPartitionLag
+        extra_kwargs = {
+            "committed_moved_at": {
+                "help_text": "When a refresh first saw `committed` as it is now (Kafka keeps "
+                "no commit times); null when never committed."
+            }
+        }
         fields = [
             "topic",
             "partition",
             "committed",
+            "committed_moved_at",
             "upstream",
             "log_start",
             "log_end",

@@ -5,6 +5,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 # The field of an offset map that measures progress, by the names connectors use: sink
@@ -132,3 +133,27 @@ def connector_lag_status(statuses: Sequence[LagStatus]) -> str:
     if LagStatus.WARN in statuses:
         return "WARN"
     return "OK"
+
+
+def committed_moved_at(
+    previous: tuple[int | None, datetime | None] | None,
+    committed: int | None,
+    sampled_at: datetime,
+) -> datetime | None:
+    """When a sink partition's committed offset last moved, as the refreshes saw it.
+
+    Kafka keeps no commit times (OffsetFetch answers offsets only), so the move is dated by
+    the refresh that first saw the offset as it is now: the commit happened after the refresh
+    before it. `previous` is the last refresh's (committed, moved at), None for a partition it
+    did not see. None when the group never committed.
+    """
+    if committed is None:
+        return None
+    if previous is not None and previous[0] == committed and previous[1] is not None:
+        return previous[1]
+    return sampled_at
+
+
+def last_moved_at(moves: Sequence[datetime | None]) -> datetime | None:
+    """A sink's last commit as the refreshes saw it: the latest move of any partition."""
+    return max((moved for moved in moves if moved is not None), default=None)

@@ -347,6 +347,9 @@ class SinkPartitionLag(models.Model):
     # The next offset to read: a sink group's committed offset (null: never committed), a
     # mirror's stored offset + 1.
     committed = models.BigIntegerField(null=True, blank=True)
+    # When a refresh first saw `committed` as it is now: Kafka keeps no commit times
+    # (OffsetFetch answers offsets only), so this is the refreshes' view of the last move.
+    committed_moved_at = models.DateTimeField(null=True, blank=True)
     # A mirror's upstream cluster (registered name); "" for a sink.
     upstream = models.CharField(max_length=63, blank=True)
     log_start = models.BigIntegerField()

@@ -9,6 +9,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Count
 
 from offsets import connect_state
+from offsets.formats.history_rules import committed_moved_at
 from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
 from offsets.models import (
@@ -240,12 +241,28 @@ def save(
     _add_malformed(cluster, sources.malformed)
     save_connect_topics_malformed(cluster, state)
     _replace_drift(cluster, sources.drift)
-    SinkPartitionLag.objects.filter(cluster=cluster).delete()
-    SinkPartitionLag.objects.bulk_create(sinks.lags)
+    _replace_sink_lags(cluster, sinks.lags)
     sinks_lag.save_samples(cluster, sinks.samples, now_ms=now_ms)
     sinks_lag.drop_expired_lag_samples(cluster, now_ms=now_ms)
     _save_read_positions(cluster, plan)
     summaries.save_snapshots(cluster, state.connectors, sinks)
+
+
+def _replace_sink_lags(cluster: Cluster, lags: list[SinkPartitionLag]) -> None:
+    """Replace the cluster's sink partition lags, each dated with its committed offset's
+    last move (`committed_moved_at`) from the rows it replaces."""
+    previous = {
+        (connector, topic, partition): (committed, moved)
+        for connector, topic, partition, committed, moved in SinkPartitionLag.objects.filter(
+            cluster=cluster
+        ).values_list("connector", "topic", "partition", "committed", "committed_moved_at")
+    }
+    for lag in lags:
+        lag.committed_moved_at = committed_moved_at(
+            previous.get((lag.connector, lag.topic, lag.partition)), lag.committed, lag.sampled_at
+        )
+    SinkPartitionLag.objects.filter(cluster=cluster).delete()
+    SinkPartitionLag.objects.bulk_create(lags)
 
 
 def mark_unstorable(cluster: Cluster, unstorable: list[dict], *, full: bool) -> None:

@@ -8,7 +8,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from offsets.formats.connectors import Connector
-from offsets.formats.history_rules import LagStatus, connector_lag_status
+from offsets.formats.history_rules import LagStatus, connector_lag_status, last_moved_at
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -131,11 +131,16 @@ def _offsets_fields(
     lagging = (connector.type == "sink" and not unread) or bool(
         mirror and mirror.cluster and not mirror.error
     )
+    last_commit = entry.last
+    if connector.type == "sink":
+        # Kafka keeps no commit times: a sink's is when a refresh last saw its offsets move.
+        moves = [lag.committed_moved_at for lag in sink_lags]
+        last_commit = last_moved_at(moves) if lagging else None
     return {
         "partitions": _sink_partitions(connector, sink_lags, sinks)
         if connector.type == "sink"
         else entry.partitions,
-        "last_commit_at": entry.last,
+        "last_commit_at": last_commit,
         "rewinds": entry.rewinds,
         "stalled_partitions": entry.stalled,
         "offsets_managed_externally": external,

@@ -1,4 +1,5 @@
-"""Sinks whose group has no commit yet, on the REAL worker: three of them, three answers.
+"""Sinks whose group has no commit yet, on the REAL worker: three of them, three answers;
+then a sink's first commits and the next, dated by the refreshes that saw them.
 
 A sink created PAUSED and one failing on its first record lag by every record of their
 topic (their consumers start at `auto.offset.reset`, earliest), rated STOP since their tasks
@@ -149,10 +150,12 @@ def test_a_sink_created_paused_lags_by_every_record_and_is_not_ok(
         "ERR",
     )
     assert snapshot.uncommitted_partitions == 1
+    assert snapshot.last_commit_at is None
     # The list, the page and the API say so, and why.
     page = logged_in_client.get(f"/clusters/{refreshed.name}/connectors/?status=STOP")
     row = page.content.decode().split(f'data-connector="{sinks.paused}"')[1].split("</tr>")[0]
     assert f'data-field="lag-records">{RECORDS}<' in row
+    assert 'data-field="last-commit"><span class="muted">no commit yet</span>' in row
     assert 'data-reason="no commit yet"' in row
     assert "offsets managed outside Connect" not in row
     body = logged_in_client.get(
@@ -232,3 +235,52 @@ def test_a_sink_whose_precommit_returns_nothing_keeps_its_offsets_outside_connec
     assert snapshot.uncommitted_partitions == 0
     assert snapshots.status_reasons(snapshot) == []
     assert lag_of(refreshed, sinks.external).status == "OK"
+
+
+def test_a_committing_sinks_last_commit_follows_its_offsets_moving(
+    cluster, rest, kafka, spark, history_dir, tmp_path, logged_in_client
+):
+    """Kafka keeps no commit times: the refresh that first sees the group's new offsets dates
+    the commit, and the list, the page and the API say it is that view."""
+    connector = name("committing")
+    topic = f"{connector}-in"
+    produce(kafka, topic, ["a", "b", "c"])
+    rest.create(connector, file_sink(tmp_path / "committing.txt", topic))
+    group = f"connect-{connector}"
+
+    def refresh_after_commit(count: int) -> SinkPartitionLag:
+        wait_until(
+            lambda: groups.committed_offsets(kafka, group),
+            lambda offsets: offsets.get((topic, 0)) == count,
+            timeout=60,
+            what=f"{group} committed {count}",
+        )
+        run = run_refresh(cluster=cluster, spark=spark)
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+        return lag_of(cluster, connector)
+
+    try:
+        first = refresh_after_commit(3)
+        assert first.committed == 3 and first.committed_moved_at == first.sampled_at
+        snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=connector)
+        assert snapshot.last_commit_at == first.committed_moved_at
+        producer = producers.java_producer(kafka)
+        for value in ("d", "e"):
+            producer.produce(topic, value=value.encode())
+        assert producer.flush(10) == 0
+        second = refresh_after_commit(5)
+    finally:
+        rest.delete(connector)
+    assert second.committed_moved_at == second.sampled_at > first.committed_moved_at
+    snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=connector)
+    assert snapshot.last_commit_at == second.committed_moved_at
+    page = logged_in_client.get(f"/clusters/{cluster.name}/connectors/{connector}/")
+    strip = page.content.decode().split('data-field="last-commit">')[1].split("</dd>")[0]
+    assert "offset moved " in strip and " ago" in strip
+    assert f"{second.committed_moved_at:%H:%M:%S} UTC" in strip
+    listed = logged_in_client.get(f"/clusters/{cluster.name}/connectors/?type=sink")
+    row = listed.content.decode().split(f'data-connector="{connector}"')[1].split("</tr>")[0]
+    assert 'class="sink-moved"' in row.split('data-field="last-commit">')[1]
+    body = logged_in_client.get(f"/api/v1/clusters/{cluster.name}/connectors/{connector}/").json()
+    assert body["last_commit_basis"] == "offset moved"
+    assert body["last_commit_at"].startswith(f"{second.committed_moved_at:%Y-%m-%dT%H:%M:%S}")

@@ -1,3 +1,5 @@
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -6,7 +8,9 @@ from offsets.formats.history_rules import (
     PROGRESS_FIELDS,
     LagPoint,
     LagStatus,
+    committed_moved_at,
     connector_lag_status,
+    last_moved_at,
     offset_progress,
     partition_lag_status,
     progress_fields,
@@ -97,3 +101,35 @@ def test_one_sample_with_lag_is_ok_until_there_is_history():
 )
 def test_the_connector_status_is_the_worst_partition(statuses, expected):
     assert connector_lag_status(statuses) == expected
+
+
+AT = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("previous", "committed", "expected"),
+    [
+        # Never committed: no move to date.
+        (None, None, None),
+        ((5, AT), None, None),
+        # First seen by a refresh: dated by that refresh.
+        (None, 7, AT + timedelta(minutes=1)),
+        # Unchanged since the last refresh: the move it dated stays.
+        ((7, AT), 7, AT),
+        # Moved on, or back (an edit), since: this refresh dates it.
+        ((5, AT), 7, AT + timedelta(minutes=1)),
+        ((9, AT), 7, AT + timedelta(minutes=1)),
+        # A row stored before moves were dated: from now on.
+        ((7, None), 7, AT + timedelta(minutes=1)),
+    ],
+)
+def test_a_sink_partitions_commit_is_dated_by_the_refresh_that_first_saw_it(
+    previous, committed, expected
+):
+    assert committed_moved_at(previous, committed, AT + timedelta(minutes=1)) == expected
+
+
+def test_a_sinks_last_commit_is_its_latest_partition_move():
+    assert last_moved_at([None, AT, AT + timedelta(seconds=3), None]) == AT + timedelta(seconds=3)
+    assert last_moved_at([None, None]) is None
+    assert last_moved_at([]) is None
