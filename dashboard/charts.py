@@ -34,6 +34,16 @@ class Marker:
 
 
 @dataclass(frozen=True)
+class EventLine:
+    """Something that happened to the connector, across the plot at its time (an x only)."""
+
+    x: float
+    kind: str  # a CSS class: failed, paused, running, state, control, edit
+    label: str
+    href: str = ""
+
+
+@dataclass(frozen=True)
 class HoverPoint:
     """A point of the line a browser names on hover: where, and "12:01:05: 1,234 records"."""
 
@@ -62,6 +72,7 @@ class Chart:
     values: int = 0  # points in the series (before thinning)
     dots: list[tuple[float, float]] = field(default_factory=list)  # a lone point is a dot
     markers: list[Marker] = field(default_factory=list)
+    events: list[EventLine] = field(default_factory=list)
     hover: list[HoverPoint] = field(default_factory=list)
     x_ticks: list[Tick] = field(default_factory=list)
     y_ticks: list[Tick] = field(default_factory=list)
@@ -83,24 +94,24 @@ def line_chart(
     markers: Sequence[tuple[datetime, float, str] | tuple[datetime, float, str, str]] = (),
     zero_based: bool = True,
     durations: bool = False,
+    events: Sequence = (),
     width: int = WIDTH,
     height: int = HEIGHT,
 ) -> Chart:
     """Lay out a time series (oldest first) and optional labelled markers as a line chart.
 
-    A marker is (time, value, label) or (time, value, label, the URL it leads to).
-
-    With `durations`, values are seconds: the y axis steps and labels are durations.
+    A marker is (time, value, label) or (time, value, label, the URL it leads to); an event
+    (`chart_events.Event`) is drawn across the plot, the time axis reaching it. With
+    `durations`, values are seconds: the y axis steps and labels are durations.
     """
     bottom, right = height - BOTTOM, width - RIGHT
-    points, marked = _epoch_points(series, markers)
+    points, marked, moments = _epoch_points(series, markers, events)
     if not points:
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
-    values = [value for _, value in points] + [value for _, value, *_ in marked]
+    values = [value for _, value, *_ in (*points, *marked)]
     low, high, y_ticks, labels = _value_axis(values, zero_based=zero_based, durations=durations)
-    # Room for the longest label (~6.5 px a character at 11 px), never less than LEFT.
-    left = max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
-    t0, t1 = _time_span([t for t, _ in points] + [t for t, *_ in marked])
+    left = _left_margin(labels)
+    t0, t1 = _time_span([t for t, *_ in (*points, *marked, *moments)])
     frame = _Frame(left, right, bottom, t0, t1, low, high)
     thinned = _thin(points, MAX_POINTS)
     line = frame.path(thinned)
@@ -117,6 +128,7 @@ def line_chart(
         values=len(points),
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
         markers=[Marker(x(t), y(value), *rest) for t, value, *rest in marked],
+        events=[EventLine(x(t), event.kind, event.label, event.href) for t, event in moments],
         hover=_hover(frame, thinned, unit, durations),
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
         y_ticks=[Tick(y(v), label) for v, label in zip(y_ticks, labels, strict=True)],
@@ -126,10 +138,16 @@ def line_chart(
     )
 
 
+def _left_margin(labels: list[str]) -> int:
+    """Room for the longest y label (~6.5 px a character at 11 px), never less than LEFT."""
+    return max(LEFT, 10 + round(6.5 * max(len(label) for label in labels)))
+
+
 def _epoch_points(
-    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple]
-) -> tuple[list[tuple[float, float]], list[tuple]]:
-    """The series and the markers in epoch seconds and drawable values, NaN left out."""
+    series: Sequence[tuple[datetime, float]], markers: Sequence[tuple], events: Sequence = ()
+) -> tuple[list[tuple[float, float]], list[tuple], list[tuple]]:
+    """The series and the markers in epoch seconds and drawable values, NaN left out; the
+    events with their times in epoch seconds."""
     # Epoch seconds once per point: datetime.timestamp() is most of the cost of a long series.
     points = [(at.timestamp(), _drawable(value)) for at, value in series if value == value]
     marked = [
@@ -137,7 +155,7 @@ def _epoch_points(
         for at, value, *rest in markers
         if value == value  # NaN has no place on an axis
     ]
-    return points, marked
+    return points, marked, [(event.at.timestamp(), event) for event in events]
 
 
 def _value_axis(

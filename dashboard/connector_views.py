@@ -18,18 +18,18 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from dashboard import actions, charts, page_cache
+from dashboard import actions, chart_ranges, charts, page_cache
+from dashboard.connector_charts import history_charts, rewind_markers
 from dashboard.formatting import AgedHtml, attachment
 from dashboard.forms import PartitionFilterForm
 from dashboard.move_views import move_targets
 from dashboard.pages import htmx_target, poll_seconds
-from dashboard.rewind_links import edit_for_rewind
 from dashboard.store_hints import store_hint
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
-from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit
+from offsets.models import Cluster, ConnectorSnapshot
 from offsets.rights.grants import visible_clusters
 from offsets.services import snapshots
 from offsets.services.clusters import cluster_for_user
@@ -90,6 +90,8 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
             status=400,
         )
     cached = _ConnectorCache(cluster, snapshot, run)
+    # A range not offered falls back to the default: no error page for a stale bookmark.
+    span = chart_ranges.chart_range(request.GET.get("range"))
     # Every part that changes with a refresh polls on its own (facts, charts, partitions).
     poll = poll_seconds(refresh is not None and refresh.running is not None)
     if target == "progress":
@@ -101,13 +103,13 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
             "cluster": cluster,
             "poll_seconds": poll,
             "refresh": refresh,
-            **_figures(cached, request.user),
+            **_figures(cached, request.user, span),
         }
         return render(request, f"dashboard/connector.html#{POLLED_FIGURES[target]}", context)
     context = _partitions_context(cached, form, poll)
     if target == "partitions":
         return render(request, "dashboard/connector.html#partitions", context)
-    context.update(_whole_page_context(request, cached, form, refresh))
+    context.update(_whole_page_context(request, cached, form, refresh, span))
     return render(request, "dashboard/connector.html", context)
 
 
@@ -137,6 +139,7 @@ def _whole_page_context(
     cached: "_ConnectorCache",
     form: PartitionFilterForm,
     refresh: snapshots.RefreshState | None,
+    span: chart_ranges.ChartRange,
 ) -> dict[str, object]:
     """What the whole page adds to the partitions: the refresh, the controls, the figures."""
     cluster, snapshot = cached.cluster, cached.snapshot
@@ -164,7 +167,9 @@ def _whole_page_context(
             {},
             lambda: snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot),
         ),
-        **_figures(cached, request.user),
+        **_figures(cached, request.user, span),
+        "chart_ranges": chart_ranges.RANGES,
+        "chart_range": span,
     }
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
@@ -188,14 +193,14 @@ class _ConnectorCache:
         return page_cache.get_or_compute(self.cluster, self.run, kind, params, compute)
 
 
-def _figures(cached: _ConnectorCache, user) -> dict[str, object]:
+def _figures(cached: _ConnectorCache, user, span: chart_ranges.ChartRange) -> dict[str, object]:
     """The context of the page's parts drawn from the run's results: the connector with its
     status reasons and the rendered fragments (`_fragments`)."""
     # A mirror's upstream cluster is linked only for a user whose grants cover it: for the
     # others its page is a 404, a dead end on the on-call path.
     upstream = cached.snapshot.upstream_cluster
     upstream_visible = bool(upstream) and visible_clusters(user).filter(name=upstream).exists()
-    fragments = dict(_fragments(cached, upstream_visible))
+    fragments = dict(_fragments(cached, upstream_visible, span))
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     cached.snapshot.worst_partition_status = fragments.pop("worst_partition_status")
     cached.snapshot.reasons = snapshots.status_reasons(cached.snapshot)
@@ -229,7 +234,9 @@ def _upstream_hint(user, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[
     }
 
 
-def _fragments(cached: _ConnectorCache, upstream_visible: bool) -> dict[str, object]:
+def _fragments(
+    cached: _ConnectorCache, upstream_visible: bool, span: chart_ranges.ChartRange
+) -> dict[str, object]:
     """The parts of a connector's page drawn from one refresh run's results, rendered once
     per run: its charts, rewinds and key drift, tasks and configuration.
 
@@ -244,17 +251,15 @@ def _fragments(cached: _ConnectorCache, upstream_visible: bool) -> dict[str, obj
             "connector": snapshot,
             "config": sorted(mask_secrets(snapshot.config).items()),
             "tasks": snapshot.tasks(),
-            "commit_chart": _commit_chart(cluster, snapshot),
             "upstream_visible": upstream_visible,
+            "chart_range": span,
+            # The range ends at the refresh the page shows, as the rest of it does.
+            **history_charts(cluster, snapshot, span.since(snapshot.updated_at)),
         }
-        if snapshot.type == "sink":
-            if not snapshot.offsets_managed_externally:
-                context.update(_lag_charts(cluster, snapshot))
-        else:
+        if snapshot.type == "source":
             context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
             context["drifts"] = snapshots.key_drifts(cluster=cluster, connector=snapshot.name)
         if snapshot.upstream_cluster:
-            context.update(_lag_charts(cluster, snapshot))
             context.update(_upstream_lags(cluster, snapshot))
         worst = None
         if snapshot.type == "sink" or snapshot.upstream_cluster:
@@ -271,7 +276,9 @@ def _fragments(cached: _ConnectorCache, upstream_visible: bool) -> dict[str, obj
             )
         } | {"worst_partition_status": worst}
 
-    return cached.get("fragments", {"upstream_visible": upstream_visible}, compute)
+    return cached.get(
+        "fragments", {"upstream_visible": upstream_visible, "range": span.key}, compute
+    )
 
 
 def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tuple[Page, AgedHtml]:
@@ -349,15 +356,6 @@ def _source_partition_rows(
     return page, html
 
 
-def _commit_chart(cluster: Cluster, snapshot: ConnectorSnapshot) -> charts.Chart:
-    buckets = snapshots.commit_buckets(cluster=cluster, connector=snapshot.name)
-    return charts.line_chart(
-        [(bucket.start, bucket.commits) for bucket in buckets],
-        title="Offset commits per bucket",
-        unit="commits",
-    )
-
-
 def _upstream_lags(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, object]:
     """A mirror's most lagging upstream partitions (the API lists every one)."""
     rows = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name, sort="-lag_records")
@@ -369,23 +367,6 @@ def _upstream_lags(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, o
         ),
         "upstream_count": rows.count() if len(shown) == PARTITIONS_PER_PAGE else len(shown),
         "upstream_shown": len(shown),
-    }
-
-
-def _lag_charts(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, charts.Chart]:
-    series = snapshots.lag_series(cluster=cluster, connector=snapshot.name)
-    return {
-        "lag_chart": charts.line_chart(
-            [(point.at, point.lag_records) for point in series],
-            title="Lag (records, all partitions)",
-            unit="records",
-        ),
-        "lag_time_chart": charts.line_chart(
-            [(point.at, point.lag_ms / 1000) for point in series if point.lag_ms is not None],
-            title="Lag (time, worst partition)",
-            unit="time behind the newest record",
-            durations=True,
-        ),
     }
 
 
@@ -433,7 +414,7 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
         )
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
-        markers=_rewind_markers(cluster, snapshot.name, numeric),
+        markers=rewind_markers(cluster, snapshot.name, numeric),
         title="Offset progress",
         unit="",
         zero_based=False,
@@ -441,28 +422,6 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     context["progress_commits"] = len(points)
     context["progress_not_numeric"] = bool(points) and not numeric
     return context
-
-
-def _rewind_markers(cluster: Cluster, connector: str, points: list) -> list[tuple]:
-    """A marker per rewind, naming (and linking to) the applied edit that caused it."""
-    if not any(point.rewind for point in points):
-        return []  # no rewind, no edit to look for
-    applied = list(
-        OffsetEdit.objects.filter(
-            cluster=cluster, connector=connector, state=OffsetEdit.State.APPLIED
-        ).values_list("finished_at", "pk")
-    )
-    markers = []
-    for previous, point in zip([None, *points], points, strict=False):
-        if not point.rewind:
-            continue
-        pk = edit_for_rewind(previous.at if previous else None, point.at, applied)
-        label, href = "rewind", ""
-        if pk is not None:
-            label = f"rewind by edit #{pk}"
-            href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
-        markers.append((point.at, point.progress, label, href))
-    return markers
 
 
 @require_GET

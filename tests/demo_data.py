@@ -21,6 +21,7 @@ REFRESH_MODELS = (
     "MalformedCount",
     "SinkPartitionLag",
     "LagSample",
+    "ConnectorStateChange",
 )
 
 AUDIT = "file-source-audit"  # STOPPED in the demo

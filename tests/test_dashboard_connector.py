@@ -2,10 +2,19 @@
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
-from offsets.models import ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
+from offsets.models import (
+    AuditEvent,
+    ConnectorSnapshot,
+    ConnectorStateChange,
+    OffsetEdit,
+    RefreshRun,
+    SourceOffset,
+)
 from tests import factories as make
 from tests.edits_factory import make_edit
 
@@ -145,7 +154,8 @@ def test_a_partition_search_with_ten_thousand_partitions_makes_a_fixed_number_of
             HTTP_HX_TARGET="partitions",
         ).content.decode()
     assert "1,000 partitions matching" in html
-    with django_assert_max_num_queries(14):
+    # The charts' events add two: the states the refreshes saw change, the audit's.
+    with django_assert_max_num_queries(16):
         logged_in_client.get("/clusters/prod/connectors/big/")
 
 
@@ -407,3 +417,78 @@ def test_a_sink_with_no_commit_yet_says_where_its_lag_counts_from(logged_in_clie
     assert "1 topic-partition without a commit yet" in facts
     row = html.split('data-partition="payments-0"')[1].split("</tr>")[0]
     assert 'data-field="lag-records">50<' in row
+
+
+def test_the_charts_offer_ranges_kept_across_polls_and_a_bad_one_falls_back(logged_in_client, prod):
+    html = logged_in_client.get(SOURCE).content.decode()
+    nav = html.split('class="chart-range"')[1].split("</nav>")[0]
+    assert re.findall(r'data-range="([^"]+)"', nav) == ["1h", "6h", "24h", "7d", "all"]
+    assert re.findall(r'data-range="([^"]+)" aria-current="true"', nav) == ["24h"]
+    assert "the last 24 h" in html.split('data-chart="commits"')[1]
+    hour = logged_in_client.get(SOURCE + "?range=1h").content.decode()
+    # 36 buckets of 5 minutes: the last hour holds about 12 of them.
+    assert 11 <= path_points(hour, "commits") <= 12
+    assert "the last 1 h" in hour.split('data-chart="commits"')[1]
+    # The charts' poll asks for the same range.
+    poll = hour.split('id="history-charts"')[1].split(">")[0]
+    assert "range=1h" in poll
+    polled = logged_in_client.get(
+        SOURCE + "?range=1h", headers={"HX-Request": "true", "HX-Target": "history-charts"}
+    ).content.decode()
+    assert path_points(polled, "commits") == path_points(hour, "commits")
+    for value in ("all", "bogus", "7"):
+        response = logged_in_client.get(SOURCE + f"?range={value}")
+        assert response.status_code == 200
+        assert path_points(response.content.decode(), "commits") == 36
+    bogus = logged_in_client.get(SOURCE + "?range=bogus").content.decode()
+    assert 'data-range="24h" aria-current="true"' in bogus
+
+
+def test_the_charts_mark_a_pause_a_failure_a_control_and_an_applied_edit(
+    logged_in_client, prod, admin_user
+):
+    now = timezone.now()
+    for minutes, target, runtime, failed in (
+        (180, "STOPPED", "STOPPED", 0),
+        (9, "PAUSED", "PAUSED", 0),
+        (6, "STARTED", "RUNNING", 0),
+        (4, "STARTED", "RUNNING", 1),
+    ):
+        ConnectorStateChange.objects.create(
+            cluster=prod,
+            connector="s3-sink",
+            at=now - timedelta(minutes=minutes),
+            target_state=target,
+            runtime_state=runtime,
+            failed_tasks=failed,
+        )
+    AuditEvent.objects.create(
+        cluster=prod,
+        connector="s3-sink",
+        action=AuditEvent.Action.STOPPED,
+        actor_name="alice",
+        at=now - timedelta(minutes=8),
+    )
+    edit = make_edit(prod, admin_user, state="applied", connector="s3-sink")
+    AuditEvent.objects.create(
+        cluster=prod,
+        connector="s3-sink",
+        edit=edit,
+        action=AuditEvent.Action.APPLIED,
+        actor_name="bob",
+        at=now - timedelta(minutes=5),
+    )
+    html = logged_in_client.get(SINK + "?range=1h").content.decode()
+    lag = html.split('data-chart="lag"')[1].split("</figure>")[0]
+    kinds = re.findall(r'data-event="([a-z]+)"><title>([^<]+)</title>', lag)
+    # The stop of three hours ago is out of the hour chosen.
+    assert [kind for kind, _ in kinds] == ["paused", "control", "running", "edit", "failed"]
+    titles = dict(kinds)
+    assert titles["paused"].startswith("paused (seen by the refresh of ")
+    assert titles["control"].startswith("stopped by alice from the dashboard at ")
+    assert titles["edit"].startswith(f"edit #{edit.pk} applied at ")
+    assert titles["failed"].startswith("1 task FAILED (")
+    assert f'<a href="/clusters/prod/edits/{edit.pk}/" class="event-link">' in lag
+    assert "5 events" in lag and "5 events marked" in lag
+    day = logged_in_client.get(SINK).content.decode().split('data-chart="lag"')[1]
+    assert day.split("</figure>")[0].count("data-event=") == 6

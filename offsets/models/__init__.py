@@ -7,6 +7,7 @@ from offsets.models.edits import AuditEvent, ChangeCounts, OffsetEdit, OffsetEdi
 from offsets.models.refresh import (
     CommitBucket,
     ConnectorSnapshot,
+    ConnectorStateChange,
     KeyDrift,
     LagSample,
     MalformedCount,
@@ -28,6 +29,7 @@ __all__ = [
     "Cluster",
     "CommitBucket",
     "ConnectorSnapshot",
+    "ConnectorStateChange",
     "Grant",
     "KeyDrift",
     "LagSample",

@@ -396,9 +396,33 @@ class LagSample(models.Model):
         return f"{self.connector} {self.topic}[{self.partition}] at {self.sampled_at:%H:%M:%S}"
 
 
+class ConnectorStateChange(models.Model):
+    """A connector's state as a refresh found it, when it differs from the refresh before
+    (or the connector is new to it): where the history charts mark a pause, a stop, a
+    failure and the return to running. A refresh keeps only its latest snapshot, so these
+    rows are the states' history."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="state_changes")
+    connector = models.CharField(max_length=249)
+    at = models.DateTimeField()  # the refresh that saw it
+    target_state = models.CharField(max_length=16, blank=True)
+    runtime_state = models.CharField(max_length=16, blank=True)
+    failed_tasks = models.IntegerField(default=0)
+    # Whether the refresh before saw the connector at all.
+    first_seen = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["at"]
+        indexes = [models.Index(fields=["cluster", "connector", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.connector} {self.target_state}/{self.runtime_state} at {self.at:%H:%M:%S}"
+
+
 __all__ = [
     "CommitBucket",
     "ConnectorSnapshot",
+    "ConnectorStateChange",
     "KeyDrift",
     "LagSample",
     "MalformedCount",

@@ -9,9 +9,11 @@ from django.utils import timezone
 
 from offsets.formats.connectors import Connector
 from offsets.formats.history_rules import LagStatus, connector_lag_status, last_moved_at
+from offsets.formats.state_history import State, state_changes
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
+    ConnectorStateChange,
     KeyDrift,
     MalformedCount,
     SinkPartitionLag,
@@ -75,8 +77,39 @@ def save_snapshots(cluster: Cluster, connectors: list[Connector], sinks: SinkRes
                 updated_at=updated_at,
             )
         )
+    _record_state_changes(cluster, snapshots, updated_at)
     ConnectorSnapshot.objects.filter(cluster=cluster).delete()
     ConnectorSnapshot.objects.bulk_create(snapshots)
+
+
+def _record_state_changes(
+    cluster: Cluster, snapshots: list[ConnectorSnapshot], at: datetime
+) -> None:
+    """Keep the states that differ from the snapshots these replace: the only history of
+    a connector's state (the charts' pause, stop and failure markers)."""
+    previous = {
+        name: State(target, runtime, failed)
+        for name, target, runtime, failed in ConnectorSnapshot.objects.filter(
+            cluster=cluster, deleted=False
+        ).values_list("name", "target_state", "runtime_state", "failed_tasks")
+    }
+    current = {
+        snapshot.name: State(snapshot.target_state, snapshot.runtime_state, snapshot.failed_tasks)
+        for snapshot in snapshots
+        if not snapshot.deleted
+    }
+    ConnectorStateChange.objects.bulk_create(
+        ConnectorStateChange(
+            cluster=cluster,
+            connector=name,
+            at=at,
+            target_state=state.target_state,
+            runtime_state=state.runtime_state,
+            failed_tasks=state.failed_tasks,
+            first_seen=first_seen,
+        )
+        for name, state, first_seen in state_changes(previous, current)
+    )
 
 
 def _source_stats(cluster: Cluster) -> dict[str, SourceStats]:

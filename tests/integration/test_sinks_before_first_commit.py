@@ -17,7 +17,12 @@ from django.utils.html import escape
 
 from offsets.formats.status_records import trace_summary
 from offsets.kafka import groups, producers, reading
-from offsets.models import ConnectorSnapshot, RefreshRun, SinkPartitionLag
+from offsets.models import (
+    ConnectorSnapshot,
+    ConnectorStateChange,
+    RefreshRun,
+    SinkPartitionLag,
+)
 from offsets.refresh.run import run_refresh
 from offsets.services import snapshots
 from tests.integration.connect_rest import wait_until
@@ -274,6 +279,9 @@ def test_a_committing_sinks_last_commit_follows_its_offsets_moving(
     assert second.committed_moved_at == second.sampled_at > first.committed_moved_at
     snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=connector)
     assert snapshot.last_commit_at == second.committed_moved_at
+    # Running at both refreshes: one state kept, when first seen (the charts' marks).
+    states = ConnectorStateChange.objects.filter(cluster=cluster, connector=connector)
+    assert [(s.runtime_state, s.first_seen) for s in states] == [("RUNNING", True)]
     page = logged_in_client.get(f"/clusters/{cluster.name}/connectors/{connector}/")
     strip = page.content.decode().split('data-field="last-commit">')[1].split("</dd>")[0]
     assert "offset moved " in strip and " ago" in strip

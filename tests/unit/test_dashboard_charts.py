@@ -2,9 +2,12 @@
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dashboard import chart_ranges, charts
+from dashboard.chart_events import Event
 from dashboard.charts import HOVER_POINTS, format_number, line_chart
 
 T0 = datetime(2026, 9, 21, 12, 0, tzinfo=UTC)
@@ -139,3 +142,41 @@ def test_a_long_series_names_a_bounded_number_of_points_first_and_last_among_the
     chart = line_chart(series(range(1000)), title="t")
     assert len(chart.hover) == HOVER_POINTS
     assert chart.hover[0].label.endswith(": 0") and chart.hover[-1].label.endswith(": 999")
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        ("1h", "1h"),
+        ("6h", "6h"),
+        ("7d", "7d"),
+        ("all", "all"),
+        (None, "24h"),
+        ("", "24h"),
+        ("2h", "24h"),
+        ("ALL", "24h"),
+        ("1h;drop", "24h"),
+    ],
+)
+def test_a_chart_range_not_offered_falls_back_to_a_day(value, key):
+    assert chart_ranges.chart_range(value).key == key
+
+
+def test_a_range_starts_its_span_before_the_refresh_and_all_has_no_start():
+    end = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    assert chart_ranges.chart_range("6h").since(end) == end - timedelta(hours=6)
+    assert chart_ranges.chart_range("all").since(end) is None
+
+
+def test_an_event_is_drawn_across_the_plot_and_the_time_axis_reaches_it():
+    start = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    series = [(start + timedelta(minutes=i), float(i)) for i in range(10)]
+    stop = Event(start + timedelta(minutes=20), "paused", "stopped", "")
+    edit = Event(start + timedelta(minutes=5), "edit", "edit #3", "/e/3/")
+    chart = charts.line_chart(series, title="t", events=[edit, stop])
+    first, last = chart.events
+    assert (first.kind, first.label, first.href) == ("edit", "edit #3", "/e/3/")
+    # The stop after the last point ends the axis.
+    assert last.x == chart.right
+    assert chart.left < first.x < last.x
+    assert charts.line_chart([], title="t", events=[stop]).events == []

@@ -111,12 +111,18 @@ class Bucket:
     commits: int
 
 
-def commit_buckets(*, cluster: Cluster, connector: str) -> list[Bucket]:
-    """Commits per bucket, oldest first, with empty buckets filled in as zero."""
+def commit_buckets(
+    *, cluster: Cluster, connector: str, since: datetime | None = None
+) -> list[Bucket]:
+    """Commits per bucket, oldest first, with empty buckets filled in as zero; with `since`,
+    the buckets that start then or later."""
+    buckets = CommitBucket.objects.filter(cluster=cluster, connector=connector)
+    if since is not None:
+        buckets = buckets.filter(bucket_start__gte=since)
     rows = list(
-        CommitBucket.objects.filter(cluster=cluster, connector=connector)
-        .order_by("-bucket_start")
-        .values_list("bucket_start", "commits")[:MAX_COMMIT_BUCKETS]
+        buckets.order_by("-bucket_start").values_list("bucket_start", "commits")[
+            :MAX_COMMIT_BUCKETS
+        ]
     )
     rows.reverse()
     if not rows:
@@ -142,12 +148,16 @@ class LagPoint:
     lag_ms: int | None
 
 
-def lag_series(*, cluster: Cluster, connector: str) -> list[LagPoint]:
+def lag_series(
+    *, cluster: Cluster, connector: str, since: datetime | None = None
+) -> list[LagPoint]:
     """A sink's or mirror's total lag (records) and worst lag (time) at each refresh, oldest
-    first."""
+    first; with `since`, the samples taken then or later."""
+    samples = LagSample.objects.filter(cluster=cluster, connector=connector)
+    if since is not None:
+        samples = samples.filter(sampled_at__gte=since)
     rows = list(
-        LagSample.objects.filter(cluster=cluster, connector=connector)
-        .values("sampled_at")
+        samples.values("sampled_at")
         .annotate(records=Sum("lag_records"), ms=Max("lag_ms"))
         .order_by("-sampled_at")[:MAX_LAG_SAMPLES]
     )

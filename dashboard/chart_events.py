@@ -1,0 +1,83 @@
+"""What the history charts mark: where a connector paused, stopped, failed, ran again, was
+controlled from the dashboard, or had an edit applied. Pure: the view reads the rows, these
+functions say what each one means.
+
+The states come from the refreshes (`ConnectorStateChange`: a refresh saw the state change),
+the controls and the edits from the dashboard's own records; each title says which.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from offsets.models.refresh import PLANNED_PAUSE_STATES
+
+
+@dataclass(frozen=True)
+class Event:
+    at: datetime
+    # failed, paused (paused or stopped), running (running again), state (any other),
+    # control (stop, resume, restart from the dashboard), edit (an applied edit)
+    kind: str
+    label: str
+    href: str = ""
+
+
+# A state change as stored: (at, target state, runtime state, failed tasks, first seen).
+StateRow = tuple[datetime, str, str, int, bool]
+# A control from the dashboard's audit log: (at, action, who).
+ControlRow = tuple[datetime, str, str]
+# An applied edit: (finished at, its id, what it did).
+EditRow = tuple[datetime, int, str]
+
+CONTROL_WORDS = {"stopped": "stopped", "resumed": "resumed", "restarted": "restarted"}
+
+
+def _when(at: datetime) -> str:
+    return f"{at:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def state_event(row: StateRow) -> Event | None:
+    """What a refresh saw change, or None for a connector first seen running as it should."""
+    at, target, runtime, failed_tasks, first_seen = row
+    if runtime == "FAILED":
+        kind, what = "failed", "connector FAILED"
+    elif failed_tasks:
+        kind, what = "failed", f"{failed_tasks} task{'s' if failed_tasks > 1 else ''} FAILED"
+    elif target in PLANNED_PAUSE_STATES:
+        kind, what = "paused", target.lower()
+    elif runtime == "RUNNING":
+        if first_seen:
+            return None
+        kind, what = "running", "running again"
+    else:
+        kind, what = "state", f"{target or '?'} / {runtime or '?'}"
+    seen = "first seen by the refresh" if first_seen else "seen by the refresh"
+    return Event(at, kind, f"{what} ({seen} of {_when(at)})")
+
+
+def control_event(row: ControlRow) -> Event:
+    at, action, actor = row
+    return Event(
+        at,
+        "control",
+        f"{CONTROL_WORDS.get(action, action)} by {actor} from the dashboard at {_when(at)}",
+    )
+
+
+def edit_event(row: EditRow, edit_url: Callable[[int], str]) -> Event:
+    at, pk, what = row
+    return Event(at, "edit", f"edit #{pk} applied at {_when(at)}: {what}", edit_url(pk))
+
+
+def chart_events(
+    states: Sequence[StateRow],
+    controls: Sequence[ControlRow],
+    edits: Sequence[EditRow],
+    edit_url: Callable[[int], str],
+) -> list[Event]:
+    """Every event worth a mark, oldest first."""
+    events = [event for event in map(state_event, states) if event is not None]
+    events += [control_event(row) for row in controls]
+    events += [edit_event(row, edit_url) for row in edits]
+    return sorted(events, key=lambda event: event.at)

@@ -1,0 +1,125 @@
+"""The connector page's history charts: commits and lag over the chosen range, with what
+happened to the connector marked across them, and a partition's rewinds marked on its
+offset progress."""
+
+from datetime import datetime
+
+from django.urls import reverse
+
+from dashboard import charts
+from dashboard.chart_events import Event, chart_events
+from dashboard.rewind_links import edit_for_rewind
+from offsets.models import (
+    AuditEvent,
+    Cluster,
+    ConnectorSnapshot,
+    ConnectorStateChange,
+    OffsetEdit,
+)
+from offsets.services import snapshots
+
+# The dashboard's own controls worth a mark (a failed one changed nothing).
+CONTROL_ACTIONS = (
+    AuditEvent.Action.STOPPED,
+    AuditEvent.Action.RESUMED,
+    AuditEvent.Action.RESTARTED,
+)
+APPLIED = AuditEvent.Action.APPLIED
+
+
+def history_charts(
+    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None
+) -> dict[str, charts.Chart]:
+    """The commit chart, and the lag charts of a sink or a mirror with an upstream, from
+    `since` on (None: all of their history)."""
+    events = connector_events(cluster, snapshot.name, since)
+    context = {"commit_chart": commit_chart(cluster, snapshot, since, events)}
+    lag_tracked = snapshot.type == "sink" and not snapshot.offsets_managed_externally
+    if lag_tracked or snapshot.upstream_cluster:
+        context.update(lag_charts(cluster, snapshot, since, events))
+    return context
+
+
+def connector_events(cluster: Cluster, connector: str, since: datetime | None) -> list[Event]:
+    """What happened to the connector since `since`: the states the refreshes saw change,
+    the dashboard's stops, resumes and restarts, the edits applied (two queries)."""
+    states = ConnectorStateChange.objects.filter(cluster=cluster, connector=connector)
+    audit = AuditEvent.objects.filter(
+        cluster=cluster, connector=connector, action__in=[*CONTROL_ACTIONS, APPLIED]
+    )
+    if since is not None:
+        states = states.filter(at__gte=since)
+        audit = audit.filter(at__gte=since)
+    strategies = dict(OffsetEdit.Strategy.choices)
+    controls, edits = [], []
+    for at, action, actor, pk, strategy in audit.order_by("at").values_list(
+        "at", "action", "actor_name", "edit_id", "edit__strategy"
+    ):
+        if action == APPLIED:
+            edits.append((at, pk, strategies.get(strategy, strategy)))
+        else:
+            controls.append((at, action, actor))
+    return chart_events(
+        list(
+            states.values_list("at", "target_state", "runtime_state", "failed_tasks", "first_seen")
+        ),
+        controls,
+        edits,
+        lambda pk: reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk}),
+    )
+
+
+def commit_chart(
+    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None, events: list[Event]
+) -> charts.Chart:
+    buckets = snapshots.commit_buckets(cluster=cluster, connector=snapshot.name, since=since)
+    return charts.line_chart(
+        [(bucket.start, bucket.commits) for bucket in buckets],
+        title="Offset commits per bucket",
+        unit="commits",
+        events=events if buckets else (),
+    )
+
+
+def lag_charts(
+    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None, events: list[Event]
+) -> dict[str, charts.Chart]:
+    series = snapshots.lag_series(cluster=cluster, connector=snapshot.name, since=since)
+    timed = [(point.at, point.lag_ms / 1000) for point in series if point.lag_ms is not None]
+    return {
+        "lag_chart": charts.line_chart(
+            [(point.at, point.lag_records) for point in series],
+            title="Lag (records, all partitions)",
+            unit="records",
+            events=events if series else (),
+        ),
+        "lag_time_chart": charts.line_chart(
+            timed,
+            title="Lag (time, worst partition)",
+            unit="time behind the newest record",
+            durations=True,
+            events=events if timed else (),
+        ),
+    }
+
+
+def rewind_markers(cluster: Cluster, connector: str, points: list) -> list[tuple]:
+    """A marker per rewind, naming (and linking to) the applied edit that caused it."""
+    if not any(point.rewind for point in points):
+        return []  # no rewind, no edit to look for
+    applied = list(
+        OffsetEdit.objects.filter(
+            cluster=cluster, connector=connector, state=OffsetEdit.State.APPLIED
+        ).values_list("finished_at", "pk")
+    )
+    markers = []
+    for previous, point in zip([None, *points], points, strict=False):
+        if not point.rewind:
+            continue
+        pk = edit_for_rewind(previous.at if previous else None, point.at, applied)
+        label, href = "rewind", ""
+        if pk is not None:
+            label = f"rewind by edit #{pk}"
+            href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
+        markers.append((point.at, point.progress, label, href))
+    return markers

@@ -1,0 +1,77 @@
+"""What the history charts mark, and the state history the refreshes keep for them."""
+
+from datetime import UTC, datetime, timedelta
+
+from dashboard.chart_events import Event, chart_events, control_event, state_event
+from offsets.formats.state_history import State, state_changes
+
+AT = datetime(2026, 11, 27, 12, 0, 5, tzinfo=UTC)
+
+
+def edit_url(pk: int) -> str:
+    return f"/edits/{pk}/"
+
+
+def test_a_pause_a_stop_and_a_failure_are_marked_with_what_and_when():
+    assert state_event((AT, "PAUSED", "PAUSED", 0, False)) == Event(
+        AT, "paused", "paused (seen by the refresh of 2026-11-27 12:00:05 UTC)"
+    )
+    assert state_event((AT, "STOPPED", "STOPPED", 0, False)).label.startswith("stopped (")
+    assert state_event((AT, "STARTED", "FAILED", 0, False)).kind == "failed"
+    failed = state_event((AT, "STARTED", "RUNNING", 2, False))
+    assert (failed.kind, failed.label.split(" (")[0]) == ("failed", "2 tasks FAILED")
+    assert state_event((AT, "STARTED", "RUNNING", 1, False)).label.startswith("1 task FAILED (")
+
+
+def test_a_failure_wins_over_a_pause():
+    assert state_event((AT, "PAUSED", "RUNNING", 1, False)).kind == "failed"
+
+
+def test_running_again_is_marked_but_a_connector_first_seen_running_is_not():
+    assert state_event((AT, "STARTED", "RUNNING", 0, False)).label.startswith("running again")
+    assert state_event((AT, "STARTED", "RUNNING", 0, True)) is None
+
+
+def test_a_connector_first_seen_paused_says_it_was_first_seen_so():
+    event = state_event((AT, "PAUSED", "PAUSED", 0, True))
+    assert event.label == "paused (first seen by the refresh of 2026-11-27 12:00:05 UTC)"
+
+
+def test_any_other_state_is_marked_as_it_reads():
+    event = state_event((AT, "STARTED", "UNASSIGNED", 0, False))
+    assert (event.kind, event.label.split(" (")[0]) == ("state", "STARTED / UNASSIGNED")
+
+
+def test_a_control_names_who_and_an_edit_links_to_its_page_oldest_first():
+    events = chart_events(
+        [(AT + timedelta(seconds=30), "STOPPED", "STOPPED", 0, False)],
+        [(AT, "stopped", "alice")],
+        [(AT + timedelta(minutes=2), 7, "Shift by N")],
+        edit_url,
+    )
+    assert [event.kind for event in events] == ["control", "paused", "edit"]
+    assert events[0] == control_event((AT, "stopped", "alice"))
+    assert events[0].label == "stopped by alice from the dashboard at 2026-11-27 12:00:05 UTC"
+    assert events[2].label == "edit #7 applied at 2026-11-27 12:02:05 UTC: Shift by N"
+    assert events[2].href == "/edits/7/"
+    assert not events[0].href and not events[1].href
+
+
+def test_a_refresh_keeps_a_state_only_when_it_changed_or_is_new():
+    previous = {
+        "same": State("STARTED", "RUNNING", 0),
+        "paused": State("STARTED", "RUNNING", 0),
+        "worse": State("STARTED", "RUNNING", 1),
+        "gone": State("STARTED", "RUNNING", 0),
+    }
+    current = {
+        "same": State("STARTED", "RUNNING", 0),
+        "paused": State("PAUSED", "PAUSED", 0),
+        # One more failed task is no new event: it was failing already.
+        "worse": State("STARTED", "RUNNING", 2),
+        "new": State("STARTED", "RUNNING", 0),
+    }
+    assert state_changes(previous, current) == [
+        ("new", State("STARTED", "RUNNING", 0), True),
+        ("paused", State("PAUSED", "PAUSED", 0), False),
+    ]
