@@ -98,6 +98,8 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         context = _progress_context(cached, form.cleaned_data["partition"])
         context["poll_seconds"] = poll
         return render(request, "dashboard/connector.html#progress", context)
+    if target == "control-buttons":
+        return _control_buttons(request, cached, run, poll)
     if target in POLLED_FIGURES:
         context = {
             "cluster": cluster,
@@ -111,6 +113,32 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
         return render(request, "dashboard/connector.html#partitions", context)
     context.update(_whole_page_context(request, cached, form, refresh, span))
     return render(request, "dashboard/connector.html", context)
+
+
+def _control_buttons(
+    request: HttpRequest, cached: "_ConnectorCache", run: int, poll: int
+) -> HttpResponse:
+    """The control card's buttons for its poll: 204 (nothing to swap) while the refresh on
+    show is the one the card was drawn from, or offers the same buttons. A card drawn after
+    a control shows what the worker reported: only a newer refresh may change its buttons."""
+    cluster, snapshot = cached.cluster, cached.snapshot
+    offered = actions.offered(
+        target_state=snapshot.target_state,
+        runtime_state=snapshot.runtime_state,
+        deleted=snapshot.deleted,
+    )
+    if request.GET.get("run") == str(run) or request.GET.get("shown") == " ".join(offered):
+        return HttpResponse(status=204)
+    context = {
+        "cluster": cluster,
+        "connector_name": snapshot.name,
+        "can_control": bool(cluster.connect_url)
+        and can_control_connectors(request.user, cluster, snapshot.name),
+        "actions": offered,
+        "control_run": run,
+        "poll_seconds": poll,
+    }
+    return render(request, "dashboard/_connector_control.html#buttons", context)
 
 
 def _partitions_context(
@@ -168,6 +196,7 @@ def _whole_page_context(
             lambda: snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot),
         ),
         **_figures(cached, request.user, span),
+        "control_run": cached.run,
         "chart_ranges": chart_ranges.RANGES,
         "chart_range": span,
     }

@@ -14,9 +14,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions
+from dashboard import actions, page_cache
 from dashboard.errors import refusal
 from dashboard.move_views import move_targets
+from dashboard.pages import poll_seconds
 from offsets.edits.connector_control import ACTIONS, control_connector
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors, can_stage
@@ -86,6 +87,9 @@ def connector_control(
         ),
         "can_move": can_stage(request.user, cluster, connector_name)
         and bool(move_targets(request.user, cluster, connector_name)),
+        # The buttons keep following the state, from the refresh on show now (its poll).
+        "control_run": page_cache.generation(cluster),
+        "poll_seconds": poll_seconds(False),
     }
     return render(request, "dashboard/_connector_control.html", context, status=status)
 

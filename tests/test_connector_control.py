@@ -20,7 +20,8 @@ from offsets.kafka.connect_rest import (
     ConnectSettings,
     ConnectUnreachable,
 )
-from offsets.models import AuditEvent, Cluster
+from offsets.models import AuditEvent, Cluster, ConnectorSnapshot
+from tests import factories as make
 from tests.fake_connect_worker import FakeWorker, closed_port_url
 
 pytestmark = pytest.mark.django_db
@@ -338,3 +339,45 @@ def test_the_admin_masks_the_worker_password(admin_client, cluster):
     assert SECRET not in page and "********" in page
     listing = admin_client.get("/admin/offsets/cluster/").content.decode()
     assert SECRET not in listing
+
+
+def test_the_cards_buttons_keep_the_workers_answer_until_a_newer_refresh_offers_others(
+    client, editor, worker, cluster
+):
+    worker.connector("plain", "plain")
+    first = make.run(cluster, ago=60)
+    make.snapshot(cluster, "plain", target_state="STARTED", runtime_state="RUNNING")
+    client.force_login(editor)
+    page = client.get("/clusters/c1/connectors/plain/").content.decode()
+    assert f'"shown": "stop restart", "run": "{first.pk}"' in page
+    card = client.post(
+        "/clusters/c1/connectors/plain/control/stop/", headers={"HX-Request": "true"}
+    ).content.decode()
+    # The worker said STOPPED: Resume only, until a refresh sees past it.
+    assert f'"shown": "resume", "run": "{first.pk}"' in card
+
+    def poll(run: int, shown: str):
+        return client.get(
+            f"/clusters/c1/connectors/plain/?shown={shown}&run={run}",
+            headers={"HX-Request": "true", "HX-Target": "control-buttons"},
+        )
+
+    # The refresh on show still says RUNNING: it must not undo what the worker reported.
+    assert poll(first.pk, "resume").status_code == 204
+    ConnectorSnapshot.objects.filter(name="plain").update(
+        target_state="STOPPED", runtime_state="STOPPED"
+    )
+    second = make.run(cluster, ago=10)
+    # A newer refresh that offers the same buttons: nothing to swap either.
+    assert poll(first.pk, "resume").status_code == 204
+    ConnectorSnapshot.objects.filter(name="plain").update(
+        target_state="STARTED", runtime_state="RUNNING"
+    )
+    third = make.run(cluster, ago=2)
+    response = poll(second.pk, "resume")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<div class="buttons" id="control-buttons">')
+    assert ">Stop</button>" in html and ">Restart</button>" in html and "Resume" not in html
+    assert f'"shown": "stop restart", "run": "{third.pk}"' in html
+    assert poll(third.pk, "stop restart").status_code == 204

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
+from dashboard import live
 from offsets.models import RefreshRun
 from offsets.refresh import background
 from tests import factories as make
@@ -81,6 +82,25 @@ def test_it_shows_a_running_refresh_with_its_progress_and_polls_every_two_second
     assert "4,200 records read" in html
     assert "<code>connect-offsets</code> 4,000" in html
     assert 'hx-trigger="every 2s"' in html
+
+
+def test_a_live_loops_short_round_leaves_the_cell_on_the_last_success_like_the_banner(
+    logged_in_client,
+):
+    # A refresh every second: announcing each round made the cell switch between "Running"
+    # and "Succeeded" at every poll. Only one running past RUNNING_BANNER_AFTER_SECONDS is.
+    cluster = make.cluster("prod")
+    make.run(cluster, ago=30, records_read=77)
+    running = make.run(cluster, RefreshRun.Status.RUNNING, ago=1, phase="reading connect-offsets")
+    cell = logged_in_client.get("/").content.decode().split('data-field="refresh">')[1]
+    cell = cell.split("</td>")[0]
+    assert 'data-run="succeeded"' in cell and "Succeeded " in cell
+    assert "77 records read" in cell and "Running" not in cell
+    RefreshRun.objects.filter(pk=running.pk).update(
+        started_at=timezone.now() - timedelta(seconds=live.RUNNING_BANNER_AFTER_SECONDS + 1)
+    )
+    cell = logged_in_client.get("/").content.decode().split('data-field="refresh">')[1]
+    assert "Running: reading connect-offsets" in cell.split("</td>")[0]
 
 
 def test_a_running_refresh_that_missed_its_heartbeats_is_flagged(logged_in_client, settings):
