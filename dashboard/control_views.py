@@ -75,7 +75,13 @@ def connector_control(
         if request.htmx:
             return HttpResponse(status=204, headers={"HX-Redirect": url})
         return redirect(url)
-    context = {
+    context = _card_context(request, cluster, connector_name, outcome, error)
+    return render(request, "dashboard/_connector_control.html", context, status=status)
+
+
+def _card_context(request: HttpRequest, cluster, connector_name: str, outcome, error: str) -> dict:
+    """The control card after a control: the worker's answer, and the buttons it offers."""
+    return {
         "cluster": cluster,
         "connector_name": connector_name,
         "can_control": True,
@@ -87,11 +93,10 @@ def connector_control(
         ),
         "can_move": can_stage(request.user, cluster, connector_name)
         and bool(move_targets(request.user, cluster, connector_name)),
-        # The buttons keep following the state, from the refresh on show now (its poll).
+        # The buttons keep following the state, from the refresh on show now (their poll).
         "control_run": page_cache.generation(cluster),
         "poll_seconds": poll_seconds(False),
     }
-    return render(request, "dashboard/_connector_control.html", context, status=status)
 
 
 def _flash(request: HttpRequest, outcome, error: str) -> None:

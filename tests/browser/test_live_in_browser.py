@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from dashboard import live
-from offsets.models import ConnectorSnapshot, RefreshRun
+from offsets.models import AuditEvent, ConnectorSnapshot, ConnectorStateChange, RefreshRun
 from tests import factories as make
 from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -142,6 +143,18 @@ def test_the_live_list_stays_still_keeps_focus_and_ticks_while_refreshes_come_an
     assert page.evaluate("() => document.activeElement.id") == focused
     shoot(page, f"live-list-{width}")
 
+    # The overview's refresh cell follows the banner's rule: a short round keeps the last
+    # success on show, so the row neither switches its words nor moves.
+    page.goto(f"{live_server.url}/")
+    overview = page.locator("tr[data-cluster='live']")
+    box = overview.bounding_box()
+    assert overview.locator("[data-run='succeeded']").count() == 1
+    make.run(cluster, RefreshRun.Status.RUNNING, ago=0.5)
+    wait_for_a_poll(page, "#clusters")
+    assert overview.locator("[data-run='running']").count() == 0
+    assert overview.locator("[data-run='succeeded']").count() == 1
+    assert overview.bounding_box() == box
+
 
 def test_a_slow_refresh_is_announced_above_the_results_it_will_replace(
     page, live_server, width, cluster
@@ -204,3 +217,101 @@ def test_an_opened_legend_and_trace_stay_open_and_focused_across_a_poll(
     assert page.locator("#tasks-0-trace").evaluate("element => element.open")
     assert page.evaluate("() => document.activeElement.parentElement.id") == "tasks-0-trace"
     shoot(page, f"connector-trace-open-{width}")
+
+
+def no_sideways_scroll(page) -> bool:
+    return page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_since_when_a_sinks_last_commit_a_chosen_range_and_marks_on_its_charts(
+    page, live_server, width, cluster, settings
+):
+    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
+    now = make.now()
+    ConnectorSnapshot.objects.filter(cluster=cluster, name="orders-sink").update(
+        last_commit_at=now - timedelta(seconds=75)
+    )
+    make.lag_samples(cluster, "orders-sink", "orders", 3, 30)
+    for minutes, target, runtime, failed in (
+        (20, "PAUSED", "PAUSED", 0),
+        (12, "STARTED", "RUNNING", 1),
+    ):
+        ConnectorStateChange.objects.create(
+            cluster=cluster,
+            connector="orders-sink",
+            at=now - timedelta(minutes=minutes),
+            target_state=target,
+            runtime_state=runtime,
+            failed_tasks=failed,
+        )
+    page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
+    commit = page.locator("#facts [data-field='last-commit']")
+    assert commit.inner_text().startswith("offset moved 1m ")
+    assert "Kafka keeps no commit times" in commit.locator("span[title]").first.get_attribute(
+        "title"
+    )
+    assert page.locator(".chart-range a.current").inner_text() == "24 h"
+    lag = page.locator("figure[data-chart='lag']")
+    assert lag.locator("g.event").count() == 2
+    assert "paused (seen by the refresh of " in lag.locator("g.event-paused title").inner_text()
+    assert lag.locator("g.event-failed").count() == 1
+    assert no_sideways_scroll(page)
+    shoot(page, f"connector-sink-since-{width}")
+
+    # A range as a link: the URL keeps it, the charts' poll too.
+    page.locator(".chart-range a[data-range='1h']").click()
+    page.wait_for_url("**range=1h**")
+    assert page.locator(".chart-range a.current").inner_text() == "1 h"
+    wait_for_a_poll(page, "#history-charts")
+    assert "the last 1 h" in page.inner_text("figure[data-chart='lag']")
+    assert no_sideways_scroll(page)
+
+
+def test_a_sources_charts_mark_an_applied_edit_linked_to_it(
+    page, live_server, width, cluster, editor
+):
+    now = make.now()
+    make.commit_buckets(cluster, "app-logs-source", 36)
+    edit = make_edit(cluster, editor, state="applied", connector="app-logs-source")
+    AuditEvent.objects.create(
+        cluster=cluster,
+        connector="app-logs-source",
+        edit=edit,
+        action=AuditEvent.Action.APPLIED,
+        actor_name="erin",
+        at=now - timedelta(minutes=30),
+    )
+    AuditEvent.objects.create(
+        cluster=cluster,
+        connector="app-logs-source",
+        action=AuditEvent.Action.STOPPED,
+        actor_name="erin",
+        at=now - timedelta(minutes=40),
+    )
+    page.goto(f"{live_server.url}/clusters/live/connectors/app-logs-source/")
+    commits = page.locator("figure[data-chart='commits']")
+    assert commits.locator("g.event").count() == 2
+    link = commits.locator("g.event-edit a.event-link")
+    assert link.get_attribute("href") == f"/clusters/live/edits/{edit.pk}/"
+    assert no_sideways_scroll(page)
+    shoot(page, f"connector-source-since-{width}")
+
+
+def test_the_control_buttons_follow_the_state_a_newer_refresh_finds(
+    page, live_server, width, cluster, settings
+):
+    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
+    page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
+    assert buttons(page) == ["Stop", "Restart"]
+    page.fill("#control-comment", "looking")
+    # Someone paused it elsewhere; the next refresh says so: no Stop-and-Restart on a
+    # paused connector after the poll, and the comment being typed stays.
+    ConnectorSnapshot.objects.filter(cluster=cluster, name="orders-sink").update(
+        target_state="PAUSED", runtime_state="PAUSED"
+    )
+    make.run(cluster, ago=0.1, seconds=0.1)
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('#connector-control .buttons button'))"
+        ".map(b => b.textContent).join(',') === 'Stop,Resume'"
+    )
+    assert page.input_value("#control-comment") == "looking"
