@@ -69,10 +69,8 @@ class ConnectorListInput(serializers.Serializer):
 
 class ConnectorOutput(serializers.ModelSerializer):
     status_reasons = serializers.SerializerMethodField()
-    last_commit_basis = serializers.SerializerMethodField(
-        help_text="What `last_commit_at` is: `record` for a source (the time of its last "
-        "offset record), `offset moved` for a sink (the refresh that first saw its group's "
-        "committed offsets as they are now: Kafka keeps no commit times), null without one."
+    last_commit_basis = serializers.CharField(
+        read_only=True, allow_null=True, help_text=ConnectorSnapshot.LAST_COMMIT_BASIS_HELP
     )
     url = serializers.SerializerMethodField()
 
@@ -114,11 +112,6 @@ class ConnectorOutput(serializers.ModelSerializer):
 
     def get_status_reasons(self, snapshot: ConnectorSnapshot) -> list[str]:
         return snapshots.status_reasons(snapshot)
-
-    def get_last_commit_basis(self, snapshot: ConnectorSnapshot) -> str | None:
-        if snapshot.last_commit_at is None:
-            return None
-        return "offset moved" if snapshot.type == "sink" else "record"
 
     def get_url(self, snapshot: ConnectorSnapshot) -> str:
         return reverse("api-connector", args=[snapshot.cluster.name, snapshot.name])
@@ -214,12 +207,6 @@ class SourcePartitionOutput(serializers.ModelSerializer):
 class SinkPartitionOutput(serializers.ModelSerializer):
     class Meta:
         model = SinkPartitionLag
-        extra_kwargs = {
-            "committed_moved_at": {
-                "help_text": "When a refresh first saw `committed` as it is now (Kafka keeps "
-                "no commit times); null when never committed."
-            }
-        }
         fields = [
             "topic",
             "partition",

@@ -152,6 +152,19 @@ class ConnectorSnapshot(models.Model):
     def __str__(self) -> str:
         return f"{self.cluster}/{self.name}"
 
+    LAST_COMMIT_BASIS_HELP = (
+        "What `last_commit_at` is: `record` for a source (the time of its last offset record), "
+        "`offset moved` for a sink (the refresh that first saw its group's committed offsets "
+        "as they are now: Kafka keeps no commit times), null without one."
+    )
+
+    @property
+    def last_commit_basis(self) -> str | None:
+        """What its `last_commit_at` is (`LAST_COMMIT_BASIS_HELP`)."""
+        if self.last_commit_at is None:
+            return None
+        return "offset moved" if self.type == "sink" else "record"
+
     @property
     def lag_tracked(self) -> bool:
         """Whether the last refresh measured its lag: a sink's unless it keeps its offsets
@@ -349,7 +362,12 @@ class SinkPartitionLag(models.Model):
     committed = models.BigIntegerField(null=True, blank=True)
     # When a refresh first saw `committed` as it is now: Kafka keeps no commit times
     # (OffsetFetch answers offsets only), so this is the refreshes' view of the last move.
-    committed_moved_at = models.DateTimeField(null=True, blank=True)
+    committed_moved_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a refresh first saw `committed` as it is now (Kafka keeps no commit "
+        "times); null when never committed.",
+    )
     # A mirror's upstream cluster (registered name); "" for a sink.
     upstream = models.CharField(max_length=63, blank=True)
     log_start = models.BigIntegerField()
