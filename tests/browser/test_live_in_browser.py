@@ -14,7 +14,7 @@ import pytest
 from dashboard import live
 from offsets.models import AuditEvent, ConnectorSnapshot, ConnectorStateChange, RefreshRun
 from tests import factories as make
-from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
 from tests.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
@@ -50,9 +50,7 @@ def width(request, page, live_server, editor, cluster):
     """A page at the parameter's width, logged in as an editor; it fails on any console error."""
     page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
     page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    errors = console_errors_of(page)
     log_in(page, live_server, "erin", "erin-password")
     yield request.param
     assert errors == []
