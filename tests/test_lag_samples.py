@@ -1,12 +1,13 @@
-"""The lag samples a refresh reads (Burrow's window) and the ones it drops (retention)."""
+"""The lag samples a refresh reads (Burrow's window) and the ones it drops (retention), and the
+connectors' state changes it drops with them."""
 
 from datetime import timedelta
 
 import pytest
 
 from offsets.formats.history_rules import LagPoint
-from offsets.models import LagSample
-from offsets.refresh import sinks
+from offsets.models import ConnectorStateChange, LagSample
+from offsets.refresh import sinks, summaries
 from tests import factories as make
 
 # db_engine: time windows are compared and thinned by the engine.
@@ -83,3 +84,27 @@ def test_a_retention_of_zero_keeps_every_sample(settings):
         sample(cluster, "a", 0, now - timedelta(days=age), age)
     sinks.drop_expired_lag_samples(cluster, now_ms=int(now.timestamp() * 1000))
     assert LagSample.objects.filter(cluster=cluster).count() == 3
+
+
+def test_state_changes_older_than_the_retention_go_but_each_connectors_newest_stays(settings):
+    settings.LAG_SAMPLE_RETENTION_DAYS = 7
+    cluster, other = make.cluster("prod"), make.cluster("other")
+    now = make.now()
+    for of in (cluster, other):
+        for connector, age in (("flapping", 30), ("flapping", 20), ("flapping", 1), ("held", 90)):
+            ConnectorStateChange.objects.create(
+                cluster=of, connector=connector, at=now - timedelta(days=age)
+            )
+
+    summaries.drop_expired_state_changes(cluster, now_ms=int(now.timestamp() * 1000))
+
+    def kept(of):
+        rows = ConnectorStateChange.objects.filter(cluster=of)
+        return sorted((row.connector, (now - row.at).days) for row in rows)
+
+    # "held" changed 90 days ago and not since: that change says since when it is held.
+    assert kept(cluster) == [("flapping", 1), ("held", 90)]
+    assert len(kept(other)) == 4
+    settings.LAG_SAMPLE_RETENTION_DAYS = 0
+    summaries.drop_expired_state_changes(other, now_ms=int(now.timestamp() * 1000))
+    assert len(kept(other)) == 4

@@ -246,6 +246,7 @@ def save(
     sinks_lag.drop_expired_lag_samples(cluster, now_ms=now_ms)
     _save_read_positions(cluster, plan)
     summaries.save_snapshots(cluster, state.connectors, sinks)
+    summaries.drop_expired_state_changes(cluster, now_ms=now_ms)
 
 
 def _replace_sink_lags(cluster: Cluster, lags: list[SinkPartitionLag]) -> None:

@@ -2,9 +2,10 @@
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import Count
+from django.conf import settings
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from offsets.formats.connectors import Connector
@@ -19,7 +20,7 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.refresh.results import SinkResults
+from offsets.refresh.results import SinkResults, ms_to_datetime
 
 
 @dataclass
@@ -110,6 +111,20 @@ def _record_state_changes(
         )
         for name, state, first_seen in state_changes(previous, current)
     )
+
+
+def drop_expired_state_changes(cluster: Cluster, *, now_ms: int) -> None:
+    """Delete state changes older than LAG_SAMPLE_RETENTION_DAYS (0: keep them all), as the
+    lag samples beside which they are marked: a connector paused and resumed every minute
+    adds two rows a minute. Each connector's newest change stays whatever its age: it says
+    since when the connector is in its state now."""
+    days = settings.LAG_SAMPLE_RETENTION_DAYS
+    if days <= 0:
+        return
+    rows = ConnectorStateChange.objects.filter(cluster=cluster)
+    newest = rows.values("connector").annotate(newest=Max("pk")).values("newest")
+    cutoff = ms_to_datetime(now_ms) - timedelta(days=days)
+    rows.filter(at__lt=cutoff).exclude(pk__in=newest).delete()
 
 
 def _source_stats(cluster: Cluster) -> dict[str, SourceStats]:
