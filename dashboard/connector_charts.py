@@ -25,6 +25,7 @@ CONTROL_ACTIONS = (
     AuditEvent.Action.RESTARTED,
 )
 APPLIED = AuditEvent.Action.APPLIED
+RECONCILED = AuditEvent.Action.RECONCILED
 
 
 def history_charts(
@@ -45,19 +46,21 @@ def connector_events(cluster: Cluster, connector: str, since: datetime | None) -
     the dashboard's stops, resumes and restarts, the edits applied (two queries)."""
     states = ConnectorStateChange.objects.filter(cluster=cluster, connector=connector)
     audit = AuditEvent.objects.filter(
-        cluster=cluster, connector=connector, action__in=[*CONTROL_ACTIONS, APPLIED]
+        cluster=cluster, connector=connector, action__in=[*CONTROL_ACTIONS, APPLIED, RECONCILED]
     )
     if since is not None:
         states = states.filter(at__gte=since)
         audit = audit.filter(at__gte=since)
     strategies = dict(OffsetEdit.Strategy.choices)
     controls, edits = [], []
-    for at, action, actor, pk, strategy in audit.order_by("at").values_list(
-        "at", "action", "actor_name", "edit_id", "edit__strategy"
+    for at, action, actor, pk, strategy, state in audit.order_by("at").values_list(
+        "at", "action", "actor_name", "edit_id", "edit__strategy", "edit__state"
     ):
-        if action == APPLIED:
+        # An edit whose apply was cut short and settled later as applied changed the
+        # offsets at its settling, as far as anyone can tell.
+        if action == APPLIED or (action == RECONCILED and state == OffsetEdit.State.APPLIED):
             edits.append((at, pk, strategies.get(strategy, strategy)))
-        else:
+        elif action in CONTROL_ACTIONS:
             controls.append((at, action, actor))
     return chart_events(
         list(

@@ -492,3 +492,23 @@ def test_the_charts_mark_a_pause_a_failure_a_control_and_an_applied_edit(
     assert "5 events" in lag and "5 events marked" in lag
     day = logged_in_client.get(SINK).content.decode().split('data-chart="lag"')[1]
     assert day.split("</figure>")[0].count("data-event=") == 6
+
+
+def test_an_edit_settled_as_applied_by_reconciling_is_marked_and_a_failed_one_is_not(
+    logged_in_client, prod, admin_user
+):
+    now = timezone.now()
+    for minutes, state in ((7, "applied"), (3, "failed")):
+        edit = make_edit(prod, admin_user, state=state, connector="s3-sink")
+        AuditEvent.objects.create(
+            cluster=prod,
+            connector="s3-sink",
+            edit=edit,
+            action=AuditEvent.Action.RECONCILED,
+            actor_name="reconcile_edits",
+            at=now - timedelta(minutes=minutes),
+        )
+    html = logged_in_client.get(SINK + "?range=1h").content.decode()
+    lag = html.split('data-chart="lag"')[1].split("</figure>")[0]
+    titles = re.findall(r'data-event="edit"><title>([^<]+)</title>', lag)
+    assert len(titles) == 1 and titles[0].startswith(f"edit #{edit.pk - 1} applied at ")
