@@ -24,6 +24,7 @@ from offsets.edits.imports import IMPORT_MAX_BYTES, import_document
 from offsets.edits.kinds import kind_for, move, offline_file, offset_changes, removal, sink_store
 from offsets.edits.kinds.move import can_resume_on_target, resume_on_target
 from offsets.edits.kinds.offset_changes import can_stage_restore, stage_restore
+from offsets.edits.kinds.sink_store import editable_store
 from offsets.edits.live import current_offsets
 from offsets.edits.move_reads import source_config
 from offsets.edits.preview import DIFF_PAGE_ROWS, STORE_STRATEGIES, Preview, StageRequest
@@ -159,6 +160,7 @@ __all__ = [
     "controlled_since",
     "current_offsets",
     "describe",
+    "editable_store",
     "import_document",
     "is_stale",
     "reconcile_edit",

@@ -8,6 +8,8 @@ a group on another cluster without members there, and nothing moved since stagin
 is replaced whole and atomically (`plugin_file.write`), the connector stopped.
 """
 
+from dataclasses import dataclass
+
 from django.conf import settings
 
 from offsets import sink_stores
@@ -21,6 +23,7 @@ from offsets.edits.sink_preview import preview_sink
 from offsets.formats import edit_rules
 from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.kafka import groups
+from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit, SinkOffsetsStore
 from offsets.sink_stores import (
     PLUGIN_FILE,
@@ -59,7 +62,13 @@ class SinkStoreOffsets(EditKind):
         context = read_connector(cluster=cluster, connector=connector, reader=reader)
         if context.type != "sink":
             raise EditInputError(f"{connector} is not a sink.", field="connector")
-        before = sink_stores.read(store)
+        try:
+            before = sink_stores.read(store)
+        except StoreUnreadable as exc:
+            raise EditInputError(
+                f"The sink's store cannot be read, so no edit of it can be staged: {exc}",
+                field="connector",
+            ) from exc
         preview = preview_sink(context=context, request=request, reader=reader, committed=before)
         if not preview.change_count:
             notes = "; ".join(preview.unchanged[:NOTES_QUOTED])
@@ -173,11 +182,54 @@ class SinkStoreOffsets(EditKind):
     def describe(self, edit: OffsetEdit) -> dict:
         return {
             "offsets_store": _where(edit.parameters.get("store", {})),
-            "store_strategy": edit.parameters.get("as", "offset"),
+            "store_strategy": store_strategy_words(edit.parameters),
         }
 
 
 KIND = SinkStoreOffsets()
+
+
+@dataclass(frozen=True)
+class EditableStore:
+    """A sink's store as its edit page offers it: in words, and why it cannot be read now."""
+
+    words: str
+    error: str = ""
+
+
+def editable_store(cluster: Cluster, connector: str) -> EditableStore | None:
+    """The store a sink's edits write, read now so an unreadable one offers no form; None
+    for a sink whose offsets are in Connect's group."""
+    row = sink_stores.store_of(cluster, connector)
+    if row is None or row.kind == SinkOffsetsStore.Kind.CONNECT_GROUP:
+        return None
+    store = sink_stores.setting_of(row)
+    if store.kind == REMOTE_GROUP:
+        words = f"the group {store.group_id} on cluster {store.cluster}"
+    else:
+        words = f"the plugin's file {store.path}"
+    try:
+        sink_stores.read(store)
+    except (StoreUnreadable, KafkaError) as exc:
+        return EditableStore(words, str(exc))
+    return EditableStore(words)
+
+
+# The sink strategy a store-offset edit was staged as, in words (its parameters filled in).
+STRATEGY_WORDS = {
+    "earliest": "to earliest",
+    "latest": "to latest",
+    "offset": "to offset {value}",
+    "shift": "shifted by {value}",
+    "datetime": "to the date-time {at}",
+    "duration": "back by {duration_seconds:g} s",
+}
+
+
+def store_strategy_words(parameters: dict) -> str:
+    """How the edit set the store, e.g. "shifted by -5" (an edit without `as` set an offset)."""
+    strategy = parameters.get("as", "offset")
+    return STRATEGY_WORDS[strategy].format(**parameters)
 
 
 def store_request(parameters: dict) -> StageRequest:
