@@ -1,6 +1,6 @@
 """A sink's own store set with the sink strategies (store-offset): each target computed
 against the offsets the store holds and each partition's log, clamped and warned like a
-Connect-group sink, the strategy kept and staged again the same way."""
+Connect-group sink, the strategy kept and staged again the same way; and through the API."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +10,7 @@ from offsets.edits.errors import EditInputError, NothingToChange
 from offsets.edits.kinds import sink_store
 from offsets.edits.kinds.sink_store import store_request, store_strategy_words
 from offsets.edits.workflow import StageRequest, describe, stage_store_offsets
+from offsets.models import OffsetEdit
 from tests import factories as make
 from tests.sink_store_fakes import store_sink
 
@@ -118,3 +119,67 @@ def test_a_value_alone_still_sets_every_partition_to_it(prod, editor, sink):
     edit = stage_store_offsets(cluster=prod, connector="files", user=editor, value=3)
     assert targets(edit) == {("orders", 0): (5, 3), ("orders", 1): (8, 3)}
     assert edit.parameters["as"] == "offset"
+
+
+# --- The API: POST /api/v1/edits/ with "strategy": "store-offset" ------------------------------
+
+
+def post(client, editor, **fields):
+    client.force_login(editor)
+    body = {"cluster": "prod", "connector": "files", "strategy": "store-offset", **fields}
+    return client.post("/api/v1/edits/", body, content_type="application/json")
+
+
+def test_the_api_stages_the_store_with_a_sink_strategy(client, prod, editor, sink):
+    response = post(client, editor, **{"as": "shift", "shift": -2})
+    assert response.status_code == 201, response.content
+    edit = OffsetEdit.objects.get(pk=response.json()["id"])
+    assert targets(edit) == {("orders", 0): (5, 3), ("orders", 1): (8, 6)}
+    assert (edit.parameters["as"], edit.parameters["value"]) == ("shift", -2)
+    # A value alone is an offset, as before the strategies.
+    response = post(client, editor, value=4, partitions=[{"topic": "orders", "partition": 1}])
+    assert response.status_code == 201, response.content
+    edit = OffsetEdit.objects.get(pk=response.json()["id"])
+    assert (targets(edit), edit.parameters["as"]) == ({("orders", 1): (8, 4)}, "offset")
+    response = post(client, editor, **{"as": "duration", "duration": "90m"})
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"as": "copy-group", "group": "g"}, "as"),
+        ({"as": "shift"}, "shift"),
+        ({"as": "offset"}, "value"),
+        ({"as": "offset", "value": -1}, "value"),
+        ({"as": "datetime"}, "at"),
+        ({"as": "duration"}, "duration"),
+        ({"as": "latest", "shift": 3}, "shift"),
+        ({"as": "shift", "shift": 3, "value": 4}, "shift"),
+        ({"strategy": "latest", "as": "latest"}, "as"),
+    ],
+)
+def test_a_bad_store_input_is_a_400_naming_the_field(client, prod, editor, sink, fields, field):
+    response = post(client, editor, **fields)
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not OffsetEdit.objects.exists()
+
+
+def test_the_schema_documents_the_store_strategies(logged_in_client):
+    schema = logged_in_client.get(
+        "/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json"
+    ).json()
+    schemas = schema["components"]["schemas"]
+    fields = schemas["EditInput"]["properties"]
+    enum = schemas[fields["as"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]["enum"]
+    assert set(enum) == {
+        "earliest",
+        "latest",
+        "offset",
+        "shift",
+        "datetime",
+        "duration",
+    }
+    assert "store-offset" in fields["as"]["description"]
+    assert fields["shift"]["type"] == "integer"
