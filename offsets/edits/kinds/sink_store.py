@@ -51,24 +51,13 @@ class SinkStoreOffsets(EditKind):
         """Stage the sink strategy `request` names against the offsets its store holds now
         and each partition's log (clamped and warned like a Connect-group sink)."""
         drafts.require_editor(user, cluster, connector)
-        if request.strategy not in STORE_STRATEGIES:
-            raise EditInputError(
-                f"{request.strategy!r} is not a strategy for a sink's store; use one of "
-                f"{', '.join(STORE_STRATEGIES)}.",
-                field="as",
-            )
+        _check_strategy(request.strategy)
         store = _setting(cluster, connector)
         reader = LiveReader(cluster)
         context = read_connector(cluster=cluster, connector=connector, reader=reader)
         if context.type != "sink":
             raise EditInputError(f"{connector} is not a sink.", field="connector")
-        try:
-            before = sink_stores.read(store)
-        except StoreUnreadable as exc:
-            raise EditInputError(
-                f"The sink's store cannot be read, so no edit of it can be staged: {exc}",
-                field="connector",
-            ) from exc
+        before = _read_for_staging(store)
         preview = preview_sink(context=context, request=request, reader=reader, committed=before)
         if not preview.change_count:
             notes = "; ".join(preview.unchanged[:NOTES_QUOTED])
@@ -78,14 +67,14 @@ class SinkStoreOffsets(EditKind):
             )
         rows = [
             drafts.sink_row(
-                topic=change.topic,
-                partition=change.partition,
-                before=change.before,
-                after=change.after,
-                is_new=change.is_new,
-                warnings=change.warnings,
+                topic=c.topic,
+                partition=c.partition,
+                before=c.before,
+                after=c.after,
+                is_new=c.is_new,
+                warnings=c.warnings,
             )
-            for change in preview.sink_changes
+            for c in preview.sink_changes
         ]
         parameters = {
             **request.parameters(),
@@ -269,6 +258,26 @@ def _setting(cluster: Cluster, connector: str) -> StoreSetting:
             field="connector",
         )
     return sink_stores.setting_of(row)
+
+
+def _check_strategy(strategy: str) -> None:
+    if strategy not in STORE_STRATEGIES:
+        raise EditInputError(
+            f"{strategy!r} is not a strategy for a sink's store; use one of "
+            f"{', '.join(STORE_STRATEGIES)}.",
+            field="as",
+        )
+
+
+def _read_for_staging(store: StoreSetting) -> StoreOffsets:
+    """The store's offsets now; one that cannot be read is refused as bad input (400)."""
+    try:
+        return sink_stores.read(store)
+    except StoreUnreadable as exc:
+        raise EditInputError(
+            f"The sink's store cannot be read, so no edit of it can be staged: {exc}",
+            field="connector",
+        ) from exc
 
 
 def _store_parameters(store: StoreSetting) -> dict:
