@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 from django import forms
 
-from offsets.edits.workflow import IMPORT_MAX_BYTES, StageRequest
+from offsets.edits.workflow import IMPORT_MAX_BYTES, STORE_STRATEGIES, StageRequest
 from offsets.formats import jackson, strimzi
 from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offset_records import partition_identity
@@ -29,6 +29,8 @@ SINK_CHOICES = [
     ("copy-group", "Copy from another consumer group"),
     ("delete-offsets", "Delete committed offsets"),
 ]
+# A sink whose offsets live in its own store: the sink strategies that set one offset each.
+STORE_CHOICES = [(value, label) for value, label in SINK_CHOICES if value in STORE_STRATEGIES]
 
 
 def _flat_object(text: str, what: str) -> dict:
@@ -227,6 +229,12 @@ class SinkStageForm(forms.Form):
             group=data.get("group") or "",
             partitions=data.get("partitions"),
         )
+
+
+class StoreStageForm(SinkStageForm):
+    """The sink form for a sink whose offsets live in its own store (a store-offset edit)."""
+
+    strategy = forms.ChoiceField(choices=STORE_CHOICES)
 
 
 class PageForm(forms.Form):

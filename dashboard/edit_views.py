@@ -16,6 +16,7 @@ from dashboard.edit_diffs import diff_context
 from dashboard.edit_forms import (
     SINK_CHOICES,
     SOURCE_CHOICES,
+    STORE_CHOICES,
     CommentForm,
     EditFilterForm,
     OffsetsPageForm,
@@ -23,6 +24,7 @@ from dashboard.edit_forms import (
     PrefillForm,
     SinkStageForm,
     SourceStageForm,
+    StoreStageForm,
 )
 from dashboard.errors import READING_KAFKA, refusal
 from dashboard.pages import htmx_target
@@ -45,6 +47,7 @@ from offsets.edits.workflow import (
     controlled_since,
     current_offsets,
     describe,
+    editable_store,
     is_stale,
     reconcile_edit,
     reject_edit,
@@ -54,6 +57,7 @@ from offsets.edits.workflow import (
     route_ahead,
     stage_edit,
     stage_restore,
+    stage_store_offsets,
     stale_after,
     stop_for_edit,
     submit_edit,
@@ -144,7 +148,7 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
     except KafkaError as exc:
         return _page(request, cluster, connector, error=str(exc), status=exc.http_status)
     context = current.context
-    strategies = SOURCE_CHOICES if context.is_source else SINK_CHOICES
+    form_class, strategies, store = _stage_forms(request, cluster, connector, context)
     strategy = _strategy(request, strategies)
     if request.method == "GET" and htmx_target(request) == "current-offsets":
         shown_now = {"current": current, "q": shown["q"], "strategy": strategy}
@@ -152,7 +156,6 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         partial = {"context": context, "can_stage": may_stage, **shown_now}
         return render(request, "edits/connector.html#offsets", partial)
 
-    form_class = SourceStageForm if context.is_source else SinkStageForm
     if request.method == "POST":
         form = form_class(request.POST, partitions=current.partitions)
         if form.is_valid() and (edit := _stage(request, cluster, connector, form, strategy)):
@@ -173,8 +176,21 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         strategy=strategy,
         shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
         status=status,
+        **store,
         **_stop_first(request, cluster, connector, context),
     )
+
+
+def _stage_forms(request: HttpRequest, cluster: Cluster, connector: str, context) -> tuple:
+    """The stage form, its tabs, and the sink's own store if it has one: its form stages a
+    store-offset edit unless `into=group` asks for Connect's group (which does not move it)."""
+    if context.is_source:
+        return SourceStageForm, SOURCE_CHOICES, {}
+    store = editable_store(cluster, connector)
+    into = (request.POST if request.method == "POST" else request.GET).get("into")
+    if store is None or into == "group":
+        return SinkStageForm, SINK_CHOICES, {"store": store, "into_group": store is not None}
+    return StoreStageForm, STORE_CHOICES, {"store": store, "into_group": False}
 
 
 def _stop_first(request: HttpRequest, cluster: Cluster, connector: str, context) -> dict:
@@ -205,8 +221,10 @@ def _stage(
     request: HttpRequest, cluster: Cluster, connector: str, form, strategy: str
 ) -> OffsetEdit | None:
     """Stage the form's edit, or put the service's complaint on the form and return None."""
+    # A sink's own store is set by a store-offset edit, with the same sink strategies.
+    stage = stage_store_offsets if isinstance(form, StoreStageForm) else stage_edit
     try:
-        return stage_edit(
+        return stage(
             cluster=cluster,
             connector=connector,
             user=request.user,
@@ -243,7 +261,7 @@ def _form_field(form, field: str | None, strategy: str) -> str | None:
         return "existing"  # set and delete name an existing partition there
     if field in form.fields:
         return field
-    return {"partition": "existing", "document": None}.get(field or "")
+    return {"partition": "existing", "document": None, "as": "strategy"}.get(field or "")
 
 
 # --- One edit: the diff, review and apply -----------------------------------------------------

@@ -1,11 +1,16 @@
 """A sink's offsets store on its page, in the admin and the API: where they were read, why
-they could not be, and for a class known to keep them elsewhere, the setting to add."""
+they could not be, and for a class known to keep them elsewhere, the setting to add; an
+edit of the store staged from the connector's edit page with the sink form."""
+
+from html import unescape
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from offsets.models import SinkOffsetsStore
+from dashboard.edit_forms import STORE_CHOICES
+from offsets.models import OffsetEdit, SinkOffsetsStore
 from tests import factories as make
+from tests.sink_store_fakes import store_sink
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +115,86 @@ def test_a_group_on_another_cluster_is_a_valid_store(prod):
     SinkOffsetsStore(
         cluster=prod, connector="files", kind="remote_group", group_id="g", group_cluster=target
     ).full_clean()
+
+
+# --- Staging an edit of the store from the connector's edit page ------------------------------
+
+EDITS = "/clusters/prod/connectors/files/edits/"
+
+
+@pytest.fixture
+def store_client(client, monkeypatch, prod, tmp_path, editor):
+    client.force_login(editor)
+    client.sink = store_sink(monkeypatch, prod, tmp_path)
+    return client
+
+
+def test_the_edit_page_offers_the_sink_form_for_the_store_naming_it(store_client):
+    html = store_client.get(EDITS).content.decode()
+    sentence = unescape(html.split('id="store-sentence"')[1].split("</p>")[0])
+    assert f"keeps its offsets in the plugin's file {store_client.sink.path}" in sentence
+    assert "the edit staged here writes them there" in sentence
+    assert 'href="?into=group#stage"' in sentence
+    tabs = html.split('class="tabs"')[1].split("</nav>")[0]
+    assert [label for _, label in STORE_CHOICES] == [
+        "To earliest",
+        "To latest",
+        "To an offset",
+        "Shift by N",
+        "To a date-time",
+        "Back by a duration",
+    ]
+    assert all(f'data-strategy="{value}"' in tabs for value, _ in STORE_CHOICES)
+    assert "copy-group" not in tabs and "delete-offsets" not in tabs
+
+
+def test_a_staged_store_edit_shows_its_store_and_strategy(store_client):
+    response = store_client.post(EDITS, {"strategy": "shift", "value": "-2", "partitions": ""})
+    edit = OffsetEdit.objects.get()
+    assert response.status_code == 302 and response.url == f"/clusters/prod/edits/{edit.pk}/"
+    assert (edit.strategy, edit.parameters["as"], edit.parameters["value"]) == (
+        "store-offset",
+        "shift",
+        -2,
+    )
+    html = store_client.get(response.url).content.decode()
+    store = html.split('id="edit-store"')[1].split("</dd>")[0]
+    assert f"offsets file {store_client.sink.path}, written there" in store
+    assert 'id="edit-store-strategy">shifted by -2</dd>' in html
+
+
+@pytest.mark.parametrize(
+    ("posted", "error"),
+    [
+        ({"strategy": "offset"}, "A number is required."),
+        ({"strategy": "offset", "value": "-1"}, "An offset is 0 or more."),
+        ({"strategy": "datetime"}, "Choose the date-time."),
+        ({"strategy": "latest", "partitions": "orders-7"}, "orders-7 is not a partition"),
+    ],
+)
+def test_a_bad_input_on_the_store_form_is_named_and_stages_nothing(store_client, posted, error):
+    response = store_client.post(EDITS, posted)
+    assert response.status_code == 400
+    assert error in response.content.decode()
+    assert not OffsetEdit.objects.exists()
+
+
+def test_connect_groups_form_stays_behind_its_warning(store_client):
+    html = store_client.get(f"{EDITS}?into=group").content.decode()
+    warning = html.split('id="store-group"')[1].split("</p>")[0]
+    assert "not from its Connect group: an edit of the group does not move it" in warning
+    assert 'data-strategy="copy-group"' in html
+    assert '<input type="hidden" name="into" value="group">' in html
+    assert 'id="store-sentence"' not in html
+
+
+def test_a_store_that_cannot_be_read_offers_no_form_and_says_why(store_client):
+    store_client.sink.holds("orders:0=5\n")
+    html = store_client.get(EDITS).content.decode()
+    why = html.split('id="store-unreadable"')[1].split("</p>")[0]
+    assert "which cannot be read now" in why
+    assert "line 1: expected topic:partition=offset" in why
+    assert 'class="tabs"' not in html and "Stage the edit" not in html
+    response = store_client.post(EDITS, {"strategy": "latest"})
+    assert response.status_code == 400 and not OffsetEdit.objects.exists()
+    assert 'id="store-unreadable"' in response.content.decode()

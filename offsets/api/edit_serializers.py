@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from offsets.edits.workflow import DIFF_PAGE_ROWS, StageRequest
+from offsets.edits.workflow import DIFF_PAGE_ROWS, STORE_STRATEGIES, StageRequest
 from offsets.formats.edit_rules import parse_duration
 from offsets.formats.masking import mask_secrets
 from offsets.formats.offsets_json import flat_map_problem
@@ -48,7 +48,10 @@ class EditInput(serializers.Serializer):
         required=False, help_text="ISO-8601 (PT1H30M) or short (90m): how far back"
     )
     value = serializers.IntegerField(
-        required=False, help_text="offset, shift (signed), or store-offset"
+        required=False, help_text="offset, shift (signed); store-offset as offset or shift"
+    )
+    shift = serializers.IntegerField(
+        required=False, help_text="shift, store-offset as shift: the signed amount (or value)"
     )
     group = serializers.CharField(required=False, max_length=255, help_text="copy-group")
     partitions = TopicPartitionInput(many=True, required=False, help_text="sink scope (all)")
@@ -60,20 +63,20 @@ class EditInput(serializers.Serializer):
         return value
 
     def validate(self, attrs: dict) -> dict:
-        # A sink's own store takes one offset (StageRequest validates the other strategies).
-        if attrs["strategy"] == OffsetEdit.Strategy.STORE_OFFSET and attrs.get("value") is None:
-            raise serializers.ValidationError({"value": "A number is required."})
+        """A sink's own store is set with a sink strategy (`as`, "offset" when only `value` is
+        given, as before); the other strategies' inputs are checked when staging."""
+        store = attrs["strategy"] == OffsetEdit.Strategy.STORE_OFFSET
+        sink_strategy = attrs.get("as", "offset") if store else attrs["strategy"]
+        if "as" in attrs and not store:
+            raise serializers.ValidationError({"as": "Only a store-offset edit takes it."})
+        if "shift" in attrs and sink_strategy != "shift":
+            raise serializers.ValidationError({"shift": "Only a shift takes it."})
+        if "shift" in attrs and attrs.get("value", attrs["shift"]) != attrs["shift"]:
+            raise serializers.ValidationError({"shift": "Give the amount once (shift or value)."})
+        if store:
+            attrs["as"] = sink_strategy
+            _require_store_inputs(attrs)
         return attrs
-
-    def store_inputs(self) -> dict:
-        """The inputs of a store-offset edit: the offset, and the partitions if named."""
-        partitions = self.validated_data.get("partitions")
-        return {
-            "value": self.validated_data["value"],
-            "partitions": None
-            if partitions is None
-            else [(p["topic"], p["partition"]) for p in partitions],
-        }
 
     def validate_duration(self, value: str):
         try:
@@ -82,15 +85,17 @@ class EditInput(serializers.Serializer):
             raise serializers.ValidationError(str(exc)) from None
 
     def request(self) -> StageRequest:
+        """What to stage; for a store-offset edit, the sink strategy it is set with (`as`)."""
         data = self.validated_data
         partitions = data.get("partitions")
+        store = data["strategy"] == OffsetEdit.Strategy.STORE_OFFSET
         return StageRequest(
-            strategy=data["strategy"],
+            strategy=data["as"] if store else data["strategy"],
             partition=data.get("partition"),
             offset=data.get("offset"),
             at=data.get("at"),
             duration=data.get("duration"),
-            value=data.get("value"),
+            value=data.get("value", data.get("shift")),
             group=data.get("group", ""),
             partitions=(
                 None
@@ -98,6 +103,28 @@ class EditInput(serializers.Serializer):
                 else tuple((p["topic"], p["partition"]) for p in partitions)
             ),
         )
+
+
+# "as" is a Python keyword, so it is declared by name: the sink strategy a store-offset edit
+# is set with.
+EditInput._declared_fields["as"] = serializers.ChoiceField(
+    choices=STORE_STRATEGIES,
+    required=False,
+    help_text="store-offset: the sink strategy (offset when absent)",
+)
+# What each store strategy needs, and the field a missing one is reported on.
+STORE_INPUTS = {"offset": "value", "shift": "value", "datetime": "at", "duration": "duration"}
+
+
+def _require_store_inputs(attrs: dict) -> None:
+    needed = STORE_INPUTS.get(attrs["as"])
+    if needed == "value" and attrs.get("value", attrs.get("shift")) is None:
+        field = "shift" if attrs["as"] == "shift" else "value"
+        raise serializers.ValidationError({field: "A number is required."})
+    if needed in ("at", "duration") and attrs.get(needed) is None:
+        raise serializers.ValidationError({needed: "This field is required."})
+    if attrs["as"] == "offset" and attrs["value"] < 0:
+        raise serializers.ValidationError({"value": "An offset is 0 or more."})
 
 
 class CommentInput(serializers.Serializer):

@@ -71,7 +71,7 @@ def _stage(cluster, data: EditInput, user) -> OffsetEdit:
         "comment": data.validated_data["comment"],
     }
     if data.validated_data["strategy"] == OffsetEdit.Strategy.STORE_OFFSET:
-        return stage_store_offsets(**fields, **data.store_inputs())
+        return stage_store_offsets(**fields, request=data.request())
     return stage_edit(**fields, request=data.request())
 
 

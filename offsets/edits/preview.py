@@ -11,6 +11,9 @@ from offsets.models import ChangeCounts
 
 SOURCE_STRATEGIES = ("set", "add", "delete", "restore")
 SINK_STRATEGIES = (*edit_rules.SINK_STRATEGIES, "delete-offsets")
+# What a sink's own store (store-offset) is set with: the sink strategies that compute one
+# offset per partition from its log and the store's offsets (no other group, no deletion).
+STORE_STRATEGIES = ("earliest", "latest", "offset", "shift", "datetime", "duration")
 
 # How many rows of a diff one answer shows (a page of an edit, an import's preview): a
 # connector may have tens of thousands.

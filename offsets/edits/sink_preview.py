@@ -17,12 +17,23 @@ from offsets.kafka import admin, reading
 TopicPartition = tuple[str, int]
 
 
-def preview_sink(*, context: Connector, request: StageRequest, reader: LiveReader) -> Preview:
-    """Diff the request against the group's committed offsets and the partitions' logs now."""
+def preview_sink(
+    *,
+    context: Connector,
+    request: StageRequest,
+    reader: LiveReader,
+    committed: dict[TopicPartition, int] | None = None,
+) -> Preview:
+    """Diff the request against the group's committed offsets and the partitions' logs now.
+
+    `committed` replaces the group's offsets for a sink that keeps them in its own store
+    (store-offset): the same strategies, clamping and warnings, against what the store holds.
+    """
     strategy = request.strategy
-    committed = reader.committed(context.group_id)
+    in_group = committed is None
+    committed = reader.committed(context.group_id) if committed is None else committed
     preview = Preview(context=context, strategy=strategy, parameters=request.parameters())
-    if not committed:
+    if in_group and not committed:
         preview.warnings.append(
             f"Group {context.group_id} has no committed offsets: the connector may manage its "
             "offsets outside Kafka (KIP-875 'manages offsets externally'), in which case "

@@ -24,9 +24,10 @@ from offsets.edits.imports import IMPORT_MAX_BYTES, import_document
 from offsets.edits.kinds import kind_for, move, offline_file, offset_changes, removal, sink_store
 from offsets.edits.kinds.move import can_resume_on_target, resume_on_target
 from offsets.edits.kinds.offset_changes import can_stage_restore, stage_restore
+from offsets.edits.kinds.sink_store import editable_store
 from offsets.edits.live import current_offsets
 from offsets.edits.move_reads import source_config
-from offsets.edits.preview import DIFF_PAGE_ROWS, Preview, StageRequest
+from offsets.edits.preview import DIFF_PAGE_ROWS, STORE_STRATEGIES, Preview, StageRequest
 from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.restage import can_restage, restage_edit
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
@@ -57,19 +58,21 @@ def stage_store_offsets(
     cluster: Cluster,
     connector: str,
     user,
-    value: int,
+    request: StageRequest | None = None,
+    value: int | None = None,
     partitions: list[tuple[str, int]] | None = None,
     comment: str = "",
 ) -> OffsetEdit:
     """Stage setting a sink's offsets in its own store (a group on another cluster, the
-    plugin's file) to `value`, as a draft."""
+    plugin's file) with a sink strategy (`request`), or to `value`, as a draft."""
+    if request is None:
+        request = StageRequest(
+            strategy="offset",
+            value=value,
+            partitions=tuple(partitions) if partitions else None,
+        )
     return sink_store.KIND.stage(
-        cluster=cluster,
-        connector=connector,
-        user=user,
-        comment=comment,
-        value=value,
-        partitions=partitions,
+        cluster=cluster, connector=connector, user=user, comment=comment, request=request
     )
 
 
@@ -132,6 +135,7 @@ __all__ = [
     "DIFF_PAGE_ROWS",
     "IMPORT_MAX_BYTES",
     "SERVICE_ERRORS",
+    "STORE_STRATEGIES",
     "ConnectorNotFound",
     "EditError",
     "EditForbidden",
@@ -156,6 +160,7 @@ __all__ = [
     "controlled_since",
     "current_offsets",
     "describe",
+    "editable_store",
     "import_document",
     "is_stale",
     "reconcile_edit",

@@ -148,8 +148,8 @@ def test_a_sink_committing_into_a_group_on_another_cluster_lags_and_resumes_from
         refresh(cluster, spark)
         assert lag_of(cluster, connector) == (5, 8, 3, "STOP", group)
 
-        # An edit of that group, applied with the connector stopped: back to offset 2.
-        # Staged through the API by an editor, as any edit.
+        # An edit of that group, applied with the connector stopped: shifted back by 3 from
+        # its 5, to offset 2. Staged through the API by an editor with a sink strategy.
         logged_in_client.force_login(editor)
         staged = logged_in_client.post(
             "/api/v1/edits/",
@@ -157,13 +157,15 @@ def test_a_sink_committing_into_a_group_on_another_cluster_lags_and_resumes_from
                 "cluster": cluster.name,
                 "connector": connector,
                 "strategy": "store-offset",
-                "value": 2,
+                "as": "shift",
+                "shift": -3,
             },
             content_type="application/json",
         )
         assert staged.status_code == 201, staged.content
         edit = OffsetEdit.objects.get(pk=staged.json()["id"])
         assert (edit.group_id, edit.parameters["store"]["cluster"]) == (group, target.name)
+        assert (edit.parameters["as"], edit.parameters["value"]) == ("shift", -3)
         edit = approve_and_apply(edit, editor, approver)
         assert edit.state == OffsetEdit.State.APPLIED, edit.error
         assert [check["name"] for check in edit.lock_checks][:3] == [

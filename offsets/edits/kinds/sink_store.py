@@ -8,17 +8,22 @@ a group on another cluster without members there, and nothing moved since stagin
 is replaced whole and atomically (`plugin_file.write`), the connector stopped.
 """
 
+from dataclasses import dataclass
+
 from django.conf import settings
 
 from offsets import sink_stores
 from offsets.edits import drafts
 from offsets.edits.errors import EditInputError, NothingToChange
 from offsets.edits.kinds.base import Attempt, EditKind
-from offsets.edits.live import LiveReader, read_connector, sink_partitions
+from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.outcome import fail, finish, sink_offset, sink_values
+from offsets.edits.preview import STORE_STRATEGIES, StageRequest
+from offsets.edits.sink_preview import preview_sink
 from offsets.formats import edit_rules
-from offsets.formats.edit_rules import CheckResult, Observed, PartitionLog
-from offsets.kafka import groups, reading
+from offsets.formats.edit_rules import CheckResult, Observed
+from offsets.kafka import groups
+from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit, SinkOffsetsStore
 from offsets.sink_stores import (
     PLUGIN_FILE,
@@ -32,6 +37,8 @@ from offsets.sink_stores import (
 State = OffsetEdit.State
 Action = AuditEvent.Action
 STRATEGY = OffsetEdit.Strategy.STORE_OFFSET
+# How many "already there" notes a refusal quotes: a sink may read thousands of partitions.
+NOTES_QUOTED = 10
 
 
 class SinkStoreOffsets(EditKind):
@@ -39,32 +46,39 @@ class SinkStoreOffsets(EditKind):
     strategies = (STRATEGY,)
 
     def stage(
-        self,
-        *,
-        cluster: Cluster,
-        connector: str,
-        user,
-        comment: str = "",
-        value: int,
-        partitions: list[tuple[str, int]] | None = None,
+        self, *, cluster: Cluster, connector: str, user, comment: str = "", request: StageRequest
     ) -> OffsetEdit:
-        """Stage setting the sink's offsets in its store to `value` (clamped to each log),
-        on `partitions` or every partition it reads."""
+        """Stage the sink strategy `request` names against the offsets its store holds now
+        and each partition's log (clamped and warned like a Connect-group sink)."""
         drafts.require_editor(user, cluster, connector)
+        _check_strategy(request.strategy)
         store = _setting(cluster, connector)
         reader = LiveReader(cluster)
         context = read_connector(cluster=cluster, connector=connector, reader=reader)
         if context.type != "sink":
             raise EditInputError(f"{connector} is not a sink.", field="connector")
-        before = sink_stores.read(store)
-        scope = sorted(set(partitions)) if partitions else None
-        scope = scope or sink_partitions(context=context, reader=reader, committed=before)
-        rows, warnings = _changes(reader, scope, before, value)
-        if not rows:
-            raise NothingToChange("Every partition already holds that offset in the store.")
+        before = _read_for_staging(store)
+        preview = preview_sink(context=context, request=request, reader=reader, committed=before)
+        if not preview.change_count:
+            notes = "; ".join(preview.unchanged[:NOTES_QUOTED])
+            raise NothingToChange(
+                f"Every partition already holds that offset in the store: {notes}.",
+                field="partitions" if request.strategy in ("earliest", "latest") else "value",
+            )
+        rows = [
+            drafts.sink_row(
+                topic=c.topic,
+                partition=c.partition,
+                before=c.before,
+                after=c.after,
+                is_new=c.is_new,
+                warnings=c.warnings,
+            )
+            for c in preview.sink_changes
+        ]
         parameters = {
-            "value": value,
-            "partitions": [list(tp) for tp in partitions] if partitions else None,
+            **request.parameters(),
+            "as": request.strategy,
             "store": _store_parameters(store),
         }
         draft = drafts.Draft(
@@ -73,7 +87,7 @@ class SinkStoreOffsets(EditKind):
             connector_type=OffsetEdit.ConnectorType.SINK,
             strategy=STRATEGY,
             parameters=parameters,
-            warnings=warnings,
+            warnings=preview.warnings,
             rows=rows,
             group_id=store.group_id,
             audit_extra={"store": store.where()},
@@ -81,11 +95,7 @@ class SinkStoreOffsets(EditKind):
         return drafts.save(draft, user=user, comment=comment)
 
     def restage_inputs(self, edit: OffsetEdit) -> dict | None:
-        partitions = edit.parameters.get("partitions")
-        return {
-            "value": edit.parameters["value"],
-            "partitions": [tuple(tp) for tp in partitions] if partitions else None,
-        }
+        return {"request": store_request(edit.parameters)}
 
     def unreadable(self, attempt: Attempt, exc: Exception) -> str | None:
         if isinstance(exc, StoreUnreadable):
@@ -159,10 +169,69 @@ class SinkStoreOffsets(EditKind):
         )
 
     def describe(self, edit: OffsetEdit) -> dict:
-        return {"offsets_store": _where(edit.parameters.get("store", {}))}
+        return {
+            "offsets_store": _where(edit.parameters.get("store", {})),
+            "store_strategy": store_strategy_words(edit.parameters),
+        }
 
 
 KIND = SinkStoreOffsets()
+
+
+@dataclass(frozen=True)
+class EditableStore:
+    """A sink's store as its edit page offers it: in words, and why it cannot be read now."""
+
+    words: str
+    error: str = ""
+
+
+def editable_store(cluster: Cluster, connector: str) -> EditableStore | None:
+    """The store a sink's edits write, read now so an unreadable one offers no form; None
+    for a sink whose offsets are in Connect's group."""
+    row = sink_stores.store_of(cluster, connector)
+    if row is None or row.kind == SinkOffsetsStore.Kind.CONNECT_GROUP:
+        return None
+    store = sink_stores.setting_of(row)
+    if store.kind == REMOTE_GROUP:
+        words = f"the group {store.group_id} on cluster {store.cluster}"
+    else:
+        words = f"the plugin's file {store.path}"
+    try:
+        sink_stores.read(store)
+    except (StoreUnreadable, KafkaError) as exc:
+        return EditableStore(words, str(exc))
+    return EditableStore(words)
+
+
+# The sink strategy a store-offset edit was staged as, in words (its parameters filled in).
+STRATEGY_WORDS = {
+    "earliest": "to earliest",
+    "latest": "to latest",
+    "offset": "to offset {value}",
+    "shift": "shifted by {value}",
+    "datetime": "to the date-time {at}",
+    "duration": "back by {duration_seconds:g} s",
+}
+
+
+def store_strategy_words(parameters: dict) -> str:
+    """How the edit set the store, e.g. "shifted by -5" (an edit without `as` set an offset)."""
+    strategy = parameters.get("as", "offset")
+    return STRATEGY_WORDS[strategy].format(**parameters)
+
+
+def store_request(parameters: dict) -> StageRequest:
+    """The request a store-offset edit was staged with. One staged before it kept its sink
+    strategy (`as`) set every partition to `value`, its partitions as [topic, partition]."""
+    if "as" in parameters:
+        return StageRequest.from_parameters(parameters["as"], parameters)
+    partitions = parameters.get("partitions")
+    return StageRequest(
+        strategy="offset",
+        value=parameters["value"],
+        partitions=tuple((t, int(p)) for t, p in partitions) if partitions else None,
+    )
 
 
 def stored_setting(edit: OffsetEdit) -> StoreSetting:
@@ -191,28 +260,24 @@ def _setting(cluster: Cluster, connector: str) -> StoreSetting:
     return sink_stores.setting_of(row)
 
 
-def _changes(
-    reader: LiveReader, scope: list[tuple[str, int]], before: StoreOffsets, value: int
-) -> tuple[list, list[str]]:
-    """The rows of the partitions `value` changes (clamped to each log), and the warnings."""
-    marks = reading.confirmed_watermarks(reader.kafka, scope, timeout=settings.KAFKA_READ_TIMEOUT)
-    rows, warnings = [], []
-    for tp in scope:
-        if tp not in marks:
-            raise EditInputError(f"{tp[0]}-{tp[1]} does not exist.", field="partitions")
-        target = edit_rules.clamp(value, PartitionLog(tp[0], tp[1], marks[tp].low, marks[tp].high))
-        warnings += target.warnings
-        if before.get(tp) != target.offset:
-            rows.append(
-                drafts.sink_row(
-                    topic=tp[0],
-                    partition=tp[1],
-                    before=before.get(tp),
-                    after=target.offset,
-                    is_new=tp not in before,
-                )
-            )
-    return rows, warnings
+def _check_strategy(strategy: str) -> None:
+    if strategy not in STORE_STRATEGIES:
+        raise EditInputError(
+            f"{strategy!r} is not a strategy for a sink's store; use one of "
+            f"{', '.join(STORE_STRATEGIES)}.",
+            field="as",
+        )
+
+
+def _read_for_staging(store: StoreSetting) -> StoreOffsets:
+    """The store's offsets now; one that cannot be read is refused as bad input (400)."""
+    try:
+        return sink_stores.read(store)
+    except StoreUnreadable as exc:
+        raise EditInputError(
+            f"The sink's store cannot be read, so no edit of it can be staged: {exc}",
+            field="connector",
+        ) from exc
 
 
 def _store_parameters(store: StoreSetting) -> dict:
