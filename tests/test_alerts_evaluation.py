@@ -217,6 +217,19 @@ def test_a_connector_paused_by_its_owner_raises_no_lag_alert_but_a_failure_still
     ]
 
 
+def test_a_running_mirrors_lag_alert_names_its_upstream_cluster():
+    cluster = factories.cluster()
+    factories.snapshot(
+        cluster, "mirror", lag_status="ERR", upstream_cluster="east-kafka", source_alias="east"
+    )
+    factories.sink_lags(cluster, "mirror", "orders", 1, status="STALL", upstream="east-kafka")
+    make_rule(on_failed=False, on_no_commit=False)
+    evaluate()
+    (delivery,) = AlertDelivery.objects.all()
+    assert delivery.body["summary"] == "lag status ERR, 1 partition STALL"
+    assert delivery.body["details"]["upstream_cluster"] == "east-kafka"
+
+
 def test_a_source_without_commits_for_n_flush_intervals():
     cluster = factories.cluster(offset_flush_interval_ms=60_000)
     seen = timezone.now()

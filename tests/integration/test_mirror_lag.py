@@ -3,12 +3,11 @@ copies from the scratch broker (upstream) into the session's broker.
 
 Paused, with records produced upstream, its lag is exactly what was produced, rated STOP
 (ERR); resumed, it copies them and is back to OK. One created PAUSED over records already
-upstream has copied none: it lags by all of them, "not copied yet". The page, the list, the API, /metrics and
-the alert rules say so. Names carry this module run's suffix: the brokers and the worker are
+upstream has copied none: it lags by all of them, "not copied yet". The page, the list, the API and /metrics
+say so; the alert rules leave a paused mirror alone. Names carry this module run's suffix: the brokers and the worker are
 the session's.
 """
 
-import json
 import time
 import uuid
 
@@ -194,11 +193,11 @@ def test_a_paused_mirror_lags_by_what_was_produced_upstream_and_resumed_is_ok(
             name=f"mirrors-{RUN}", cluster=cluster, target="http://127.0.0.1:9/", quiet_minutes=0
         )
         alerts.evaluate_after_refresh(cluster=cluster)
-        (delivery,) = AlertDelivery.objects.filter(
+        # Its owner paused it: its lag stops by design and pages nobody, as the pages show it
+        # "paused" (a running mirror's lag alert names its upstream: test_alerts_evaluation).
+        assert not AlertDelivery.objects.filter(
             rule__name=f"mirrors-{RUN}", subject=f"{cluster.name}/{CONNECTOR}/lag"
-        )
-        assert "lag status ERR" in json.dumps(delivery.body)
-        assert upstream.name in json.dumps(delivery.body)
+        ).exists()
 
         # Resumed: it copies what waits and is back to OK.
         rest.resume(CONNECTOR)
