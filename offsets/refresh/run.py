@@ -52,7 +52,7 @@ class _Phases:
 
     def __call__(self, text: str) -> None:
         try:
-            RefreshRun.objects.filter(pk=self.run.pk).update(phase=text)
+            RefreshRun.objects.filter(pk=self.run.pk).update(phase=runs.phase_text(text))
         except OperationalError as exc:
             # Progress is for people watching; a busy database must not fail the run for it.
             if connection.in_atomic_block:
@@ -288,7 +288,7 @@ def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:
 def _failed(cluster: Cluster, run: RefreshRun, exc: Exception) -> None:
     run.status = RefreshRun.Status.FAILED
     run.error = runs.describe_error(exc)
-    run.phase = f"failed: {run.error}"
+    run.phase = runs.phase_text(f"failed: {run.error}")
     if isinstance(exc, store.RefreshOvertaken):
         logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
     elif not isinstance(exc, KafkaUnavailable | TopicNotFound):

@@ -107,6 +107,17 @@ def malformed_by_reason(
     return {topic: dict(sorted(reasons.items())) for topic, reasons in sorted(counts.items())}
 
 
+def phase_text(text: str) -> str:
+    """`text` cut to what RefreshRun.phase holds, an ellipsis at the end if cut.
+
+    A failed run's phase quotes its error, which can be longer (up to 500 characters, kept
+    whole in RefreshRun.error): PostgreSQL refuses a longer value where SQLite stores it, and
+    the run's outcome would then never be recorded.
+    """
+    limit = RefreshRun._meta.get_field("phase").max_length
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def describe_error(exc: BaseException) -> str:
     """A one-line message for the user; Spark wraps executor errors in long traces.
 
