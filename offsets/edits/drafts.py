@@ -13,6 +13,7 @@ from django.db import transaction
 from offsets.edits import audit
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_stage
+from offsets.formats.edit_rules.sink import SinkChange
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
 
 EDITOR_ROLE = "Staging offset edits needs the editor role."
@@ -114,6 +115,22 @@ def source_row(
         is_delete=is_delete,
         warnings=list(warnings),
     )
+
+
+def sink_change_rows(changes: Iterable[SinkChange]) -> list[OffsetEditChange]:
+    """The rows of a preview's sink changes, wherever the group (or store) they go to."""
+    return [
+        sink_row(
+            topic=change.topic,
+            partition=change.partition,
+            before=change.before,
+            after=change.after,
+            is_new=change.is_new,
+            is_delete=change.is_delete,
+            warnings=change.warnings,
+        )
+        for change in changes
+    ]
 
 
 def sink_row(

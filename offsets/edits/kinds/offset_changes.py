@@ -352,18 +352,7 @@ def draft(preview: Preview, cluster: Cluster) -> drafts.Draft:
         )
         for change in preview.source_changes
     ]
-    rows += [
-        drafts.sink_row(
-            topic=change.topic,
-            partition=change.partition,
-            before=change.before,
-            after=change.after,
-            is_new=change.is_new,
-            is_delete=change.is_delete,
-            warnings=change.warnings,
-        )
-        for change in preview.sink_changes
-    ]
+    rows += drafts.sink_change_rows(preview.sink_changes)
     return drafts.Draft(
         cluster=cluster,
         connector=context.name,

@@ -65,17 +65,7 @@ class SinkStoreOffsets(EditKind):
                 f"Every partition already holds that offset in the store: {notes}.",
                 field="partitions" if request.strategy in ("earliest", "latest") else "value",
             )
-        rows = [
-            drafts.sink_row(
-                topic=c.topic,
-                partition=c.partition,
-                before=c.before,
-                after=c.after,
-                is_new=c.is_new,
-                warnings=c.warnings,
-            )
-            for c in preview.sink_changes
-        ]
+        rows = drafts.sink_change_rows(preview.sink_changes)
         parameters = {
             **request.parameters(),
             "as": request.strategy,
