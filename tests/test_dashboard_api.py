@@ -257,6 +257,35 @@ def test_the_schema_documents_the_new_endpoints(logged_in_client):
         assert path in paths
 
 
+def test_every_operation_that_reads_a_body_documents_415(logged_in_client):
+    # DRF answers 415 to a body it has no parser for; schemathesis only finds an undocumented
+    # one when its generator happens to send such a body, so the rule is checked here outright.
+    paths = logged_in_client.get(
+        "/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json"
+    ).json()["paths"]
+    taking_a_body = [
+        (method, path, operation)
+        for path, operations in paths.items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    ]
+    assert len(taking_a_body) > 10
+    assert [
+        (method, path)
+        for method, path, operation in taking_a_body
+        if "415" not in operation["responses"]
+    ] == []
+
+
+def test_a_control_request_with_a_body_of_no_known_type_is_415(operator_client, prod):
+    answer = operator_client.post(
+        f"/api/v1/clusters/{prod.name}/connectors/anything/restart/",
+        data=b"<x/>",
+        content_type="application/xml",
+    )
+    assert answer.status_code == 415
+
+
 def test_the_schema_is_valid_and_generates_without_warnings(tmp_path):
     from django.core.management import call_command
 

@@ -54,7 +54,7 @@ def _control(request: Request, cluster_name: str, connector_name: str, action: s
 
 
 CONTROL_SCHEMA = extend_schema(
-    request=ControlInput, responses={200: ControlOutput, **errors(400, 404, 409, 502, 503)}
+    request=ControlInput, responses={200: ControlOutput, **errors(400, 404, 409, 415, 502, 503)}
 )
 
 
