@@ -8,6 +8,9 @@
 - `db_engine`: its outcome can depend on the database engine (docs/testing.md, "The database
   rule"), so it runs on SQLite and again on PostgreSQL. Given by hand for what no rule can see
   (values an engine stores differently), and by the rules below for the rest.
+- `engine_independent(reason)`: the opposite, by hand, for a test a rule would send to both
+  engines although its subject cannot depend on one (it commits real transactions only so
+  that a child process sees its rows). It runs once, on SQLite; the reason is required.
 """
 
 import inspect
@@ -57,13 +60,22 @@ def mark(items: list[pytest.Item]) -> None:
             item.add_marker("integration")
         if names & SPARK_FIXTURES:
             item.add_marker("spark")
-        if _depends_on_engine(item, names):
+        if _depends_on_engine(item, names) and not _engine_independent(item):
             item.add_marker("db_engine")
 
 
 def _folder(item: pytest.Item) -> str:
     parts = Path(item.path).resolve().relative_to(TESTS).parts
     return parts[0] if len(parts) > 1 else ""
+
+
+def _engine_independent(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("engine_independent")
+    if marker is None:
+        return False
+    if not (marker.args and str(marker.args[0]).strip()):
+        raise pytest.UsageError(f"{item.nodeid}: engine_independent needs a reason")
+    return True
 
 
 def _depends_on_engine(item: pytest.Item, names: set[str]) -> bool:

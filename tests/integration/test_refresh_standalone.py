@@ -59,6 +59,11 @@ _MISSING = java_and_pyspark_missing()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.django_db(transaction=True),
+    pytest.mark.engine_independent(
+        "its rows are committed only so that the child process sees them; what it compares is"
+        " Spark's standalone and local results, stored by the same refresh code that the"
+        " scheduler, refresh-fault and load tests run on PostgreSQL"
+    ),
     pytest.mark.skipif(_MISSING is not None, reason=f"No Spark standalone cluster: {_MISSING}"),
 ]
 
