@@ -19,6 +19,8 @@ def test_it_lists_clusters_without_their_client_secrets(logged_in_client):
     assert response.json() == [
         {
             "name": "c1",
+            "kind": "distributed",
+            "offsets_file": "",
             "bootstrap_servers": "k:9092",
             "offsets_topic": "connect-offsets",
             "configs_topic": "connect-configs",
@@ -41,6 +43,21 @@ def test_it_lists_clusters_without_their_client_secrets(logged_in_client):
         }
     ]
     assert b"hunter2" not in response.content
+
+
+def test_it_says_which_clusters_are_standalone_workers_and_where_their_file_is(
+    logged_in_client, tmp_path
+):
+    Cluster.objects.create(name="d1", bootstrap_servers="k:9092")
+    Cluster.objects.create(
+        name="s1", kind=Cluster.Kind.STANDALONE, offsets_file=str(tmp_path / "offsets.dat")
+    )
+    listed = {c["name"]: c for c in logged_in_client.get("/api/v1/clusters/").json()}
+    assert (listed["d1"]["kind"], listed["d1"]["offsets_file"]) == ("distributed", "")
+    assert (listed["s1"]["kind"], listed["s1"]["offsets_file"]) == (
+        "standalone",
+        str(tmp_path / "offsets.dat"),
+    )
 
 
 def test_connector_state_of_an_unknown_cluster_is_404(logged_in_client):

@@ -40,6 +40,15 @@ def require_connector(request: Request, cluster: Cluster, name: str) -> None:
 class ClusterOutput(serializers.Serializer):
     # client_config is left out: it may hold SASL/SSL secrets.
     name = serializers.CharField(source="cluster.name")
+    kind = serializers.ChoiceField(
+        source="cluster.kind",
+        choices=Cluster.Kind.choices,
+        help_text="A distributed Connect cluster, or a standalone worker read from its file.",
+    )
+    offsets_file = serializers.CharField(
+        source="cluster.offsets_file",
+        help_text="A standalone worker's offsets file as the dashboard reads it; empty otherwise.",
+    )
     bootstrap_servers = serializers.CharField(source="cluster.bootstrap_servers")
     offsets_topic = serializers.CharField(source="cluster.offsets_topic")
     configs_topic = serializers.CharField(source="cluster.configs_topic")
