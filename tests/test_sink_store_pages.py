@@ -110,6 +110,14 @@ def test_a_store_names_its_own_kinds_fields_and_no_other(prod, fields, refused):
     assert refused in raised.value.message_dict
 
 
+def test_a_source_connector_gets_no_store_and_one_not_seen_yet_may(prod):
+    make.snapshot(prod, "orders-source", "source")
+    with pytest.raises(ValidationError) as raised:
+        SinkOffsetsStore(cluster=prod, connector="orders-source").full_clean()
+    assert "is a source connector on prod" in raised.value.message_dict["connector"][0]
+    SinkOffsetsStore(cluster=prod, connector="not-refreshed-yet").full_clean()
+
+
 def test_a_group_on_another_cluster_is_a_valid_store(prod):
     target = make.cluster("target")
     SinkOffsetsStore(

@@ -52,6 +52,17 @@ class SinkOffsetsStore(models.Model):
     def __str__(self) -> str:
         return f"{self.cluster}: {self.connector} in {self.get_kind_display()}"
 
+    def _known_as_a_source(self) -> bool:
+        # A connector no refresh has seen yet may be set up ahead of it; one seen as a
+        # source never reads this row, and a row for it would only mislead.
+        from offsets.models.refresh import ConnectorSnapshot
+
+        if self.cluster_id is None or not self.connector:
+            return False
+        return ConnectorSnapshot.objects.filter(
+            cluster_id=self.cluster_id, name=self.connector, type="source"
+        ).exists()
+
     def clean(self) -> None:
         """Each kind's own fields are given, and the other kinds' are empty."""
         errors = {}
@@ -66,5 +77,10 @@ class SinkOffsetsStore(models.Model):
             errors["offsets_file"] = "Give the path of the plugin's offsets file."
         if self.kind != self.Kind.PLUGIN_FILE and self.offsets_file:
             errors["offsets_file"] = "An offsets file is for the plugin's store."
+        if self._known_as_a_source():
+            errors["connector"] = (
+                f"{self.connector!r} is a source connector on {self.cluster.name}: only a sink "
+                "reads its offsets from a store."
+            )
         if errors:
             raise ValidationError(errors)
