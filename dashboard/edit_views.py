@@ -135,6 +135,10 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         _require_editor(request, cluster, connector)
     listing = OffsetsPageForm(request.GET)
     shown = listing.cleaned_data if listing.is_valid() else {"q": "", "page": 1}
+    own_store = editable_store(cluster, connector)
+    into_group = (request.POST if request.method == "POST" else request.GET).get("into") == "group"
+    # The table shows the offsets the form edits: the store's, unless the group is edited.
+    from_store = own_store is not None and own_store.offsets is not None and not into_group
     try:
         current = current_offsets(
             cluster=cluster,
@@ -142,16 +146,24 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
             query=shown["q"],
             page=shown["page"],
             per_page=OFFSETS_PER_PAGE,
+            sink_committed=own_store.offsets if from_store else None,
         )
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
         return _page(request, cluster, connector, error=str(exc), status=exc.http_status)
     context = current.context
-    form_class, strategies, store = _stage_forms(request, cluster, connector, context)
+    form_class, strategies, store = _stage_forms(context, own_store, into_group)
     strategy = _strategy(request, strategies)
+    offsets_from = own_store.words if from_store and not context.is_source else ""
     if request.method == "GET" and htmx_target(request) == "current-offsets":
-        shown_now = {"current": current, "q": shown["q"], "strategy": strategy}
+        shown_now = {
+            "current": current,
+            "q": shown["q"],
+            "strategy": strategy,
+            "offsets_from": offsets_from,
+            "into_group": store.get("into_group", False),
+        }
         may_stage = can_stage(request.user, cluster, connector)
         partial = {"context": context, "can_stage": may_stage, **shown_now}
         return render(request, "edits/connector.html#offsets", partial)
@@ -176,19 +188,18 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         strategy=strategy,
         shown_fields=[*STRATEGY_FIELDS[strategy], "comment"],
         status=status,
+        offsets_from=offsets_from,
         **store,
         **_stop_first(request, cluster, connector, context),
     )
 
 
-def _stage_forms(request: HttpRequest, cluster: Cluster, connector: str, context) -> tuple:
+def _stage_forms(context, store, into_group: bool) -> tuple:
     """The stage form, its tabs, and the sink's own store if it has one: its form stages a
     store-offset edit unless `into=group` asks for Connect's group (which does not move it)."""
     if context.is_source:
         return SourceStageForm, SOURCE_CHOICES, {}
-    store = editable_store(cluster, connector)
-    into = (request.POST if request.method == "POST" else request.GET).get("into")
-    if store is None or into == "group":
+    if store is None or into_group:
         return SinkStageForm, SINK_CHOICES, {"store": store, "into_group": store is not None}
     return StoreStageForm, STORE_CHOICES, {"store": store, "into_group": False}
 

@@ -169,20 +169,29 @@ class CurrentOffsets:
 
 
 def current_offsets(
-    *, cluster: Cluster, connector: str, query: str, page: int, per_page: int
+    *,
+    cluster: Cluster,
+    connector: str,
+    query: str,
+    page: int,
+    per_page: int,
+    sink_committed: dict[tuple[str, int], int] | None = None,
 ) -> CurrentOffsets:
     """Return the page of a connector's live offsets whose label holds ``query``.
 
     Every partition is known, only the page is rendered. A source's offsets come from reading
     its topics whole (the runtime's view needs every record); a sink's log bounds are asked
-    for the partitions on the page only. Raises ConnectorNotFound.
+    for the partitions on the page only. A sink's committed offsets are its Connect group's,
+    or ``sink_committed`` when given (those of a store outside Connect, read by the caller).
+    Raises ConnectorNotFound.
     """
     reader = LiveReader(cluster)
     context = read_connector(cluster=cluster, connector=connector, reader=reader)
     needle = query.casefold()
     if context.is_source:
         return _source_offsets(context, reader, needle, page, per_page)
-    return _sink_offsets(context, reader, needle, page, per_page)
+    committed = reader.committed(context.group_id) if sink_committed is None else sink_committed
+    return _sink_offsets(context, reader, committed, needle, page, per_page)
 
 
 def _source_offsets(
@@ -208,9 +217,13 @@ def _source_offsets(
 
 
 def _sink_offsets(
-    context: Connector, reader: LiveReader, needle: str, page: int, per_page: int
+    context: Connector,
+    reader: LiveReader,
+    committed: dict[tuple[str, int], int],
+    needle: str,
+    page: int,
+    per_page: int,
 ) -> CurrentOffsets:
-    committed = reader.committed(context.group_id)
     scope = sink_partitions(context=context, reader=reader, committed=committed)
     found = [tp for tp in scope if needle in f"{tp[0]}-{tp[1]}".casefold()]
     shown = Paginator(found, per_page).get_page(page)

@@ -271,6 +271,16 @@ def test_the_plugins_file_store_shows_the_lag_and_takes_an_edit_the_sink_resumes
         assert plugin_file.read(store) == {(topic, 0): 1}
         assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
 
+        # The edit page's table shows the offsets its form edits: the store's; and the
+        # Connect group's (never committed by this sink) when that group is to be edited.
+        edits_page = f"/clusters/{cluster.name}/connectors/{connector}/edits/"
+        html = logged_in_client.get(edits_page).content.decode()
+        assert f'data-partition="{topic}-0"><td>{topic}-0</td><td>1</td>' in html
+        assert f"Committed as the plugin&#x27;s file {offsets_file} holds them" in html
+        html = logged_in_client.get(f"{edits_page}?into=group").content.decode()
+        assert f'data-partition="{topic}-0"><td>{topic}-0</td><td>–</td>' in html
+        assert 'id="offsets-read-from"' not in html
+
         rest.resume(connector)
         wait_for_lines(output, [f"w{i}" for i in range(4)] + [f"w{i}" for i in range(1, 5)])
     finally:

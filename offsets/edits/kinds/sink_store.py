@@ -174,6 +174,8 @@ class EditableStore:
 
     words: str
     error: str = ""
+    # What the store holds now, read for the check above; None when it could not be read.
+    offsets: StoreOffsets | None = None
 
 
 def editable_store(cluster: Cluster, connector: str) -> EditableStore | None:
@@ -188,10 +190,10 @@ def editable_store(cluster: Cluster, connector: str) -> EditableStore | None:
     else:
         words = f"the plugin's file {store.path}"
     try:
-        sink_stores.read(store)
+        offsets = sink_stores.read(store)
     except (StoreUnreadable, KafkaError) as exc:
         return EditableStore(words, str(exc))
-    return EditableStore(words)
+    return EditableStore(words, offsets=offsets)
 
 
 # The sink strategy a store-offset edit was staged as, in words (its parameters filled in).
