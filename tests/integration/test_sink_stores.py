@@ -278,7 +278,7 @@ def test_the_plugins_file_store_shows_the_lag_and_takes_an_edit_the_sink_resumes
         assert f'data-partition="{topic}-0"><td>{topic}-0</td><td>1</td>' in html
         assert f"Committed as the plugin&#x27;s file {offsets_file} holds them" in html
         html = logged_in_client.get(f"{edits_page}?into=group").content.decode()
-        assert f'data-partition="{topic}-0"><td>{topic}-0</td><td>–</td>' in html
+        assert f'data-partition="{topic}-0"><td>{topic}-0</td><td>\u2013</td>' in html
         assert 'id="offsets-read-from"' not in html
 
         rest.resume(connector)
