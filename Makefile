@@ -34,6 +34,10 @@ DEBEZIUM_STAMP := $(DEBEZIUM_PLUGIN)/.built
 # needs them. PYTEST_ARGS adds to any test target's pytest, e.g. PYTEST_ARGS=--reverse.
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
+# Python keeps what it compiles in __pycache__ (pytest: the test modules it rewrites), so each
+# module is compiled once, not again in every pytest process and child command of a run. An
+# environment that turns that off (PYTHONDONTWRITEBYTECODE) is not passed on.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
 
