@@ -64,7 +64,8 @@ def test_connector_state_of_an_unknown_cluster_is_404(logged_in_client):
     assert logged_in_client.get("/api/v1/clusters/nope/state/").status_code == 404
 
 
-def test_connector_state_of_an_unreachable_cluster_is_503(logged_in_client):
+def test_connector_state_of_an_unreachable_cluster_is_503(logged_in_client, settings):
+    settings.KAFKA_READ_TIMEOUT = 1  # a closed port: no answer comes later
     Cluster.objects.create(name="down", bootstrap_servers="127.0.0.1:1")
     response = logged_in_client.get("/api/v1/clusters/down/state/")
     assert response.status_code == 503

@@ -172,8 +172,11 @@ def test_the_orphans_page_offers_a_clean_up_to_editors_only(client, editor, user
 
 
 @pytest.mark.django_db
-def test_staging_needs_the_editor_role_a_known_cluster_and_a_reachable_kafka(client, user, editor):
-    make.cluster("c1")  # its Kafka is a closed port
+def test_staging_needs_the_editor_role_a_known_cluster_and_a_reachable_kafka(
+    client, user, editor, settings
+):
+    settings.KAFKA_READ_TIMEOUT = 1  # its Kafka is a closed port: no answer comes later
+    make.cluster("c1")
     client.force_login(user)
     url = "/api/v1/clusters/c1/connectors/x/delete/"
     assert client.post(url, {}, content_type="application/json").status_code == 403
@@ -185,7 +188,8 @@ def test_staging_needs_the_editor_role_a_known_cluster_and_a_reachable_kafka(cli
 
 
 @pytest.mark.django_db
-def test_the_page_answers_a_refused_staging_in_place_with_its_status(client, editor):
+def test_the_page_answers_a_refused_staging_in_place_with_its_status(client, editor, settings):
+    settings.KAFKA_READ_TIMEOUT = 1  # its Kafka is a closed port: no answer comes later
     make.cluster("c1")
     client.force_login(editor)
     answer = client.post("/clusters/c1/connectors/x/remove/delete/", HTTP_HX_REQUEST="true")
