@@ -90,6 +90,10 @@ def test_a_slow_cluster_holds_neither_the_rounds_nor_the_other_clusters(
     assert any(line.startswith("demo: refresh #") and "succeeded" in line for line in said)
 
 
+@pytest.mark.engine_independent(
+    "its subject is the secured cluster's message; two refreshes writing at once through the"
+    " scheduler are the slow-cluster test's, which runs on PostgreSQL too"
+)
 def test_a_secured_cluster_with_a_wrong_password_fails_alone_with_one_plain_message(
     demo_cluster, secured_kafka, spark, monkeypatch
 ):
