@@ -76,8 +76,47 @@ def chart_events(
     edits: Sequence[EditRow],
     edit_url: Callable[[int], str],
 ) -> list[Event]:
-    """Every event worth a mark, oldest first."""
-    events = [event for event in map(state_event, states) if event is not None]
-    events += [control_event(row) for row in controls]
+    """Every event worth a mark, oldest first. The refresh that sees the state a dashboard
+    control asked for adds its time to the control's mark instead of a mark of its own."""
+    folded = _fold_seen_controls(states, controls)
+    events = [state_event(row) for row in states if row not in folded.values()]
+    events = [event for event in events if event is not None]
+    for row in controls:
+        event = control_event(row)
+        if row in folded:
+            seen = f", seen by the refresh of {_when(folded[row][0])}"
+            event = Event(event.at, event.kind, event.label + seen)
+        events.append(event)
     events += [edit_event(row, edit_url) for row in edits]
     return sorted(events, key=lambda event: event.at)
+
+
+# The state a refresh sees once a control from the dashboard took effect.
+CONTROL_OUTCOMES = {
+    "stopped": lambda target, runtime, failed: target == "STOPPED",
+    "resumed": lambda target, runtime, failed: (
+        target == "STARTED" and runtime == "RUNNING" and not failed
+    ),
+}
+
+
+def _fold_seen_controls(
+    states: Sequence[StateRow], controls: Sequence[ControlRow]
+) -> dict[ControlRow, StateRow]:
+    """Each control whose next state change, with no other control between, is the state it
+    asked for: {control: that state change}. Any other outcome (a task FAILED after a resume,
+    say) keeps its own mark."""
+    timeline = sorted(
+        [(row[0], 1, row) for row in states] + [(row[0], 0, row) for row in controls],
+        key=lambda item: (item[0], item[1]),
+    )
+    folded: dict[ControlRow, StateRow] = {}
+    waiting: ControlRow | None = None
+    for _, is_state, row in timeline:
+        if not is_state:
+            waiting = row if row[1] in CONTROL_OUTCOMES else None
+            continue
+        if waiting is not None and CONTROL_OUTCOMES[waiting[1]](row[1], row[2], row[3]):
+            folded[waiting] = row
+        waiting = None
+    return folded

@@ -44,17 +44,63 @@ def test_any_other_state_is_marked_as_it_reads():
 
 def test_a_control_names_who_and_an_edit_links_to_its_page_oldest_first():
     events = chart_events(
-        [(AT + timedelta(seconds=30), "STOPPED", "STOPPED", 0, False)],
-        [(AT, "stopped", "alice")],
+        [(AT + timedelta(seconds=30), "PAUSED", "PAUSED", 0, False)],
+        [(AT, "restarted", "alice")],
         [(AT + timedelta(minutes=2), 7, "Shift by N")],
         edit_url,
     )
     assert [event.kind for event in events] == ["control", "paused", "edit"]
-    assert events[0] == control_event((AT, "stopped", "alice"))
-    assert events[0].label == "stopped by alice from the dashboard at 2026-11-27 12:00:05 UTC"
+    assert events[0] == control_event((AT, "restarted", "alice"))
+    assert events[0].label == "restarted by alice from the dashboard at 2026-11-27 12:00:05 UTC"
     assert events[2].label == "edit #7 applied at 2026-11-27 12:02:05 UTC: Shift by N"
     assert events[2].href == "/edits/7/"
     assert not events[0].href and not events[1].href
+
+
+def test_the_refresh_that_sees_a_controls_state_adds_its_time_to_the_controls_mark():
+    later = AT + timedelta(seconds=30)
+    [stop] = chart_events(
+        [(later, "STOPPED", "STOPPED", 0, False)], [(AT, "stopped", "alice")], [], edit_url
+    )
+    assert (stop.kind, stop.at) == ("control", AT)
+    assert stop.label == (
+        "stopped by alice from the dashboard at 2026-11-27 12:00:05 UTC, "
+        "seen by the refresh of 2026-11-27 12:00:35 UTC"
+    )
+    [resume] = chart_events(
+        [(later, "STARTED", "RUNNING", 0, False)], [(AT, "resumed", "bob")], [], edit_url
+    )
+    assert resume.label.endswith(", seen by the refresh of 2026-11-27 12:00:35 UTC")
+
+
+def test_a_state_other_than_the_one_asked_for_keeps_its_own_mark():
+    later = AT + timedelta(seconds=30)
+    # Resumed, and the refresh saw a task fail: that is news of its own.
+    events = chart_events(
+        [(later, "STARTED", "RUNNING", 1, False)], [(AT, "resumed", "bob")], [], edit_url
+    )
+    assert [event.kind for event in events] == ["control", "failed"]
+    assert "seen by" not in events[0].label
+    # A second control before any refresh saw the first: only the last may be folded.
+    events = chart_events(
+        [(later, "STOPPED", "STOPPED", 0, False)],
+        [(AT, "stopped", "alice"), (AT + timedelta(seconds=10), "resumed", "bob")],
+        [],
+        edit_url,
+    )
+    assert [event.kind for event in events] == ["control", "control", "paused"]
+    # Only the next state change is the control's: a later stop is a mark of its own.
+    events = chart_events(
+        [
+            (later, "STOPPED", "STOPPED", 0, False),
+            (later + timedelta(minutes=5), "STARTED", "RUNNING", 0, False),
+            (later + timedelta(minutes=9), "STOPPED", "STOPPED", 0, False),
+        ],
+        [(AT, "stopped", "alice")],
+        [],
+        edit_url,
+    )
+    assert [event.kind for event in events] == ["control", "running", "paused"]
 
 
 def test_a_refresh_keeps_a_state_only_when_it_changed_or_is_new():
