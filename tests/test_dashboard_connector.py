@@ -512,3 +512,13 @@ def test_an_edit_settled_as_applied_by_reconciling_is_marked_and_a_failed_one_is
     lag = html.split('data-chart="lag"')[1].split("</figure>")[0]
     titles = re.findall(r'data-event="edit"><title>([^<]+)</title>', lag)
     assert len(titles) == 1 and titles[0].startswith(f"edit #{edit.pk - 1} applied at ")
+
+
+def test_the_last_commit_in_the_strip_counts_on_between_polls(logged_in_client, prod):
+    # static/js/live.js ticks every element with data-age-seconds from the age written here.
+    moved = timezone.now() - timedelta(seconds=75)
+    ConnectorSnapshot.objects.filter(cluster=prod).update(last_commit_at=moved)
+    for page, words in ((SOURCE, ""), (SINK, "offset moved ")):
+        html = logged_in_client.get(page).content.decode()
+        strip = html.split('data-field="last-commit">')[1].split("</dd>")[0]
+        assert re.search(words + r'<span data-age-seconds="7[5-9]">1m 1[5-9]s</span> ago', strip)
