@@ -45,6 +45,20 @@ def source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:
     )
 
 
+def assert_deleted(rest: ConnectRest, connector: str) -> None:
+    """The worker no longer has the connector: its config is gone as DELETE answers, and its
+    status once the worker reads back the tombstone it wrote to its status topic (until then
+    GET .../status may still answer UNASSIGNED, type unknown)."""
+    name = urllib.parse.quote(connector, safe="")
+    assert rest.request("GET", f"/connectors/{name}/config")[0] == 404
+    wait_until(
+        lambda: rest.status(connector),
+        lambda status: status is None,
+        timeout=30,
+        what=f"the worker to drop {connector!r} from its statuses",
+    )
+
+
 def keys_of(cluster: Cluster, topic: str, connector: str) -> dict[bytes, bytes | None]:
     """The last record of each of the connector's keys in `topic`, tombstones included."""
     last: dict[bytes, bytes | None] = {}
@@ -123,7 +137,7 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
     steps = steps_of(edit)
     assert steps == ["stop", "reset-skipped", "tombstones", "tombstones", "tombstones", "delete"]
     assert edit.applied_via == "topic"
-    assert rest.status(connector) is None
+    assert_deleted(rest, connector)
     for topic in (WORKER_TOPIC, own_topic, old_topic):
         assert keys_of(cluster, topic, connector) == {key: None}, topic
     applied = edit.audit_events.get(action=AuditEvent.Action.APPLIED)
@@ -179,7 +193,7 @@ def test_a_sink_is_deleted_with_its_consumer_group(
     assert edit.applied_via == "worker"
     assert groups.committed_offsets(kafka, group) == {}
     assert groups.describe_group(kafka, group).state == "DEAD"
-    assert rest.status(connector) is None
+    assert_deleted(rest, connector)
 
 
 def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up(
@@ -307,4 +321,4 @@ def test_on_a_worker_without_kip875_writes_the_offsets_are_tombstoned_directly(
     assert edit.applied_via == "topic"
     assert steps_of(edit) == ["stop", "reset-skipped", "tombstones", "delete"]
     assert keys_of(cluster, WORKER_TOPIC, connector)[key] is None
-    assert rest.status(connector) is None
+    assert_deleted(rest, connector)
