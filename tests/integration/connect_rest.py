@@ -135,6 +135,17 @@ class ConnectRest:
             lambda: self.status(name), reached, timeout=timeout, what=f"{name} {state}"
         )
 
+    def wait_until_forgotten(self, name: str, *, timeout: float = 30) -> None:
+        """Wait until the worker has no status for a deleted connector. Its status goes only
+        once the worker reads back the tombstone it wrote to its status topic: just after
+        DELETE, GET .../status may still answer UNASSIGNED, type unknown."""
+        wait_until(
+            lambda: self.status(name),
+            lambda status: status is None,
+            timeout=timeout,
+            what=f"the worker to forget {name!r}",
+        )
+
     def wait_for_offsets(
         self, name: str, predicate: Callable[[list[dict]], bool], *, timeout: float = 60
     ) -> list[dict]:

@@ -295,8 +295,7 @@ def test_an_offset_b_refuses_rolls_the_move_back(
     assert "should contain the key 'filename'" in edit.error and "Rolled back" in edit.error
     failed = edit.audit_events.get(action="failed")
     assert failed.details["rolled_back"] is True
-    # The delete is asynchronous: the worker drops the status once it has read the tombstone.
-    wait_until(lambda: rest_b.status(connector), lambda s: s is None, timeout=30, what="delete")
+    rest_b.wait_until_forgotten(connector)
     assert offsets_topic_view(cluster_b, connector) == {}
     rest_a.delete(connector)
 
@@ -368,7 +367,7 @@ def test_a_deleted_connector_has_no_config_to_move(cluster_a, cluster_b, rest_a,
     connector, path = stopped_source_on_a(rest_a, tmp_path, "gone")
     write_source_offset(cluster_a, connector, {"filename": str(path)}, {"position": 1})
     rest_a.delete(connector)
-    wait_until(lambda: rest_a.status(connector), lambda s: s is None, timeout=30, what="delete")
+    rest_a.wait_until_forgotten(connector)
     with pytest.raises(EditStateConflict, match="deleted"):
         stage_move(
             cluster=cluster_a, connector=connector, target=cluster_b, user=editor, secrets={}

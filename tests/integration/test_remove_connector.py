@@ -3,7 +3,6 @@ Connect worker of the test session: the worker's answers, every offsets topic re
 group, the audit log, the orphans list after a refresh, and the refusals that write nothing."""
 
 import dataclasses
-import functools
 import urllib.parse
 import uuid
 from pathlib import Path
@@ -46,17 +45,11 @@ def source(rest: ConnectRest, tmp_path: Path, what: str) -> tuple[str, Path]:
 
 
 def assert_deleted(rest: ConnectRest, connector: str) -> None:
-    """The worker no longer has the connector: its config is gone as DELETE answers, and its
-    status once the worker reads back the tombstone it wrote to its status topic (until then
-    GET .../status may still answer UNASSIGNED, type unknown)."""
+    """The worker no longer has the connector: its config is gone as DELETE answers, its
+    status once the worker reads back its status tombstone (`wait_until_forgotten`)."""
     name = urllib.parse.quote(connector, safe="")
     assert rest.request("GET", f"/connectors/{name}/config")[0] == 404
-    wait_until(
-        lambda: rest.status(connector),
-        lambda status: status is None,
-        timeout=30,
-        what=f"the worker to drop {connector!r} from its statuses",
-    )
+    rest.wait_until_forgotten(connector)
 
 
 def keys_of(cluster: Cluster, topic: str, connector: str) -> dict[bytes, bytes | None]:
@@ -205,7 +198,7 @@ def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up
     (key,) = live_keys(cluster, WORKER_TOPIC, connector)
     for name in (connector, sink):
         rest.delete(name)
-        wait_until(functools.partial(rest.status, name), lambda s: s is None, timeout=30, what=name)
+        rest.wait_until_forgotten(name)
     assert run_refresh(cluster=cluster, spark=spark).status == RefreshRun.Status.SUCCEEDED
 
     listed = {orphan.connector: orphan for orphan in orphans(cluster)}
