@@ -79,7 +79,8 @@ def chart_events(
     """Every event worth a mark, oldest first. The refresh that sees the state a dashboard
     control asked for adds its time to the control's mark instead of a mark of its own."""
     folded = _fold_seen_controls(states, controls)
-    events = [state_event(row) for row in states if row not in folded.values()]
+    seen_states = set(folded.values())
+    events = [state_event(row) for row in states if row not in seen_states]
     events = [event for event in events if event is not None]
     for row in controls:
         event = control_event(row)

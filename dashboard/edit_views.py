@@ -189,8 +189,7 @@ def _read_offsets(request: HttpRequest, cluster: Cluster, connector: str, shown:
     except ConnectorNotFound as exc:
         raise Http404(exc.message) from exc
     form_class, strategies, store = _stage_forms(current.context, own_store, into_group)
-    from_store = from_store and not current.context.is_source
-    store["offsets_from"] = own_store.words if from_store else ""
+    store["offsets_from"] = own_store.words if from_store and not current.context.is_source else ""
     return current, (form_class, strategies, store)
 
 
