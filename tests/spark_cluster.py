@@ -35,6 +35,10 @@ DAEMON_MEMORY = "256m"
 NOT_FOR_EXECUTORS = ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "OFFSETS_HISTORY_PATH")
 
 
+class MasterStarting(Exception):
+    """The master's web UI answers, but not yet with its status."""
+
+
 @dataclass(frozen=True)
 class StandaloneCluster:
     master_url: str  # spark://127.0.0.1:<port>
@@ -43,6 +47,11 @@ class StandaloneCluster:
 
     def status(self) -> dict:
         with urllib.request.urlopen(self.master_json_url, timeout=5) as response:
+            kind = response.headers.get_content_type()
+            if not kind.endswith("/json"):
+                # Spark's Jetty accepts connections before every page is attached; until the
+                # status page is, /json/ falls to the master's page at "/" and answers HTML.
+                raise MasterStarting(f"the master's status answered {kind}, not JSON")
             return json.load(response)
 
     def executor_dirs(self) -> list[Path]:
@@ -97,7 +106,7 @@ def _wait_for_workers(cluster: StandaloneCluster, workers: int, logs: list[Path]
     while time.monotonic() < deadline:
         try:
             seen = cluster.status().get("aliveworkers")
-        except OSError:  # the master's web UI is not up yet
+        except (OSError, MasterStarting):  # the master's web UI is not up yet, or not all of it
             seen = None
         if seen == workers:
             return
