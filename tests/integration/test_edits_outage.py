@@ -218,7 +218,6 @@ def test_a_broker_lost_as_a_sink_edit_is_written_stays_in_doubt_until_reconciled
     assert groups.committed_offsets(kafka, S3_GROUP, timeout=5) == before
 
 
-@in_child_process  # librdkafka#4605 may abort the process: see librdkafka_abort.py
 def test_a_failure_between_the_two_steps_of_a_partial_sink_delete_fails_with_what_to_restore(
     fresh_demo, editor, approver, monkeypatch
 ):

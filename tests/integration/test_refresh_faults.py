@@ -180,12 +180,14 @@ def test_a_broker_lost_mid_refresh_fails_the_run_and_the_last_results_are_served
 
 @pytest.mark.django_db(transaction=True)
 def test_a_database_locked_while_the_refresh_saves_is_waited_for_not_a_failed_run(
-    proxied, spark, monkeypatch
+    fresh_kafka, spark, monkeypatch
 ):
     from offsets.models import Cluster
 
+    # The broker stays up here: the session's scratch broker, not one behind a proxy.
+    write_demo({"bootstrap.servers": fresh_kafka}, build_demo(SMALL_DEMO))
     monkeypatch.setattr(runs, "DB_RETRY_DELAYS", (0.3, 0.3, 0.6, 1.2, 2.4))
-    cluster = Cluster.objects.create(name="busy", bootstrap_servers=proxied.bootstrap_servers)
+    cluster = Cluster.objects.create(name="busy", bootstrap_servers=fresh_kafka)
     lock = SqliteLock("IMMEDIATE")
 
     def lock_the_database_when_saving(text: str) -> None:
