@@ -84,7 +84,7 @@ def kafka_runtime(tmp_path_factory) -> Runtime:
     # more to start, against a worker of their own for the tests that run those plugins.
     info = runtime.start(plugins=django_settings.KAFKA_RUNTIME_PLUGINS)
     yield Runtime(info.bootstrap_servers, info.connect_url)
-    runtime.stop()
+    runtime.stop(kill=True)  # its data dies with the session: nothing to shut down cleanly for
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def second_connect(kafka_runtime, tmp_path_factory) -> SecondConnect:
         topics=SECOND_CONNECT_TOPICS,
     )
     yield SecondConnect(worker.url, SECOND_CONNECT_GROUP, SECOND_CONNECT_TOPICS)
-    runtime.stop_worker(worker)
+    runtime.stop_worker(worker, timeout=0)  # killed: the session's broker goes with it
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def secured_connect(kafka_runtime, tmp_path_factory) -> SecuredConnect:
     yield SecuredConnect(
         worker.url, SECURED_CONNECT_GROUP, SECURED_CONNECT_TOPICS, username, password
     )
-    runtime.stop_worker(worker)
+    runtime.stop_worker(worker, timeout=0)  # killed: the session's broker goes with it
 
 
 @pytest.fixture(scope="session")
@@ -181,7 +181,7 @@ def secured_kafka(tmp_path_factory):
 
     runtime, secured = secured_runtime.start(tmp_path_factory.mktemp("secured-kafka"))
     yield secured
-    runtime.stop_secured(secured.info)
+    runtime.stop_secured(secured.info, timeout=0)  # killed: its data dies with the session
 
 
 @pytest.fixture(scope="session")
