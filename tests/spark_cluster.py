@@ -49,8 +49,8 @@ class StandaloneCluster:
         with urllib.request.urlopen(self.master_json_url, timeout=5) as response:
             kind = response.headers.get_content_type()
             if not kind.endswith("/json"):
-                # Spark's Jetty accepts connections before every page is attached; until the
-                # status page is, /json/ falls to the master's page at "/" and answers HTML.
+                # While the master's web UI starts, /json/ can answer the HTML of its page at
+                # "/" (seen in a whole run: Jetty listened 2 s before the UI said it was bound).
                 raise MasterStarting(f"the master's status answered {kind}, not JSON")
             return json.load(response)
 

@@ -1,8 +1,8 @@
 """Waiting for a Spark standalone master (tests/spark_cluster.py) while its web UI starts.
 
-Spark's Jetty accepts connections before every page is attached: for a moment `/json/` falls
-to the master's page at "/" and answers HTML (seen in a whole run, on the loaded machine).
-The wait takes that for "not up yet", as it takes a refused connection.
+While the master's web UI starts, `/json/` can answer the HTML of its page at "/" (seen in a
+whole run on the loaded machine: Jetty listened 2 s before the UI said it was bound). The
+wait takes that for "not up yet", as it takes a refused connection.
 """
 
 import json
