@@ -8,7 +8,6 @@ wait takes that for "not up yet", as it takes a refused connection.
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -40,7 +39,7 @@ def master(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Starting)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield StandaloneCluster(
-        "spark://127.0.0.1:7077", f"http://127.0.0.1:{server.server_port}/json/", Path(tmp_path)
+        "spark://127.0.0.1:7077", f"http://127.0.0.1:{server.server_port}/json/", tmp_path
     )
     server.shutdown()
     server.server_close()
