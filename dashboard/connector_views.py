@@ -9,6 +9,7 @@ from fragments cached per refresh run (`dashboard/page_cache.py`).
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Page
 from django.http import Http404, HttpRequest, HttpResponse
@@ -30,9 +31,10 @@ from offsets.formats import jackson
 from offsets.formats.connectors import mask_secrets
 from offsets.formats.source_lag import suggested_upstream
 from offsets.models import Cluster, ConnectorSnapshot
+from offsets.rights import gate
 from offsets.rights.grants import visible_clusters
 from offsets.services import snapshots
-from offsets.services.clusters import cluster_for_user
+from offsets.services.clusters import cluster_for_user, hide_unseen_upstreams
 
 PARTITIONS_PER_PAGE = 50
 # A partitions search that keeps fewer than this many is counted from its keys (one scan).
@@ -49,7 +51,7 @@ def _get_connector_for_user(
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=name)
     snapshot = snapshots.connector_of(cluster, name)
     if snapshot is None:
-        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+        raise Http404(gate.unknown_connector(cluster, name))
     snapshot.cluster = cluster  # read once, by the grants' lookup
     snapshots.with_partition_status([snapshot], cluster=cluster)
     return snapshot
@@ -64,7 +66,7 @@ def _get_cached_connector_for_user(
         cluster, run, "connector", {"name": name}, lambda: snapshots.connector_of(cluster, name)
     )
     if snapshot is None:
-        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
+        raise Http404(gate.unknown_connector(cluster, name))
     # The cluster as read now: its settings change without a refresh.
     snapshot.cluster = cluster
     return snapshot
@@ -225,10 +227,10 @@ class _ConnectorCache:
 def _figures(cached: _ConnectorCache, user, span: chart_ranges.ChartRange) -> dict[str, object]:
     """The context of the page's parts drawn from the run's results: the connector with its
     status reasons and the rendered fragments (`_fragments`)."""
-    # A mirror's upstream cluster is linked only for a user whose grants cover it: for the
-    # others its page is a 404, a dead end on the on-call path.
-    upstream = cached.snapshot.upstream_cluster
-    upstream_visible = bool(upstream) and visible_clusters(user).filter(name=upstream).exists()
+    # A mirror's upstream cluster, and its lag measured there, are shown only to a user whose
+    # grants cover that cluster: for the others it is named nowhere.
+    hide_unseen_upstreams(user, [cached.snapshot])
+    upstream_visible = bool(cached.snapshot.upstream_cluster)
     fragments = dict(_fragments(cached, upstream_visible, span))
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     cached.snapshot.worst_partition_status = fragments.pop("worst_partition_status")
@@ -237,6 +239,7 @@ def _figures(cached: _ConnectorCache, user, span: chart_ranges.ChartRange) -> di
         "connector": cached.snapshot,
         "upstream_hint": _upstream_hint(user, cached.cluster, cached.snapshot),
         "upstream_visible": upstream_visible,
+        "access_contact": settings.ACCESS_CONTACT,
         **fragments,
         "store_hint": store_hint(cached.cluster, cached.snapshot),
     }
@@ -246,7 +249,8 @@ def _upstream_hint(user, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[
     """For a mirror without an upstream cluster: the admin's form to choose one, with the
     registered cluster its `source.cluster.bootstrap.servers` names filled in if any (of those
     the user sees)."""
-    if not snapshot.mirror_source or snapshot.upstream_cluster or snapshot.deleted:
+    chosen = snapshot.upstream_cluster or getattr(snapshot, "upstream_hidden", False)
+    if not snapshot.mirror_source or chosen or snapshot.deleted:
         return None
     registered = list(
         visible_clusters(user).order_by("name").values_list("pk", "name", "bootstrap_servers")

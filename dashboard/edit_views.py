@@ -65,7 +65,8 @@ from offsets.edits.workflow import (
 from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from offsets.rights.grants import only_visible, sees_connector, visible_clusters
+from offsets.rights import grants
+from offsets.rights.grants import visible_clusters
 from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ def _get_edit_for_user(request: HttpRequest, cluster: Cluster, pk: int) -> Offse
         cluster=cluster,
         pk=pk,
     )
-    if not sees_connector(request.user, cluster, edit.connector):
+    if not grants.sees_edit(request.user, edit):
         raise Http404("No such edit.")
     return edit
 
@@ -255,10 +256,16 @@ def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
         {
             "cluster": cluster,
             "connector": connector,
-            "edits": OffsetEdit.objects.filter(cluster=cluster, connector=connector).select_related(
-                "created_by"
-            )[:50],
-            "audit_events": audit_log(cluster=cluster, connector=connector),
+            "edits": grants.only_visible_edits(
+                request.user,
+                cluster,
+                OffsetEdit.objects.filter(cluster=cluster, connector=connector).select_related(
+                    "cluster", "target_cluster", "created_by"
+                )[:50],
+            ),
+            "audit_events": grants.only_visible_events(
+                request.user, cluster, audit_log(cluster=cluster, connector=connector)
+            ),
             "can_stage": can_stage(request.user, cluster, connector),
             **extra,
         },
@@ -446,7 +453,7 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
     # Each row's count of changes comes with the rows: one query, however many edits.
     found = (
         OffsetEdit.objects.filter(cluster=cluster)
-        .select_related("created_by")
+        .select_related("cluster", "target_cluster", "created_by")
         .annotate(change_count=Count("changes"))
     )
     if form.is_valid():
@@ -460,9 +467,9 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
         {
             "cluster": cluster,
             "form": form,
-            "edits": only_visible(request.user, cluster, found[:200], lambda edit: edit.connector),
-            "audit_events": only_visible(
-                request.user, cluster, audit_log(cluster=cluster), lambda event: event.connector
+            "edits": grants.only_visible_edits(request.user, cluster, found[:200]),
+            "audit_events": grants.only_visible_events(
+                request.user, cluster, audit_log(cluster=cluster)
             ),
             "can_stage": can_stage(request.user, cluster),
             "may_approve": may_approve,

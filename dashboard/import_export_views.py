@@ -17,8 +17,9 @@ from offsets.edits.workflow import ConnectorNotFound, EditInputError, can_stage,
 from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.rights import gate
 from offsets.services import offsets_export
-from offsets.services.clusters import cluster_for_user, exported_connectors, require_connector
+from offsets.services.clusters import cluster_for_user, require_connector
 
 
 @require_http_methods(["GET", "POST"])
@@ -45,8 +46,9 @@ def import_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
             except EditInputError as exc:
                 where = f"{exc.field}: " if exc.field else ""
                 form.add_error(None, f"Nothing was staged. {where}{exc.message}")
-            except ConnectorNotFound as exc:
-                form.add_error("connector", exc.message)
+            except (ConnectorNotFound, gate.NotFound) as exc:
+                # A name outside the user's grants reads as one that does not exist.
+                form.add_error("connector" if exc.field == "connector" else None, exc.message)
             except KafkaError as exc:
                 form.add_error(None, f"{READING_KAFKA}: {exc}")
             else:
@@ -82,22 +84,23 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     for name in options["names"]:
         require_connector(request.user, cluster, name)
     if options["format"] == "strimzi":
-        return _export_configmap(cluster, options)
+        return _export_configmap(request.user, cluster, options)
     try:
         if options["format"] == "kip875":
             document = offsets_export.export_connector(
+                user=request.user,
                 cluster=cluster,
                 connector=options["names"][0],
                 from_beginning=options["from_beginning"],
             )
         else:
             document = offsets_export.export_connectors(
+                user=request.user,
                 cluster=cluster,
                 connectors=options["names"] or None,
                 from_beginning=options["from_beginning"],
-                keep=exported_connectors(request.user, cluster),
             )
-    except ConnectorNotFound as exc:
+    except (ConnectorNotFound, gate.NotFound) as exc:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
         return JsonResponse({"error": str(exc)}, status=exc.http_status)
@@ -108,17 +111,18 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
     return response
 
 
-def _export_configmap(cluster: Cluster, options: dict) -> HttpResponse:
+def _export_configmap(user, cluster: Cluster, options: dict) -> HttpResponse:
     """Download one connector's offsets as the ConfigMap Strimzi's alterOffsets reads."""
     connector = options["names"][0]
     try:
         configmap = offsets_export.export_configmap(
+            user=user,
             cluster=cluster,
             connector=connector,
             name=options["configmap_name"],
             namespace=options["namespace"],
         )
-    except ConnectorNotFound as exc:
+    except (ConnectorNotFound, gate.NotFound) as exc:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
         return JsonResponse({"error": str(exc)}, status=exc.http_status)

@@ -33,7 +33,12 @@ from offsets.refresh import background
 from offsets.rights.grants import connector_filter, has_any_grant, may, visible_clusters
 from offsets.rights.rules import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.services import snapshots
-from offsets.services.clusters import cluster_for_user, state_for_user
+from offsets.services.clusters import (
+    cluster_for_user,
+    hide_upstream,
+    state_for_user,
+    unseen_upstreams,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +145,9 @@ def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     status = 200
     if form.is_valid():
         only = connector_filter(request.user, cluster)
+        hidden = unseen_upstreams(request.user, snapshots.mirrors(cluster=cluster))
         page, rows = _connectors_page(
-            cluster, form, refresh, export_url=context["export_url"], only=only
+            cluster, form, refresh, export_url=context["export_url"], only=only, hidden=hidden
         )
         context.update(page=page, rows=rows.render(timezone.now()), sort=form.cleaned_data["sort"])
     else:
@@ -157,6 +163,7 @@ def _connectors_page(
     *,
     export_url: str,
     only: Q | None,
+    hidden: set[str],
 ) -> tuple[Page, AgedHtml]:
     """The page of connectors the filters ask for and its rows' HTML, cached until the next
     refresh finishes (the rows, not the model instances: unpickling 50 of those cost more)."""
@@ -166,6 +173,9 @@ def _connectors_page(
         if only is not None:
             rows = rows.filter(only)
         page = snapshots.paginate(rows, form.cleaned_data["page"], CONNECTORS_PER_PAGE)
+        for snapshot in page.object_list:
+            if snapshot.upstream_cluster in hidden:
+                hide_upstream(snapshot)
         snapshots.with_partition_status(page.object_list, cluster=cluster)
         for snapshot in page.object_list:
             snapshot.reasons = snapshots.status_reasons(snapshot)
@@ -183,6 +193,8 @@ def _connectors_page(
     params = {**form.filters(), "page": form.cleaned_data["page"], "cluster": cluster.name}
     if only is not None:
         params["only"] = str(only)  # a user's grants: their own entry
+    if hidden:
+        params["hidden_upstreams"] = sorted(hidden)  # likewise
     run = page_cache.generation(cluster, refresh)
     html, count, number = page_cache.get_or_compute(cluster, run, "connectors", params, compute)
     return page_cache.page_of([], count, number, CONNECTORS_PER_PAGE), html

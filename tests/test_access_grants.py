@@ -121,7 +121,7 @@ def test_lists_without_a_cluster_leave_the_ungranted_one_out(client, two_cluster
     assert HIDDEN not in client.get("/").content.decode()
 
 
-def test_a_mirror_links_its_upstream_cluster_only_for_a_user_who_may_open_it(
+def test_a_mirror_names_its_upstream_cluster_and_its_lag_only_to_a_user_who_sees_it(
     client, two_clusters, a_only, admin_user
 ):
     seen, _, _ = two_clusters
@@ -131,20 +131,30 @@ def test_a_mirror_links_its_upstream_cluster_only_for_a_user_who_may_open_it(
         "config": {"connector.class": mirror_class, "source.cluster.alias": "east"},
         "mirrormaker2": True,
         "source_alias": "east",
+        "lag_records": 4242,
+        "lag_status": "ERR",
     }
     factories.snapshot(seen, "to-hidden", upstream_cluster=HIDDEN, **mirror_fields)
     factories.snapshot(seen, "to-seen", upstream_cluster=seen.name, **mirror_fields)
-    hidden_link = f'href="/clusters/{HIDDEN}/connectors/"'
     seen_link = f'href="/clusters/{seen.name}/connectors/"'
     client.force_login(a_only)
     page = client.get(f"/clusters/{seen.name}/connectors/to-hidden/").content.decode()
-    assert hidden_link not in page and "not among your clusters" in page
+    assert HIDDEN not in page and 'id="upstream-hidden"' in page
+    assert "4,242" not in page and "4242" not in page
+    listed = client.get(f"/clusters/{seen.name}/connectors/").content.decode()
+    assert HIDDEN not in listed
+    for path in ("", "lag/"):
+        answer = client.get(f"/api/v1/clusters/{seen.name}/connectors/to-hidden/{path}").json()
+        assert HIDDEN not in str(answer) and answer["lag_records"] is None, path
+    rows = client.get(f"/api/v1/clusters/{seen.name}/connectors/").json()["connectors"]
+    assert HIDDEN not in str(rows)
+    assert {row["name"]: row["lag_records"] for row in rows}["to-seen"] == 4242
     page = client.get(f"/clusters/{seen.name}/connectors/to-seen/").content.decode()
-    assert seen_link in page and "not among your clusters" not in page
+    assert seen_link in page and 'id="upstream-hidden"' not in page
     # The fragments are cached per refresh: another user's answer is not served from them.
     client.force_login(admin_user)
     page = client.get(f"/clusters/{seen.name}/connectors/to-hidden/").content.decode()
-    assert hidden_link in page
+    assert f'href="/clusters/{HIDDEN}/connectors/"' in page
 
 
 def test_a_user_without_any_grant_sees_no_cluster_and_whom_to_ask(

@@ -16,6 +16,7 @@ from offsets.formats.standalone_offsets_file import decode, encode
 from offsets.kafka.standalone_worker import OffsetsFileProblem
 from offsets.models import Cluster, ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
+from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services.offsets_export import export_connector
 from tests.edits_factory import make_edit
 
@@ -144,20 +145,20 @@ def test_hostile_connector_names_are_data(worker, offsets_file):
 
 def test_an_export_reads_the_file_as_the_worker_answers_get_offsets(worker):
     # What the real worker answered GET /connectors/{c}/offsets with when it wrote the file.
-    assert export_connector(cluster=worker, connector="file-source") == {
+    assert export_connector(user=SHELL_OPERATOR, cluster=worker, connector="file-source") == {
         "offsets": [
             {"partition": {"filename": "/tmp/sa-vec/input.txt"}, "offset": {"position": 34}}
         ]
     }
     # Reset and not in a worker (none answers here): gone, as in a distributed cluster.
     with pytest.raises(ConnectorNotFound):
-        export_connector(cluster=worker, connector="file-source-2")
+        export_connector(user=SHELL_OPERATOR, cluster=worker, connector="file-source-2")
 
 
 def test_an_export_of_a_broken_file_names_it(worker, offsets_file):
     offsets_file.write_bytes(b"\xac\xed")
     with pytest.raises(OffsetsFileProblem, match=f"{offsets_file} .*at byte 2"):
-        export_connector(cluster=worker, connector="file-source")
+        export_connector(user=SHELL_OPERATOR, cluster=worker, connector="file-source")
 
 
 def test_a_source_edit_of_a_worker_that_does_not_run_is_refused_not_written_to_kafka(worker, user):

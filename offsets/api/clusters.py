@@ -13,6 +13,7 @@ from offsets.api.connectors import TaskOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.models import Cluster
+from offsets.rights import gate
 from offsets.rights.grants import connector_filter, visible_clusters
 from offsets.services import clusters, snapshots
 from offsets.services.clusters import cluster_for_user
@@ -23,7 +24,7 @@ def get_cluster(request: Request, name: str, connector: str | None = None) -> Cl
     try:
         cluster = cluster_for_user(user=request.user, name=name)
     except Http404:
-        raise NotFound(f"No cluster {name!r}.") from None
+        raise NotFound(gate.unknown_cluster(name)) from None
     if connector is not None:
         require_connector(request, cluster, connector)
     return cluster

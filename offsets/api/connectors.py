@@ -14,9 +14,10 @@ from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.formats.connectors import mask_secrets
 from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
+from offsets.rights import gate
 from offsets.rights.grants import connector_filter
 from offsets.services import snapshots
-from offsets.services.clusters import cluster_for_user
+from offsets.services.clusters import cluster_for_user, hide_unseen_upstreams
 
 MAX_PAGE_SIZE = 1000
 
@@ -26,8 +27,8 @@ def _get_connector(request: Request, cluster_name: str, name: str) -> ConnectorS
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=name)
     snapshot = snapshots.get_connector(cluster_name=cluster.name, name=name)
     if snapshot is None:
-        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
-    return snapshot
+        raise Http404(gate.unknown_connector(cluster, name))
+    return hide_unseen_upstreams(request.user, [snapshot])[0]
 
 
 def _sorts(sorts: dict[str, str]) -> list[str]:
@@ -353,7 +354,8 @@ def connector_list(request: Request, cluster_name: str) -> Response:
     only = connector_filter(request.user, cluster)
     if only is not None:
         found = found.filter(only)
-    rows = snapshots.with_partition_status(list(found.select_related("cluster")), cluster=cluster)
+    rows = hide_unseen_upstreams(request.user, list(found.select_related("cluster")))
+    rows = snapshots.with_partition_status(rows, cluster=cluster)
     refresh = snapshots.refresh_state(cluster=cluster)
     return Response(
         {
@@ -435,6 +437,8 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
     snapshot = _get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     partitions = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name)
+    if snapshot.upstream_hidden:  # a mirror's partitions lag behind its hidden upstream
+        partitions = []
     return Response(
         {
             "lag_records": snapshot.lag_records,

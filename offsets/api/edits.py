@@ -43,7 +43,7 @@ from offsets.edits.workflow import (
     submit_edit,
 )
 from offsets.models import OffsetEdit
-from offsets.rights.grants import sees_connector, visible_clusters
+from offsets.rights.grants import sees_edit, visible_clusters
 
 
 def _get_edit(request: Request, pk: int) -> OffsetEdit:
@@ -54,7 +54,7 @@ def _get_edit(request: Request, pk: int) -> OffsetEdit:
         ),
         pk=pk,
     )
-    if not sees_connector(request.user, edit.cluster, edit.connector):
+    if not sees_edit(request.user, edit):
         raise NotFound("No OffsetEdit matches the given query.")
     return edit
 
@@ -101,17 +101,19 @@ def edit_list(request: Request) -> Response:
     query = EditFilter(data=request.query_params)
     query.is_valid(raise_exception=True)
     found = OffsetEdit.objects.select_related(
-        "cluster", "created_by", "approved_by", "applied_by"
+        "cluster", "target_cluster", "created_by", "approved_by", "applied_by"
     ).filter(cluster__in=visible_clusters(request.user))
     if "cluster" in query.validated_data:
-        found = found.filter(cluster=get_cluster(request, query.validated_data["cluster"]))
+        # A connector outside the grants answers as an unknown one, not as an empty list.
+        cluster = get_cluster(
+            request, query.validated_data["cluster"], query.validated_data.get("connector")
+        )
+        found = found.filter(cluster=cluster)
     if "connector" in query.validated_data:
         found = found.filter(connector=query.validated_data["connector"])
     if "state" in query.validated_data:
         found = found.filter(state=query.validated_data["state"])
-    shown = [
-        edit for edit in found[:500] if sees_connector(request.user, edit.cluster, edit.connector)
-    ]
+    shown = [edit for edit in found[:500] if sees_edit(request.user, edit)]
     return Response(EditOutput(shown, many=True).data)
 
 

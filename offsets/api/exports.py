@@ -12,7 +12,6 @@ from offsets.api.clusters import get_cluster, require_connector
 from offsets.api.errors import errors, run_service
 from offsets.formats import strimzi
 from offsets.services import offsets_export
-from offsets.services.clusters import exported_connectors
 
 # The shapes that hold exactly one connector.
 ONE_CONNECTOR = ("kip875", "strimzi")
@@ -90,10 +89,11 @@ def export(request: Request) -> Response:
     for name in options["names"]:
         require_connector(request, cluster, name)
     if options["shape"] == "strimzi":
-        return Response(run_service(lambda: _configmap(cluster, options)))
+        return Response(run_service(lambda: _configmap(request.user, cluster, options)))
     if options["shape"] == "kip875":
         document = run_service(
             lambda: offsets_export.export_connector(
+                user=request.user,
                 cluster=cluster,
                 connector=options["names"][0],
                 from_beginning=options["from_beginning"],
@@ -102,18 +102,19 @@ def export(request: Request) -> Response:
     else:
         document = run_service(
             lambda: offsets_export.export_connectors(
+                user=request.user,
                 cluster=cluster,
                 connectors=options["names"] or None,
                 from_beginning=options["from_beginning"],
-                keep=exported_connectors(request.user, cluster),
             )
         )
     return Response(document)
 
 
-def _configmap(cluster, options: dict) -> dict:
+def _configmap(user, cluster, options: dict) -> dict:
     try:
         return offsets_export.export_configmap(
+            user=user,
             cluster=cluster,
             connector=options["names"][0],
             name=options["configmap_name"],

@@ -17,7 +17,7 @@ from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.workflow import can_stage, resume_on_target, stage_move
 from offsets.models import Cluster, OffsetEdit
-from offsets.rights.grants import sees_connector, visible_clusters
+from offsets.rights.grants import sees_edit, visible_clusters
 
 
 class MoveInput(serializers.Serializer):
@@ -81,7 +81,7 @@ def edit_resume_target(request: Request, pk: int) -> Response:
     data = CommentInput(data=request.data)
     data.is_valid(raise_exception=True)
     edit = OffsetEdit.objects.select_related("cluster", "target_cluster").filter(pk=pk).first()
-    if edit is None or not sees_connector(request.user, edit.cluster, edit.connector):
+    if edit is None or not sees_edit(request.user, edit):
         raise NotFound(f"No edit #{pk}.")
     edit = run_service(
         lambda: resume_on_target(

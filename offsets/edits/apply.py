@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from offsets.edits import audit
 from offsets.edits.connector_control import control_connector, resume_for_edit
-from offsets.edits.errors import EditForbidden, EditStateConflict
+from offsets.edits.errors import EditStateConflict
 from offsets.edits.kinds import Attempt, EditKind, kind_for
 from offsets.edits.outcome import release, settle_checks
-from offsets.edits.roles import approves
+from offsets.edits.roles import require_approver, require_sight
 from offsets.formats import edit_rules
 from offsets.models import AuditEvent, OffsetEdit
 
@@ -39,8 +39,7 @@ def apply_edit(
     offsets make it a "conflict": it must be staged again. ``before_commit`` is passed to the
     transactional writer (tests use it to fail at the worst moment).
     """
-    if not approves(user, edit):
-        raise EditForbidden("Applying needs the approver role.")
+    require_approver(user, edit, "Applying needs the approver role.")
     # The claim and its audit entry are one write: a database that fails between them must
     # not leave an edit "applying" that the audit log never saw start.
     with transaction.atomic():
@@ -120,6 +119,7 @@ def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     approved, and the page shows the fresh checks next to the Apply button. A conflicted one
     is settled: stopping it first lets its re-staged edit's diff hold until the apply.
     """
+    require_sight(user, edit)
     if edit.state not in (State.APPROVED, State.CONFLICT):
         raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not approved.")
     outcome = control_connector(
@@ -169,6 +169,7 @@ def can_resume_after_apply(edit: OffsetEdit) -> bool:
 
 def resume_after_apply(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Resume the connector an applied edit left STOPPED; it starts from the new offsets."""
+    require_sight(user, edit)
     if not can_resume_after_apply(edit):
         raise EditStateConflict(
             f"Edit #{edit.pk} is not an applied edit whose connector waits to be resumed."

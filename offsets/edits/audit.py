@@ -50,7 +50,10 @@ def change_details(change: OffsetEditChange) -> dict:
 
 def audit_log(*, cluster: Cluster, connector: str | None = None, limit: int = 50):
     """Return the newest audit events of a cluster (or one connector), newest first."""
-    events = AuditEvent.objects.filter(cluster=cluster).select_related("edit")
+    # A move's events are shown by its target's grants too (rights.grants.sees_edit).
+    events = AuditEvent.objects.filter(cluster=cluster).select_related(
+        "edit", "edit__cluster", "edit__target_cluster"
+    )
     if connector is not None:
         events = events.filter(connector=connector)
     return events[:limit]

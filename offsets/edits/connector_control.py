@@ -6,12 +6,13 @@ import time
 from dataclasses import dataclass
 
 from offsets.edits import audit
-from offsets.edits.errors import EditForbidden, EditStateConflict
-from offsets.edits.roles import can_control_connectors
+from offsets.edits.errors import EditStateConflict
 from offsets.formats.masking import mask_text
 from offsets.formats.status_records import trace_summary
 from offsets.kafka.connect_rest import ConnectorStatus, ConnectRest, ConnectRestError
 from offsets.models import AuditEvent, Cluster
+from offsets.rights import gate
+from offsets.rights.rules import Action as RightsAction
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +64,8 @@ def control_connector(
     """
     if action not in ACTIONS:
         raise ValueError(f"action must be one of {ACTIONS}, not {action!r}")
-    if not can_control_connectors(user, cluster, connector):
-        raise EditForbidden(f"To {action} a connector needs the editor or approver role.")
+    needs = f"To {action} a connector needs the editor or approver role."
+    gate.admit(user, RightsAction.CONTROL, cluster, connector, message=needs)
     wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
     try:
         rest = ConnectRest.for_cluster(cluster)

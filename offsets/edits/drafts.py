@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from offsets.edits import audit
-from offsets.edits.errors import EditForbidden
-from offsets.edits.roles import can_stage
 from offsets.formats.edit_rules.sink import SinkChange
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
+from offsets.rights import gate
+from offsets.rights.rules import Action
 
-EDITOR_ROLE = "Staging offset edits needs the editor role."
+EDITOR_ROLE = gate.ROLE_NEEDED[Action.STAGE]
 
 
 def require_editor(user, cluster: Cluster, connector: str, message: str = EDITOR_ROLE) -> None:
-    """Raise EditForbidden unless `user` has the editor role on `connector` of `cluster`."""
-    if not can_stage(user, cluster, connector):
-        raise EditForbidden(message)
+    """The gate for staging on `connector` of `cluster`: 404 where `user` does not see it (as
+    if it did not exist), 403 (`message`) where they see it without the editor role."""
+    gate.admit(user, Action.STAGE, cluster, connector, message=message)
 
 
 @dataclass
@@ -48,7 +48,13 @@ class Draft:
 
 
 def save(draft: Draft, *, user, comment: str, action: str = AuditEvent.Action.STAGED) -> OffsetEdit:
-    """Save the draft edit with its rows and audit it, in one transaction; return the edit."""
+    """Save the draft edit with its rows and audit it, in one transaction; return the edit.
+
+    The gate is asked again here, whatever the kind asked before reading: a draft is saved
+    only for a user who may stage on its connector (and, for a move, on its target)."""
+    require_editor(user, draft.cluster, draft.connector)
+    if draft.target_cluster is not None:
+        require_editor(user, draft.target_cluster, draft.connector)
     with transaction.atomic():
         edit = OffsetEdit.objects.create(
             cluster=draft.cluster,

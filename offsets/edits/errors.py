@@ -3,20 +3,15 @@
 from offsets.formats import edit_rules
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaError, KafkaUnavailable
+from offsets.rights.gate import Refused
 
 
-class EditError(Exception):
+class EditError(Refused):
     """Base of the errors a caller shows to people; ``field`` names the input at fault.
 
-    Each kind says the HTTP status a page or the API answers with (``http_status``).
+    Each kind says the HTTP status a page or the API answers with (``http_status``). The
+    gate's refusals (offsets.rights.gate) share the base, so every caller answers both alike.
     """
-
-    http_status: int
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
 
 
 class EditInputError(EditError):
@@ -69,5 +64,5 @@ class SinkWriteIncomplete(KafkaUnavailable):
 
 
 # What a service raises for the pages and the API to answer with its `http_status`, never a 500:
-# its own refusals, Kafka out of reach, the Connect worker refusing or failing.
-SERVICE_ERRORS = (EditError, KafkaError, ConnectRestError)
+# its own refusals and the gate's, Kafka out of reach, the Connect worker refusing or failing.
+SERVICE_ERRORS = (Refused, KafkaError, ConnectRestError)

@@ -6,9 +6,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditStateConflict
+from offsets.edits.errors import ConnectorNotFound, EditStateConflict
 from offsets.edits.kinds import kind_for
-from offsets.edits.roles import approves
+from offsets.edits.roles import require_approver
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import Cluster, OffsetEdit
 
@@ -45,8 +45,7 @@ def reconcile_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     Refused (EditStateConflict) unless the edit is applying and older than ``stale_after()``.
     If the cluster cannot be read, KafkaUnavailable propagates and the edit is unchanged.
     """
-    if not approves(user, edit):
-        raise EditForbidden("Reconciling needs the approver role.")
+    require_approver(user, edit, "Reconciling needs the approver role.")
     if edit.state != State.APPLYING:
         raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not applying.")
     if not is_stale(edit):

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from offsets.edits import audit
 from offsets.edits.errors import EditForbidden, EditStateConflict
-from offsets.edits.roles import approves, can_stage
+from offsets.edits.roles import approves, can_stage, require_approver, require_sight
 from offsets.models import AuditEvent, OffsetEdit
 
 State = OffsetEdit.State
@@ -16,6 +16,7 @@ Action = AuditEvent.Action
 
 def submit_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Send a draft for approval (its author, with the editor role)."""
+    require_sight(user, edit)
     if not can_stage(user, edit.cluster, edit.connector) or edit.created_by_id != user.pk:
         raise EditForbidden("Only the editor who staged the edit can submit it.")
     return _move(
@@ -64,6 +65,7 @@ def reject_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
 
 def cancel_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Withdraw an edit that is not applied yet: its author, or an approver."""
+    require_sight(user, edit)
     is_author = edit.created_by_id == user.pk and can_stage(user, edit.cluster, edit.connector)
     if not (is_author or approves(user, edit)):
         raise EditForbidden("Only the edit's author or an approver can cancel it.")
@@ -79,8 +81,7 @@ def cancel_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
 
 
 def _require_other_approver(edit: OffsetEdit, user, doing: str, own_edit: str) -> None:
-    if not approves(user, edit):
-        raise EditForbidden(f"{doing} needs the approver role.")
+    require_approver(user, edit, f"{doing} needs the approver role.")
     if edit.created_by_id == user.pk:
         raise EditForbidden(own_edit)
 

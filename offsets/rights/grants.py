@@ -19,6 +19,26 @@ User = AbstractBaseUser | AnonymousUser
 _CACHE = "_offsets_grants"
 
 
+class ShellOperator(AnonymousUser):
+    """Whoever runs a management command without --user at the server's shell: they can read
+    the database and the client settings already, so they are trusted like a superuser. Only
+    the commands pass it; a request never holds it."""
+
+    is_superuser = True
+    username = "the server's shell"
+
+    @property
+    def is_authenticated(self) -> bool:  # type: ignore[override]
+        return True
+
+    @property
+    def is_active(self) -> bool:  # type: ignore[override]
+        return True
+
+
+SHELL_OPERATOR = ShellOperator()
+
+
 def _active(user: User | None) -> bool:
     return bool(user and user.is_authenticated and user.is_active)
 
@@ -62,6 +82,13 @@ def visible_clusters(user: User | None) -> QuerySet[Cluster]:
     return Cluster.objects.all() if ids is None else Cluster.objects.filter(pk__in=ids)
 
 
+def sees_every_cluster(user: User | None) -> bool:
+    """Whether `user` sees every cluster, those added later (or not registered) included."""
+    if not _active(user):
+        return False
+    return user.is_superuser or rules.visible_cluster_ids(grants_of(user)) is None
+
+
 def has_any_grant(user: User | None) -> bool:
     return _active(user) and (user.is_superuser or bool(grants_of(user)))
 
@@ -72,6 +99,38 @@ def sees_every_connector(user: User | None, cluster: Cluster) -> bool:
 
 def sees_connector(user: User | None, cluster: Cluster, name: str) -> bool:
     return may(user, Action.VIEW, cluster, name)
+
+
+def sees_edit(user: User | None, edit) -> bool:
+    """Whether `user` sees `edit`: its connector on its cluster, and for a move the same
+    connector on the target cluster too (a move names its target, its offsets topic and what
+    the target holds, so it is about both clusters)."""
+    if not sees_connector(user, edit.cluster, edit.connector):
+        return False
+    return edit.target_cluster_id is None or sees_connector(
+        user, edit.target_cluster, edit.connector
+    )
+
+
+def only_visible_edits(user: User | None, cluster: Cluster, edits: Iterable) -> list:
+    """The edits of `cluster` that `user` sees (`sees_edit`)."""
+    return [
+        edit for edit in only_visible(user, cluster, edits, _connector) if sees_edit(user, edit)
+    ]
+
+
+def only_visible_events(user: User | None, cluster: Cluster, events: Iterable) -> list:
+    """The audit events of `cluster` that `user` sees: by their connector, and by their edit's
+    target cluster for a move."""
+    return [
+        event
+        for event in only_visible(user, cluster, events, _connector)
+        if event.edit_id is None or sees_edit(user, event.edit)
+    ]
+
+
+def _connector(item) -> str:
+    return item.connector
 
 
 def only_visible[T](

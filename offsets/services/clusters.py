@@ -1,6 +1,6 @@
 """The one lookup of a cluster for a user, shared by the pages and the API."""
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import replace
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -9,7 +9,13 @@ from django.shortcuts import get_object_or_404
 
 from offsets.connect_state import ConnectState
 from offsets.models import Cluster
-from offsets.rights.grants import sees_connector, sees_every_connector, visible_clusters
+from offsets.rights import gate
+from offsets.rights.grants import (
+    sees_connector,
+    sees_every_cluster,
+    sees_every_connector,
+    visible_clusters,
+)
 
 
 def cluster_for_user(
@@ -33,16 +39,7 @@ def require_connector(user: AbstractBaseUser | AnonymousUser, cluster: Cluster, 
     """Http404, word for word that of a connector that does not exist, unless the user's grants
     cover connector `name` of `cluster`."""
     if not sees_connector(user, cluster, name):
-        raise Http404(f"No connector named {name!r} on {cluster.name} (as of the last refresh).")
-
-
-def exported_connectors(
-    user: AbstractBaseUser | AnonymousUser, cluster: Cluster
-) -> Callable[[str], bool] | None:
-    """Which connectors an export of "all" keeps for `user`: None for every one."""
-    if sees_every_connector(user, cluster):
-        return None
-    return lambda name: sees_connector(user, cluster, name)
+        raise Http404(gate.unknown_connector(cluster, name))
 
 
 def state_for_user(
@@ -58,3 +55,43 @@ def state_for_user(
         config_examples={},
         status_examples={},
     )
+
+
+# What a mirror's snapshot says of its upstream cluster: its name, and its lag behind it.
+UPSTREAM_FIELDS = {
+    "upstream_cluster": "",
+    "upstream_error": "",
+    "lag_records": None,
+    "lag_ms": None,
+    "lag_status": None,
+    "uncommitted_partitions": 0,
+}
+
+
+def unseen_upstreams(user: AbstractBaseUser | AnonymousUser, rows: Iterable) -> set[str]:
+    """The upstream clusters named by `rows` (mirrors' snapshots) that `user` does not see."""
+    if sees_every_cluster(user):
+        return set()
+    named = {row.upstream_cluster for row in rows if row.upstream_cluster}
+    if not named:
+        return set()
+    return named - set(visible_clusters(user).filter(name__in=named).values_list("name", flat=True))
+
+
+def hide_unseen_upstreams[T](user: AbstractBaseUser | AnonymousUser, rows: list[T]) -> list[T]:
+    """`rows` with each mirror whose upstream cluster `user` does not see told nothing of it:
+    the upstream's name and the lag measured there are blanked, `upstream_hidden` set. The
+    lag is the upstream's data (its topics' ends), which a grant there alone shows."""
+    hidden = unseen_upstreams(user, rows)
+    for row in rows:
+        row.upstream_hidden = False
+        if row.upstream_cluster in hidden:
+            hide_upstream(row)
+    return rows
+
+
+def hide_upstream(row) -> None:
+    """Blank what `row` (a mirror's snapshot) says of its upstream cluster."""
+    for field, blank in UPSTREAM_FIELDS.items():
+        setattr(row, field, blank)
+    row.upstream_hidden = True

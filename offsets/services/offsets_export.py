@@ -10,7 +10,7 @@ tombstones as ``"offset": null``. Kafka keeps no history of a group's commits th
 can read, so a sink's history is its current offsets.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from offsets.edits.live import (
     Connector,
@@ -23,6 +23,9 @@ from offsets.formats.offset_records import parse_offset_record, partition_identi
 from offsets.formats.offsets_json import PartitionOffset, to_kip199, to_kip875
 from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster
+from offsets.rights import gate
+from offsets.rights.grants import sees_connector
+from offsets.rights.rules import Action
 
 
 def requested_names(listed: str, exact: Sequence[str] = ()) -> list[str]:
@@ -32,38 +35,41 @@ def requested_names(listed: str, exact: Sequence[str] = ()) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def export_connector(*, cluster: Cluster, connector: str, from_beginning: bool = False) -> dict:
-    """Return one connector's offsets as a KIP-875 document (raises ConnectorNotFound)."""
+def export_connector(
+    *, user, cluster: Cluster, connector: str, from_beginning: bool = False
+) -> dict:
+    """Return one connector's offsets as a KIP-875 document (raises ConnectorNotFound, or the
+    gate's NotFound for a connector `user` does not see)."""
+    gate.admit(user, Action.VIEW, cluster, connector)
     reader = LiveReader(cluster)
     context = read_connector(cluster=cluster, connector=connector, reader=reader)
     return to_kip875(_entries(context, reader, from_beginning))
 
 
 def export_configmap(
-    *, cluster: Cluster, connector: str, name: str = "", namespace: str = ""
+    *, user, cluster: Cluster, connector: str, name: str = "", namespace: str = ""
 ) -> dict:
     """Return one connector's latest offsets as a Strimzi offsets ConfigMap.
 
     Raises ConnectorNotFound, or ValueError for a bad name or namespace or offsets too large
     for a ConfigMap.
     """
-    document = export_connector(cluster=cluster, connector=connector)
+    document = export_connector(user=user, cluster=cluster, connector=connector)
     return strimzi.to_configmap(document, connector=connector, name=name, namespace=namespace)
 
 
 def export_connectors(
-    *,
-    cluster: Cluster,
-    connectors: list[str] | None = None,
-    from_beginning: bool = False,
-    keep: Callable[[str], bool] | None = None,
+    *, user, cluster: Cluster, connectors: list[str] | None = None, from_beginning: bool = False
 ) -> dict:
-    """Return several connectors' offsets (all when ``connectors`` is None, or all that `keep`
-    keeps: a user's grants) as KIP-199."""
+    """Return several connectors' offsets as KIP-199: those named (refused whole when `user`
+    does not see one of them), or every one `user` sees when ``connectors`` is None."""
+    if connectors is not None:
+        gate.admit_all(user, Action.VIEW, cluster, connectors)
+    else:
+        gate.admit(user, Action.VIEW, cluster, None)
     reader = LiveReader(cluster)
     names = connectors if connectors is not None else connector_names(reader=reader)
-    if keep is not None:
-        names = [name for name in names if keep(name)]
+    names = [name for name in names if sees_connector(user, cluster, name)]
     contexts = [read_connector(cluster=cluster, connector=name, reader=reader) for name in names]
     return to_kip199(
         {context.name: _entries(context, reader, from_beginning) for context in contexts}

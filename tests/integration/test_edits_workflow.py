@@ -18,6 +18,7 @@ from offsets.formats import jackson
 from offsets.formats.edit_rules import runtime_view
 from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
+from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services import offsets_export
 from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
 from tests.integration.connect_sim import stop_connector
@@ -135,7 +136,7 @@ def test_an_unknown_connector_is_not_found(fresh_demo, editor):
 
 def test_exporting_one_connector_gives_the_kip875_document_of_its_latest_offsets(fresh_demo):
     document = offsets_export.export_connector(
-        cluster=fresh_demo.cluster, connector="jdbc-source-inventory"
+        user=SHELL_OPERATOR, cluster=fresh_demo.cluster, connector="jdbc-source-inventory"
     )
     view = runtime_view("jdbc-source-inventory", latest(fresh_demo.settings))
     assert set(document) == {"offsets"}
@@ -147,7 +148,7 @@ def test_exporting_one_connector_gives_the_kip875_document_of_its_latest_offsets
 
 def test_exporting_a_sink_gives_its_groups_committed_offsets(fresh_demo):
     document = offsets_export.export_connector(
-        cluster=fresh_demo.cluster, connector="es-sink-clicks"
+        user=SHELL_OPERATOR, cluster=fresh_demo.cluster, connector="es-sink-clicks"
     )
     committed = groups.committed_offsets(fresh_demo.settings, "search-indexer-clicks")
     assert document["offsets"] == [
@@ -157,9 +158,9 @@ def test_exporting_a_sink_gives_its_groups_committed_offsets(fresh_demo):
 
 
 def test_exporting_all_connectors_with_history_lists_every_commit_and_tombstone(fresh_demo):
-    latest_doc = offsets_export.export_connectors(cluster=fresh_demo.cluster)
+    latest_doc = offsets_export.export_connectors(user=SHELL_OPERATOR, cluster=fresh_demo.cluster)
     history = offsets_export.export_connectors(
-        cluster=fresh_demo.cluster, connectors=[AUDIT], from_beginning=True
+        user=SHELL_OPERATOR, cluster=fresh_demo.cluster, connectors=[AUDIT], from_beginning=True
     )
     assert set(latest_doc) == set(fresh_demo.demo.connectors)
     assert len(history[AUDIT]) > len(latest_doc[AUDIT])
@@ -289,7 +290,7 @@ def test_a_bad_entry_anywhere_in_an_import_stages_nothing_and_names_the_field(
 
 def test_an_export_imported_back_changes_nothing(fresh_demo, editor):
     document = offsets_export.export_connectors(
-        cluster=fresh_demo.cluster, connectors=[AUDIT, "s3-sink-orders"]
+        user=SHELL_OPERATOR, cluster=fresh_demo.cluster, connectors=[AUDIT, "s3-sink-orders"]
     )
     result = import_document(cluster=fresh_demo.cluster, user=editor, data=document)
     assert result.edits == []

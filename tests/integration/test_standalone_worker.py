@@ -20,6 +20,7 @@ from offsets.edits.preview import StageRequest
 from offsets.formats.standalone_offsets_file import HEADER, decode, encode, hashmap_sizing
 from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
+from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services.offsets_export import export_connector
 from tests.integration.connect_rest import ConnectRest, canonical, wait_until
 from tests.integration.worker_files import (
@@ -124,9 +125,9 @@ def test_the_dashboards_view_equals_the_workers_get_offsets(db, standalone, hist
     assert canonical([{"partition": o.partition, "offset": o.offset} for o in stored]) == canonical(
         answer["offsets"]
     )
-    assert canonical(export_connector(cluster=cluster, connector=standalone.name)["offsets"]) == (
-        canonical(answer["offsets"])
-    )
+    assert canonical(
+        export_connector(user=SHELL_OPERATOR, cluster=cluster, connector=standalone.name)["offsets"]
+    ) == (canonical(answer["offsets"]))
     snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=standalone.name)
     assert (snapshot.type, snapshot.runtime_state, snapshot.deleted) == ("source", "RUNNING", False)
 

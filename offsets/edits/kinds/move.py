@@ -17,13 +17,12 @@ from offsets.edits.connector_control import resume_for_edit
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditError,
-    EditForbidden,
     EditInputError,
     EditStateConflict,
 )
 from offsets.edits.kinds.base import Attempt, EditKind, group_inactive_check
 from offsets.edits.outcome import fail, finish, release
-from offsets.edits.roles import approves
+from offsets.edits.roles import require_approver
 from offsets.formats import edit_rules, moves
 from offsets.formats.edit_rules import CheckResult
 from offsets.formats.masking import mask_secrets, mask_text
@@ -456,8 +455,7 @@ def can_resume_on_target(edit: OffsetEdit) -> bool:
 
 def resume_on_target(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     """Resume an applied move's connector on its target (approvers), audited there."""
-    if not approves(user, edit):
-        raise EditForbidden("Resuming a moved connector needs the approver role.")
+    require_approver(user, edit, "Resuming a moved connector needs the approver role.")
     if not can_resume_on_target(edit):
         raise EditStateConflict(f"Edit #{edit.pk} is not an applied move: nothing to resume.")
     resume_for_edit(

@@ -7,6 +7,7 @@ from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster
+from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services import offsets_export
 
 
@@ -50,10 +51,14 @@ class Command(BaseCommand):
         try:
             if kind == "kip875":
                 document = offsets_export.export_connector(
-                    cluster=cluster, connector=names[0], from_beginning=options["from_beginning"]
+                    user=SHELL_OPERATOR,
+                    cluster=cluster,
+                    connector=names[0],
+                    from_beginning=options["from_beginning"],
                 )
             else:
                 document = offsets_export.export_connectors(
+                    user=SHELL_OPERATOR,
                     cluster=cluster,
                     connectors=names or None,
                     from_beginning=options["from_beginning"],
@@ -69,6 +74,7 @@ class Command(BaseCommand):
             raise CommandError("A Strimzi ConfigMap holds the latest offsets only.")
         try:
             configmap = offsets_export.export_configmap(
+                user=SHELL_OPERATOR,
                 cluster=cluster,
                 connector=connector,
                 name=options["configmap_name"],

@@ -5,10 +5,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from offsets.edits.errors import EditError, EditInputError
+from offsets.edits.errors import EditInputError
 from offsets.edits.imports import import_document
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.management.arguments import add_cluster_argument, get_cluster, get_user
+from offsets.rights.gate import Refused
+from offsets.rights.grants import SHELL_OPERATOR
 
 
 class Command(BaseCommand):
@@ -28,7 +30,11 @@ class Command(BaseCommand):
             "--connector", default="", help="The connector of a KIP-875 document or ConfigMap"
         )
         parser.add_argument("--dry-run", action="store_true", help="Print the diff, stage nothing")
-        parser.add_argument("--user", help="Stage as this user (needs the editor role)")
+        parser.add_argument(
+            "--user",
+            help="Stage as this user (the editor role on every connector the document names); "
+            "a --dry-run without it reads as the server's operator",
+        )
         parser.add_argument("--comment", default="", help="Why the offsets change")
 
     def handle(self, *args: object, **options: object) -> None:
@@ -47,7 +53,7 @@ class Command(BaseCommand):
         try:
             result = import_document(
                 cluster=cluster,
-                user=user,
+                user=user or SHELL_OPERATOR,
                 data=data,
                 connector=options["connector"],
                 dry_run=options["dry_run"],
@@ -56,7 +62,7 @@ class Command(BaseCommand):
         except EditInputError as exc:
             where = f"{exc.field}: " if exc.field else ""
             raise CommandError(f"Nothing was staged. {where}{exc.message}") from exc
-        except (EditError, KafkaUnavailable, TopicNotFound) as exc:
+        except (Refused, KafkaUnavailable, TopicNotFound) as exc:
             raise CommandError(f"Nothing was staged. {exc}") from exc
         for preview in result.previews:
             self.stdout.write(preview.as_text())

@@ -43,6 +43,7 @@ from offsets.services.snapshots.connector_list import (
     connector_of,
     connectors,
     get_connector,
+    mirrors,
     status_reasons,
     with_partition_status,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "get_source_partition",
     "key_drifts",
     "lag_series",
+    "mirrors",
     "newer_offsets_not_stored",
     "paginate",
     "refresh_state",

@@ -104,6 +104,11 @@ NO_COMMIT_YET = "no commit yet"
 NOT_COPIED_YET = "not copied yet"
 
 
+def mirrors(*, cluster: Cluster) -> QuerySet[ConnectorSnapshot]:
+    """The cluster's mirrors with an upstream cluster (only that field read)."""
+    return connectors(cluster=cluster).exclude(upstream_cluster="").only("upstream_cluster")
+
+
 def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
     """Why a connector is not OK: STALL, STOP or REWIND, from its partitions; for a sink
     lagging from where its consumer starts, "no commit yet"; for a mirror with upstream
