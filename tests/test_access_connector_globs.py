@@ -6,10 +6,13 @@ overview's counts and worst connector, the API, edits, audit entries and orphans
 on one is refused.
 """
 
+import json
+
 import pytest
 from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
 
-from offsets.models import AuditEvent, Grant, Role
+from offsets.models import AuditEvent, Grant, OffsetEdit, Role
 from offsets.rights.grants import connector_filter
 from tests import factories
 from tests.edits_factory import make_edit
@@ -95,3 +98,37 @@ def test_the_filter_is_none_for_a_grant_on_every_connector(shared, payments, dja
     viewer = user_with(django_user_model, "vera")
     assert connector_filter(viewer, shared) is None
     assert connector_filter(payments, shared) is not None
+
+
+def _kip199(tmp_path, *names):
+    entry = {"partition": {"filename": "a"}, "offset": {"position": 1}}
+    path = tmp_path / "offsets.json"
+    path.write_text(json.dumps({name: [entry] for name in names}))
+    return path
+
+
+@pytest.mark.parametrize("names", [[OTHER], ["pay-src", OTHER]])
+def test_the_import_page_refuses_a_document_naming_another_teams_connector(
+    client, shared, payments, tmp_path, names
+):
+    # The cluster listens nowhere: the refusal comes before anything is read.
+    client.force_login(payments)
+    edits = OffsetEdit.objects.count()
+    for dry_run in (True, False):
+        with _kip199(tmp_path, *names).open("rb") as upload:
+            form = {"file": upload, "comment": "x", **({"dry_run": "on"} if dry_run else {})}
+            answer = client.post("/clusters/shared/import/", form)
+        page = answer.content.decode()
+        assert f"No connector named &#x27;{OTHER}&#x27; on shared." in page
+        assert "did not answer" not in page
+    with _kip199(tmp_path, "no-such-sink").open("rb") as upload:
+        unknown = client.post("/clusters/shared/import/", {"file": upload, "comment": "x"})
+    assert "No connector named &#x27;no-such-sink&#x27; on shared." in unknown.content.decode()
+    assert OffsetEdit.objects.count() == edits
+
+
+def test_import_offsets_as_a_user_refuses_another_teams_connector(shared, payments, tmp_path):
+    path = _kip199(tmp_path, "pay-src", OTHER)
+    with pytest.raises(CommandError, match=f"Nothing was staged. No connector named '{OTHER}'"):
+        call_command("import_offsets", "--cluster", "shared", "--file", str(path), "--user", "pat")
+    assert not OffsetEdit.objects.filter(connector=OTHER).exclude(created_by__username="someone")
