@@ -45,7 +45,7 @@ def parse(text: str, *, name: str = "the offsets file") -> StoreOffsets:
             offsets[(topic, int(partition))] = int(value)
         except ValueError:
             raise StoreUnreadable(
-                f"{name}, line {number}: expected topic:partition=offset, found {line!r}"
+                f"{name}, line {number}: expected topic:partition=offset (a Java properties line)"
             ) from None
     return offsets
 
