@@ -161,3 +161,22 @@ CONNECT_ANSWER_MAX_BYTES = 32 * 2**20
 OFFSETS_FILE_STILL_SECONDS = 0.5
 # How long that check waits for a worker's answer: a stopped worker's port refuses at once.
 OFFSETS_FILE_PROBE_SECONDS = 3.0
+
+
+# --- Files an admin points the dashboard at (offsets.kafka.files) ------------------------------
+
+# The most of a standalone worker's offsets file the dashboard reads; a larger file is refused,
+# naming this. An entry takes its key and value as in the offsets topic plus 20 bytes of Java
+# serialization: ~90 bytes for a file source, 200-300 for a JDBC or Debezium source, so a
+# worker with thousands of source partitions writes a few MB. 64 MiB holds 200,000 entries of
+# the largest shape; decoded, the file takes a few times its size, read on a request thread.
+STANDALONE_OFFSETS_FILE_MAX_BYTES = 64 * 2**20
+
+# The most of a sink's offsets store file (the project's plugin's properties file) the
+# dashboard reads. A line is `topic\:partition=offset`, 20-80 bytes, so 16 MiB holds 200,000
+# partitions, more than any one sink reads.
+SINK_STORE_FILE_MAX_BYTES = 16 * 2**20
+
+# The most of a `${file:...}` client setting the dashboard reads. A password is a line; the
+# largest value is a PEM CA bundle in `ssl.ca.pem`, ~220 KB for a system's whole bundle.
+CLIENT_SETTING_FILE_MAX_BYTES = 2**20

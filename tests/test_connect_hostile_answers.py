@@ -6,8 +6,11 @@ worker page, the API and the connector controls answer each with the adapter's o
 never a 500, and no credential leaves for the second address.
 """
 
+import html
+import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +35,7 @@ from tests.fake_connect_worker import FakeWorker
 pytestmark = pytest.mark.django_db
 
 SECRET = "worker-pw-9c2e55"
+STANDALONE_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "standalone"
 VERSION = {"version": "3.7.0", "commit": "abc", "kafka_cluster_id": "k"}
 
 
@@ -169,8 +173,12 @@ def test_a_broken_answer_to_a_write_is_in_doubt_and_never_sent_again(worker, dat
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
+NESTED_TOO_DEEP = "the worker's answer is JSON nested deeper than 64 levels"
 SHAPES = {
     "deep json": ("GET", "/", DEEP),
+    "deep connectors": ("GET", "/connectors?expand=status", b'{"a": ' + DEEP + b"}"),
+    "deep status": ("GET", "/connectors/a/status", DEEP),
+    "deep offsets": ("GET", "/connectors/a/offsets", b'{"offsets": ' + DEEP + b"}"),
     "json deeper than connect": (
         "GET",
         "/",
@@ -191,6 +199,7 @@ CALLS = {
     "/connectors?expand=status": lambda adapter: adapter.connectors(),
     "/connectors/a/status": lambda adapter: adapter.status("a"),
     "/connectors/a/config": lambda adapter: adapter.config("a"),
+    "/connectors/a/offsets": lambda adapter: adapter.offsets("a"),
 }
 
 
@@ -200,6 +209,23 @@ def test_an_answer_of_the_wrong_shape_is_malformed(worker, method, path, body):
     with pytest.raises(ConnectMalformed) as error:
         CALLS[path](rest(worker))
     assert len(error.value.message) < 1000
+
+
+@pytest.mark.parametrize("path", ["/", "/connectors?expand=status", "/connectors/a/offsets"])
+def test_deep_json_in_a_success_says_how_deep_it_may_nest(worker, path):
+    worker.answer("GET", path, 200, DEEP)
+    with pytest.raises(ConnectMalformed, match=NESTED_TOO_DEEP):
+        CALLS[path](rest(worker))
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 409, 500, 503])
+@pytest.mark.parametrize("body", [DEEP, b'{"message": ' + DEEP + b"}"], ids=["bare", "message"])
+def test_deep_json_in_an_error_is_the_errors_words(worker, status, body):
+    worker.answer("GET", "/connectors/a/status", status, body)
+    with pytest.raises(ConnectRestError) as error:
+        rest(worker).status("a")
+    assert error.value.status == status
+    assert NESTED_TOO_DEEP in error.value.message and len(error.value.message) < 1000
 
 
 def test_a_version_of_thousands_of_digits_is_an_unknown_version(worker):
@@ -261,6 +287,8 @@ def test_an_error_answer_is_capped_too(worker):
 
 PAGE_SHAPES = {
     "deep json": (200, DEEP),
+    "deep json in a 500": (500, DEEP),
+    "deep json in a 400": (400, DEEP),
     "cut body": None,
     "version of thousands of digits": (200, b'{"version": "' + b"9" * 5000 + b'.0"}'),
 }
@@ -286,10 +314,41 @@ def test_a_stop_whose_status_poll_answers_garbage_is_audited_not_a_500(
     worker.answer("GET", "/connectors/src/status", 200, DEEP)
     client.force_login(editor)
     response = client.post("/api/v1/clusters/c1/connectors/src/stop/")
-    assert response.status_code == 502 and "nests deeper" in response.json()["detail"]
+    assert response.status_code == 502 and NESTED_TOO_DEEP in response.json()["detail"]
     page = client.post("/clusters/c1/connectors/src/control/stop/", headers={"HX-Request": "true"})
     assert page.status_code == 502 and b'id="control-error"' in page.content
     assert AuditEvent.objects.filter(connector="src", action="control-failed").count() == 2
+
+
+def test_a_stop_refused_with_deep_json_says_so_and_is_audited(client, editor, worker, cluster):
+    worker.answer("PUT", "/connectors/src/stop", 500, DEEP)
+    client.force_login(editor)
+    response = client.post("/api/v1/clusters/c1/connectors/src/stop/")
+    assert response.status_code == 502 and NESTED_TOO_DEEP in response.json()["detail"]
+    page = client.post("/clusters/c1/connectors/src/control/stop/", headers={"HX-Request": "true"})
+    assert page.status_code == 502 and NESTED_TOO_DEEP in html.unescape(page.content.decode())
+    assert AuditEvent.objects.filter(connector="src", action="control-failed").count() == 2
+
+
+@pytest.mark.parametrize("status", [200, 500])
+def test_a_standalone_worker_listing_deep_json_leaves_its_file_s_connectors_shown(
+    client, user, worker, tmp_path, caplog, status
+):
+    offsets_file = tmp_path / "connect.offsets"
+    shutil.copy(STANDALONE_FIXTURES / "two-sources-one-reset.offsets", offsets_file)
+    Cluster.objects.create(
+        name="edge",
+        kind=Cluster.Kind.STANDALONE,
+        offsets_file=str(offsets_file),
+        connect_url=worker.url,
+    )
+    worker.answer("GET", "/connectors?expand=status", status, DEEP)
+    client.force_login(user)
+    page = client.get("/clusters/edge/live/")
+    assert page.status_code == 200 and "file-source" in page.content.decode()
+    api = client.get("/api/v1/clusters/edge/state/")
+    assert api.status_code == 200 and "file-source" in {row["name"] for row in api.json()}
+    assert NESTED_TOO_DEEP in caplog.text  # the worker's part is logged, the file's shown
 
 
 # --- Over TLS ----------------------------------------------------------------------------------

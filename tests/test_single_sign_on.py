@@ -2,6 +2,8 @@
 the login button, a provider that does not answer, users by subject, the audit's subject.
 The logins themselves run in Chromium against a real provider (tests/browser/)."""
 
+from urllib.parse import parse_qs, urlsplit
+
 import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
@@ -62,11 +64,51 @@ def test_a_callback_without_a_login_under_way_is_refused_plainly(client, sso):
     assert b"already used" in response.content
 
 
-def test_the_provider_s_error_is_shown_as_data(client, sso):
-    url = reverse("oidc_authentication_callback") + "?error=access_denied&error_description=<b>no"
-    response = client.get(url)
+def start_login(client, monkeypatch) -> str:
+    """Start a login at the provider from this browser; return its state."""
+    paths = ("authorize", "token", "userinfo", "jwks")
+    found = provider.ProviderEndpoints(ISSUER, *(f"{ISSUER}/{path}" for path in paths), None)
+    monkeypatch.setattr(provider, "endpoints", lambda: found)
+    response = client.get(reverse("oidc_authentication_init"))
+    assert response.status_code == 302 and response["Location"].startswith(f"{ISSUER}/authorize")
+    return parse_qs(urlsplit(response["Location"]).query)["state"][0]
+
+
+def test_the_provider_s_error_is_shown_as_data(client, sso, monkeypatch):
+    state = start_login(client, monkeypatch)
+    url = reverse("oidc_authentication_callback") + f"?error=access_denied&state={state}"
+    response = client.get(url + "&error_description=<b>no")
     assert response.status_code == 403
     assert b"refused the login: access_denied (&lt;b&gt;no)" in response.content
+    assert state not in client.session["oidc_states"]  # used once: the link cannot be replayed
+    assert client.get(url).status_code == 400
+
+
+@pytest.mark.parametrize("state", ["", "&state=", "&state=not-a-login-started-here"])
+def test_an_error_link_from_elsewhere_never_logs_anyone_out(
+    client, sso, monkeypatch, django_user_model, state
+):
+    started = start_login(client, monkeypatch)
+    client.force_login(django_user_model.objects.create_user("alice"))
+    url = reverse("oidc_authentication_callback") + "?error=access_denied&error_description=x"
+    response = client.get(url + state)
+    assert response.status_code == 400
+    assert b"No login was started from this browser" in response.content
+    assert b"still logged in as alice" in response.content
+    assert b"refused the login" not in response.content  # another site's words are not shown
+    assert client.get(reverse("home")).status_code == 200
+    assert started in client.session["oidc_states"]  # the login under way can still finish
+
+
+def test_an_error_answering_a_login_this_browser_started_ends_the_session(
+    client, sso, monkeypatch, django_user_model
+):
+    client.force_login(django_user_model.objects.create_user("alice"))
+    state = start_login(client, monkeypatch)
+    url = reverse("oidc_authentication_callback") + f"?error=access_denied&state={state}"
+    response = client.get(url)
+    assert response.status_code == 403 and b"you are not logged in" in response.content
+    assert client.get(reverse("home")).status_code == 302
 
 
 def test_without_local_login_passwords_are_refused_but_a_break_glass_superuser(

@@ -110,7 +110,7 @@ def test_a_malformed_entry_is_counted_once_however_many_refreshes(worker, offset
         (lambda data: data[:100], "The file ends inside the length of a key"),
         (
             lambda data: data[:4] + b"\x00" + data[5:],
-            "byte 0x00 where 0x73 is expected (at byte 4)",
+            "the byte 0x73 is expected (at byte 4)",
         ),
         (lambda data: b"", "ends inside"),
     ],

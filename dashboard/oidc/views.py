@@ -22,6 +22,10 @@ STALE_STATE = (
     "This login link was already used, or was started in another browser session "
     "(its state does not match). Start again."
 )
+NO_LOGIN_STARTED = (
+    "No login was started from this browser (or it has already ended): the identity "
+    "provider's answer is ignored and nothing was changed."
+)
 
 
 def login(request: HttpRequest) -> HttpResponse:
@@ -64,7 +68,11 @@ class CallbackView(OIDCAuthenticationCallbackView):
         if not settings.OIDC_ENABLED:
             raise Http404("Single sign-on is not set up.")
         if request.GET.get("error"):
-            _forget_state(request)
+            # Any site can link here with an error: only a login this browser started may end.
+            if not _take_state(request):
+                return login_failed(request, NO_LOGIN_STARTED)
+            if request.user.is_authenticated:
+                auth.logout(request)  # a refused login leaves nobody logged in
             return login_failed(request, _provider_error(request), status=403)
         try:
             return super().get(request)
@@ -81,13 +89,20 @@ class CallbackView(OIDCAuthenticationCallbackView):
         return login_failed(self.request, STALE_STATE)
 
 
-def _forget_state(request: HttpRequest) -> None:
-    """A refused login's state cannot be used again, and nobody stays logged in."""
+def _take_state(request: HttpRequest) -> bool:
+    """Drop the callback's state from the logins this session started; whether it was one.
+
+    mozilla-django-oidc keeps each started login's state in `oidc_states`; a state found
+    there is used once, so a refused login's link cannot be replayed. A state not found
+    leaves the session untouched.
+    """
     states = request.session.get("oidc_states")
-    if isinstance(states, dict) and states.pop(request.GET.get("state", ""), None) is not None:
-        request.session.modified = True
-    if request.user.is_authenticated:
-        auth.logout(request)
+    state = request.GET.get("state", "")
+    if not state or not isinstance(states, dict) or state not in states:
+        return False
+    del states[state]
+    request.session.modified = True
+    return True
 
 
 def _provider_error(request: HttpRequest) -> str:

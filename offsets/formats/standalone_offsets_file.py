@@ -7,8 +7,10 @@ count and size) and each entry's key and value as `byte[]` objects, the first wi
 class descriptor and later ones naming it by handle; a null value (an offset reset, a
 tombstone) is TC_NULL. The key and value bytes are the converter's, as in the offsets topic.
 
-Only that shape is read: any other byte is refused with its position, nothing is ever
-deserialised generically, and no length is trusted beyond the bytes present. docs/formats.md
+Only that shape is read: any other byte is refused with its position and what was expected
+there, never its value (the path may name another file: its bytes are not for a page to
+show), nothing is ever deserialised generically, and no length is trusted beyond the bytes
+present. docs/formats.md
 describes the file byte by byte.
 """
 
@@ -53,7 +55,10 @@ DEFAULT_LOAD_FACTOR = 0.75
 
 
 class OffsetsFileError(ValueError):
-    """The bytes are not an offsets file FileOffsetBackingStore writes; `position` says where."""
+    """The bytes are not an offsets file FileOffsetBackingStore writes; `position` says where.
+
+    The message says what was expected there and quotes no byte of the file.
+    """
 
     def __init__(self, message: str, position: int) -> None:
         super().__init__(f"{message} (at byte {position})")
@@ -73,8 +78,7 @@ class _Reader:
     def take(self, count: int, what: str) -> bytes:
         if count > len(self.data) - self.position:
             raise OffsetsFileError(
-                f"The file ends inside {what}: {count} bytes expected, "
-                f"{len(self.data) - self.position} left",
+                f"The file ends inside {what} ({len(self.data) - self.position} bytes left)",
                 self.position,
             )
         chunk = self.data[self.position : self.position + count]
@@ -89,8 +93,7 @@ class _Reader:
         for offset, (got, wanted) in enumerate(zip(chunk, expected, strict=False)):
             if got != wanted:
                 raise OffsetsFileError(
-                    f"Not {what}: byte 0x{got:02x} where 0x{wanted:02x} is expected",
-                    start + offset,
+                    f"Not {what}: the byte 0x{wanted:02x} is expected", start + offset
                 )
         self.take(len(expected), what)
 
@@ -125,14 +128,14 @@ def decode(data: bytes) -> dict[bytes, bytes | None]:
     start = reader.position
     load_factor = struct.unpack(">f", reader.take(4, "the HashMap's loadFactor"))[0]
     if not load_factor > 0:  # HashMap.readObject refuses it too (NaN included)
-        raise OffsetsFileError(f"Illegal load factor {load_factor}", start)
+        raise OffsetsFileError("Illegal load factor: a positive float is expected", start)
     reader.int32("the HashMap's threshold")
     reader.expect(bytes([TC_BLOCKDATA, 8]), "the HashMap's block data (buckets and size)")
     reader.int32("the HashMap's bucket count")
     start = reader.position
     size = reader.int32("the HashMap's size")
     if size < 0:
-        raise OffsetsFileError(f"Illegal mappings count {size}", start)
+        raise OffsetsFileError("Illegal mappings count: zero or more is expected", start)
     entries: dict[bytes, bytes | None] = {}
     for _ in range(size):
         start = reader.position
@@ -165,12 +168,14 @@ def _read_array(reader: _Reader, what: str) -> bytes | None:
             raise OffsetsFileError(f"A reference to something other than a byte[] in {what}", start)
         return earlier
     if code != TC_ARRAY:
-        raise OffsetsFileError(f"Not a byte[] in {what}: type code 0x{code:02x}", start)
+        raise OffsetsFileError(
+            f"Not a byte[] in {what}: TC_ARRAY, TC_REFERENCE or TC_NULL is expected", start
+        )
     _read_byte_array_class(reader, what)
     start = reader.position
     length = reader.int32(f"the length of {what}")
     if length < 0:
-        raise OffsetsFileError(f"A negative length {length} for {what}", start)
+        raise OffsetsFileError(f"A negative length for {what}", start)
     value = reader.take(length, what)
     reader.new_handle(value)
     return value
@@ -189,7 +194,9 @@ def _read_byte_array_class(reader: _Reader, what: str) -> None:
             raise OffsetsFileError(f"An array of a class other than byte[] in {what}", start)
         return
     reader.byte(f"the class of {what}")  # raises at the end of the file
-    raise OffsetsFileError(f"Not byte[]'s class in {what}: type code 0x{code:02x}", start)
+    raise OffsetsFileError(
+        f"Not byte[]'s class in {what}: TC_CLASSDESC or TC_REFERENCE is expected", start
+    )
 
 
 def hashmap_sizing(size: int) -> tuple[int, int]:

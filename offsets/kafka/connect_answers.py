@@ -16,6 +16,10 @@ QUOTED_CHARS = 200
 # Connect's answers nest a few levels plus a connector's own partition and offset maps.
 # Deeper is no Connect answer, and Python's recursive repr() and json.dumps() of it fail later.
 MAX_ANSWER_DEPTH = 64
+_TOO_DEEP = (
+    f"the worker's answer is JSON nested deeper than {MAX_ANSWER_DEPTH} levels: "
+    "no Connect answer is"
+)
 # What an error message quotes of a parsed answer: bounded in depth and length.
 _QUOTE = reprlib.Repr(maxlevel=3, maxstring=80, maxother=80, maxlist=6, maxdict=6)
 _TITLE = re.compile(rb"<title>([^<]*)</title>", re.IGNORECASE)
@@ -110,17 +114,38 @@ def _looks_html(body: bytes, content_type: str) -> bool:
     return "html" in content_type.lower() or start.startswith((b"<!doctype", b"<html", b"<"))
 
 
+class AnswerTooDeep(ValueError):
+    """A worker's answer is JSON nested deeper than MAX_ANSWER_DEPTH."""
+
+
+def parse_worker_json(body: bytes):
+    """The JSON of a worker's answer, any status; ValueError saying why it is not JSON.
+
+    AnswerTooDeep (a ValueError) when it nests deeper than MAX_ANSWER_DEPTH: the parser
+    recurses once a level, so a body of 100,000 `[` is a RecursionError, not a value.
+    """
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise AnswerTooDeep(_TOO_DEEP) from None
+    if not _depth_within(value, MAX_ANSWER_DEPTH):
+        raise AnswerTooDeep(_TOO_DEEP)
+    return value
+
+
 def _worker_message(body: bytes) -> str:
     """The "message" of Connect's error JSON, an HTML page's title, or the body's start; masked."""
     title = _TITLE.search(body)
     if title:
         return mask_text(title[1].decode("utf-8", "replace").strip()[:QUOTED_CHARS])
     try:
-        parsed = json.loads(body)
-        if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
-            return mask_text(parsed["message"])
+        parsed = parse_worker_json(body)
+    except AnswerTooDeep as exc:
+        return str(exc)
     except ValueError:
-        pass
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        return mask_text(parsed["message"])
     text = body.decode("utf-8", "replace").strip()
     return mask_text(text[:QUOTED_CHARS]) or "(no message)"
 
@@ -215,21 +240,15 @@ def parse_json(what: str, body: bytes, content_type: str = ""):
     if _looks_html(body, content_type):
         raise ConnectNotJson(f"{what}: answered HTML, not Connect's JSON: is this the worker URL?")
     try:
-        value = json.loads(body)
-    except RecursionError:
-        value = None
+        return parse_worker_json(body)
+    except AnswerTooDeep as exc:
+        raise ConnectMalformed(f"{what}: {exc}") from None
     except ValueError as exc:
         start = mask_text(body[:QUOTED_CHARS].decode("utf-8", "replace"))
         # ValueError also says why: int() refuses numbers of thousands of digits.
         raise ConnectMalformed(
             f"{what}: the answer is not valid JSON ({str(exc)[:QUOTED_CHARS]}): {start!r}"
         ) from None
-    else:
-        if _depth_within(value, MAX_ANSWER_DEPTH):
-            return value
-    raise ConnectMalformed(
-        f"{what}: the answer nests deeper than {MAX_ANSWER_DEPTH} levels: no Connect answer does"
-    )
 
 
 def _depth_within(value: object, limit: int) -> bool:

@@ -23,7 +23,7 @@ from offsets.formats.connect_workers import (
     worker_capabilities,
 )
 from offsets.formats.masking import mask_text
-from offsets.kafka import tls
+from offsets.kafka import files, tls
 from offsets.kafka.connect_answers import (
     QUOTED_CHARS,
     ConnectAnswerBroken,
@@ -359,7 +359,7 @@ class ConnectRest:
             return tls.context_for(
                 self.settings.ca_file, self.settings.cert_file, self.settings.key_file
             )
-        except (OSError, ssl.SSLError) as exc:
+        except (OSError, ssl.SSLError, files.FileRefused) as exc:
             raise ConnectRestError(
                 f"The Connect TLS files cannot be read (CA {self.settings.ca_file or '-'}, "
                 f"certificate {self.settings.cert_file or '-'}, key "

@@ -8,8 +8,9 @@ kept as typed, as librdkafka would take it.
 """
 
 import re
-from pathlib import Path
 
+from offsets import tuning
+from offsets.kafka import files
 from offsets.kafka.errors import KafkaUnavailable
 
 REFERENCE = re.compile(r"\$\{file:(/[^}]+)\}")
@@ -31,12 +32,15 @@ def _value(key: str, value):
     reference = REFERENCE.fullmatch(value)
     if reference is None:
         return value
-    path = Path(reference.group(1))
+    path = reference.group(1)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise KafkaUnavailable(
-            f"The client setting {key} is read from {path}, which cannot be read: {reason}."
-        ) from None
-    return text.removesuffix("\n").removesuffix("\r")
+        # Read as hostile data (`files.read_file`): only a regular file, at most the cap.
+        data = files.read_file(path, max_bytes=tuning.CLIENT_SETTING_FILE_MAX_BYTES)
+        text = data.decode("utf-8")
+    except files.FileRefused as exc:
+        reason = exc.reason
+    except UnicodeDecodeError as exc:
+        reason = f"is not UTF-8 (byte {exc.start})"
+    else:
+        return text.removesuffix("\n").removesuffix("\r")
+    raise KafkaUnavailable(f"The client setting {key} is read from {path}, which {reason}.")

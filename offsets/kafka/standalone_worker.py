@@ -11,9 +11,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from offsets import tuning
 from offsets.formats.config_records import ConfigSnapshot, ConnectorConfig
 from offsets.formats.standalone_offsets_file import OffsetsFileError, decode
 from offsets.formats.status_records import ConnectorStatus, StatusSnapshot, TaskStatus
+from offsets.kafka import files
 from offsets.kafka.connect_answers import ConnectRestError
 from offsets.kafka.connect_rest import ConnectorStatus as RestStatus
 from offsets.kafka.connect_rest import ConnectRest
@@ -44,17 +46,7 @@ class OffsetsFile:
 
 def read_offsets_file(path: str) -> OffsetsFile:
     """Read and decode the file; raise OffsetsFileProblem naming the file (and the byte)."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise OffsetsFileProblem(
-            f"The offsets file {path} does not exist (the worker writes it at its first "
-            "offset commit; is the path the one the dashboard sees?)"
-        ) from None
-    except OSError as exc:
-        raise OffsetsFileProblem(
-            f"The offsets file {path} cannot be read: {exc.strerror or exc}"
-        ) from None
+    data = _file_bytes(path)
     try:
         entries = decode(data)
     except OffsetsFileError as exc:
@@ -62,6 +54,19 @@ def read_offsets_file(path: str) -> OffsetsFile:
             f"The offsets file {path} is not one a standalone worker writes: {exc}"
         ) from None
     return OffsetsFile(path, entries, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def _file_bytes(path: str) -> bytes:
+    """The file's bytes, read as hostile data (`files.read_file`); OffsetsFileProblem if not."""
+    try:
+        return files.read_file(path, max_bytes=tuning.STANDALONE_OFFSETS_FILE_MAX_BYTES)
+    except files.FileRefused as exc:
+        if exc.missing:
+            raise OffsetsFileProblem(
+                f"The offsets file {path} does not exist (the worker writes it at its first "
+                "offset commit; is the path the one the dashboard sees?)"
+            ) from None
+        raise OffsetsFileProblem(f"The offsets file {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,7 @@ def replace_offsets_file(path: str, data: bytes, *, expected_sha256: str, backup
         raise OffsetsFileProblem(
             f"The offsets file {path} changed since the edit was checked: nothing written."
         )
-    held = target.read_bytes()
+    held = _file_bytes(path)
     if hashlib.sha256(held).hexdigest() != expected_sha256:
         raise OffsetsFileProblem(f"The offsets file {path} changed while it was being replaced.")
     backup = target.with_name(backup_name)

@@ -11,13 +11,19 @@ import functools
 import os
 import ssl
 
+from offsets.kafka import files
+
 
 def context_for(ca_file: str = "", cert_file: str = "", key_file: str = "") -> ssl.SSLContext:
     """The verifying client context for these files ("" for none: the system's CAs).
 
-    Raises OSError or ssl.SSLError when a file cannot be read or used; a failure is not kept,
-    so the next call tries the files again.
+    Raises OSError or ssl.SSLError when a file cannot be read or used, and files.FileRefused
+    for a path that is no regular file (OpenSSL would wait on a FIFO without end); a failure
+    is not kept, so the next call tries the files again.
     """
+    for path in (ca_file, cert_file, key_file):
+        if path:
+            files.check_regular(path)
     ca_stamp = _stamp(ca_file or ssl.get_default_verify_paths().cafile or "")
     return _build(ca_file, cert_file, key_file, (ca_stamp, _stamp(cert_file), _stamp(key_file)))
 

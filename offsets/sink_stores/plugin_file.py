@@ -9,6 +9,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from offsets import tuning
+from offsets.kafka import files
 from offsets.sink_stores.base import StoreOffsets, StoreSetting, StoreUnreadable
 
 # Properties.load's escapes beyond "\<char> is <char>".
@@ -18,20 +20,29 @@ _KEY_SPECIALS = "\\=:#! \t\n\r\f"
 
 
 def read(store: StoreSetting) -> StoreOffsets:
-    """The offsets the file holds ({} when there is no file yet)."""
-    path = Path(store.path)
+    """The offsets the file holds ({} when there is no file yet).
+
+    Read as hostile data (`files.read_file`): the path may name any file the server can
+    open, so a refusal names the file and the line, never what the line holds.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StoreUnreadable(f"Could not read {path}: {exc}") from exc
-    return parse(text, name=str(path))
+        data = files.read_file(store.path, max_bytes=tuning.SINK_STORE_FILE_MAX_BYTES)
+    except files.FileRefused as exc:
+        if exc.missing:
+            return {}
+        raise StoreUnreadable(f"The offsets file {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise StoreUnreadable(f"{store.path}, line {line} is not UTF-8") from None
+    return parse(text, name=store.path)
 
 
 def parse(text: str, *, name: str = "the offsets file") -> StoreOffsets:
     """The offsets of a properties file as the plugin reads it: the key split at its last
-    ':' into topic and partition, the value a long. Anything else is refused, with its line."""
+    ':' into topic and partition, the value a long. Anything else is refused, with its line
+    number and what was expected there, never the line itself."""
     offsets: StoreOffsets = {}
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.lstrip(" \t\f")
@@ -45,7 +56,7 @@ def parse(text: str, *, name: str = "the offsets file") -> StoreOffsets:
             offsets[(topic, int(partition))] = int(value)
         except ValueError:
             raise StoreUnreadable(
-                f"{name}, line {number}: expected topic:partition=offset, found {line!r}"
+                f"{name}, line {number}: expected topic:partition=offset (a Java properties line)"
             ) from None
     return offsets
 

@@ -128,7 +128,7 @@ def test_a_length_past_the_end_is_an_error_not_an_allocation() -> None:
 def test_a_negative_length_is_refused() -> None:
     length_at = ONE_SOURCE.index(KEY) - 4
     negative = ONE_SOURCE[:length_at] + struct.pack(">i", -1) + ONE_SOURCE[length_at + 4 :]
-    with pytest.raises(OffsetsFileError, match=f"negative length -1 .*at byte {length_at}"):
+    with pytest.raises(OffsetsFileError, match=f"negative length for .*at byte {length_at}"):
         decode(negative)
 
 

@@ -71,7 +71,7 @@ def test_a_file_not_there_yet_holds_no_offsets(tmp_path):
 def test_a_file_it_cannot_read_says_which(tmp_path):
     path = tmp_path / "offsets.properties"
     path.write_bytes(b"\xff\xfe")
-    with pytest.raises(StoreUnreadable, match=r"Could not read .*offsets\.properties"):
+    with pytest.raises(StoreUnreadable, match=r"offsets\.properties, line 1 is not UTF-8"):
         plugin_file.read(StoreSetting(PLUGIN_FILE, path=str(path)))
 
 

@@ -7,6 +7,7 @@ import ssl
 import pytest
 
 from offsets.kafka import tls
+from offsets.kafka.files import FileRefused
 
 SYSTEM_CAS = ssl.get_default_verify_paths().cafile
 
@@ -43,7 +44,7 @@ def test_a_renewed_ca_file_gives_a_new_context(ca_file):
 def test_a_missing_file_fails_every_time_until_it_is_there(tmp_path, ca_file):
     later = tmp_path / "later.pem"
     for _ in range(2):
-        with pytest.raises(OSError):
+        with pytest.raises(FileRefused, match="cannot be read: No such file"):
             tls.context_for(str(later))
     shutil.copyfile(ca_file, later)
     assert isinstance(tls.context_for(str(later)), ssl.SSLContext)
