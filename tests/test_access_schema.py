@@ -208,9 +208,9 @@ def _compare(found, unknown, outside_value, unknown_value) -> str:
     if found.status_code == 404 and unknown.status_code == 404:
         same = _text(found, outside_value) == _text(unknown, unknown_value)
         return "" if same else f"404 unlike the unknown name's: {found.content[:300]!r}"
-    if found.status_code in (400, 403) and found.status_code == unknown.status_code:
-        if _text(found, outside_value) == _text(unknown, unknown_value):
-            return ""
+    refused_alike = found.status_code in (400, 403) and found.status_code == unknown.status_code
+    if refused_alike and _text(found, outside_value) == _text(unknown, unknown_value):
+        return ""
     return (
         f"{found.status_code} {found.content[:300]!r}, where an unknown name answers "
         f"{unknown.status_code} {unknown.content[:200]!r}"
