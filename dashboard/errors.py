@@ -6,9 +6,9 @@ Kafka or every worker out of reach). A page only says what it was doing when Kaf
 Connect worker failed; an edit's refusal speaks for itself.
 """
 
-from offsets.edits.errors import EditError
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaError
+from offsets.rights.gate import Refused
 
 REACHING_KAFKA = "The cluster could not be reached"
 READING_KAFKA = "The cluster could not be read"
@@ -16,7 +16,7 @@ WORKER = "The Connect worker"
 
 
 def refusal(
-    exc: EditError | KafkaError | ConnectRestError,
+    exc: Refused | KafkaError | ConnectRestError,
     *,
     kafka: str = REACHING_KAFKA,
     worker: str = WORKER,

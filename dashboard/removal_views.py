@@ -14,9 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.edit_forms import CommentForm
 from dashboard.errors import refusal
-from offsets.edits.workflow import EditError, can_stage, stage_cleanup, stage_removal
+from offsets.edits.workflow import can_stage, stage_cleanup, stage_removal
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.rights.gate import Refused
 from offsets.rights.grants import only_visible
 from offsets.services.clusters import cluster_for_user
 from offsets.services.orphans import orphans
@@ -46,7 +47,7 @@ def stage(
             user=request.user,
             comment=form.cleaned_data["comment"],
         )
-    except (EditError, KafkaError) as exc:
+    except (Refused, KafkaError) as exc:
         return _refused(request, cluster, *refusal(exc))
     url = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": edit.pk})
     if request.htmx:

@@ -3,7 +3,7 @@
 from offsets.formats import edit_rules
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaError, KafkaUnavailable
-from offsets.rights.gate import Refused
+from offsets.rights.gate import Forbidden, Refused
 
 
 class EditError(Refused):
@@ -35,10 +35,10 @@ class ConnectorNotFound(EditError):
     http_status = 404
 
 
-class EditForbidden(EditError):
-    """The user may not do this (403): missing role, or approving their own edit."""
-
-    http_status = 403
+# The user may not do this (403): missing role, or approving their own edit. The gate's own
+# refusal (offsets.rights.gate), so that a role the gate refuses and a rule of the workflow
+# refuse alike.
+EditForbidden = Forbidden
 
 
 class EditStateConflict(EditError):
