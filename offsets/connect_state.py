@@ -2,17 +2,18 @@
 
 import dataclasses
 import logging
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
 from offsets import tuning
-from offsets.formats.config_records import fold_config_records
+from offsets.formats.config_records import ConfigFold
 from offsets.formats.connectors import Connector, connector_from
 from offsets.formats.masking import mask_text, prefix_between_tokens
 from offsets.formats.offset_records import SourceOffsetRecord, parse_offset_record
-from offsets.formats.status_records import fold_status_records
+from offsets.formats.status_records import StatusFold
 from offsets.kafka import reading, standalone_worker
 from offsets.kafka.connect_answers import ConnectRestError
 from offsets.models import Cluster
@@ -39,35 +40,113 @@ class ConnectState:
 def read_connect_state(*, cluster: Cluster) -> ConnectState:
     """Read the cluster's config and status topics now and summarise every connector.
 
-    Raises `KafkaUnavailable` or `TopicNotFound` when the cluster cannot be read. A standalone
-    worker's connectors come from its REST API and its offsets file (`standalone_state`).
+    The topics are followed (`TopicsFollower`): this process folds each record once, and each
+    read takes only the records written since the last one. Raises `KafkaUnavailable` or
+    `TopicNotFound` when the cluster cannot be read. A standalone worker's connectors come from
+    its REST API and its offsets file (`standalone_state`).
     """
     if cluster.is_standalone:
         return standalone_state(cluster, standalone_worker.read_offsets_file(cluster.offsets_file))
-    records = _read_config_and_status(cluster)
-    config_records = records[cluster.configs_topic]
-    status_records = records[cluster.status_topic]
-    configs = fold_config_records(config_records)
-    statuses = fold_status_records(status_records)
-    connectors = [
-        connector_from(
-            name,
-            configs.connectors[name],
-            statuses.connectors.get(name),
-            worker_offsets_topic=cluster.offsets_topic,
+    return _follower(cluster).read()
+
+
+class TopicsFollower:
+    """A cluster's config and status topics, folded as they grow.
+
+    A live loop reads them every second: reading both whole and folding, then masking, every
+    connector again made a round's cost grow with the fleet, not with what changed. So the
+    folds go on from where the last read stopped (as the runtime's own backing stores do), and
+    a connector whose config and status are as before keeps the `Connector` built for it. A
+    topic deleted and created again (its ID changed, or it moved back behind the last read)
+    is read whole once more.
+    """
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.settings = tuning.short_read_settings(cluster.kafka_settings())
+        self.topics = [cluster.configs_topic, cluster.status_topic]
+        self.lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        self.configs, self.statuses = ConfigFold(), StatusFold()
+        self.positions: dict[tuple[str, int], int] = {}
+        self.topic_ids: dict[str, str] = {}
+        self.records_read = 0
+        self.built: dict[str, tuple[object, object, Connector]] = {}
+
+    def identity(self) -> tuple:
+        """What the folds hold depends on: where the topics are and which they are."""
+        return (self.settings, self.topics, self.cluster.offsets_topic)
+
+    def read(self) -> ConnectState:
+        with self.lock:
+            read = self._read_on()
+            if read.moved_back or _ids_changed(self.topic_ids, read.topic_ids):
+                self._start()
+                read = self._read_on()
+            configs_topic, status_topic = self.topics
+            self.configs.add((r.key, r.value) for r in read.records if r.topic == configs_topic)
+            self.statuses.add((r.key, r.value) for r in read.records if r.topic == status_topic)
+            self.positions.update(read.ends)
+            self.topic_ids = read.topic_ids
+            self.records_read += len(read.records)
+            return self._state()
+
+    def _read_on(self) -> reading.ReadOn:
+        return reading.read_on(
+            self.settings, self.topics, self.positions, timeout=settings.KAFKA_READ_TIMEOUT
         )
-        for name in sorted(configs.connectors)
-    ]
-    return ConnectState(
-        connectors=connectors,
-        malformed_config_records=len(configs.malformed),
-        malformed_status_records=len(statuses.malformed),
-        records_read=len(config_records) + len(status_records),
-        config_malformed=dict(Counter(str(record.reason) for record in configs.malformed)),
-        status_malformed=dict(Counter(str(record.reason) for record in statuses.malformed)),
-        config_examples=_examples(configs.malformed),
-        status_examples=_examples(statuses.malformed),
-    )
+
+    def _state(self) -> ConnectState:
+        configs, statuses = self.configs.snapshot(), self.statuses.snapshot()
+        built = {}
+        for name in sorted(configs.connectors):
+            config, status = configs.connectors[name], statuses.connectors.get(name)
+            before = self.built.get(name)
+            if before is None or before[0] != config or before[1] != status:
+                worker_topic = self.cluster.offsets_topic
+                connector = connector_from(name, config, status, worker_offsets_topic=worker_topic)
+                before = (config, status, connector)
+            built[name] = before
+        self.built = built
+        return ConnectState(
+            connectors=[connector for _, _, connector in built.values()],
+            malformed_config_records=len(configs.malformed),
+            malformed_status_records=len(statuses.malformed),
+            records_read=self.records_read,
+            config_malformed=dict(Counter(str(record.reason) for record in configs.malformed)),
+            status_malformed=dict(Counter(str(record.reason) for record in statuses.malformed)),
+            config_examples=_examples(configs.malformed),
+            status_examples=_examples(statuses.malformed),
+        )
+
+
+def _ids_changed(known: dict[str, str], now: dict[str, str]) -> bool:
+    return any(known.get(topic) not in (None, topic_id) for topic, topic_id in now.items())
+
+
+_FOLLOWERS: dict[int, TopicsFollower] = {}
+_FOLLOWERS_LOCK = threading.Lock()
+
+
+def _follower(cluster: Cluster) -> TopicsFollower:
+    """The process's follower of the cluster's topics; a new one when the cluster's settings
+    or topic names changed (another broker, other credentials: start again)."""
+    fresh = TopicsFollower(cluster)
+    if cluster.pk is None:  # not stored: nothing to follow it by
+        return fresh
+    with _FOLLOWERS_LOCK:
+        follower = _FOLLOWERS.get(cluster.pk)
+        if follower is None or follower.identity() != fresh.identity():
+            _FOLLOWERS[cluster.pk] = follower = fresh
+        return follower
+
+
+def forget_followers() -> None:
+    """Drop every follower: the next read of each cluster reads its topics whole (tests)."""
+    with _FOLLOWERS_LOCK:
+        _FOLLOWERS.clear()
 
 
 def standalone_state(cluster: Cluster, offsets: standalone_worker.OffsetsFile) -> ConnectState:
@@ -113,23 +192,6 @@ def file_connectors(entries: dict[bytes, bytes | None]) -> set[str]:
         if isinstance(parsed, SourceOffsetRecord) and value is not None:
             names.add(parsed.connector)
     return names
-
-
-def _read_config_and_status(cluster: Cluster) -> dict[str, list[tuple[bytes | None, bytes | None]]]:
-    """Return the (key, value) records of the cluster's config and status topics, by topic."""
-    # Both topics in one read: their fetches overlap (each is a few small fetches, and each
-    # fetch may wait up to fetch.wait.max.ms at the end of the data).
-    records: dict[str, list[tuple[bytes | None, bytes | None]]] = {
-        cluster.configs_topic: [],
-        cluster.status_topic: [],
-    }
-    for record in reading.read_topics(
-        tuning.short_read_settings(cluster.kafka_settings()),
-        [cluster.configs_topic, cluster.status_topic],
-        timeout=settings.KAFKA_READ_TIMEOUT,
-    ):
-        records[record.topic].append((record.key, record.value))
-    return records
 
 
 EXAMPLE_CHARS = 200

@@ -160,41 +160,59 @@ def fold_config_records(records: Iterable[tuple[bytes | None, bytes | None]]) ->
     task or target-state records remain; session keys and logging levels are only validated,
     not decoded; connector names must be non-empty (Java would accept ``connector-``).
     """
-    fold = _Fold()
-    for raw_key, raw_value in records:
-        key = None if raw_key is None else bytes(raw_key).decode("utf-8", "replace")
-        value_bytes = None if raw_value is None else bytes(raw_value)
-        try:
-            _apply(fold, key, value_bytes)
-        except _Skip as skip:
-            fold.malformed.append(MalformedConfigRecord(skip.reason, skip.detail, key, value_bytes))
+    fold = ConfigFold()
+    fold.add(records)
+    return fold.snapshot()
 
-    connectors = {}
-    for name, properties in fold.last_properties.items():
-        deleted = name not in fold.configs
-        count = fold.task_counts.get(name)
-        inconsistent = name in fold.inconsistent
-        committed = fold.task_configs.get(name, {})
-        tasks = {}
-        if count is not None and not inconsistent:
-            tasks = {task: committed[task] for task in range(count) if task in committed}
-        connectors[name] = ConnectorConfig(
-            name=name,
-            properties=properties,
-            target_state=fold.target_states.get(name, "STARTED"),
-            task_count=count,
-            task_configs=tasks,
-            deleted=deleted,
-            inconsistent=inconsistent,
-            fencing_task_count=fold.fencing_counts.get(name),
+
+class ConfigFold:
+    """`fold_config_records` that goes on: records are added as the topic grows, in topic
+    order, and a snapshot taken at any time. A live loop folds only each round's new records,
+    as the runtime's own backing store does."""
+
+    def __init__(self) -> None:
+        self._fold = _Fold()
+
+    def add(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+        fold = self._fold
+        for raw_key, raw_value in records:
+            key = None if raw_key is None else bytes(raw_key).decode("utf-8", "replace")
+            value_bytes = None if raw_value is None else bytes(raw_value)
+            try:
+                _apply(fold, key, value_bytes)
+            except _Skip as skip:
+                fold.malformed.append(
+                    MalformedConfigRecord(skip.reason, skip.detail, key, value_bytes)
+                )
+
+    def snapshot(self) -> ConfigSnapshot:
+        """The topic as folded so far; later records do not change it."""
+        fold = self._fold
+        connectors = {}
+        for name, properties in fold.last_properties.items():
+            count = fold.task_counts.get(name)
+            inconsistent = name in fold.inconsistent
+            committed = fold.task_configs.get(name, {})
+            tasks = {}
+            if count is not None and not inconsistent:
+                tasks = {task: committed[task] for task in range(count) if task in committed}
+            connectors[name] = ConnectorConfig(
+                name=name,
+                properties=properties,
+                target_state=fold.target_states.get(name, "STARTED"),
+                task_count=count,
+                task_configs=tasks,
+                deleted=name not in fold.configs,
+                inconsistent=inconsistent,
+                fencing_task_count=fold.fencing_counts.get(name),
+            )
+        return ConfigSnapshot(
+            connectors=connectors,
+            malformed=list(fold.malformed),
+            restart_requests=dict(fold.restart_requests),
+            logger_levels=dict(fold.logger_levels),
+            has_session_key=fold.has_session_key,
         )
-    return ConfigSnapshot(
-        connectors=connectors,
-        malformed=fold.malformed,
-        restart_requests=fold.restart_requests,
-        logger_levels=fold.logger_levels,
-        has_session_key=fold.has_session_key,
-    )
 
 
 def _apply(fold: _Fold, key: str | None, value_bytes: bytes | None) -> None:

@@ -184,17 +184,36 @@ def fold_status_records(records: Iterable[tuple[bytes | None, bytes | None]]) ->
     connector's status and all its task statuses, but not its topic records (the runtime
     writes separate tombstones for those).
     """
-    folded = _Folded()
-    malformed: list[MalformedStatusRecord] = []
-    for raw_key, raw_value in records:
-        # StringDeserializer: undecodable bytes become U+FFFD rather than an error.
-        key = None if raw_key is None else bytes(raw_key).decode("utf-8", "replace")
-        value_bytes = None if raw_value is None else bytes(raw_value)
-        try:
-            _fold_record(folded, key, value_bytes)
-        except _Skip as skip:
-            malformed.append(MalformedStatusRecord(skip.reason, skip.detail, key, value_bytes))
-    return StatusSnapshot(connectors=_connector_statuses(folded), malformed=malformed)
+    fold = StatusFold()
+    fold.add(records)
+    return fold.snapshot()
+
+
+class StatusFold:
+    """`fold_status_records` that goes on: records are added as the topic grows, in the order
+    read, and a snapshot taken at any time (a live loop folds only each round's new ones)."""
+
+    def __init__(self) -> None:
+        self._folded = _Folded()
+        self._malformed: list[MalformedStatusRecord] = []
+
+    def add(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
+        for raw_key, raw_value in records:
+            # StringDeserializer: undecodable bytes become U+FFFD rather than an error.
+            key = None if raw_key is None else bytes(raw_key).decode("utf-8", "replace")
+            value_bytes = None if raw_value is None else bytes(raw_value)
+            try:
+                _fold_record(self._folded, key, value_bytes)
+            except _Skip as skip:
+                self._malformed.append(
+                    MalformedStatusRecord(skip.reason, skip.detail, key, value_bytes)
+                )
+
+    def snapshot(self) -> StatusSnapshot:
+        """The topic as folded so far; later records do not change it."""
+        return StatusSnapshot(
+            connectors=_connector_statuses(self._folded), malformed=list(self._malformed)
+        )
 
 
 @dataclass

@@ -163,6 +163,65 @@ def read_topics(
         consumer.close()
 
 
+@dataclass
+class ReadOn:
+    """What `read_on` read: the records after the given positions, each partition's end, and
+    the topics' IDs; `moved_back` names a partition whose records before its start are gone
+    (a topic deleted and created again): the caller reads it all again."""
+
+    records: list[RawRecord]
+    ends: dict[tuple[str, int], int]
+    topic_ids: dict[str, str]
+    moved_back: str = ""
+
+
+def read_on(
+    settings: dict,
+    topics: list[str],
+    starts: dict[tuple[str, int], int],
+    *,
+    timeout: float = 30.0,
+    batch_size: int = 10_000,
+) -> ReadOn:
+    """Read `topics` from `starts` ({(topic, partition): next offset}; 0 for a partition not
+    in it) to their ends, in one consumer.
+
+    A partition that now ends before its start, or whose first record comes before it (the
+    consumer went back to the earliest offset: the start is gone), has moved back: the
+    records read are not what follows the ones read before, and `moved_back` says so.
+    """
+    described = admin.describe_topics(settings, topics, timeout=timeout)
+    for topic in topics:
+        if topic not in described:
+            raise TopicNotFound(
+                f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}"
+            )
+    pending = {(topic, p) for topic in topics for p in range(described[topic].partitions)}
+    consumer = reader_consumer(settings, "reader")
+    records: list[RawRecord] = []
+    ends: dict[tuple[str, int], int] = {}
+    moved_back = ""
+    try:
+        consumer.assign([TopicPartition(t, p, starts.get((t, p), 0)) for t, p in sorted(pending)])
+        what = ", ".join(topics)
+        for messages in _batches(consumer, pending, what, timeout=timeout, size=batch_size):
+            for message in messages:
+                slot = (message.topic(), message.partition())
+                error = message.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    raise read_failure(error, message.topic() or what, message.topic())
+                if message.offset() < starts.get(slot, 0) and not moved_back:
+                    moved_back = f"{slot[0]} partition {slot[1]}"
+                if error is None:
+                    records.append(_record(message))
+                else:
+                    ends[slot] = message.offset()
+                    pending.discard(slot)
+    finally:
+        consumer.close()
+    return ReadOn(records, ends, admin.ids_of(described), moved_back)
+
+
 def read_range(
     settings: dict,
     topic: str,

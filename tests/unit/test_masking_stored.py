@@ -24,7 +24,7 @@ def _record(topic: str, key: str, value: dict | bytes) -> reading.RawRecord:
 
 
 def _read_state(monkeypatch, records: list[reading.RawRecord]) -> connect_state.ConnectState:
-    monkeypatch.setattr(reading, "read_topics", lambda *args, **kwargs: iter(records))
+    monkeypatch.setattr(reading, "read_on", lambda *args, **kwargs: reading.ReadOn(records, {}, {}))
     cluster = Cluster(
         name="c1",
         bootstrap_servers="localhost:1",
