@@ -142,6 +142,8 @@ class ConnectorSnapshot(models.Model):
     offsets_store = models.CharField(max_length=1000, blank=True)
     offsets_store_error = models.TextField(blank=True)
     updated_at = models.DateTimeField()
+    # A digest of every field above: a refresh rewrites only the rows whose digest changed.
+    fingerprint = models.CharField(max_length=40, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]
