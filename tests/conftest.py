@@ -13,6 +13,8 @@ from hypothesis import settings as hypothesis_settings
 from devkit.demo import DemoCluster, DemoOptions, build_demo
 from devkit.demo_writer import SeedSummary, write_demo
 from devkit.embedded import EmbeddedKafka
+from offsets import connect_state
+from offsets.history import store as history_store
 from tests import markers
 from tests.demo_data import DEMO_END_MS, REFRESH_MODELS
 from tests.scratch_broker import empty_broker
@@ -41,6 +43,12 @@ def _fast_settings(settings, tmp_path):
     # (and in the other test processes) must not lend it theirs.
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
     settings.KAFKA_READ_TIMEOUT = 5
+    # Each test reads Connect's topics afresh: a follower of another test's cluster with the
+    # same id would otherwise carry on from where that test left its topics.
+    connect_state.forget_followers()
+    yield
+    # A history merge a refresh left going beside it ends with its test, not in the next one.
+    history_store.wait_for_merges()
 
 
 @pytest.fixture(scope="session")

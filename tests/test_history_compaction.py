@@ -171,13 +171,13 @@ def test_with_few_folders_the_sizes_of_their_files_are_not_read(root, monkeypatc
     for run in range(1, 5):
         write_run(root, run, "jdbc")
     sized = []
-    folder_bytes = history_files._folder_bytes
+    folder_rows = history_files.folder_rows
 
     def recording(folder):
         sized.append(folder.name)
-        return folder_bytes(folder)
+        return folder_rows(folder)
 
-    monkeypatch.setattr(history_files, "_folder_bytes", recording)
+    monkeypatch.setattr(history_files, "folder_rows", recording)
     assert history_files.compact_runs(root, 4) is None
     assert sized == []
     write_run(root, 5, "jdbc")
@@ -235,3 +235,32 @@ def test_a_refresh_merges_the_runs_and_a_failed_merge_does_not_fail_it(cluster, 
     history_store.compact_history(cluster, said.append)
     assert len(history_files.run_folders(root)) == 6
     assert len(said) == 1
+
+
+def test_a_loops_merged_folder_is_not_merged_again_with_each_batch_of_small_runs(root):
+    """Tiers by the commits a folder holds, not its bytes: a live loop's runs are a small file
+    per connector each, whose Parquet overhead made fifteen of them outweigh the folder
+    merged from sixteen, so every merge took it in again (runs 1-16, then 1-31, 1-46...)."""
+    connectors = [f"c{n}" for n in range(12)]
+    for run in range(1, 18):
+        write_run(root, run, *connectors, per_key=1)
+    first = history_files.compact_runs(root, 16)
+    assert first is not None
+    merged_runs = history_files.run_span(first)
+    for run in range(18, 40):
+        write_run(root, run, *connectors, per_key=1)
+        history_files.compact_runs(root, 16)
+    spans = [history_files.run_span(f) for f in history_files.run_folders(root)]
+    # The first merged folder stays as it was: later runs were merged among themselves.
+    assert merged_runs in spans
+    assert history_files.folder_rows(first) == 12 * KEYS * (merged_runs[1] - merged_runs[0] + 1)
+
+
+def test_a_merge_waits_for_no_other_and_skips_runs_still_being_written(root):
+    for run in range(1, 6):
+        write_run(root, run, "jdbc")
+    with history_files.history_lock(root, wait=True):
+        assert history_files.compact_runs(root, 2) is None  # another process is merging
+    merged = history_files.compact_runs(root, 2, upto=4)
+    assert history_files.run_span(merged)[1] <= 4
+    assert (root / "run=5").is_dir()  # a later run, perhaps still writing: left alone

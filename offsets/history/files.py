@@ -13,6 +13,8 @@ The read tasks write them (`write_commits`, called by `spark.kafka_source` with 
 it runs in Spark's Python workers.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import itertools
 import json
@@ -146,8 +148,43 @@ def run_folders(root: Path) -> list[Path]:
     )
 
 
-def _folder_bytes(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.glob("connector=*/*.parquet"))
+# A folder's size for the tiers is the commits it holds, not its bytes: a run of a live loop
+# writes a small file per connector that committed, whose Parquet overhead made fifteen small
+# runs outweigh the merged folder of sixteen, so every merge took that folder in again and
+# each cost more than the one before. The count is kept in the folder once read.
+ROWS_FILE = "commits.count"
+# Held while a cluster's history is merged or dropped: one process at a time does either.
+LOCK_FILE = ".history.lock"
+
+
+def folder_rows(folder: Path) -> int:
+    """The commits a run folder holds: its count file, else its files' footers (then kept)."""
+    marker = folder / ROWS_FILE
+    try:
+        return int(marker.read_text())
+    except (OSError, ValueError):
+        pass
+    rows = sum(pq.read_metadata(path).num_rows for path in folder.glob("connector=*/*.parquet"))
+    with contextlib.suppress(OSError):  # a folder read-only to us is counted again next time
+        marker.write_text(str(rows))
+    return rows
+
+
+@contextlib.contextmanager
+def history_lock(root: Path, *, wait: bool):
+    """Hold the cluster's history lock (across processes); yield False when `wait` is false
+    and another holds it."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def runs_to_compact(sizes: list[int], max_folders: int) -> int:
@@ -186,23 +223,29 @@ def unique_commits(rows: pa.Table) -> pa.Table:
     return rows.filter(pa.concat_arrays([pa.array([True]), changed]))
 
 
-def compact_runs(root: Path, max_folders: int) -> Path | None:
-    """Merge the newest run folders under `root` into one when there are too many
-    (`runs_to_compact`); return the merged folder, or None when nothing was merged.
+def compact_runs(root: Path, max_folders: int, *, upto: int | None = None) -> Path | None:
+    """Merge the newest run folders under `root` (of runs up to `upto`, finished ones: a later
+    run may be writing its own) into one when there are too many (`runs_to_compact`); return
+    the merged folder, or None when nothing was merged or another process is merging.
 
     Readers never miss a commit: the merged folder is written under a name they skip, renamed
     into place (atomic), and only then are the folders it merged deleted; a reader that meets
     both in between drops the duplicates, one that finds a file gone lists the folders again
-    (offsets.history.reading). Run by the one refresh of a cluster at a time.
+    (offsets.history.reading).
     """
+    with history_lock(root, wait=False) as held:
+        return _compact(root, max_folders, upto) if held else None
+
+
+def _compact(root: Path, max_folders: int, upto: int | None) -> Path | None:
     for leftover in root.glob(f"{STAGING_PREFIX}*"):
         shutil.rmtree(leftover, ignore_errors=True)  # a compaction that was cut off
-    folders = run_folders(root)
+    folders = [f for f in run_folders(root) if upto is None or run_span(f)[1] <= upto]
     if len(folders) <= max_folders:
-        # Nothing to merge (`runs_to_compact`), so no sizes to read: they are a stat() of
-        # every file of every run folder (a file per connector), at the end of every refresh.
+        # Nothing to merge (`runs_to_compact`), so no sizes to read: they are the footers of
+        # every file of every run folder (a file per connector).
         return None
-    count = runs_to_compact([_folder_bytes(folder) for folder in folders], max_folders)
+    count = runs_to_compact([folder_rows(folder) for folder in folders], max_folders)
     if count < 2:
         return None
     merging = folders[-count:]
@@ -213,6 +256,7 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
         return None  # not a state compaction leaves; merging now could lose that folder
     staging = root / f"{STAGING_PREFIX}{first}-{last}"
     connectors = sorted({path.name for folder in merging for path in folder.glob("connector=*")})
+    rows = 0
     for name in connectors:
         tables = [
             pq.read_table(path)
@@ -221,12 +265,14 @@ def compact_runs(root: Path, max_folders: int) -> Path | None:
         ]
         if not tables:
             continue
-        rows = unique_commits(pa.concat_tables(tables, promote_options="permissive"))
+        commits = unique_commits(pa.concat_tables(tables, promote_options="permissive"))
         (staging / name).mkdir(parents=True, exist_ok=True)
         # unique_commits sorted them.
-        _write_in_row_groups(rows, staging / name / "part-merged-000.parquet")
+        _write_in_row_groups(commits, staging / name / "part-merged-000.parquet")
+        rows += commits.num_rows
     # Runs without a commit still leave their (empty) merged folder.
     staging.mkdir(parents=True, exist_ok=True)
+    (staging / ROWS_FILE).write_text(str(rows))
     if target.exists():  # merged before by a compaction cut off before it deleted the runs
         shutil.rmtree(target)
     staging.rename(target)

@@ -93,7 +93,7 @@ def run_refresh(
         done = _computed(
             cluster, run, full=full, spark=spark, now_ms=now_ms, run_dir=run_dir, phase=phase
         )
-        _save(cluster, done, now_ms=now_ms, run_dir=run_dir, phase=phase)
+        _save(cluster, done, now_ms=now_ms, run_dir=run_dir, run_pk=run.pk, phase=phase)
         _succeeded(cluster, run, done)
     except KeyboardInterrupt:
         # Ctrl-C: recorded, so that the run does not block the next refresh as "running".
@@ -242,9 +242,16 @@ def _say_plan(phase: Progress, state: connect_state.ConnectState, planned: Sourc
 
 
 def _save(
-    cluster: Cluster, done: Refreshed, *, now_ms: int, run_dir: Path, phase: Progress
+    cluster: Cluster,
+    done: Refreshed,
+    *,
+    now_ms: int,
+    run_dir: Path,
+    run_pk: int,
+    phase: Progress,
 ) -> None:
-    """Save the results in one transaction, then tidy the history's run folders."""
+    """Save the results in one transaction, then tidy the history's run folders (a merge of
+    the run folders goes on beside the next round: `compact_history_later`)."""
     phase("saving results")
     if cluster.is_standalone:
         read = standalone.StandaloneRead(
@@ -253,7 +260,7 @@ def _save(
         runs.with_db_retries(
             "saving the results", lambda: standalone.save(cluster, read, now_ms=now_ms)
         )
-        history_store.compact_history(cluster, phase)
+        history_store.compact_history_later(cluster, run_pk)
         return
     runs.with_db_retries(
         "saving the results",
@@ -271,7 +278,7 @@ def _save(
     if done.full:
         history_store.drop_other_runs(cluster, keep=run_dir)
     else:
-        history_store.compact_history(cluster, phase)
+        history_store.compact_history_later(cluster, run_pk)
 
 
 def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:

@@ -112,6 +112,7 @@ def stored_rows(model, cluster: Cluster) -> list[dict]:
 
 
 def history_rows(cluster: Cluster) -> list[dict]:
+    history_store.wait_for_merges()  # a merge going on shows its commits twice for a moment
     rows = [
         row
         for path in history_store.history_path(cluster).glob("run=*/connector=*/*.parquet")

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from offsets.alerts import delivery
 from offsets.edits.reconcile import settle_stale
+from offsets.history import store as history_store
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster, RefreshRun
 from offsets.refresh import background
@@ -66,6 +67,9 @@ class Command(BaseCommand):
             # Spark starts with the first refresh that gets past Kafka (refresh.compute): a
             # loop keeps that session, and a cluster that does not answer never starts it.
             self.refresh_rounds(found, full=full, every=every, claimed=claimed)
+            if every is None:
+                # One refresh: its history merge (beside the next round in a loop) ends here.
+                history_store.wait_for_merges()
         except KeyboardInterrupt:  # the run is recorded as interrupted (run_refresh)
             raise CommandError("Interrupted.") from None
         finally:
