@@ -34,12 +34,14 @@ DEBEZIUM_STAMP := $(DEBEZIUM_PLUGIN)/.built
 # needs them. PYTEST_ARGS adds to any test target's pytest, e.g. PYTEST_ARGS=--reverse.
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
+# Options for a benchmark that takes them, e.g. make bench-live-scale BENCH_ARGS='--records 10000000'.
+BENCH_ARGS ?=
 # Python keeps what it compiles in __pycache__ (pytest: the test modules it rewrites), so each
 # module is compiled once, not again in every pytest process and child command of a run. An
 # environment that turns that off (PYTHONDONTWRITEBYTECODE) is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -172,6 +174,9 @@ bench-loop: install kafka-runtime ## What a long --every loop leaves behind: lag
 
 bench-live: install kafka-runtime ## Freshness under a live loop (--every 1) on the real worker: p50/p95/max, CPU, memory
 	$(PY) -m tests.bench.bench_live
+
+bench-live-scale: install kafka-runtime ## The live loop at 10 and at 1,000 connectors: freshness, CPU a round, round times, memory (not in make bench: it takes a while)
+	$(PY) -m tests.bench.bench_live_scale $(BENCH_ARGS)
 
 lint: install ## Check style with ruff
 	$(BIN)/ruff check .

@@ -20,16 +20,12 @@ import argparse
 import io
 import json
 import os
-import signal
-import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 WORK = Path(tempfile.mkdtemp(prefix="offsets-bench-live-"))
 os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'bench.sqlite3'}"
 os.environ["OFFSETS_HISTORY_PATH"] = str(WORK / "history")
@@ -47,59 +43,9 @@ from django.test import Client  # noqa: E402
 
 from offsets.kafka import groups  # noqa: E402
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun  # noqa: E402
+from tests.bench.processes import manage, percentiles, stop, tree_usage  # noqa: E402
 
 CLUSTER = "live"
-
-
-def manage(*args: str, log: Path | None = None) -> subprocess.Popen:
-    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 (the process owns it)
-    return subprocess.Popen(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def process_tree(pid: int) -> list[int]:
-    """The process and its descendants, read from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
-
-
-def tree_usage(pid: int) -> tuple[float, int]:
-    """CPU seconds (user + system) and RSS bytes of the process tree now."""
-    ticks, rss = 0, 0
-    for member in process_tree(pid):
-        try:
-            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])
-            rss += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
-            continue
-    return ticks / os.sysconf("SC_CLK_TCK"), rss
 
 
 class SourceCommits(threading.Thread):
@@ -188,16 +134,6 @@ def settle_sinks(
             if slot[0] == connector and shown.get(slot[1:], -1) >= offset:
                 freshness.append(now - at)
                 del pending[slot]
-
-
-def percentiles(values: list[float]) -> str:
-    if len(values) < 2:
-        return f"{len(values)} commits: too few to say"
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return (
-        f"{len(values):,} commits: p50 {cuts[49]:.2f} s, p95 {cuts[94]:.2f} s, "
-        f"max {max(values):.2f} s"
-    )
 
 
 def wait_for_first_refresh(cluster: Cluster, loop: subprocess.Popen, timeout: float) -> None:

@@ -1,0 +1,301 @@
+"""Benchmark the live loop at fleet size: what a round costs at 10 and at 1,000 connectors.
+
+    make bench-live-scale   # or: python -m tests.bench.bench_live_scale [--records 10000000 ...]
+
+On one embedded broker (no worker: Connect's topics are written as the Java runtime writes
+them, by the demo's writer), for each scale in turn, emptied between them:
+- the demo's dozen connectors alone (six hours of history), then with --connectors bulk
+  sources of three partitions each (1,000 and 3,000 by default) and --records of their
+  history in the offsets topic;
+- a full refresh (its time and the records it read);
+- `refresh_offsets --every 1` in a process of its own while a writer commits --rate new
+  offsets a second (each a later value of a partition the runtime already wrote, to the
+  offsets topic partition Connect's producer would choose), for --seconds: freshness (the
+  commit's write -> the database holds it) p50/p95/p99/max, CPU seconds per round and the
+  loop's share of a core (its process tree: Python, Spark's JVM, its Python workers), round
+  times p50/p95/max, peak RSS and its first and last minute, where a round's time goes (its
+  phases, from the loop's log);
+- then --quiet-seconds with no writer: the CPU of a round that has nothing new.
+Each figure has the load average beside it; the ratios between the two scales end the
+report. Asserts nothing.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import statistics
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+WORK = Path(tempfile.mkdtemp(prefix="offsets-bench-live-scale-"))
+os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'bench.sqlite3'}"
+os.environ["OFFSETS_HISTORY_PATH"] = str(WORK / "history")
+os.environ["RUN_DIR"] = str(WORK / "run")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import OperationalError  # noqa: E402
+
+from devkit.demo import DemoOptions, build_demo  # noqa: E402
+from devkit.demo.options import OFFSETS_PARTITIONS  # noqa: E402
+from devkit.demo_writer import write_demo  # noqa: E402
+from devkit.embedded import EmbeddedKafka  # noqa: E402
+from offsets.formats import jackson  # noqa: E402
+from offsets.formats.murmur2 import java_partition  # noqa: E402
+from offsets.kafka import producers  # noqa: E402
+from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
+from offsets.refresh.run import run_refresh  # noqa: E402
+from tests.bench.processes import manage, stop, tree_usage  # noqa: E402
+from tests.scratch_broker import empty_broker  # noqa: E402
+
+PHASE = re.compile(r"^\[\s*([\d.]+)s\] (.*)$")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--connectors", type=int, default=1000, help="bulk sources at scale")
+    parser.add_argument("--records", type=int, default=2_000_000, help="history at scale")
+    parser.add_argument("--rate", type=float, default=50, help="new commits a second")
+    parser.add_argument("--seconds", type=float, default=180, help="the loop watched")
+    parser.add_argument("--quiet-seconds", type=float, default=30, help="no writer")
+    return parser.parse_args()
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
+
+
+class Writer(threading.Thread):
+    """Commits `rate` new offsets a second, round robin over the given partitions."""
+
+    def __init__(self, kafka: dict, topic: str, rows: list[tuple[bytes, dict]], rate: float):
+        super().__init__(daemon=True)
+        self.producer = producers.java_producer(kafka)
+        self.topic, self.rate = topic, rate
+        self.current = {key: dict(offset) for key, offset in rows}
+        self.keys = list(self.current)
+        self.lock = threading.Lock()
+        self.pending: dict[bytes, list[tuple[float, dict]]] = defaultdict(list)
+        self.running = True
+
+    def run(self) -> None:
+        index, started = 0, time.monotonic()
+        while self.running:
+            key = self.keys[index % len(self.keys)]
+            offset = {
+                name: value + 1 if isinstance(value, int) else value
+                for name, value in self.current[key].items()
+            }
+            self.current[key] = offset
+            partition = java_partition(key, OFFSETS_PARTITIONS)
+            self.producer.produce(
+                self.topic, key=key, value=jackson.dumps(offset), partition=partition
+            )
+            self.producer.poll(0)
+            with self.lock:
+                self.pending[key].append((time.time(), offset))
+            index += 1
+            time.sleep(max(0.0, started + index / self.rate - time.monotonic()))
+        self.producer.flush(30)
+
+
+def settle(cluster: Cluster, writer: Writer, freshness: list[float]) -> None:
+    """Record the commits the database now holds (the value written, or a later one)."""
+    with writer.lock:
+        keys = [key for key, pending in writer.pending.items() if pending]
+    if not keys:
+        return
+    shown = dict(
+        SourceOffset.objects.filter(cluster=cluster, key_bytes__in=keys).values_list(
+            "key_bytes", "offset_text"
+        )
+    )
+    now = time.time()
+    with writer.lock:
+        for key in keys:
+            text = shown.get(bytes(key))
+            if text is None:
+                continue
+            held = json.loads(text)
+            pending = writer.pending[key]
+            values = [offset for _, offset in pending]
+            if held in values:
+                upto = values.index(held) + 1
+                freshness.extend(now - at for at, _ in pending[:upto])
+                del pending[:upto]
+
+
+def cuts(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{len(values)} values: too few"
+    q = statistics.quantiles(values, n=100, method="inclusive")
+    return f"p50 {q[49]:.2f} s, p95 {q[94]:.2f} s, p99 {q[98]:.2f} s, max {max(values):.2f} s"
+
+
+def seed(kafka: dict, name: str, bulk: int, records: int) -> Cluster:
+    empty_broker(kafka["bootstrap.servers"])
+    # The demo's own dozen keep its six hours; the bulk sources' history is --records long.
+    hours = records / (bulk * 3 * 60) if bulk else 6.0
+    options = DemoOptions(
+        end_ms=int(time.time() * 1000),
+        hours=hours,
+        bulk_connectors=bulk,
+        bulk_partitions=bulk * 3,
+    )
+    started = time.monotonic()
+    summary = write_demo(kafka, build_demo(options))
+    total = summary.records_by_topic.get("connect-offsets", 0)
+    print(
+        f"  seeded {len(build_demo(options).connectors):,} connectors, {total:,} offsets "
+        f"records in {time.monotonic() - started:.0f} s",
+        flush=True,
+    )
+    return Cluster.objects.create(name=name, bootstrap_servers=kafka["bootstrap.servers"])
+
+
+def phases(log: Path) -> dict[str, float]:
+    """Mean seconds per round of each phase of the loop's log (its time to the next line)."""
+    spent: dict[str, list[float]] = defaultdict(list)
+    previous: tuple[float, str] | None = None
+    for line in log.read_text(errors="replace").splitlines():
+        match = PHASE.match(line.strip())
+        if not match:
+            continue
+        at, text = float(match[1]), re.sub(r"[\d,]+", "N", match[2])[:60]
+        if previous and at >= previous[0]:
+            spent[previous[1]].append(at - previous[0])
+        previous = (at, text)
+    return {text: statistics.mean(values) for text, values in spent.items() if values}
+
+
+def watch(cluster: Cluster, loop, seconds: float, writer: Writer | None) -> dict:
+    freshness: list[float] = []
+    first = RefreshRun.objects.filter(cluster=cluster).order_by("-pk").first().pk
+    cpu_start = tree_usage(loop.pid)[0]
+    rss_samples: list[tuple[float, int]] = []
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if writer:
+            # The loop may hold SQLite's write lock: settled the next time.
+            with contextlib.suppress(OperationalError):
+                settle(cluster, writer, freshness)
+        rss_samples.append((time.monotonic() - started, tree_usage(loop.pid)[1]))
+        time.sleep(0.25)
+    wall = time.monotonic() - started
+    cpu = tree_usage(loop.pid)[0] - cpu_start
+    runs = list(
+        RefreshRun.objects.filter(cluster=cluster, pk__gt=first, status="succeeded").values_list(
+            "seconds", flat=True
+        )
+    )
+    return {
+        "freshness": freshness,
+        "cpu": cpu,
+        "wall": wall,
+        "rounds": len(runs),
+        "round_seconds": runs,
+        "rss": rss_samples,
+        "load": load(),
+    }
+
+
+def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
+    print(f"\n== {name}: the demo's dozen and {bulk:,} bulk sources ==", flush=True)
+    cluster = seed(kafka, name, bulk, records)
+    started = time.monotonic()
+    run = run_refresh(cluster=cluster, full=True)
+    print(
+        f"  full refresh: {run.status}, {run.records_read:,} records in "
+        f"{time.monotonic() - started:.1f} s ({load()})",
+        flush=True,
+    )
+    rows = [
+        (bytes(key), offset)
+        for key, offset in SourceOffset.objects.filter(
+            cluster=cluster, topic=cluster.offsets_topic, offset__isnull=False
+        ).values_list("key_bytes", "offset")
+        if isinstance(offset, dict) and any(isinstance(v, int) for v in offset.values())
+    ]
+    log = WORK / f"loop-{name}.log"
+    loop = manage("refresh_offsets", "--cluster", name, "--every", "1", log=log)
+    try:
+        # Measured once the loop's Spark is warm: its first round starts a session.
+        while (
+            RefreshRun.objects.filter(cluster=cluster, pk__gt=run.pk, status="succeeded").count()
+            < 3
+        ):
+            time.sleep(0.5)
+        writer = Writer(kafka, cluster.offsets_topic, rows, args.rate)
+        writer.start()
+        busy = watch(cluster, loop, args.seconds, writer)
+        writer.running = False
+        writer.join(30)
+        time.sleep(3)
+        quiet = watch(cluster, loop, args.quiet_seconds, None)
+    finally:
+        stop(loop)
+    report(name, busy, quiet, phases(log))
+    return {"busy": busy, "quiet": quiet, "connectors": len(rows)}
+
+
+def report(name: str, busy: dict, quiet: dict, spent: dict[str, float]) -> None:
+    rounds = max(busy["rounds"], 1)
+    print(f"  freshness (write -> stored): {cuts(busy['freshness'])} ({busy['load']})")
+    print(
+        f"  CPU per round {busy['cpu'] / rounds:.2f} s over {busy['rounds']} rounds; the loop's "
+        f"share of a core {busy['cpu'] / busy['wall']:.2f} ({busy['load']})"
+    )
+    print(f"  round time: {cuts(busy['round_seconds'])}")
+    rss = busy["rss"]
+    first = max((r for t, r in rss if t < 60), default=0)
+    last = max((r for t, r in rss if t > rss[-1][0] - 60), default=0)
+    print(
+        f"  peak RSS {max(r for _, r in rss) / 2**30:.2f} GiB (first minute "
+        f"{first / 2**30:.2f}, last minute {last / 2**30:.2f})"
+    )
+    quiet_rounds = max(quiet["rounds"], 1)
+    print(
+        f"  nothing new: CPU per round {quiet['cpu'] / quiet_rounds:.2f} s over "
+        f"{quiet['rounds']} rounds ({quiet['load']})"
+    )
+    print("  where a round goes (mean seconds, from the loop's log):")
+    for text, seconds in sorted(spent.items(), key=lambda item: -item[1])[:8]:
+        print(f"    {seconds:6.3f}  {text}")
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"Working in {WORK}")
+    call_command("migrate", verbosity=0)
+    broker = EmbeddedKafka(WORK / "kafka")
+    info = broker.start(worker=False)
+    kafka = {"bootstrap.servers": info.bootstrap_servers}
+    try:
+        small = scale(args, kafka, "ten", 0, 0)
+        large = scale(args, kafka, "fleet", args.connectors, args.records)
+    finally:
+        broker.stop()
+    per_round = [r["busy"]["cpu"] / max(r["busy"]["rounds"], 1) for r in (small, large)]
+    print("\n== ratios (fleet / ten) ==")
+    print(f"  CPU per round: {per_round[1] / per_round[0]:.2f}x (goal <= 1.5x)")
+    share = large["busy"]["cpu"] / large["busy"]["wall"]
+    print(f"  the loop's share of a core at fleet size: {share:.2f} (goal < 0.2)")
+    print(
+        f"  freshness at fleet size: {cuts(large['busy']['freshness'])} "
+        "(goal p95 <= 2 s, p99 <= 4 s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

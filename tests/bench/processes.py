@@ -1,0 +1,71 @@
+"""The benchmarks' child processes: started, stopped, and measured from /proc (CPU, RSS)."""
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def manage(*args: str, log: Path | None = None) -> subprocess.Popen:
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 (the process owns it)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def process_tree(pid: int) -> list[int]:
+    """The process and its descendants, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def tree_usage(pid: int) -> tuple[float, int]:
+    """CPU seconds (user + system) and RSS bytes of the process tree now."""
+    ticks, rss = 0, 0
+    for member in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+            rss += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK"), rss
+
+
+def percentiles(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{len(values)} commits: too few to say"
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return (
+        f"{len(values):,} commits: p50 {cuts[49]:.2f} s, p95 {cuts[94]:.2f} s, "
+        f"max {max(values):.2f} s"
+    )
