@@ -40,7 +40,8 @@ class MergeInputs:
     """The merge's inputs that need no Kafka read (`merge_inputs`)."""
 
     spark: object
-    # The stored per-key state (STATE_SCHEMA) as an Arrow table; None for a full refresh.
+    # The stored per-key state (STATE_SCHEMA) as an Arrow table; None for a full refresh, or
+    # when `previous_rows` holds it instead (built once the merge knows which rows it needs).
     previous_table: object | None
     stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
     # The stored SourceOffset rows the previous state was read from, as the save compares
@@ -48,6 +49,8 @@ class MergeInputs:
     stored_rows: StoredRows | None
     own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
     running: frozenset[str]  # connectors that commit offsets now
+    # The stored per-key state as STATE_COLUMNS tuples (an incremental refresh).
+    previous_rows: list[tuple] | None = None
 
 
 def merge_inputs(
@@ -62,18 +65,19 @@ def merge_inputs(
     """
     spark = spark or start_spark()
     if full:
-        table = stored_rows = None
+        rows = stored_rows = None
         stored_keys = SourceOffset.objects.filter(cluster=cluster).count()
     else:
-        table, stored_rows = previous_state(cluster)
-        stored_keys = table.num_rows
+        rows, stored_rows = previous_rows(cluster)
+        stored_keys = len(rows)
     return MergeInputs(
         spark=spark,
-        previous_table=table,
+        previous_table=None,
         stored_keys=stored_keys,
         stored_rows=stored_rows,
         own_topics={c.name: c.own_offsets_topic for c in connectors if c.own_offsets_topic},
         running=frozenset(c.name for c in connectors if c.consuming),
+        previous_rows=rows,
     )
 
 
@@ -90,19 +94,19 @@ def start_spark():
 
 def previous_state(cluster: Cluster):
     """Return the stored per-key state as an Arrow table (STATE_SCHEMA) and as the stored
-    rows the save compares its results with (`StoredRows`).
+    rows the save compares its results with (`StoredRows`)."""
+    rows, stored = previous_rows(cluster)
+    return previous_table(rows), stored
 
-    An Arrow table, for a frame with no pandas conversion (`merge.previous_frame`).
+
+def previous_rows(cluster: Cluster) -> tuple[list[tuple], StoredRows]:
+    """Return the stored per-key state as STATE_COLUMNS tuples, and as the stored rows the
+    save compares its results with (`StoredRows`).
 
     The save reuses the rows read here rather than reading them again: only a refresh writes
     SourceOffset rows, and the save's lock and read-position check stop it when another
     refresh saved since this one began.
     """
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from offsets.spark.schemas import STATE_COLUMNS, STATE_SCHEMA
-
     # values_list, not model instances: decoding the JSON columns nobody reads here cost more
     # than the query.
     stored: StoredRows = {}
@@ -130,12 +134,22 @@ def previous_state(cluster: Cluster):
                 _epoch_ms(field["last_commit_at"]),
             )
         )
+    return rows, stored
+
+
+def previous_table(rows: list[tuple]):
+    """STATE_COLUMNS tuples as an Arrow table (STATE_SCHEMA): a frame with no pandas
+    conversion (`merge.previous_frame`)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from offsets.spark.schemas import STATE_COLUMNS, STATE_SCHEMA
+
     columns = zip(*rows, strict=True) if rows else ([] for _ in STATE_COLUMNS)
-    table = pa.table(
+    return pa.table(
         {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
         schema=to_arrow_schema(STATE_SCHEMA),
     )
-    return table, stored
 
 
 def _epoch_ms(moment: datetime | None) -> int | None:
@@ -186,17 +200,99 @@ def _read_and_merge(
     merge them with the previous state: the collected results by name.
 
     One Spark job: the read tasks write the commit history as they fold, and their folds go
-    straight on to the merge.
+    straight on to the merge. When the planner kept every new record, only the keys those
+    records touch go through Spark with their previous state (`touched_groups`); every other
+    stored key's results follow from its state alone (`carry_untouched`), in this process.
     """
+    stall_after_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+    touched = None
+    if inputs.previous_rows is not None:
+        touched = touched_groups(plan, reading_topics)
+    previous, untouched = _split_previous(inputs, touched)
+    frames = _folded_reads(inputs.spark, cluster, plan, reading_topics, run_dir=run_dir)
+    if frames or previous is None or previous.num_rows:
+        results = _spark_merge(cluster, plan, inputs, reading_topics, frames, previous, now_ms)
+    else:  # nothing read, and no stored key touched: no Spark job at all
+        results = {"latest": [], "drift": []}
+    if untouched is None:
+        return results
+    carried = carry_untouched(
+        untouched,
+        inputs,
+        worker_topic=cluster.offsets_topic,
+        now_ms=now_ms,
+        stall_ms=stall_after_ms,
+    )
+    return results | {name: results[name] + carried[name] for name in carried}
+
+
+def touched_groups(plan: SourcePlan, reading_topics: list[str]) -> set[tuple[str, str]] | None:
+    """The (connector, identity) groups the new records touch, when the planner kept all of
+    them (a live loop's round); None when some are read from Kafka by Spark's tasks."""
+    from offsets.spark.partials import key_group
+
+    if any(topic not in plan.kept for topic in reading_topics):
+        return None
+    groups = {key_group(record[3]) for topic in reading_topics for record in plan.kept[topic]}
+    groups.discard(None)
+    return groups
+
+
+def _split_previous(inputs: MergeInputs, touched: set[tuple[str, str]] | None):
+    """The previous state Spark merges (an Arrow table, or None for a full refresh) and the
+    stored rows left out of it (None: none left out)."""
+    if inputs.previous_rows is None:
+        return inputs.previous_table, None
+    if touched is None:
+        return previous_table(inputs.previous_rows), None
+    # STATE_COLUMNS: connector is the fourth, identity the sixth.
+    merged = [row for row in inputs.previous_rows if (row[3], row[5]) in touched]
+    left = [row for row in inputs.previous_rows if (row[3], row[5]) not in touched]
+    return previous_table(merged), left
+
+
+def carry_untouched(
+    rows: list[tuple], inputs: MergeInputs, *, worker_topic: str, now_ms: int, stall_ms: int
+) -> dict[str, list[dict]]:
+    """The latest offsets and drift of stored keys no new record touched: the merge's own
+    rules (`merge.merge_folds`) over their previous state alone. Their effective value and
+    drift stay as they were unless the connectors' topics changed; their stall flags move
+    with the time, so these are judged again every round."""
+    from offsets.spark import merge
+    from offsets.spark.schemas import STATE_COLUMNS
+
+    states = (merge.previous_row(dict(zip(STATE_COLUMNS, row, strict=True))) for row in rows)
+    return merge.merge_folds(
+        states,
+        dict(inputs.own_topics),
+        set(inputs.running),
+        worker_topic=worker_topic,
+        now_ms=now_ms,
+        stall_after_ms=stall_ms,
+        reading=False,
+    )
+
+
+def _spark_merge(
+    cluster: Cluster,
+    plan: SourcePlan,
+    inputs: MergeInputs,
+    reading_topics: list[str],
+    frames: list,
+    previous,
+    now_ms: int,
+) -> dict[str, list[dict]]:
+    """The merge of the folds and `previous` in Spark, collected by result name."""
     from pyspark.sql import DataFrame
 
     from offsets.spark import merge
 
     spark = inputs.spark
-    frames = _folded_reads(spark, cluster, plan, reading_topics, run_dir=run_dir)
     read_tasks = sum(_read_tasks(plan.plans[t]) for t in reading_topics if t not in plan.kept)
-    # The keys the last run stored; with none stored, the records to read count instead.
-    keys = inputs.stored_keys or plan.total_records()
+    # The keys merged; with none stored, the records to read count instead.
+    keys = (previous.num_rows if previous is not None else inputs.stored_keys) or (
+        plan.total_records()
+    )
     # A merge of one task runs without generated code (tuning.NO_CODEGEN_CONF); the settings
     # are read when the query is planned, which collecting it does.
     one_task = tuning.merge_tasks(keys) == 1
@@ -204,7 +300,7 @@ def _read_and_merge(
         results = merge.merge_results(
             spark,
             functools.reduce(DataFrame.unionByName, frames) if frames else None,
-            inputs.previous_table,
+            previous,
             inputs.own_topics,
             inputs.running,
             keys=keys,

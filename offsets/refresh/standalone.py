@@ -52,7 +52,7 @@ def compute(cluster: Cluster, *, now_ms: int, run_dir: Path, phase) -> Standalon
         f"{len(offsets.entries)} entries changed since the last refresh"
     )
     running = frozenset(c.name for c in state.connectors if c.consuming)
-    rows = _folded(topic, records, run_dir) + [_previous_row(row) for row in previous]
+    rows = _folded(topic, records, run_dir) + [merge.previous_row(row) for row in previous]
     # Read positions as for a topic, so that the save sees another refresh saving meanwhile.
     read_from = planning.read_positions(cluster)[0]
     span = {0: (records[0][1], records[-1][1] + 1)} if records else {}
@@ -120,14 +120,6 @@ def _folded(topic: str, records: list[Record], run_dir: Path) -> list[dict]:
         for batch in kafka_source.write_commit_batches(folded, run_dir, stem)
         for row in batch.to_pylist()
     ]
-
-
-def _previous_row(state: dict) -> dict:
-    """A stored offset as a PREVIOUS summary row (merge.previous_frame, in Python)."""
-    row = dict.fromkeys(partials.SUMMARY_ARROW.names)
-    row.update({name: value for name, value in state.items() if name != "commits"})
-    row.update(kind=merge.PREVIOUS, count=state["commits"])
-    return row
 
 
 def _sinks(cluster: Cluster, state: connect_state.ConnectState, now_ms: int, phase) -> SinkResults:

@@ -271,6 +271,14 @@ def _read_results(rows: list[dict], states: list[dict]) -> dict[str, list[dict]]
     return results
 
 
+def previous_row(state: dict) -> dict:
+    """A stored state (STATE_COLUMNS) as a PREVIOUS summary row (`previous_frame`, in Python)."""
+    row = dict.fromkeys(P.SUMMARY_ARROW.names)
+    row.update({name: value for name, value in state.items() if name != "commits"})
+    row.update(kind=PREVIOUS, count=state["commits"])
+    return row
+
+
 def previous_frame(spark, previous: pa.Table) -> DataFrame:
     """The previous state (schemas.STATE_SCHEMA, as Arrow) as PREVIOUS summary rows."""
     size = previous.num_rows

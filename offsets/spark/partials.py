@@ -164,6 +164,15 @@ class _Key:
         self.unstorable: int | None = None
 
 
+def key_group(key: bytes | None) -> tuple[str, str] | None:
+    """The (connector, identity) a key's rows are merged by (merge.PARTITION_COLUMNS), as
+    `_Key` has them; None for a key that is malformed."""
+    parsed = parse_offset_record(key, None)
+    if isinstance(parsed, MalformedRecord):
+        return None
+    return parsed.connector, partition_identity(parsed.partition)
+
+
 class Folder:
     """Fold the records of one topic read by one task; `batches()` yields the partials.
 
