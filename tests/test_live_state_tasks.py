@@ -2,7 +2,7 @@
 does: the first line of the trace beside the state, the whole trace masked and folded.
 
 The live state is read from the config and status topics on each request; here the read
-returns records written for the test, one task's trace hostile (markup, a secret, 200 KB).
+finds records written for the test, one task's trace hostile (markup, a secret, 200 KB).
 """
 
 import html
@@ -62,10 +62,25 @@ RECORDS = [
 ]
 
 
+def reads(records: list[reading.RawRecord]):
+    """A read of Connect's topics that finds `records`, each once (the topics are followed:
+    a later read asks only for what comes after the ends it was told)."""
+
+    def read_on(settings, topics, starts, **kwargs):
+        ends: dict[tuple[str, int], int] = {}
+        for r in records:
+            slot = (r.topic, r.partition)
+            ends[slot] = max(ends.get(slot, 0), r.offset + 1)
+        found = [r for r in records if r.offset >= starts.get((r.topic, r.partition), 0)]
+        return reading.ReadOn(found, ends, {})
+
+    return read_on
+
+
 @pytest.fixture
 def cluster(monkeypatch, settings):
     settings.KAFKA_READ_TIMEOUT = 1
-    monkeypatch.setattr(reading, "read_topics", lambda *args, **kwargs: iter(RECORDS))
+    monkeypatch.setattr(reading, "read_on", reads(RECORDS))
     return Cluster.objects.create(
         name="c1",
         bootstrap_servers="127.0.0.1:1",
@@ -140,7 +155,7 @@ def test_a_deleted_connector_shows_no_tasks_live(logged_in_client, cluster, monk
         value=None,
     )
     records = [*RECORDS, tombstone]
-    monkeypatch.setattr(reading, "read_topics", lambda *args, **kwargs: iter(records))
+    monkeypatch.setattr(reading, "read_on", reads(records))
     (connector,) = logged_in_client.get("/api/v1/clusters/c1/state/").json()
     assert connector["deleted"] and connector["tasks"] == []
     page = logged_in_client.get("/clusters/c1/live/").content.decode()
