@@ -10,7 +10,8 @@ them, by the demo's writer), for each scale in turn, emptied between them:
 - a full refresh (its time and the records it read);
 - `refresh_offsets --every 1` in a process of its own while a writer commits --rate new
   offsets a second (each a later value of a partition the runtime already wrote, to the
-  offsets topic partition Connect's producer would choose), for --seconds: freshness (the
+  offsets topic partition Connect's producer would choose), for --seconds after
+  --warmup-seconds not counted (the loop's first Spark job): freshness (the
   commit's write -> the database holds it) p50/p95/p99/max, CPU seconds per round and the
   loop's share of a core (its process tree: Python, Spark's JVM, its Python workers), round
   times p50/p95/max, peak RSS and its first and last minute, where a round's time goes (its
@@ -69,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=50, help="new commits a second")
     parser.add_argument("--seconds", type=float, default=180, help="the loop watched")
     parser.add_argument("--quiet-seconds", type=float, default=30, help="no writer")
+    parser.add_argument("--warmup-seconds", type=float, default=10, help="writing, not counted")
     return parser.parse_args()
 
 
@@ -238,6 +240,8 @@ def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
             time.sleep(0.5)
         writer = Writer(kafka, cluster.offsets_topic, rows, args.rate)
         writer.start()
+        # Not counted: the loop's first Spark job (a round with nothing new starts none).
+        watch(cluster, loop, args.warmup_seconds, writer)
         busy = watch(cluster, loop, args.seconds, writer)
         writer.running = False
         writer.join(30)
