@@ -258,7 +258,6 @@ def _page(request, cluster, connector, *, status=200, **extra) -> HttpResponse:
             "connector": connector,
             "edits": grants.only_visible_edits(
                 request.user,
-                cluster,
                 OffsetEdit.objects.filter(cluster=cluster, connector=connector).select_related(
                     "cluster", "target_cluster", "created_by"
                 )[:50],
@@ -467,7 +466,7 @@ def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
         {
             "cluster": cluster,
             "form": form,
-            "edits": grants.only_visible_edits(request.user, cluster, found[:200]),
+            "edits": grants.only_visible_edits(request.user, found[:200]),
             "audit_events": grants.only_visible_events(
                 request.user, cluster, audit_log(cluster=cluster)
             ),

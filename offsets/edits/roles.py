@@ -3,7 +3,7 @@ connector) by the user's grants (offsets.rights)."""
 
 from offsets.models import Cluster
 from offsets.rights import gate
-from offsets.rights.grants import may
+from offsets.rights.grants import edit_clusters, may
 from offsets.rights.rules import Action
 
 
@@ -22,23 +22,19 @@ def can_control_connectors(user, cluster: Cluster, connector: object = None) -> 
 
 def approves(user, edit) -> bool:
     """Whether `user` may approve and apply `edit`: on its connector, and for a move on the
-    target cluster too."""
-    if not can_approve(user, edit.cluster, edit.connector):
-        return False
-    return edit.target_cluster_id is None or can_approve(user, edit.target_cluster, edit.connector)
+    target cluster too (`rights.grants.edit_clusters`)."""
+    return all(can_approve(user, cluster, edit.connector) for cluster in edit_clusters(edit))
 
 
 def require_sight(user, edit) -> None:
-    """The gate for any step of `edit`: 404 unless `user` sees its connector (and for a move,
-    the same connector on the target cluster: `rights.grants.sees_edit`)."""
-    gate.admit(user, Action.VIEW, edit.cluster, edit.connector)
-    if edit.target_cluster_id is not None:
-        gate.admit(user, Action.VIEW, edit.target_cluster, edit.connector)
+    """The gate for any step of `edit`: 404 unless `user` sees its connector on each of its
+    clusters (`rights.grants.sees_edit`)."""
+    for cluster in edit_clusters(edit):
+        gate.admit(user, Action.VIEW, cluster, edit.connector)
 
 
 def require_approver(user, edit, message: str) -> None:
-    """The gate for approving and applying `edit`: on its connector, and for a move on the
-    target cluster too; 404 where `user` does not see the connector, else 403 (`message`)."""
-    gate.admit(user, Action.APPROVE, edit.cluster, edit.connector, message=message)
-    if edit.target_cluster_id is not None:
-        gate.admit(user, Action.APPROVE, edit.target_cluster, edit.connector, message=message)
+    """The gate for approving and applying `edit`, on each of its clusters: 404 where `user`
+    does not see the connector, else 403 (`message`)."""
+    for cluster in edit_clusters(edit):
+        gate.admit(user, Action.APPROVE, cluster, edit.connector, message=message)

@@ -101,22 +101,20 @@ def sees_connector(user: User | None, cluster: Cluster, name: str) -> bool:
     return may(user, Action.VIEW, cluster, name)
 
 
+def edit_clusters(edit) -> list[Cluster]:
+    """The clusters an edit is about: its own, and for a move its target too (a move names its
+    target, its offsets topic and what the target holds). Rights on an edit hold on each."""
+    return [edit.cluster] if edit.target_cluster_id is None else [edit.cluster, edit.target_cluster]
+
+
 def sees_edit(user: User | None, edit) -> bool:
-    """Whether `user` sees `edit`: its connector on its cluster, and for a move the same
-    connector on the target cluster too (a move names its target, its offsets topic and what
-    the target holds, so it is about both clusters)."""
-    if not sees_connector(user, edit.cluster, edit.connector):
-        return False
-    return edit.target_cluster_id is None or sees_connector(
-        user, edit.target_cluster, edit.connector
-    )
+    """Whether `user` sees `edit`: its connector on each of its clusters (`edit_clusters`)."""
+    return all(sees_connector(user, cluster, edit.connector) for cluster in edit_clusters(edit))
 
 
-def only_visible_edits(user: User | None, cluster: Cluster, edits: Iterable) -> list:
-    """The edits of `cluster` that `user` sees (`sees_edit`)."""
-    return [
-        edit for edit in only_visible(user, cluster, edits, _connector) if sees_edit(user, edit)
-    ]
+def only_visible_edits(user: User | None, edits: Iterable) -> list:
+    """The edits that `user` sees (`sees_edit`)."""
+    return [edit for edit in edits if sees_edit(user, edit)]
 
 
 def only_visible_events(user: User | None, cluster: Cluster, events: Iterable) -> list:
