@@ -230,7 +230,9 @@ def _figures(cached: _ConnectorCache, user, span: chart_ranges.ChartRange) -> di
     # A mirror's upstream cluster, and its lag measured there, are shown only to a user whose
     # grants cover that cluster: for the others it is named nowhere.
     hide_unseen_upstreams(user, [cached.snapshot])
-    upstream_visible = bool(cached.snapshot.upstream_cluster)
+    # Linked only when it is a registered cluster: a name no cluster has would link to a 404.
+    upstream = cached.snapshot.upstream_cluster
+    upstream_visible = bool(upstream) and visible_clusters(user).filter(name=upstream).exists()
     fragments = dict(_fragments(cached, upstream_visible, span))
     # The partitions' worst status (a sink's reasons) changes with a refresh only: cached too.
     cached.snapshot.worst_partition_status = fragments.pop("worst_partition_status")
@@ -249,7 +251,7 @@ def _upstream_hint(user, cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[
     """For a mirror without an upstream cluster: the admin's form to choose one, with the
     registered cluster its `source.cluster.bootstrap.servers` names filled in if any (of those
     the user sees)."""
-    chosen = snapshot.upstream_cluster or getattr(snapshot, "upstream_hidden", False)
+    chosen = snapshot.upstream_cluster or snapshot.upstream_hidden
     if not snapshot.mirror_source or chosen or snapshot.deleted:
         return None
     registered = list(
@@ -310,7 +312,14 @@ def _fragments(
         } | {"worst_partition_status": worst}
 
     return cached.get(
-        "fragments", {"upstream_visible": upstream_visible, "range": span.key}, compute
+        "fragments",
+        {
+            "upstream_visible": upstream_visible,
+            # A hidden upstream's fragments are drawn without it: an entry of their own.
+            "upstream_hidden": snapshot.upstream_hidden,
+            "range": span.key,
+        },
+        compute,
     )
 
 

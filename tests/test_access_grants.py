@@ -155,6 +155,10 @@ def test_a_mirror_names_its_upstream_cluster_and_its_lag_only_to_a_user_who_sees
     client.force_login(admin_user)
     page = client.get(f"/clusters/{seen.name}/connectors/to-hidden/").content.decode()
     assert f'href="/clusters/{HIDDEN}/connectors/"' in page
+    # An upstream no registered cluster is named so: shown, never linked (its page is a 404).
+    factories.snapshot(seen, "to-gone", upstream_cluster="gone-cluster", **mirror_fields)
+    page = client.get(f"/clusters/{seen.name}/connectors/to-gone/").content.decode()
+    assert "gone-cluster" in page and 'href="/clusters/gone-cluster/' not in page
 
 
 def test_a_user_without_any_grant_sees_no_cluster_and_whom_to_ask(
