@@ -211,7 +211,16 @@ def _read_and_merge(
     previous, untouched = _split_previous(inputs, touched)
     frames = _folded_reads(inputs.spark, cluster, plan, reading_topics, run_dir=run_dir)
     if frames or previous is None or previous.num_rows:
-        results = _spark_merge(cluster, plan, inputs, reading_topics, frames, previous, now_ms)
+        results = _spark_merge(
+            cluster,
+            plan,
+            inputs,
+            reading_topics,
+            frames,
+            previous,
+            now_ms=now_ms,
+            stall_ms=stall_after_ms,
+        )
     else:  # nothing read, and no stored key touched: no Spark job at all
         results = {"latest": [], "drift": []}
     if untouched is None:
@@ -280,7 +289,9 @@ def _spark_merge(
     reading_topics: list[str],
     frames: list,
     previous,
+    *,
     now_ms: int,
+    stall_ms: int,
 ) -> dict[str, list[dict]]:
     """The merge of the folds and `previous` in Spark, collected by result name."""
     from pyspark.sql import DataFrame
@@ -307,7 +318,7 @@ def _spark_merge(
             parallel_read=read_tasks > 1,
             worker_topic=cluster.offsets_topic,
             now_ms=now_ms,
-            stall_after_ms=settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms,
+            stall_after_ms=stall_ms,
         )
         return merge.collect_results(results)
 

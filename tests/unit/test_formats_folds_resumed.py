@@ -77,30 +77,29 @@ def _rounds(records: list, cuts: list[int]) -> list[list]:
 CUTS = st.lists(st.integers(0, 25), max_size=4)
 
 
+def assert_resumed_equals_one_fold(fold, fold_whole, records: list, cuts: list[int]) -> None:
+    """Fold `records` round by round (cut at `cuts`) into `fold`: after each round its snapshot
+    is one fold of the records so far, and stays so after later rounds."""
+    read, snapshots = 0, []
+    for piece in _rounds(records, cuts):
+        fold.add(piece)
+        read += len(piece)
+        snapshots.append((fold.snapshot(), read))
+    assert fold.snapshot() == fold_whole(records)
+    for snapshot, upto in snapshots:
+        assert snapshot == fold_whole(records[:upto])
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     _records(["connector", "tombstone", "task", "commit", "state", "garbage"], _config_record),
     CUTS,
 )
 def test_the_config_fold_resumed_equals_one_fold(records, cuts) -> None:
-    fold, read, snapshots = ConfigFold(), 0, []
-    for piece in _rounds(records, cuts):
-        fold.add(piece)
-        read += len(piece)
-        snapshots.append((fold.snapshot(), read))
-    assert fold.snapshot() == fold_config_records(records)
-    for snapshot, upto in snapshots:
-        assert snapshot == fold_config_records(records[:upto])
+    assert_resumed_equals_one_fold(ConfigFold(), fold_config_records, records, cuts)
 
 
 @settings(max_examples=200, deadline=None)
 @given(_records(["connector", "task", "tombstone", "topic", "garbage"], _status_record), CUTS)
 def test_the_status_fold_resumed_equals_one_fold(records, cuts) -> None:
-    fold, read, snapshots = StatusFold(), 0, []
-    for piece in _rounds(records, cuts):
-        fold.add(piece)
-        read += len(piece)
-        snapshots.append((fold.snapshot(), read))
-    assert fold.snapshot() == fold_status_records(records)
-    for snapshot, upto in snapshots:
-        assert snapshot == fold_status_records(records[:upto])
+    assert_resumed_equals_one_fold(StatusFold(), fold_status_records, records, cuts)
