@@ -137,18 +137,30 @@ def read_topics(
 ) -> Iterator[RawRecord]:
     """Like `read_topic` for several topics at once, in one consumer: their fetches overlap
     (each topic's records come in order per partition, the topics interleaved)."""
-    described = _described(settings, topics, timeout)
-    # Offset 0 may be gone (retention, compaction); an out-of-range start then goes to the
-    # earliest offset still there.
-    yield from _read_from(
-        settings,
-        described,
-        {},
-        {},
-        isolation_level=isolation_level,
-        timeout=timeout,
-        size=batch_size,
-    )
+    counts = admin.topic_partition_counts(settings, topics, timeout=timeout)
+    for topic in topics:
+        if topic not in counts:
+            raise TopicNotFound(
+                f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}"
+            )
+    consumer = reader_consumer(settings, "reader", isolation_level=isolation_level)
+    try:
+        pending = {(topic, p) for topic in topics for p in range(counts[topic])}
+        # Offset 0 may be gone (retention, compaction); an out-of-range start then goes to
+        # the earliest offset still there.
+        consumer.assign([TopicPartition(topic, p, 0) for topic, p in sorted(pending)])
+        what = ", ".join(topics)
+        for messages in _batches(consumer, pending, what, timeout=timeout, size=batch_size):
+            for message in messages:
+                error = message.error()
+                if error is None:
+                    yield _record(message)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    pending.discard((message.topic(), message.partition()))
+                else:
+                    raise read_failure(error, message.topic() or what, message.topic())
+    finally:
+        consumer.close()
 
 
 @dataclass
@@ -178,69 +190,36 @@ def read_on(
     consumer went back to the earliest offset: the start is gone), has moved back: the
     records read are not what follows the ones read before, and `moved_back` says so.
     """
-    described = _described(settings, topics, timeout)
-    ends: dict[tuple[str, int], int] = {}
-    records = list(
-        _read_from(
-            settings,
-            described,
-            starts,
-            ends,
-            isolation_level="read_committed",
-            timeout=timeout,
-            size=batch_size,
-        )
-    )
-    behind = [
-        (r.topic, r.partition) for r in records if r.offset < starts.get((r.topic, r.partition), 0)
-    ]
-    behind += [slot for slot, end in ends.items() if end < starts.get(slot, 0)]
-    moved_back = f"{behind[0][0]} partition {behind[0][1]}" if behind else ""
-    return ReadOn(records, ends, admin.ids_of(described), moved_back)
-
-
-def _described(settings: dict, topics: list[str], timeout: float) -> dict[str, admin.TopicFacts]:
-    """The topics described, in their order, or TopicNotFound naming the first that does not
-    exist."""
     described = admin.describe_topics(settings, topics, timeout=timeout)
     for topic in topics:
         if topic not in described:
             raise TopicNotFound(
                 f"Topic {topic!r} does not exist on {settings['bootstrap.servers']}"
             )
-    return {topic: described[topic] for topic in topics}
-
-
-def _read_from(
-    settings: dict,
-    described: dict[str, admin.TopicFacts],
-    starts: dict[tuple[str, int], int],
-    ends: dict[tuple[str, int], int],
-    *,
-    isolation_level: str,
-    timeout: float,
-    size: int,
-) -> Iterator[RawRecord]:
-    """Yield every record of the described topics from `starts` (0 where none is given) to
-    their ends, in one consumer; each partition's end goes into `ends` as it is reached."""
-    consumer = reader_consumer(settings, "reader", isolation_level=isolation_level)
+    pending = {(topic, p) for topic in topics for p in range(described[topic].partitions)}
+    consumer = reader_consumer(settings, "reader")
+    records: list[RawRecord] = []
+    ends: dict[tuple[str, int], int] = {}
+    moved_back = ""
     try:
-        pending = {(t, p) for t, facts in described.items() for p in range(facts.partitions)}
         consumer.assign([TopicPartition(t, p, starts.get((t, p), 0)) for t, p in sorted(pending)])
-        what = ", ".join(described)
-        for messages in _batches(consumer, pending, what, timeout=timeout, size=size):
+        what = ", ".join(topics)
+        for messages in _batches(consumer, pending, what, timeout=timeout, size=batch_size):
             for message in messages:
+                slot = (message.topic(), message.partition())
                 error = message.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    raise read_failure(error, message.topic() or what, message.topic())
+                if message.offset() < starts.get(slot, 0) and not moved_back:
+                    moved_back = f"{slot[0]} partition {slot[1]}"
                 if error is None:
-                    yield _record(message)
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    slot = (message.topic(), message.partition())
+                    records.append(_record(message))
+                else:
                     ends[slot] = message.offset()
                     pending.discard(slot)
-                else:
-                    raise read_failure(error, message.topic() or what, message.topic())
     finally:
         consumer.close()
+    return ReadOn(records, ends, admin.ids_of(described), moved_back)
 
 
 def read_range(
