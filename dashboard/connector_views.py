@@ -311,16 +311,9 @@ def _fragments(
             )
         } | {"worst_partition_status": worst}
 
-    return cached.get(
-        "fragments",
-        {
-            "upstream_visible": upstream_visible,
-            # A hidden upstream's fragments are drawn without it: an entry of their own.
-            "upstream_hidden": snapshot.upstream_hidden,
-            "range": span.key,
-        },
-        compute,
-    )
+    # A hidden upstream's fragments are drawn without it: an entry of their own.
+    entry = {"upstream_visible": upstream_visible, "upstream_hidden": snapshot.upstream_hidden}
+    return cached.get("fragments", {**entry, "range": span.key}, compute)
 
 
 def _partitions_page(cached: _ConnectorCache, form: PartitionFilterForm) -> tuple[Page, AgedHtml]:
