@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from offsets.history import store as history_store
 from offsets.models import RefreshRun
 from offsets.refresh import background
 from tests import factories as make
@@ -562,3 +563,36 @@ def test_the_command_beats_while_it_refreshes_spark_start_included(monkeypatch, 
     monkeypatch.setattr(refresh_offsets, "run_refresh", slow_refresh)
     call_command("refresh_offsets", cluster=cluster.name, stdout=io.StringIO())
     assert beats == {"refresh": True}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("how", ["silent", "process gone"])
+def test_an_abandoned_runs_history_folder_goes_with_it(
+    launched, settings, tmp_path, django_capture_on_commit_callbacks, how
+):
+    # A killed refresh cannot remove its folder, which may hold a Parquet file cut off
+    # mid-write: every reader of the history and every merge would meet it.
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path)
+    settings.REFRESH_ABANDONED_SECONDS = 600
+    cluster = make.cluster("prod")
+    kept = make.run(cluster, RefreshRun.Status.SUCCEEDED, ago=900)
+    if how == "silent":
+        killed = make.run(cluster, RefreshRun.Status.RUNNING, ago=601, host="worker-2", pid=7)
+    else:
+        killed = make.run(
+            cluster,
+            RefreshRun.Status.RUNNING,
+            ago=5,
+            host=background.process_host(),
+            pid=ended_pid(),
+        )
+    for run in (kept, killed):
+        folder = history_store.run_folder(cluster, run.pk) / "connector=a"
+        folder.mkdir(parents=True)
+        (folder / "part-0.parquet").write_bytes(b"PAR1 cut off")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert background.start_refresh(cluster=cluster) is not None
+    killed.refresh_from_db()
+    assert killed.status == RefreshRun.Status.FAILED
+    assert not history_store.run_folder(cluster, killed.pk).exists()
+    assert (history_store.run_folder(cluster, kept.pk) / "connector=a" / "part-0.parquet").exists()

@@ -24,6 +24,15 @@ def run_folder(cluster: Cluster, run_pk: int) -> Path:
     return history_path(cluster) / f"run={run_pk}"
 
 
+def drop_run(cluster: Cluster, run_pk: int) -> None:
+    """Remove a run's folder (a run abandoned mid-write), waiting for a merge going on."""
+    root = history_path(cluster)
+    if not root.exists():
+        return
+    with files.history_lock(root, wait=True):
+        shutil.rmtree(run_folder(cluster, run_pk), ignore_errors=True)
+
+
 def compact_history(
     cluster: Cluster, phase: Callable[[str], None], *, upto: int | None = None
 ) -> None:

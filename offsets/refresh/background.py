@@ -1,6 +1,7 @@
 """Start a refresh in the background: one detached `manage.py refresh_offsets` per cluster."""
 
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -16,6 +17,7 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from offsets.history import store as history_store
 from offsets.models import Cluster, RefreshRun
 
 logger = logging.getLogger(__name__)
@@ -85,9 +87,13 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
         # gone): it must not block refreshes forever. Its last sign is its last heartbeat, or
         # its start before the first one.
         abandoned_before = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
-        RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING).alias(
-            last_sign=Coalesce("heartbeat_at", "started_at")
-        ).filter(last_sign__lt=abandoned_before).update(
+        silent = (
+            RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING)
+            .alias(last_sign=Coalesce("heartbeat_at", "started_at"))
+            .filter(last_sign__lt=abandoned_before)
+        )
+        _drop_history_once_committed(cluster, list(silent.values_list("pk", flat=True)))
+        silent.update(
             status=RefreshRun.Status.FAILED,
             finished_at=now,
             error=(
@@ -99,6 +105,7 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
         for running in RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING):
             if not process_gone(running):
                 return None
+            _drop_history_once_committed(cluster, [running.pk])
             RefreshRun.objects.filter(pk=running.pk).update(
                 status=RefreshRun.Status.FAILED,
                 finished_at=now,
@@ -112,6 +119,17 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
             phase="starting",
             **this_process(),
         )
+
+
+def _drop_history_once_committed(cluster: Cluster, run_pks: list[int]) -> None:
+    """Remove the history folders of abandoned runs once their abandonment is committed.
+
+    A killed refresh cannot remove its own folder as a failed one does: it may hold a Parquet
+    file cut off mid-write, which would break every reader of the connector's history and
+    every merge of the folder. Its commits are read again by the next refresh.
+    """
+    for pk in run_pks:
+        transaction.on_commit(functools.partial(history_store.drop_run, cluster, pk))
 
 
 @contextlib.contextmanager
