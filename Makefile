@@ -41,7 +41,7 @@ BENCH_ARGS ?=
 # environment that turns that off (PYTHONDONTWRITEBYTECODE) is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-scheduler-fleet bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -165,6 +165,9 @@ bench-pages: install kafka-runtime ## Time the pages and htmx partials on 1,000 
 
 bench-load: install kafka-runtime ## 50 users on the app server (waitress), idle and during a full refresh: p50/p95/max per URL
 	$(PY) -m tests.bench.bench_load
+
+bench-scheduler-fleet: install kafka-runtime ## One scheduler over 20 clusters of 50 connectors: each refreshed within its period? (not in make bench)
+	$(PY) -m tests.bench.bench_scheduler_fleet $(BENCH_ARGS)
 
 bench-masking: install ## Masking 1 KB vs 1 MB of each hostile value: times and ratios (linear ~1,000)
 	$(PY) -m tests.bench.bench_masking

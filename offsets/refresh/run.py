@@ -238,7 +238,7 @@ def _say_plan(phase: Progress, state: connect_state.ConnectState, planned: Sourc
         phase(
             f"{topic}: {planned.new_records(topic):,} new records in {len(partitions)} partitions"
         )
-    phase(f"computing offsets and history with Spark ({planned.total_records():,} records)")
+    phase(f"computing offsets and history ({planned.total_records():,} records)")
 
 
 def _save(

@@ -212,6 +212,28 @@ def write_commit_batches(
     flush()
 
 
+def fold_kept(
+    topic: str,
+    plan: dict[int, tuple[int, int]],
+    records: list[planner.KeptRecord],
+    *,
+    bucket_seconds: int,
+    history_dir: str | None = None,
+) -> list[dict]:
+    """The folds of records the planner kept, as rows (partials.SUMMARY_SCHEMA), folded and
+    their history written as `kept_records_frame`'s task does, in the calling process."""
+    from offsets.spark.partials import fold_record_batches
+
+    partitions = sorted(p for p, (start, end) in plan.items() if end > start)
+    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
+    folded = fold_record_batches(topic, bucket_seconds, [raw_batch(topic, columns)])
+    return [
+        row
+        for batch in _history_written(folded, history_dir, topic, partitions)
+        for row in batch.to_pylist()
+    ]
+
+
 def kept_records_frame(
     spark,
     topic: str,

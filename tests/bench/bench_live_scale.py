@@ -27,6 +27,8 @@ import json
 import os
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -57,7 +59,7 @@ from offsets.formats.murmur2 import java_partition  # noqa: E402
 from offsets.kafka import producers  # noqa: E402
 from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
 from offsets.refresh.run import run_refresh  # noqa: E402
-from tests.bench.processes import manage, stop, tree_usage  # noqa: E402
+from tests.bench.processes import ROOT, manage, stop, tree_usage  # noqa: E402
 from tests.scratch_broker import empty_broker  # noqa: E402
 
 PHASE = re.compile(r"^\[\s*([\d.]+)s\] (.*)$")
@@ -71,6 +73,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=180, help="the loop watched")
     parser.add_argument("--quiet-seconds", type=float, default=30, help="no writer")
     parser.add_argument("--warmup-seconds", type=float, default=10, help="writing, not counted")
+    parser.add_argument(
+        "--streaming-probe",
+        action="store_true",
+        help="also run Structured Streaming's floor (tests/bench/streaming_probe.py) at each scale",
+    )
     return parser.parse_args()
 
 
@@ -250,7 +257,46 @@ def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
     finally:
         stop(loop)
     report(name, busy, quiet, phases(log))
+    if args.streaming_probe:
+        streaming_probe(args, kafka, cluster, rows)
     return {"busy": busy, "quiet": quiet, "connectors": len(rows)}
+
+
+def streaming_probe(args, kafka: dict, cluster: Cluster, rows: list) -> None:
+    """Structured Streaming's floor beside the same writer: CPU a micro-batch, commits' age."""
+    out, log = WORK / f"probe-{cluster.name}.json", WORK / f"probe-{cluster.name}.log"
+    warmup = 20 + args.warmup_seconds  # its session's start and first micro-batches
+    command = [
+        sys.executable,
+        "-m",
+        "tests.bench.streaming_probe",
+        "--topic",
+        cluster.offsets_topic,
+    ]
+    command += ["--bootstrap", kafka["bootstrap.servers"], "--out", str(out)]
+    command += ["--seconds", str(warmup + args.seconds)]
+    writer = Writer(kafka, cluster.offsets_topic, rows, args.rate)
+    with open(log, "w") as sink:
+        probe = subprocess.Popen(command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
+    writer.start()
+    time.sleep(warmup)
+    cpu_start, started_ms = tree_usage(probe.pid)[0], time.time() * 1000
+    peak = 0
+    while probe.poll() is None and time.time() * 1000 - started_ms < args.seconds * 1000:
+        peak = max(peak, tree_usage(probe.pid)[1])
+        time.sleep(0.25)
+    cpu, wall = tree_usage(probe.pid)[0] - cpu_start, time.time() - started_ms / 1000
+    probe.wait(120)
+    writer.running = False
+    writer.join(30)
+    batches = [b for b in json.loads(out.read_text()) if b["ended_ms"] >= started_ms]
+    ages = [age / 1000 for batch in batches for age in batch["ages"]]
+    print(f"  Structured Streaming's floor (read and fold, no save), {len(batches)} micro-batches:")
+    print(f"    commit -> its batch ended: {cuts(ages)} ({load()})")
+    print(
+        f"    CPU per micro-batch {cpu / max(len(batches), 1):.2f} s; share of a core "
+        f"{cpu / wall:.2f}; peak RSS {peak / 2**30:.2f} GiB"
+    )
 
 
 def report(name: str, busy: dict, quiet: dict, spent: dict[str, float]) -> None:

@@ -356,7 +356,10 @@ def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(s
 
     try:
         wait_until(
-            settled, bool, timeout=180, what="the killed run abandoned and a later refresh succeeded"
+            settled,
+            bool,
+            timeout=180,
+            what="the killed run abandoned and a later refresh succeeded",
         )
     except AssertionError as timed_out:
         scheduler = podman("logs", "--tail", "60", stack.names["scheduler"], check=False)

@@ -91,7 +91,7 @@ SAMPLING_SINK_LAG = "sampling the sinks' lag"
     "cut_at",
     [
         # Spark is about to read the offsets topics (every record: a full refresh).
-        "computing offsets and history with Spark",
+        "computing offsets and history",
         # Spark is done; the lag of the sinks is read from the broker (the test holds the
         # sampling, which runs beside the planning and Spark's work, until then).
         SAMPLING_SINK_LAG,

@@ -337,3 +337,60 @@ def test_merging_only_the_touched_keys_and_carrying_the_others_gives_the_referen
         both = found[name] + carried.get(name, [])
         assert dicts(without_examples(both)) == dicts(without_examples(expected[name])), name
     assert any(s["stalled"] for s in carried["latest"])  # judged again with the time
+
+
+def test_a_one_task_merge_of_kept_records_runs_here_with_the_same_results(tmp_path):
+    """A live loop's round whose merge Spark would run as one task runs in the refresh's
+    process (refresh.compute.merge_kept_here): the planner's kept records folded as a read
+    task folds them, merged with the touched keys' stored state, and the other keys carried.
+    Together they are what the reference model gives, and the commits go to the history."""
+    from types import SimpleNamespace
+
+    import pyarrow.parquet as pq
+
+    from offsets.refresh import compute
+    from offsets.spark.schemas import STATE_COLUMNS
+
+    records = random_records(7, 1500)
+    earlier = records[:900]
+    # Connector "a"'s new records (its drifting key form too) and the malformed ones.
+    new = [r for r in records[900:] if r[4] is None or not r[4].startswith((b'["b"', b'["eos"'))]
+    touched = {P.key_group(r[4]) for r in new} - {None}
+    states = [{n: s[n] for n in STATE_SCHEMA.names} for s in reference(earlier)["latest"]]
+    inside = [
+        tuple(s[n] for n in STATE_COLUMNS)
+        for s in states
+        if (s["connector"], s["identity"]) in touched
+    ]
+    outside = [
+        tuple(s[n] for n in STATE_COLUMNS)
+        for s in states
+        if (s["connector"], s["identity"]) not in touched
+    ]
+    assert outside, "some stored keys are left untouched"
+    plans, kept = {}, {}
+    for topic, partition, offset, timestamp, key, value in new:
+        start, _ = plans.setdefault(topic, {}).get(partition, (offset, offset))
+        plans[topic][partition] = (start, offset + 1)
+        kept.setdefault(topic, []).append((partition, offset, timestamp, key, value))
+    inputs = SimpleNamespace(own_topics=OWN_TOPICS, running=frozenset(RUNNING))
+    stall = {"now_ms": NOW_MS, "stall_ms": THRESHOLD_MS}
+
+    found = compute.merge_kept_here(
+        SimpleNamespace(offsets_topic=WORKER),
+        SimpleNamespace(plans=plans, kept=kept),
+        inputs,
+        sorted(plans),
+        inside,
+        run_dir=tmp_path,
+        **stall,
+    )
+    carried = compute.carry_untouched(outside, inputs, worker_topic=WORKER, **stall)
+    expected = reference(new, earlier)
+    assert found.keys() == set(RESULT_STRUCTS)
+    for name in expected:
+        both = found[name] + carried.get(name, [])
+        assert dicts(without_examples(both)) == dicts(without_examples(expected[name])), name
+    written = sum(pq.read_table(path).num_rows for path in tmp_path.rglob("*.parquet"))
+    commits = sum(row["commits"] for row in expected["buckets"])
+    assert written == commits > 0
