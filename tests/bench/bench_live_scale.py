@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -51,14 +50,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import OperationalError  # noqa: E402
 
 from devkit.demo import DemoOptions, build_demo  # noqa: E402
-from devkit.demo.options import OFFSETS_PARTITIONS  # noqa: E402
 from devkit.demo_writer import write_demo  # noqa: E402
 from devkit.embedded import EmbeddedKafka  # noqa: E402
-from offsets.formats import jackson  # noqa: E402
-from offsets.formats.murmur2 import java_partition  # noqa: E402
-from offsets.kafka import producers  # noqa: E402
 from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
 from offsets.refresh.run import run_refresh  # noqa: E402
+from tests.bench.live_writer import Writer  # noqa: E402
 from tests.bench.processes import ROOT, manage, stop, tree_usage  # noqa: E402
 from tests.scratch_broker import empty_broker  # noqa: E402
 
@@ -83,40 +79,6 @@ def parse_args() -> argparse.Namespace:
 
 def load() -> str:
     return f"load {os.getloadavg()[0]:.2f}"
-
-
-class Writer(threading.Thread):
-    """Commits `rate` new offsets a second, round robin over the given partitions."""
-
-    def __init__(self, kafka: dict, topic: str, rows: list[tuple[bytes, dict]], rate: float):
-        super().__init__(daemon=True)
-        self.producer = producers.java_producer(kafka)
-        self.topic, self.rate = topic, rate
-        self.current = {key: dict(offset) for key, offset in rows}
-        self.keys = list(self.current)
-        self.lock = threading.Lock()
-        self.pending: dict[bytes, list[tuple[float, dict]]] = defaultdict(list)
-        self.running = True
-
-    def run(self) -> None:
-        index, started = 0, time.monotonic()
-        while self.running:
-            key = self.keys[index % len(self.keys)]
-            offset = {
-                name: value + 1 if isinstance(value, int) else value
-                for name, value in self.current[key].items()
-            }
-            self.current[key] = offset
-            partition = java_partition(key, OFFSETS_PARTITIONS)
-            self.producer.produce(
-                self.topic, key=key, value=jackson.dumps(offset), partition=partition
-            )
-            self.producer.poll(0)
-            with self.lock:
-                self.pending[key].append((time.time(), offset))
-            index += 1
-            time.sleep(max(0.0, started + index / self.rate - time.monotonic()))
-        self.producer.flush(30)
 
 
 def settle(cluster: Cluster, writer: Writer, freshness: list[float]) -> None:

@@ -51,7 +51,7 @@ from devkit.demo_writer import _write_connect_records, write_demo  # noqa: E402
 from devkit.embedded import EmbeddedKafka  # noqa: E402
 from offsets.kafka import admin  # noqa: E402
 from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
-from tests.bench.bench_live_scale import Writer, load  # noqa: E402
+from tests.bench.live_writer import Writer  # noqa: E402
 from tests.bench.processes import manage, stop, tree_usage  # noqa: E402
 
 DOZEN = 11  # the demo's own connectors, beside its bulk sources
@@ -121,6 +121,10 @@ def offsets_to_move(cluster: Cluster) -> list[tuple[bytes, dict]]:
         ).values_list("key_bytes", "offset")
         if isinstance(offset, dict) and any(isinstance(v, int) for v in offset.values())
     ]
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def cuts(values: list[float]) -> str:
