@@ -179,6 +179,10 @@ bench-live: install kafka-runtime ## Freshness under a live loop (--every 1) on 
 	$(PY) -m tests.bench.bench_live
 
 bench-live-scale: install kafka-runtime ## The live loop at 10 and at 1,000 connectors: freshness, CPU a round, round times, memory (not in make bench: it takes a while)
+	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
+	  echo "Installing Debian's kcat for the raw-read figure..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
 	$(PY) -m tests.bench.bench_live_scale $(BENCH_ARGS)
 
 lint: install ## Check style with ruff

@@ -56,6 +56,7 @@ from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
 from offsets.refresh.run import run_refresh  # noqa: E402
 from tests.bench.live_writer import Writer  # noqa: E402
 from tests.bench.processes import ROOT, manage, stop, tree_usage  # noqa: E402
+from tests.bench.seeding import kcat_read  # noqa: E402
 from tests.scratch_broker import empty_broker  # noqa: E402
 
 PHASE = re.compile(r"^\[\s*([\d.]+)s\] (.*)$")
@@ -184,11 +185,14 @@ def watch(cluster: Cluster, loop, seconds: float, writer: Writer | None) -> dict
 def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
     print(f"\n== {name}: the demo's dozen and {bulk:,} bulk sources ==", flush=True)
     cluster = seed(kafka, name, bulk, records)
+    kcat = kcat_read(kafka["bootstrap.servers"], [cluster.offsets_topic])
     started = time.monotonic()
     run = run_refresh(cluster=cluster, full=True)
+    took = time.monotonic() - started
     print(
-        f"  full refresh: {run.status}, {run.records_read:,} records in "
-        f"{time.monotonic() - started:.1f} s ({load()})",
+        f"  full refresh: {run.status}, {run.records_read:,} records in {took:.1f} s ({load()})"
+        f"; kcat's raw read of {cluster.offsets_topic}: {kcat.text}"
+        + (f", the refresh {took / kcat.seconds:.2f}x it" if kcat.seconds else ""),
         flush=True,
     )
     rows = [
