@@ -68,6 +68,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=2_000_000, help="history at scale")
     parser.add_argument("--rate", type=float, default=50, help="new commits a second")
     parser.add_argument("--seconds", type=float, default=180, help="the loop watched")
+    parser.add_argument(
+        "--ten-seconds", type=float, help="the loop watched at ten connectors (default --seconds)"
+    )
     parser.add_argument("--quiet-seconds", type=float, default=30, help="no writer")
     parser.add_argument("--warmup-seconds", type=float, default=10, help="writing, not counted")
     parser.add_argument(
@@ -215,7 +218,8 @@ def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
         writer.start()
         # Not counted: the loop's first Spark job (a round with nothing new starts none).
         watch(cluster, loop, args.warmup_seconds, writer)
-        busy = watch(cluster, loop, args.seconds, writer)
+        seconds = args.seconds if bulk or args.ten_seconds is None else args.ten_seconds
+        busy = watch(cluster, loop, seconds, writer)
         writer.running = False
         writer.join(30)
         time.sleep(3)
