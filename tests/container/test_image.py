@@ -343,10 +343,25 @@ def test_sigterm_ends_the_scheduler_within_ten_seconds_and_marks_its_refresh(sta
         podman("start", stack.names["scheduler"])
 
 
+def _kill_mid_refresh(stack) -> tuple:
+    """Kill the scheduler while a refresh runs; return that run.
+
+    An incremental refresh here takes a second or two, about what `podman kill` takes to
+    reach the container: a run that ended before the kill did is no killed run, so the kill
+    is tried again on the next one.
+    """
+    for _ in range(5):
+        run = _running_run(stack)
+        podman("kill", "--signal", "KILL", stack.names["scheduler"])
+        podman("wait", stack.names["scheduler"], timeout=60)
+        if {pk: status for pk, status, *_ in stack.runs()}[run[0]] == "running":
+            return run
+        podman("start", stack.names["scheduler"])
+    raise AssertionError("Five refreshes in a row ended before the kill reached them.")
+
+
 def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(stack):
-    killed_id, _, _, killed_host = _running_run(stack)
-    podman("kill", "--signal", "KILL", stack.names["scheduler"])
-    podman("wait", stack.names["scheduler"], timeout=60)
+    killed_id, _, _, killed_host = _kill_mid_refresh(stack)
     podman("start", stack.names["scheduler"])
 
     def settled() -> bool:
