@@ -99,7 +99,9 @@ def main() -> int:
                         cluster=cluster,
                         spark=spark,
                         full=True,
-                        progress=lambda text: "Spark" in text and spark_started.set(),
+                        progress=lambda text: (
+                            "computing offsets and history" in text and spark_started.set()
+                        ),
                     )
                 finally:
                     spark_started.set()

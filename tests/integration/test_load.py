@@ -36,7 +36,7 @@ def test_twenty_users_get_every_page_partial_and_api_answer_while_a_refresh_runs
     outcome: dict = {}
 
     def progress(text: str) -> None:
-        if "Spark" in text:
+        if "computing offsets and history" in text:
             spark_started.set()
 
     def refresh_in_background() -> None:
