@@ -11,7 +11,7 @@ import socket
 import threading
 from pathlib import Path
 
-from devkit.embedded import EmbeddedKafka, free_port
+from devkit.embedded import EmbeddedKafka, EmbeddedKafkaError, free_port
 
 
 class TcpProxy:
@@ -100,11 +100,22 @@ class BrokerBehindProxy:
         return f"127.0.0.1:{self.proxy.port}"
 
     def start(self) -> str:
-        broker_port = free_port()
-        self.proxy = TcpProxy(("127.0.0.1", broker_port))
-        self.proxy.start()
-        self.broker.start(port=broker_port, worker=False, advertised=self.bootstrap_servers)
-        return self.bootstrap_servers
+        # The broker's port is chosen before the broker binds it: any process's outgoing
+        # connection can take it meanwhile (the same range serves both), so a start that
+        # lost its port is tried again on another.
+        attempts = 3
+        while True:
+            attempts -= 1
+            broker_port = free_port()
+            self.proxy = TcpProxy(("127.0.0.1", broker_port))
+            self.proxy.start()
+            try:
+                self.broker.start(port=broker_port, worker=False, advertised=self.bootstrap_servers)
+                return self.bootstrap_servers
+            except EmbeddedKafkaError as exc:
+                self.proxy.close()
+                if not attempts or "Address already in use" not in str(exc):
+                    raise
 
     def stop(self) -> None:
         if self.proxy is not None:
