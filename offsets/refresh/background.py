@@ -92,7 +92,7 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
             .alias(last_sign=Coalesce("heartbeat_at", "started_at"))
             .filter(last_sign__lt=abandoned_before)
         )
-        _drop_history_once_committed(cluster, list(silent.values_list("pk", flat=True)))
+        candidates = list(silent.values_list("pk", flat=True))
         silent.update(
             status=RefreshRun.Status.FAILED,
             finished_at=now,
@@ -102,6 +102,12 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
                 "gone)."
             ),
         )
+        # Only the runs this update released: one whose heartbeat came after the look above
+        # is still writing its folder.
+        released = RefreshRun.objects.filter(
+            pk__in=candidates, status=RefreshRun.Status.FAILED, finished_at=now
+        )
+        _drop_history_once_committed(cluster, list(released.values_list("pk", flat=True)))
         for running in RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING):
             if not process_gone(running):
                 return None

@@ -222,16 +222,32 @@ def fold_kept(
 ) -> list[dict]:
     """The folds of records the planner kept, as rows (partials.SUMMARY_SCHEMA), folded and
     their history written as `kept_records_frame`'s task does, in the calling process."""
+    folded = _fold_kept_batches(
+        topic, plan, bucket_seconds, history_dir, [_kept_batch(topic, records)]
+    )
+    return [row for batch in folded for row in batch.to_pylist()]
+
+
+def _kept_batch(topic: str, records: list[planner.KeptRecord]) -> pa.RecordBatch:
+    """The planner's kept records of `topic` as raw records (ARROW_SCHEMA)."""
+    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
+    return raw_batch(topic, columns)
+
+
+def _fold_kept_batches(
+    topic: str,
+    plan: dict[int, tuple[int, int]],
+    bucket_seconds: int,
+    history_dir: str | None,
+    batches: Iterable[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """Fold raw batches of kept records and write their history as a read task of `plan`
+    would, under the same names."""
     from offsets.spark.partials import fold_record_batches
 
     partitions = sorted(p for p, (start, end) in plan.items() if end > start)
-    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
-    folded = fold_record_batches(topic, bucket_seconds, [raw_batch(topic, columns)])
-    return [
-        row
-        for batch in _history_written(folded, history_dir, topic, partitions)
-        for row in batch.to_pylist()
-    ]
+    folded = fold_record_batches(topic, bucket_seconds, batches)
+    return _history_written(folded, history_dir, topic, partitions)
 
 
 def kept_records_frame(
@@ -253,17 +269,13 @@ def kept_records_frame(
     records in order, in one place), as a read task would get them from Kafka, and the task
     writes the history files a read task of `plan` would, under the same names.
     """
-    from offsets.spark.partials import SUMMARY_SCHEMA, fold_record_batches
-
-    partitions = sorted(p for p, (start, end) in plan.items() if end > start)
+    from offsets.spark.partials import SUMMARY_SCHEMA
 
     def fold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        folded = fold_record_batches(topic, bucket_seconds, batches)
-        yield from _history_written(folded, history_dir, topic, partitions)
+        yield from _fold_kept_batches(topic, plan, bucket_seconds, history_dir, batches)
 
-    columns = list(zip(*records, strict=True)) if records else [[] for _ in range(5)]
     return (
-        spark.createDataFrame(pa.Table.from_batches([raw_batch(topic, columns)]), SCHEMA)
+        spark.createDataFrame(pa.Table.from_batches([_kept_batch(topic, records)]), SCHEMA)
         .coalesce(1)
         .mapInArrow(fold, SUMMARY_SCHEMA)
     )
