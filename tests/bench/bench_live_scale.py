@@ -24,27 +24,17 @@ report. Asserts nothing.
 import argparse
 import contextlib
 import json
-import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
-WORK = Path(tempfile.mkdtemp(prefix="offsets-bench-live-scale-"))
-os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'bench.sqlite3'}"
-os.environ["OFFSETS_HISTORY_PATH"] = str(WORK / "history")
-os.environ["RUN_DIR"] = str(WORK / "run")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+from tests.bench.processes import django_workdir
 
-import django  # noqa: E402
-
-django.setup()
+WORK = django_workdir("offsets-bench-live-scale-")
 
 from django.core.management import call_command  # noqa: E402
 from django.db import OperationalError  # noqa: E402
@@ -54,8 +44,8 @@ from devkit.demo_writer import write_demo  # noqa: E402
 from devkit.embedded import EmbeddedKafka  # noqa: E402
 from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
 from offsets.refresh.run import run_refresh  # noqa: E402
-from tests.bench.live_writer import Writer  # noqa: E402
-from tests.bench.processes import ROOT, manage, stop, tree_usage  # noqa: E402
+from tests.bench.live_writer import Writer, offsets_to_move  # noqa: E402
+from tests.bench.processes import ROOT, cuts, load, manage, stop, tree_usage  # noqa: E402
 from tests.bench.seeding import kcat_read  # noqa: E402
 from tests.scratch_broker import empty_broker  # noqa: E402
 
@@ -79,10 +69,6 @@ def parse_args() -> argparse.Namespace:
         help="also run Structured Streaming's floor (tests/bench/streaming_probe.py) at each scale",
     )
     return parser.parse_args()
-
-
-def load() -> str:
-    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def settle(cluster: Cluster, writer: Writer, freshness: list[float]) -> None:
@@ -109,13 +95,6 @@ def settle(cluster: Cluster, writer: Writer, freshness: list[float]) -> None:
                 upto = values.index(held) + 1
                 freshness.extend(now - at for at, _ in pending[:upto])
                 del pending[:upto]
-
-
-def cuts(values: list[float]) -> str:
-    if len(values) < 2:
-        return f"{len(values)} values: too few"
-    q = statistics.quantiles(values, n=100, method="inclusive")
-    return f"p50 {q[49]:.2f} s, p95 {q[94]:.2f} s, p99 {q[98]:.2f} s, max {max(values):.2f} s"
 
 
 def seed(kafka: dict, name: str, bulk: int, records: int) -> Cluster:
@@ -198,13 +177,7 @@ def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
         + (f", the refresh {took / kcat.seconds:.2f}x it" if kcat.seconds else ""),
         flush=True,
     )
-    rows = [
-        (bytes(key), offset)
-        for key, offset in SourceOffset.objects.filter(
-            cluster=cluster, topic=cluster.offsets_topic, offset__isnull=False
-        ).values_list("key_bytes", "offset")
-        if isinstance(offset, dict) and any(isinstance(v, int) for v in offset.values())
-    ]
+    rows = offsets_to_move(cluster)
     log = WORK / f"loop-{name}.log"
     loop = manage("refresh_offsets", "--cluster", name, "--every", "1", log=log)
     try:

@@ -18,24 +18,12 @@ peak RSS (its process tree, from /proc), with the load average beside them. Asse
 
 import argparse
 import itertools
-import os
-import statistics
-import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
-WORK = Path(tempfile.mkdtemp(prefix="offsets-bench-scheduler-"))
-os.environ["DATABASE_URL"] = f"sqlite:///{WORK / 'bench.sqlite3'}"
-os.environ["OFFSETS_HISTORY_PATH"] = str(WORK / "history")
-os.environ["RUN_DIR"] = str(WORK / "run")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+from tests.bench.processes import django_workdir
 
-import django  # noqa: E402
-
-django.setup()
+WORK = django_workdir("offsets-bench-scheduler-")
 
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -50,9 +38,9 @@ from devkit.demo.options import (  # noqa: E402
 from devkit.demo_writer import _write_connect_records, write_demo  # noqa: E402
 from devkit.embedded import EmbeddedKafka  # noqa: E402
 from offsets.kafka import admin  # noqa: E402
-from offsets.models import Cluster, RefreshRun, SourceOffset  # noqa: E402
-from tests.bench.live_writer import Writer  # noqa: E402
-from tests.bench.processes import manage, stop, tree_usage  # noqa: E402
+from offsets.models import Cluster, RefreshRun  # noqa: E402
+from tests.bench.live_writer import Writer, offsets_to_move  # noqa: E402
+from tests.bench.processes import cuts, load, manage, stop, tree_usage  # noqa: E402
 
 DOZEN = 11  # the demo's own connectors, beside its bulk sources
 
@@ -111,27 +99,6 @@ def seed(kafka: dict, index: int, args) -> Cluster:
         status_topic=options.status_topic,
         refresh_every_seconds=args.period,
     )
-
-
-def offsets_to_move(cluster: Cluster) -> list[tuple[bytes, dict]]:
-    return [
-        (bytes(key), offset)
-        for key, offset in SourceOffset.objects.filter(
-            cluster=cluster, topic=cluster.offsets_topic, offset__isnull=False
-        ).values_list("key_bytes", "offset")
-        if isinstance(offset, dict) and any(isinstance(v, int) for v in offset.values())
-    ]
-
-
-def load() -> str:
-    return f"load {os.getloadavg()[0]:.2f}"
-
-
-def cuts(values: list[float]) -> str:
-    if len(values) < 2:
-        return f"{len(values)} values: too few"
-    q = statistics.quantiles(values, n=100, method="inclusive")
-    return f"p50 {q[49]:.2f} s, p95 {q[94]:.2f} s, max {max(values):.2f} s"
 
 
 def report(clusters: list[Cluster], since, args, cpu: float, wall: float, peak: int) -> None:

@@ -8,6 +8,7 @@ from devkit.demo.options import OFFSETS_PARTITIONS
 from offsets.formats import jackson
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import producers
+from offsets.models import Cluster, SourceOffset
 
 
 class Writer(threading.Thread):
@@ -42,3 +43,14 @@ class Writer(threading.Thread):
             index += 1
             time.sleep(max(0.0, started + index / self.rate - time.monotonic()))
         self.producer.flush(30)
+
+
+def offsets_to_move(cluster: Cluster) -> list[tuple[bytes, dict]]:
+    """The cluster's stored worker-topic offsets with a numeric field: what a Writer moves."""
+    return [
+        (bytes(key), offset)
+        for key, offset in SourceOffset.objects.filter(
+            cluster=cluster, topic=cluster.offsets_topic, offset__isnull=False
+        ).values_list("key_bytes", "offset")
+        if isinstance(offset, dict) and any(isinstance(v, int) for v in offset.values())
+    ]

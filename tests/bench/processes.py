@@ -69,3 +69,32 @@ def percentiles(values: list[float]) -> str:
         f"{len(values):,} commits: p50 {cuts[49]:.2f} s, p95 {cuts[94]:.2f} s, "
         f"max {max(values):.2f} s"
     )
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.2f}"
+
+
+def cuts(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{len(values)} values: too few"
+    q = statistics.quantiles(values, n=100, method="inclusive")
+    return f"p50 {q[49]:.2f} s, p95 {q[94]:.2f} s, p99 {q[98]:.2f} s, max {max(values):.2f} s"
+
+
+def django_workdir(prefix: str) -> Path:
+    """A new working folder for a benchmark, its SQLite database, history and run files
+    there, and Django set up on them; call before importing anything of the project's models."""
+    import tempfile
+
+    import django
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
+    os.environ["OFFSETS_HISTORY_PATH"] = str(work / "history")
+    os.environ["RUN_DIR"] = str(work / "run")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    django.setup()
+    return work
