@@ -553,7 +553,7 @@ def test_the_command_beats_while_it_refreshes_spark_start_included(monkeypatch, 
         return run.heartbeat_at is not None and run.heartbeat_at > since
 
     def slow_refresh(**kwargs):
-        # Spark starts inside the refresh (refresh.compute.start_spark), so these beats cover it.
+        # Spark starts inside the refresh (refresh.inputs.start_spark), so these beats cover it.
         since = timezone.now()
         wait_for(lambda: beaten_after(since))
         beats["refresh"] = True

@@ -150,6 +150,10 @@ class Cluster(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    # A new value at every save of a refresh's results (offsets.refresh.store.save): a live
+    # loop starts its next round from what it saved while this is still the value it wrote
+    # (offsets.refresh.memory), and reads the stored results back once another save came.
+    results_token = models.CharField(max_length=32, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]

@@ -4,17 +4,14 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 
 from offsets import tuning
-from offsets.formats.connectors import Connector
-from offsets.models import Cluster, SourceOffset
-from offsets.refresh.results import SourcePlan, SourceResults, StoredRows
-from offsets.refresh.store import SOURCE_OFFSET_FIELDS
+from offsets.models import Cluster
+from offsets.refresh.inputs import MergeInputs, previous_table, remembered_row
+from offsets.refresh.results import SourcePlan, SourceResults
 
 Progress = Callable[[str], None]
 
@@ -33,127 +30,6 @@ def spark_conf(spark, conf: dict[str, str]):
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
-
-
-@dataclass
-class MergeInputs:
-    """The merge's inputs that need no Kafka read (`merge_inputs`)."""
-
-    spark: object
-    # The stored per-key state (STATE_SCHEMA) as an Arrow table; None for a full refresh, or
-    # when `previous_rows` holds it instead (built once the merge knows which rows it needs).
-    previous_table: object | None
-    stored_keys: int  # how many keys the last run stored (a full refresh counts them too)
-    # The stored SourceOffset rows the previous state was read from, as the save compares
-    # them (`StoredRows`); None for a full refresh, whose save reads them itself.
-    stored_rows: StoredRows | None
-    own_topics: dict[str, str]  # connector -> its own offsets topic (KIP-618)
-    running: frozenset[str]  # connectors that commit offsets now
-    # The stored per-key state as STATE_COLUMNS tuples (an incremental refresh).
-    previous_rows: list[tuple] | None = None
-
-
-def merge_inputs(
-    spark, cluster: Cluster, connectors: list[Connector], *, full: bool
-) -> MergeInputs:
-    """Start Spark if needed and build the merge's inputs from the database and the configs.
-
-    Built while the snapshot is planned (`offsets.refresh.plan.read_state_and_plan`): that is mostly waiting on
-    the broker, and the merge's inputs were ~0.3-0.5 s of its building, which is what an
-    incremental refresh's merge waited for. The previous state stays an Arrow table until the
-    merge makes its frame.
-    """
-    spark = spark or start_spark()
-    if full:
-        rows = stored_rows = None
-        stored_keys = SourceOffset.objects.filter(cluster=cluster).count()
-    else:
-        rows, stored_rows = previous_rows(cluster)
-        stored_keys = len(rows)
-    return MergeInputs(
-        spark=spark,
-        previous_table=None,
-        stored_keys=stored_keys,
-        stored_rows=stored_rows,
-        own_topics={c.name: c.own_offsets_topic for c in connectors if c.own_offsets_topic},
-        running=frozenset(c.name for c in connectors if c.consuming),
-        previous_rows=rows,
-    )
-
-
-def start_spark():
-    """The process's Spark session, started now if it is not yet: a refresh starts Spark only
-    once Kafka has answered, so that one of an unreachable cluster fails in seconds."""
-    from offsets.spark.session import get_spark
-
-    try:
-        return get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
-    except Exception as exc:
-        raise RuntimeError(f"Spark could not start: {exc}") from exc
-
-
-def previous_state(cluster: Cluster):
-    """Return the stored per-key state as an Arrow table (STATE_SCHEMA) and as the stored
-    rows the save compares its results with (`StoredRows`)."""
-    rows, stored = previous_rows(cluster)
-    return previous_table(rows), stored
-
-
-def previous_rows(cluster: Cluster) -> tuple[list[tuple], StoredRows]:
-    """Return the stored per-key state as STATE_COLUMNS tuples, and as the stored rows the
-    save compares its results with (`StoredRows`).
-
-    The save reuses the rows read here rather than reading them again: only a refresh writes
-    SourceOffset rows, and the save's lock and read-position check stop it when another
-    refresh saved since this one began.
-    """
-    # values_list, not model instances: decoding the JSON columns nobody reads here cost more
-    # than the query.
-    stored: StoredRows = {}
-    rows = []
-    for pk, topic, key_hash, key, *values in SourceOffset.objects.filter(
-        cluster=cluster
-    ).values_list("pk", "topic", "key_hash", "key_bytes", *SOURCE_OFFSET_FIELDS):
-        stored[(topic, key_hash)] = (pk, values)
-        field = dict(zip(SOURCE_OFFSET_FIELDS, values, strict=True))
-        rows.append(
-            (
-                topic,
-                key_hash,
-                bytes(key),
-                field["connector"],
-                field["partition_text"],
-                field["identity"],
-                field["offset_text"],
-                field["kafka_partition"],
-                field["kafka_offset"],
-                _epoch_ms(field["last_commit_at"]) or 0,
-                field["progress"],
-                field["commits"],
-                _epoch_ms(field["first_commit_at"]),
-                _epoch_ms(field["last_commit_at"]),
-            )
-        )
-    return rows, stored
-
-
-def previous_table(rows: list[tuple]):
-    """STATE_COLUMNS tuples as an Arrow table (STATE_SCHEMA): a frame with no pandas
-    conversion (`merge.previous_frame`)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from offsets.spark.schemas import STATE_COLUMNS, STATE_SCHEMA
-
-    columns = zip(*rows, strict=True) if rows else ([] for _ in STATE_COLUMNS)
-    return pa.table(
-        {name: list(column) for name, column in zip(STATE_COLUMNS, columns, strict=True)},
-        schema=to_arrow_schema(STATE_SCHEMA),
-    )
-
-
-def _epoch_ms(moment: datetime | None) -> int | None:
-    return None if moment is None else int(moment.timestamp() * 1000)
 
 
 def compute_sources(
@@ -181,10 +57,12 @@ def compute_sources(
         )
     else:
         phase("merging the latest offsets, key drift and stalls")
-    collected = _read_and_merge(
+    collected, changed = _read_and_merge(
         cluster, plan, inputs, reading_topics, now_ms=now_ms, run_dir=run_dir
     )
-    return SourceResults.collected(plan, collected)
+    results = SourceResults.collected(plan, collected)
+    results.changed_keys = changed
+    return results
 
 
 def _read_and_merge(
@@ -195,40 +73,111 @@ def _read_and_merge(
     *,
     now_ms: int,
     run_dir: Path,
-) -> dict[str, list[dict]]:
+) -> tuple[dict[str, list[dict]], set[tuple[str, str]] | None]:
     """Fold the new records (read from Kafka, or those the planner kept) and merge them with
-    the previous state: the collected results by name.
+    the previous state: the collected results by name, and the keys whose rows can differ
+    from the stored ones (None: any).
 
     When the planner kept every new record (a live loop's round), only the keys they touch
-    are merged (`touched_groups`), the others carried (`carry_untouched`), and a merge of one
-    task's size runs in this process (`merge_kept_here`). Otherwise one Spark job.
+    are merged (`touched_groups`), the others carried (`carry_untouched`, or from the loop's
+    memory: `carry_remembered`), and a merge of one task's size runs in this process
+    (`merge_kept_here`). Otherwise one Spark job.
     """
-    stall_after_ms = settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+    how = {"now_ms": now_ms, "stall_ms": _stall_ms(cluster), "run_dir": run_dir}
+    remembered = inputs.remembered
     touched = None
-    if inputs.previous_rows is not None:
+    if inputs.previous_rows is not None or remembered is not None:
         touched = touched_groups(plan, reading_topics)
-    merged_rows, untouched = _split_previous(inputs, touched)
-    here = touched is not None and tuning.merge_tasks(len(merged_rows) or plan.total_records()) == 1
-    results = (merge_kept_here if here else _spark_merge)(
-        cluster,
-        plan,
-        inputs,
-        reading_topics,
-        merged_rows,
-        now_ms=now_ms,
-        stall_ms=stall_after_ms,
-        run_dir=run_dir,
-    )
+    if remembered is not None and touched is not None:
+        return _merge_remembered(cluster, plan, inputs, reading_topics, touched, **how)
+    previous = inputs.previous_rows
+    if remembered is not None:
+        previous = [remembered_row(row) for row in remembered.latest.values()]
+    merged_rows, untouched = _split_previous(previous, touched)
+    results = _merge(cluster, plan, inputs, reading_topics, merged_rows, **how)
     if untouched is None:
-        return results
+        return results, None
     carried = carry_untouched(
         untouched,
         inputs,
         worker_topic=cluster.offsets_topic,
         now_ms=now_ms,
-        stall_ms=stall_after_ms,
+        stall_ms=how["stall_ms"],
     )
-    return results | {name: results[name] + carried[name] for name in carried}
+    return results | {name: results[name] + carried[name] for name in carried}, None
+
+
+def _stall_ms(cluster: Cluster) -> int:
+    return settings.STALL_AFTER_FLUSH_INTERVALS * cluster.offset_flush_interval_ms
+
+
+def _merge(
+    cluster: Cluster,
+    plan: SourcePlan,
+    inputs: MergeInputs,
+    reading_topics: list[str],
+    merged_rows: list[tuple] | None,
+    **how,
+) -> dict[str, list[dict]]:
+    """The new records' folds merged with `merged_rows`: in this process when the planner
+    kept every record and the merge is one task's size, otherwise in Spark."""
+    here = (
+        merged_rows is not None
+        and all(topic in plan.kept for topic in reading_topics)
+        and tuning.merge_tasks(len(merged_rows) or plan.total_records()) == 1
+    )
+    merge = merge_kept_here if here else _spark_merge
+    return merge(cluster, plan, inputs, reading_topics, merged_rows, **how)
+
+
+def _merge_remembered(
+    cluster: Cluster,
+    plan: SourcePlan,
+    inputs: MergeInputs,
+    reading_topics: list[str],
+    touched: set[tuple[str, str]],
+    **how,
+) -> tuple[dict[str, list[dict]], set[tuple[str, str]]]:
+    """A live round from the loop's memory: the touched keys merged, the others carried as
+    remembered with their stall flags judged again, their drift as remembered. Returns the
+    results and the keys that can differ from the stored rows: those merged and those whose
+    stall flag flipped."""
+    remembered = inputs.remembered
+    assert remembered is not None
+    merged_rows, untouched = [], []
+    for row in remembered.latest.values():
+        if (row["connector"], row["identity"]) in touched:
+            merged_rows.append(remembered_row(row))
+        else:
+            untouched.append(row)
+    results = _merge(cluster, plan, inputs, reading_topics, merged_rows, **how)
+    carried, flipped = carry_remembered(
+        untouched, inputs.running, now_ms=how["now_ms"], stall_ms=how["stall_ms"]
+    )
+    drift = [row for row in remembered.drift if (row["connector"], row["identity"]) not in touched]
+    changed = {(row["topic"], row["key_hash"]) for row in results["latest"]} | flipped
+    return results | {"latest": results["latest"] + carried, "drift": results["drift"] + drift}, (
+        changed
+    )
+
+
+def carry_remembered(
+    rows: list[dict], running: frozenset[str], *, now_ms: int, stall_ms: int
+) -> tuple[list[dict], set[tuple[str, str]]]:
+    """Remembered latest rows of keys no new record touched, their stall flags judged again
+    (`merge.stall_flag`): the rows, a copy of each whose flag flipped, and those keys. Their
+    effective value and drift stay: those change only with new records or other topics."""
+    from offsets.spark.merge import stall_flag
+
+    carried, flipped = [], set()
+    for row in rows:
+        stalled = stall_flag(row, running, now_ms=now_ms, threshold_ms=stall_ms)
+        if stalled != row["stalled"]:
+            # A copy: the memory stays what was saved until this round's save replaces it.
+            row = dict(row, stalled=stalled)
+            flipped.add((row["topic"], row["key_hash"]))
+        carried.append(row)
+    return carried, flipped
 
 
 def merge_kept_here(
@@ -290,16 +239,16 @@ def touched_groups(plan: SourcePlan, reading_topics: list[str]) -> set[tuple[str
     return groups
 
 
-def _split_previous(inputs: MergeInputs, touched: set[tuple[str, str]] | None):
-    """The stored rows to merge with the new records' folds (None: `inputs.previous_table`,
-    for a full refresh) and those left out of it (None: none left out)."""
-    if inputs.previous_rows is None:
+def _split_previous(previous: list[tuple] | None, touched: set[tuple[str, str]] | None):
+    """The stored rows (STATE_COLUMNS tuples) to merge with the new records' folds (None:
+    `inputs.previous_table`, for a full refresh) and those left out of it (None: none)."""
+    if previous is None:
         return None, None
     if touched is None:
-        return inputs.previous_rows, None
+        return previous, None
     # STATE_COLUMNS: connector is the fourth, identity the sixth.
-    merged = [row for row in inputs.previous_rows if (row[3], row[5]) in touched]
-    left = [row for row in inputs.previous_rows if (row[3], row[5]) not in touched]
+    merged = [row for row in previous if (row[3], row[5]) in touched]
+    left = [row for row in previous if (row[3], row[5]) not in touched]
     return merged, left
 
 

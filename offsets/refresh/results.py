@@ -9,8 +9,25 @@ from offsets.models import LagSample, SinkPartitionLag
 # A topic's planned read: {partition: (first offset, end offset)}.
 TopicPlan = dict[int, tuple[int, int]]
 
+# The SourceOffset fields a refresh computes (key_bytes, partition and offset follow from
+# key_hash, partition_text and offset_text), in the order store.source_offset_values gives them.
+SOURCE_OFFSET_FIELDS = (
+    "connector",
+    "identity",
+    "partition_text",
+    "offset_text",
+    "kafka_partition",
+    "kafka_offset",
+    "progress",
+    "first_commit_at",
+    "last_commit_at",
+    "commits",
+    "rewinds",
+    "stalled",
+    "effective",
+)
 # A cluster's stored SourceOffset rows as the save compares them:
-# {(topic, key_hash): (pk, the values of store.SOURCE_OFFSET_FIELDS)}.
+# {(topic, key_hash): (pk, the values of SOURCE_OFFSET_FIELDS)}.
 StoredRows = dict[tuple[str, str], tuple[int, list]]
 
 # A sink partition's lag in time as the last refresh found it:
@@ -61,6 +78,9 @@ class SourceResults:
     malformed: list[dict] = field(default_factory=list)
     # Keys whose newest record the database cannot hold: {topic, key_hash, kafka_offset}.
     unstorable: list[dict] = field(default_factory=list)
+    # The keys whose `latest` rows can differ from the stored ones, when the merge knows
+    # (a live round from its memory); None: any of them.
+    changed_keys: set[tuple[str, str]] | None = None
 
     @classmethod
     def collected(cls, plan: SourcePlan, rows: dict[str, list[dict]]) -> "SourceResults":

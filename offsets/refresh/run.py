@@ -24,7 +24,18 @@ from offsets.alerts import evaluation
 from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
-from offsets.refresh import background, compute, mirrors, plan, runs, sinks, standalone, store
+from offsets.refresh import (
+    background,
+    compute,
+    memory,
+    mirrors,
+    plan,
+    runs,
+    sinks,
+    standalone,
+    store,
+)
+from offsets.refresh.inputs import MergeInputs, merge_inputs
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
 
 logger = logging.getLogger(__name__)
@@ -38,7 +49,7 @@ class Refreshed:
 
     state: connect_state.ConnectState
     plan: SourcePlan
-    inputs: compute.MergeInputs
+    inputs: MergeInputs
     sources: SourceResults
     sinks: SinkResults
     full: bool
@@ -133,7 +144,7 @@ def _compute(
     with ThreadPoolExecutor(max_workers=1) as side:
         sampling: Future[SinkResults] | None = None
 
-        def prepare(state: connect_state.ConnectState, *, full: bool) -> compute.MergeInputs:
+        def prepare(state: connect_state.ConnectState, *, full: bool) -> MergeInputs:
             nonlocal sampling
             if sampling is None:  # sampled once, also when a recreated topic rebuilds
                 names = [c.name for c in sinks.sink_connectors(state.connectors)]
@@ -146,7 +157,7 @@ def _compute(
                     known=sinks.known_time_lags(cluster),
                     stores=sinks.store_settings(cluster, state.connectors),
                 )
-            return compute.merge_inputs(spark, cluster, state.connectors, full=full)
+            return merge_inputs(spark, cluster, state.connectors, full=full)
 
         state, planned, inputs = plan.read_state_and_plan(
             cluster, full=full, prepare=functools.partial(prepare, full=full)
@@ -187,9 +198,9 @@ def _plan_again_full(
     cluster: Cluster,
     run: RefreshRun,
     planned: SourcePlan,
-    prepare: Callable[..., compute.MergeInputs],
+    prepare: Callable[..., MergeInputs],
     phase: Progress,
-) -> tuple[connect_state.ConnectState, SourcePlan, compute.MergeInputs]:
+) -> tuple[connect_state.ConnectState, SourcePlan, MergeInputs]:
     """Plan a full refresh instead: what was read from a recreated topic is gone, so the
     stored results are rebuilt."""
     for topic, how in planned.recreated.items():
@@ -262,7 +273,7 @@ def _save(
         )
         history_store.compact_history_later(cluster, run_pk)
         return
-    runs.with_db_retries(
+    saved = runs.with_db_retries(
         "saving the results",
         lambda: store.save(
             cluster,
@@ -273,12 +284,33 @@ def _save(
             full=done.full,
             now_ms=now_ms,
             stored_rows=done.inputs.stored_rows,
+            only=done.sources.changed_keys,
         ),
     )
+    _remember(cluster, done, saved)
     if done.full:
         history_store.drop_other_runs(cluster, keep=run_dir)
     else:
         history_store.compact_history_later(cluster, run_pk)
+
+
+def _remember(cluster: Cluster, done: Refreshed, saved: store.Saved) -> None:
+    """Keep what was saved for the loop's next round (offsets.refresh.memory), when the save
+    knows every stored row."""
+    if saved.stored is None:
+        memory.forget(cluster)
+        return
+    memory.remember(
+        cluster,
+        memory.Remembered(
+            token=saved.token,
+            stored=saved.stored,
+            latest={(row["topic"], row["key_hash"]): row for row in done.sources.latest},
+            drift=done.sources.drift,
+            own_topics=done.inputs.own_topics,
+            worker_topic=cluster.offsets_topic,
+        ),
+    )
 
 
 def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:

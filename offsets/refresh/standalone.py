@@ -22,7 +22,7 @@ from offsets.kafka import standalone_worker
 from offsets.models import Cluster, MalformedCount
 from offsets.refresh import plan as planning
 from offsets.refresh import sinks, store
-from offsets.refresh.compute import MergeInputs, previous_state
+from offsets.refresh.inputs import MergeInputs, previous_state
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
 from offsets.spark import kafka_source, merge, partials
 

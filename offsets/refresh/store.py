@@ -1,8 +1,10 @@
 """The refresh's save: its results replace the stored ones, all or nothing, in one transaction."""
 
 import json
+import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -26,6 +28,7 @@ from offsets.refresh import plan as planning
 from offsets.refresh import sinks as sinks_lag
 from offsets.refresh import summaries
 from offsets.refresh.results import (
+    SOURCE_OFFSET_FIELDS,
     SinkResults,
     SourcePlan,
     SourceResults,
@@ -38,23 +41,6 @@ class RefreshOvertaken(Exception):
     """Another refresh of the cluster saved its results after this one planned its read."""
 
 
-# The SourceOffset fields a refresh computes (key_bytes, partition and offset follow from
-# key_hash, partition_text and offset_text), in the order _source_offset_values gives them.
-SOURCE_OFFSET_FIELDS = (
-    "connector",
-    "identity",
-    "partition_text",
-    "offset_text",
-    "kafka_partition",
-    "kafka_offset",
-    "progress",
-    "first_commit_at",
-    "last_commit_at",
-    "commits",
-    "rewinds",
-    "stalled",
-    "effective",
-)
 # Rows deleted per statement (SQLite limits the parameters of one statement).
 DELETE_BATCH = 500
 
@@ -88,45 +74,61 @@ def stored_source_offsets(cluster: Cluster) -> StoredRows:
 
 
 def save_source_offsets(
-    cluster: Cluster, latest: list[dict], stored_rows: StoredRows | None = None
-) -> None:
-    """Make the stored SourceOffset rows equal the Spark result, writing only what differs.
+    cluster: Cluster,
+    latest: list[dict],
+    stored_rows: StoredRows | None = None,
+    only: set[tuple[str, str]] | None = None,
+) -> StoredRows | None:
+    """Make the stored SourceOffset rows equal the Spark result, writing only what differs,
+    inside the refresh's transaction (after this run's RewindEvents are stored).
 
-    The result holds every key (the previous state included), so a stored key missing from it
-    is gone (a full refresh of a topic that lost it). An incremental refresh of a big cluster
-    usually touches few keys: rewriting all of them every time cost more than the Spark work.
-    Changed rows are updated in place (`update_source_offsets`), new ones inserted. Runs inside
-    the refresh's transaction, after this run's RewindEvents are stored.
-
-    `stored_rows` are the rows as the refresh read them at its start (`offsets.refresh.compute.previous_state`); without
-    them they are read here.
+    The result holds every key, so a stored key missing from it is gone (a full refresh of a
+    topic that lost it). A big cluster's round usually touches few keys: changed rows are
+    updated in place (`update_source_offsets`), new ones inserted, the others left alone.
+    `stored_rows`: the rows as the refresh read them (`inputs.previous_state`) or remembered
+    them (offsets.refresh.memory); without them they are read here. `only`: the keys that can
+    differ from them (a round from its memory knows them); the others are neither compared
+    nor gone. Returns the rows as now stored; None when rows were created (their ids unknown).
     """
-    rewinds = {
+    rewinds = _rewinds_by_key(cluster)
+    # A copy: a retried save starts from the same rows, and a memory stays as it was saved.
+    stored = stored_source_offsets(cluster) if stored_rows is None else dict(stored_rows)
+    saved: StoredRows = {}
+    changed, created = [], []
+    for row in latest:
+        slot = (row["topic"], row["key_hash"])
+        if only is not None and slot not in only:
+            continue
+        values = source_offset_values(row, rewinds.get(slot, 0))
+        old = stored.pop(slot, None)
+        if old is None:
+            created.append(_source_offset(cluster, row, values))
+            continue
+        saved[slot] = (old[0], list(values))
+        if fields := changed_fields(old[1], values, row):
+            if "kafka_offset" in fields:
+                # A newer write was kept: whatever unstorable write came before it is past.
+                fields["newer_unstorable_offset"] = None
+            changed.append((old[0], fields))
+    gone = [] if only is not None else [pk for pk, _ in stored.values()]
+    for start in range(0, len(gone), DELETE_BATCH):
+        SourceOffset.objects.filter(pk__in=gone[start : start + DELETE_BATCH]).delete()
+    update_source_offsets(changed)
+    SourceOffset.objects.bulk_create(created, batch_size=2000)
+    if created:
+        return None
+    return saved if only is None else stored | saved
+
+
+def _rewinds_by_key(cluster: Cluster) -> dict[tuple[str, str], int]:
+    """The cluster's stored rewinds counted by key: {(topic, key_hash): rewinds}."""
+    return {
         (topic, key_hash): count
         for topic, key_hash, count in RewindEvent.objects.filter(cluster=cluster)
         .values("topic", "key_hash")
         .annotate(n=Count("id"))
         .values_list("topic", "key_hash", "n")
     }
-    # A copy: a retried save starts from the same rows.
-    stored = stored_source_offsets(cluster) if stored_rows is None else dict(stored_rows)
-    changed, created = [], []
-    for row in latest:
-        slot = (row["topic"], row["key_hash"])
-        values = source_offset_values(row, rewinds.get(slot, 0))
-        old = stored.pop(slot, None)
-        if old is None:
-            created.append(_source_offset(cluster, row, values))
-        elif fields := changed_fields(old[1], values, row):
-            if "kafka_offset" in fields:
-                # A newer write was kept: whatever unstorable write came before it is past.
-                fields["newer_unstorable_offset"] = None
-            changed.append((old[0], fields))
-    gone = [pk for pk, _ in stored.values()]
-    for start in range(0, len(gone), DELETE_BATCH):
-        SourceOffset.objects.filter(pk__in=gone[start : start + DELETE_BATCH]).delete()
-    update_source_offsets(changed)
-    SourceOffset.objects.bulk_create(created, batch_size=2000)
 
 
 def changed_fields(stored: list, values: tuple, row: dict) -> dict[str, object]:
@@ -198,6 +200,14 @@ def _source_offset(cluster: Cluster, row: dict, values: tuple) -> SourceOffset:
     )
 
 
+@dataclass(frozen=True)
+class Saved:
+    """What a save wrote that a live loop remembers (offsets.refresh.memory)."""
+
+    token: str  # the cluster's new results token
+    stored: StoredRows | None  # the SourceOffset rows as now stored (None: not all known)
+
+
 @transaction.atomic
 def save(
     cluster: Cluster,
@@ -209,11 +219,10 @@ def save(
     full: bool,
     now_ms: int,
     stored_rows: StoredRows | None = None,
-) -> None:
-    """Replace the current results and append the history, all or nothing.
-
-    `stored_rows`: the SourceOffset rows as the refresh read them (`save_source_offsets`).
-    """
+    only: set[tuple[str, str]] | None = None,
+) -> Saved:
+    """Replace the current results and append the history, all or nothing. `stored_rows`
+    and `only`: as `save_source_offsets` takes them."""
     # One save of a cluster at a time, each checking what the one before it saved.
     cluster.lock()
     if not full and planning.read_positions(cluster)[0] != plan.read_from:
@@ -225,11 +234,13 @@ def save(
             "one's were dropped rather than count the same commits twice; the next refresh "
             "reads on from where that one stopped."
         )
+    token = uuid.uuid4().hex
+    Cluster.objects.filter(pk=cluster.pk).update(results_token=token)
     if full:
         for model in (CommitBucket, RewindEvent, MalformedCount, ReadPosition):
             model.objects.filter(cluster=cluster).delete()
     _add_rewinds(cluster, sources.rewinds)
-    save_source_offsets(cluster, sources.latest, stored_rows)
+    stored = save_source_offsets(cluster, sources.latest, stored_rows, only)
     mark_unstorable(cluster, sources.unstorable, full=full)
     add_commit_buckets(
         cluster,
@@ -245,8 +256,9 @@ def save(
     sinks_lag.save_samples(cluster, sinks.samples, now_ms=now_ms)
     sinks_lag.drop_expired_lag_samples(cluster, now_ms=now_ms)
     _save_read_positions(cluster, plan)
-    summaries.save_snapshots(cluster, state.connectors, sinks)
+    summaries.save_snapshots(cluster, state.connectors, sinks, stored)
     summaries.drop_expired_state_changes(cluster, now_ms=now_ms)
+    return Saved(token, stored)
 
 
 def _replace_sink_lags(cluster: Cluster, lags: list[SinkPartitionLag]) -> None:
@@ -400,9 +412,19 @@ def add_commit_buckets(cluster: Cluster, counts: dict[tuple[str, datetime], int]
         counts,
         key_fields=("connector", "bucket_start"),
         count_field="commits",
-        # New commits are recent: only the buckets from the earliest one on can change.
-        narrow=lambda counts: {"bucket_start__gte": min(start for _, start in counts)},
+        narrow=_recent_buckets,
     )
+
+
+def _recent_buckets(counts: dict[tuple[str, datetime], int]) -> dict:
+    """The filters that keep every stored bucket the counts can add to: new commits are
+    recent, so only the buckets from the earliest one on; and of a live round's few
+    connectors, only theirs (a fleet has a bucket per connector in that window)."""
+    narrow: dict = {"bucket_start__gte": min(start for _, start in counts)}
+    connectors = {connector for connector, _ in counts}
+    if len(connectors) <= DELETE_BATCH:  # one statement's parameters, as for the deletes
+        narrow["connector__in"] = sorted(connectors)
+    return narrow
 
 
 def add_counts(

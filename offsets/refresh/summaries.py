@@ -22,7 +22,12 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.refresh.results import SinkResults, ms_to_datetime
+from offsets.refresh.results import (
+    SOURCE_OFFSET_FIELDS,
+    SinkResults,
+    StoredRows,
+    ms_to_datetime,
+)
 
 
 @dataclass
@@ -35,10 +40,56 @@ class SourceStats:
     stalled: int = 0
 
 
-def save_snapshots(cluster: Cluster, connectors: list[Connector], sinks: SinkResults) -> None:
+def save_snapshots(
+    cluster: Cluster,
+    connectors: list[Connector],
+    sinks: SinkResults,
+    stored: StoredRows | None = None,
+) -> None:
     """Replace the cluster's ConnectorSnapshot rows: one per connector Connect knows, and one
-    per connector whose config is gone entirely (compacted tombstone) but whose offsets remain."""
-    stats = _source_stats(cluster)
+    per connector whose config is gone entirely (compacted tombstone) but whose offsets remain.
+
+    `stored`: the cluster's SourceOffset rows as the save left them, when it knows them all;
+    otherwise they are read back."""
+    stats = _source_stats(cluster) if stored is None else stored_stats(stored)
+    drift, malformed = _drift_and_malformed(cluster)
+    lags: dict[str, list[SinkPartitionLag]] = defaultdict(list)
+    for lag in sinks.lags:
+        lags[lag.connector].append(lag)
+    known = _Known(_KNOWN.get(cluster.pk))
+    said = [
+        {
+            **known.connect_fields(connector),
+            **_offsets_fields(connector, stats.get(connector.name, SourceStats()), lags, sinks),
+            "drifted_partitions": drift.get(connector.name, 0),
+            "malformed": malformed.get(connector.name, 0),
+        }
+        for connector in connectors
+    ]
+    for name in sorted(set(stats) - {c.name for c in connectors}):
+        entry = stats[name]
+        said.append(
+            {
+                "name": name,
+                "type": "source",
+                "deleted": True,
+                "partitions": entry.partitions,
+                "last_commit_at": entry.last,
+                "rewinds": entry.rewinds,
+                "drifted_partitions": drift.get(name, 0),
+                "malformed": malformed.get(name, 0),
+            }
+        )
+    updated_at = timezone.now()
+    _record_state_changes(cluster, said, updated_at)
+    _write_changed(cluster, said, updated_at, known)
+    known.before = None  # only the last round's is kept
+    _KNOWN[cluster.pk] = known
+
+
+def _drift_and_malformed(cluster: Cluster) -> tuple[dict[str, int], dict[str, int]]:
+    """Each connector's drifted partitions and malformed records (those of no connector left
+    out)."""
     drift = dict(
         KeyDrift.objects.filter(cluster=cluster).values_list("connector").annotate(n=Count("id"))
     )
@@ -49,58 +100,61 @@ def save_snapshots(cluster: Cluster, connectors: list[Connector], sinks: SinkRes
         .values_list("connector", "count")
     ):
         malformed[name] += count
-    lags: dict[str, list[SinkPartitionLag]] = defaultdict(list)
-    for lag in sinks.lags:
-        lags[lag.connector].append(lag)
-    updated_at = timezone.now()
-    snapshots = [
-        ConnectorSnapshot(
-            cluster=cluster,
-            **_connector_fields(connector),
-            **_offsets_fields(connector, stats.get(connector.name, SourceStats()), lags, sinks),
-            drifted_partitions=drift.get(connector.name, 0),
-            malformed=malformed.get(connector.name, 0),
-            updated_at=updated_at,
-        )
-        for connector in connectors
-    ]
-    for name in sorted(set(stats) - {c.name for c in connectors}):
-        entry = stats[name]
-        snapshots.append(
-            ConnectorSnapshot(
-                cluster=cluster,
-                name=name,
-                type="source",
-                deleted=True,
-                partitions=entry.partitions,
-                last_commit_at=entry.last,
-                rewinds=entry.rewinds,
-                drifted_partitions=drift.get(name, 0),
-                malformed=malformed.get(name, 0),
-                updated_at=updated_at,
-            )
-        )
-    _record_state_changes(cluster, snapshots, updated_at)
-    _write_changed(cluster, snapshots, updated_at)
+    return drift, malformed
 
 
-# What a snapshot says, every field but its row, cluster, time and digest.
-_SAID = [
-    field.attname
+class _Known:
+    """What the last save of a cluster's snapshots in this process built, to build again only
+    what changed: a live loop's round says the same of most connectors as the round before.
+
+    The config and status follower keeps a connector whose config and status did not change
+    as the same object (offsets.connect_state), so its fields are not built again; a digest is
+    computed again only when what a snapshot says differs. Each save keeps only what it used,
+    so connectors gone are forgotten.
+    """
+
+    def __init__(self, before: "_Known | None" = None):
+        self.before = before
+        self.fields: dict[str, tuple[Connector, dict]] = {}
+        self.digests: dict[str, tuple[dict, str]] = {}
+
+    def connect_fields(self, connector: Connector) -> dict:
+        known = self.before.fields.get(connector.name) if self.before else None
+        if known is None or known[0] is not connector:
+            known = (connector, _connector_fields(connector))
+        self.fields[connector.name] = known
+        return known[1]
+
+    def digest(self, said: dict) -> str:
+        known = self.before.digests.get(said["name"]) if self.before else None
+        if known is None or known[0] != said:
+            known = (said, fingerprint(said))
+        self.digests[said["name"]] = known
+        return known[1]
+
+
+_KNOWN: dict[int, _Known] = {}
+
+
+# What a snapshot says, every field but its row, cluster, time and digest, with the value a
+# snapshot that does not say it has.
+_SAID = {
+    field.attname: field.get_default()
     for field in ConnectorSnapshot._meta.concrete_fields
     if field.name not in ("id", "cluster", "updated_at", "fingerprint")
-]
+}
 
 
-def fingerprint(snapshot: ConnectorSnapshot) -> str:
-    said = [getattr(snapshot, name) for name in _SAID]
+def fingerprint(said: dict) -> str:
+    """The digest of what a snapshot says (`said`: {field: value}, the others their default)."""
+    values = [said.get(name, default) for name, default in _SAID.items()]
     return hashlib.sha1(
-        json.dumps(said, sort_keys=True, default=str).encode(), usedforsecurity=False
+        json.dumps(values, sort_keys=True, default=str).encode(), usedforsecurity=False
     ).hexdigest()
 
 
-def _write_changed(cluster: Cluster, snapshots: list[ConnectorSnapshot], at: datetime) -> None:
-    """Make the stored snapshots these, writing only the rows whose digest changed.
+def _write_changed(cluster: Cluster, said: list[dict], at: datetime, known: _Known) -> None:
+    """Make the stored snapshots say these, writing only the rows whose digest changed.
 
     A live loop rounds every second over a fleet where few connectors change: deleting and
     inserting every row made the save grow with the fleet. Every row is dated with this
@@ -110,10 +164,12 @@ def _write_changed(cluster: Cluster, snapshots: list[ConnectorSnapshot], at: dat
         ConnectorSnapshot.objects.filter(cluster=cluster).values_list("name", "fingerprint")
     )
     written = []
-    for snapshot in snapshots:
-        snapshot.fingerprint = fingerprint(snapshot)
-        if stored.pop(snapshot.name, None) != snapshot.fingerprint:
-            written.append(snapshot)
+    for fields in said:
+        digest = known.digest(fields)
+        if stored.pop(fields["name"], None) != digest:
+            written.append(
+                ConnectorSnapshot(cluster=cluster, **fields, fingerprint=digest, updated_at=at)
+            )
     stale = [snapshot.name for snapshot in written] + list(stored)
     for start in range(0, len(stale), 500):
         ConnectorSnapshot.objects.filter(
@@ -123,9 +179,7 @@ def _write_changed(cluster: Cluster, snapshots: list[ConnectorSnapshot], at: dat
     ConnectorSnapshot.objects.bulk_create(written, batch_size=500)
 
 
-def _record_state_changes(
-    cluster: Cluster, snapshots: list[ConnectorSnapshot], at: datetime
-) -> None:
+def _record_state_changes(cluster: Cluster, said: list[dict], at: datetime) -> None:
     """Keep the states that differ from the snapshots these replace: the only history of
     a connector's state (the charts' pause, stop and failure markers)."""
     previous = {
@@ -135,9 +189,11 @@ def _record_state_changes(
         ).values_list("name", "target_state", "runtime_state", "failed_tasks")
     }
     current = {
-        snapshot.name: State(snapshot.target_state, snapshot.runtime_state, snapshot.failed_tasks)
-        for snapshot in snapshots
-        if not snapshot.deleted
+        fields["name"]: State(
+            fields["target_state"], fields["runtime_state"], fields["failed_tasks"]
+        )
+        for fields in said
+        if not fields["deleted"]
     }
     ConnectorStateChange.objects.bulk_create(
         ConnectorStateChange(
@@ -169,10 +225,37 @@ def drop_expired_state_changes(cluster: Cluster, *, now_ms: int) -> None:
 
 def _source_stats(cluster: Cluster) -> dict[str, SourceStats]:
     """Each connector's live source offsets (effective, not tombstones), summed."""
+    return _summed(
+        SourceOffset.objects.filter(
+            cluster=cluster, effective=True, offset_text__isnull=False
+        ).values_list("connector", "last_commit_at", "rewinds", "stalled")
+    )
+
+
+def stored_stats(stored: StoredRows) -> dict[str, SourceStats]:
+    """`_source_stats` of the rows as a save left them (store.SOURCE_OFFSET_FIELDS values)."""
+    connector, offset, last, rewinds, stalled, effective = (
+        SOURCE_OFFSET_FIELDS.index(name)
+        for name in (
+            "connector",
+            "offset_text",
+            "last_commit_at",
+            "rewinds",
+            "stalled",
+            "effective",
+        )
+    )
+    return _summed(
+        (values[connector], values[last], values[rewinds], values[stalled])
+        for _, values in stored.values()
+        if values[effective] and values[offset] is not None
+    )
+
+
+def _summed(rows) -> dict[str, SourceStats]:
+    """SourceStats by connector of (connector, last commit, rewinds, stalled) rows."""
     stats: dict[str, SourceStats] = defaultdict(SourceStats)
-    for name, last, rewinds, stalled in SourceOffset.objects.filter(
-        cluster=cluster, effective=True, offset_text__isnull=False
-    ).values_list("connector", "last_commit_at", "rewinds", "stalled"):
+    for name, last, rewinds, stalled in rows:
         entry = stats[name]
         entry.partitions += 1
         entry.last = max(filter(None, (entry.last, last)), default=None)

@@ -10,7 +10,7 @@ one of millions (a task per KEYS_PER_MERGE_TASK keys).
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -114,12 +114,16 @@ def flag_stalls(
     threshold (N flush intervals). Null when it would be true but for an unknown last commit
     time."""
     for state in states:
-        if state["connector"] in running and state["effective"]:
-            last = state["last_commit_ms"]
-            state["stalled"] = None if last is None else now_ms - last > threshold_ms
-        else:
-            state["stalled"] = False
+        state["stalled"] = stall_flag(state, running, now_ms=now_ms, threshold_ms=threshold_ms)
     return states
+
+
+def stall_flag(state: dict, running: Set[str], *, now_ms: int, threshold_ms: int) -> bool | None:
+    """A state's `stalled` (`flag_stalls`)."""
+    if state["connector"] in running and state["effective"]:
+        last = state["last_commit_ms"]
+        return None if last is None else now_ms - last > threshold_ms
+    return False
 
 
 def _descending(form: dict) -> tuple:

@@ -4,7 +4,7 @@ import pytest
 from django.db import transaction
 
 from offsets.models import Cluster, SourceOffset
-from offsets.refresh.compute import previous_state
+from offsets.refresh.inputs import previous_state
 from offsets.refresh.store import mark_unstorable, save_source_offsets, stored_source_offsets
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,71 @@
+"""A live loop's memory of the results it saved, so that its next round starts from them.
+
+A round of `refresh_offsets --every 1` at fleet size touches a few dozen of thousands of
+stored keys. Reading every stored key back, judging every untouched key again and comparing
+every one with the database cost each round what exists rather than what changed. What one
+round saved is what the next starts from, as long as no other save came between them: every
+save writes a new `Cluster.results_token` in its transaction, and a memory is used only while
+the database still holds the token of the save it remembers. Any other save (another process,
+a button press, a full refresh elsewhere, a test's fixture) changes the token, and the next
+round reads the stored results back as it would without a memory.
+
+One memory per cluster and process (`refresh_offsets` and the scheduler refresh a cluster
+from one thread at a time; the lock only keeps the dictionary whole).
+"""
+
+import threading
+from dataclasses import dataclass
+
+from offsets.models import Cluster
+from offsets.refresh.results import StoredRows
+
+# (topic, key_hash): a stored key.
+Slot = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What a save stored, as the next round's merge and save use it."""
+
+    token: str  # the Cluster.results_token the save wrote
+    stored: StoredRows  # the SourceOffset rows as saved, with their primary keys
+    latest: dict[Slot, dict]  # the merge's latest row of every stored key
+    drift: list[dict]  # the merge's key drift rows
+    own_topics: dict[str, str]  # the connectors' own offsets topics the merge judged with
+    worker_topic: str
+
+
+_MEMORIES: dict[int, Remembered] = {}
+_LOCK = threading.Lock()
+
+
+def recall(cluster: Cluster) -> Remembered | None:
+    """What this process last saved of the cluster, if nothing was saved after it."""
+    with _LOCK:
+        remembered = _MEMORIES.get(cluster.pk)
+    if remembered is None:
+        return None
+    token = Cluster.objects.filter(pk=cluster.pk).values_list("results_token", flat=True).first()
+    if token != remembered.token:
+        forget(cluster)
+        return None
+    return remembered
+
+
+def remember(cluster: Cluster, remembered: Remembered | None) -> None:
+    """Keep what a save stored (None: forget, when the save could not say all of it)."""
+    with _LOCK:
+        if remembered is None:
+            _MEMORIES.pop(cluster.pk, None)
+        else:
+            _MEMORIES[cluster.pk] = remembered
+
+
+def forget(cluster: Cluster) -> None:
+    remember(cluster, None)
+
+
+def forget_all() -> None:
+    """Drop every memory: the next round of each cluster reads its results back (tests)."""
+    with _LOCK:
+        _MEMORIES.clear()
