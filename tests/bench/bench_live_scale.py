@@ -17,6 +17,9 @@ them, by the demo's writer), for each scale in turn, emptied between them:
   times p50/p95/max, peak RSS and its first and last minute, where a round's time goes (its
   phases, from the loop's log);
 - then --quiet-seconds with no writer: the CPU of a round that has nothing new.
+--touch N commits to the partitions of N connectors only, at both scales: the same change in
+a fleet of another size (by default the writer goes round all partitions, so at fleet size
+the same commit rate touches more connectors a round).
 Each figure has the load average beside it; the ratios between the two scales end the
 report. Asserts nothing.
 """
@@ -62,6 +65,12 @@ def parse_args() -> argparse.Namespace:
         "--ten-seconds", type=float, help="the loop watched at ten connectors (default --seconds)"
     )
     parser.add_argument("--quiet-seconds", type=float, default=30, help="no writer")
+    parser.add_argument(
+        "--touch",
+        type=int,
+        help="commit only to the partitions of this many connectors at both scales (the same "
+        "change at both; default: every partition, round robin)",
+    )
     parser.add_argument("--warmup-seconds", type=float, default=10, help="writing, not counted")
     parser.add_argument(
         "--streaming-probe",
@@ -116,6 +125,14 @@ def seed(kafka: dict, name: str, bulk: int, records: int) -> Cluster:
         flush=True,
     )
     return Cluster.objects.create(name=name, bootstrap_servers=kafka["bootstrap.servers"])
+
+
+def touching(rows: list[tuple[bytes, dict]], connectors: int | None) -> list[tuple[bytes, dict]]:
+    """The writer's partitions: those of the first `connectors` connectors by name (all: None)."""
+    if connectors is None:
+        return rows
+    names = sorted({json.loads(key)[0] for key, _ in rows})[:connectors]
+    return [(key, offset) for key, offset in rows if json.loads(key)[0] in names]
 
 
 def phases(log: Path) -> dict[str, float]:
@@ -177,7 +194,7 @@ def scale(args, kafka: dict, name: str, bulk: int, records: int) -> dict:
         + (f", the refresh {took / kcat.seconds:.2f}x it" if kcat.seconds else ""),
         flush=True,
     )
-    rows = offsets_to_move(cluster)
+    rows = touching(offsets_to_move(cluster), args.touch)
     log = WORK / f"loop-{name}.log"
     loop = manage("refresh_offsets", "--cluster", name, "--every", "1", log=log)
     try:
