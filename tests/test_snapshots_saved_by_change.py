@@ -60,11 +60,42 @@ def test_only_the_changed_snapshots_are_written_again():
     }
     assert all(second[name][1] > first[name][1] for name in first)  # dated anew
 
-    summaries.save_snapshots(cluster, _connectors(changed="new"), SinkResults())
-    third = _rows(cluster)
-    moved = {name for name in third if third[name][0] != second[name][0]}
-    assert moved == {"c3"}
+    with CaptureQueriesContext(connection) as one_changed:
+        summaries.save_snapshots(cluster, _connectors(changed="new"), SinkResults())
+    # Updated in place, in the fields that changed: no row deleted or inserted.
+    assert not [
+        q for q in one_changed.captured_queries if q["sql"].startswith(("INSERT", "DELETE"))
+    ]
+    assert {name: pk for name, (pk, _) in _rows(cluster).items()} == {
+        name: pk for name, (pk, _) in first.items()
+    }
+    # And it says what a snapshot written whole says.
+    fresh = factories.cluster("fresh")
+    summaries.save_snapshots(fresh, _connectors(changed="new"), SinkResults())
+    assert _said(cluster) == _said(fresh)
     assert ConnectorSnapshot.objects.get(cluster=cluster, name="c3").config["x"] == "new"
 
     summaries.save_snapshots(cluster, _connectors(changed="new")[:9], SinkResults())
     assert "c9" not in _rows(cluster)
+
+
+def _said(cluster) -> list[tuple]:
+    fields = [
+        f.attname
+        for f in ConnectorSnapshot._meta.concrete_fields
+        if f.name not in ("id", "cluster", "updated_at")
+    ]
+    return sorted(ConnectorSnapshot.objects.filter(cluster=cluster).values_list(*fields))
+
+
+def test_a_row_another_save_wrote_is_written_whole():
+    cluster = factories.cluster()
+    summaries.save_snapshots(cluster, _connectors(), SinkResults())
+    # As another process's save would leave it: a digest this process never said.
+    ConnectorSnapshot.objects.filter(cluster=cluster, name="c5").update(
+        fingerprint="another", config={}, partitions=7
+    )
+    summaries.save_snapshots(cluster, _connectors(), SinkResults())
+    fresh = factories.cluster("fresh")
+    summaries.save_snapshots(fresh, _connectors(), SinkResults())
+    assert _said(cluster) == _said(fresh)

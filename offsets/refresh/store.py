@@ -2,12 +2,11 @@
 
 import json
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import transaction
 from django.db.models import Count
 
 from offsets import connect_state
@@ -26,7 +25,7 @@ from offsets.models import (
 )
 from offsets.refresh import plan as planning
 from offsets.refresh import sinks as sinks_lag
-from offsets.refresh import summaries
+from offsets.refresh import summaries, updates
 from offsets.refresh.results import (
     SOURCE_OFFSET_FIELDS,
     SinkResults,
@@ -145,41 +144,10 @@ def changed_fields(stored: list, values: tuple, row: dict) -> dict[str, object]:
 
 
 def update_source_offsets(changed: list[tuple[int, dict[str, object]]]) -> None:
-    """UPDATE rows by primary key: `changed` is [(pk, {field name: new value})].
-
-    One statement per set of changed fields, run for every row that changed those
-    (executemany), each value prepared by its model field for the database at hand (JSON,
-    datetimes). New commits change the same few fields of every key they touch (the offset,
-    its Kafka position, the progress, the last commit and the count), so there are few such
-    sets; Django's bulk_update would write a CASE WHEN per column, and rewriting whole rows
-    would prepare every field of every row for the database, which is most of a save's time.
-    """
-    by_fields: dict[tuple[str, ...], list[tuple[int, list]]] = defaultdict(list)
-    for pk, fields in changed:
-        by_fields[tuple(fields)].append((pk, list(fields.values())))
-    # This thread's connection itself: each attribute read through the `connection` proxy
-    # looks the thread's connection up again, ~30,000 times for 2,000 changed keys.
-    database = connections[DEFAULT_DB_ALIAS]
-    quote = database.ops.quote_name
-    for names, rows in by_fields.items():
-        fields = [SourceOffset._meta.get_field(name) for name in names]
-        assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
-        statement = (
-            f"UPDATE {quote(SourceOffset._meta.db_table)} SET {assignments} "
-            f"WHERE {quote(SourceOffset._meta.pk.column)} = %s"
-        )
-        with database.cursor() as cursor:
-            cursor.executemany(
-                statement,
-                [
-                    [
-                        field.get_db_prep_save(value, database)
-                        for field, value in zip(fields, values, strict=True)
-                    ]
-                    + [pk]
-                    for pk, values in rows
-                ],
-            )
+    """UPDATE SourceOffset rows by primary key (`updates.update_by_pk`). New commits change
+    the same few fields of every key they touch (the offset, its Kafka position, the
+    progress, the last commit and the count)."""
+    updates.update_by_pk(SourceOffset, changed)
 
 
 def _parsed_offset(row: dict) -> dict | None:

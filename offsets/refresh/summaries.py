@@ -22,6 +22,7 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.refresh import updates
 from offsets.refresh.results import (
     SOURCE_OFFSET_FIELDS,
     SinkResults,
@@ -125,6 +126,11 @@ class _Known:
         self.fields[connector.name] = known
         return known[1]
 
+    def said_before(self, name: str, digest: str | None) -> dict | None:
+        """What the last save said of a connector, if a row with that digest says it."""
+        known = self.before.digests.get(name) if self.before else None
+        return known[0] if known is not None and known[1] == digest else None
+
     def digest(self, said: dict) -> str:
         known = self.before.digests.get(said["name"]) if self.before else None
         if known is None or known[0] != said:
@@ -154,19 +160,30 @@ def fingerprint(said: dict) -> str:
 
 
 def _write_changed(cluster: Cluster, said: list[dict], at: datetime, known: _Known) -> None:
-    """Make the stored snapshots say these, writing only the rows whose digest changed.
+    """Make the stored snapshots say these, writing only what changed.
 
-    A live loop rounds every second over a fleet where few connectors change: deleting and
-    inserting every row made the save grow with the fleet. Every row is dated with this
-    refresh in one statement (what the pages show is as of it).
+    A live loop rounds every second over a fleet where few connectors change: a snapshot
+    whose digest is the stored one is left alone, one whose stored row says what this
+    process's last save said is updated in its changed fields (a round moves a source's last
+    commit and partitions, a sink's lag), any other is written whole. Every row is dated with
+    this refresh in one statement (what the pages show is as of it).
     """
-    stored = dict(
-        ConnectorSnapshot.objects.filter(cluster=cluster).values_list("name", "fingerprint")
-    )
-    written = []
+    stored = {
+        name: (pk, digest)
+        for name, pk, digest in ConnectorSnapshot.objects.filter(cluster=cluster).values_list(
+            "name", "pk", "fingerprint"
+        )
+    }
+    written, changed = [], []
     for fields in said:
         digest = known.digest(fields)
-        if stored.pop(fields["name"], None) != digest:
+        pk, stored_digest = stored.pop(fields["name"], (None, None))
+        if stored_digest == digest:
+            continue
+        before = known.said_before(fields["name"], stored_digest)
+        if pk is not None and before is not None:
+            changed.append((pk, _changed_fields(before, fields) | {"fingerprint": digest}))
+        else:
             written.append(
                 ConnectorSnapshot(cluster=cluster, **fields, fingerprint=digest, updated_at=at)
             )
@@ -175,8 +192,19 @@ def _write_changed(cluster: Cluster, said: list[dict], at: datetime, known: _Kno
         ConnectorSnapshot.objects.filter(
             cluster=cluster, name__in=stale[start : start + 500]
         ).delete()
+    updates.update_by_pk(ConnectorSnapshot, changed)
     ConnectorSnapshot.objects.filter(cluster=cluster).update(updated_at=at)
     ConnectorSnapshot.objects.bulk_create(written, batch_size=500)
+
+
+def _changed_fields(before: dict, said: dict) -> dict:
+    """The fields whose value differs between two things a snapshot says (a field one of
+    them does not say has its default)."""
+    return {
+        name: said.get(name, default)
+        for name, default in _SAID.items()
+        if said.get(name, default) != before.get(name, default)
+    }
 
 
 def _record_state_changes(cluster: Cluster, said: list[dict], at: datetime) -> None:
