@@ -156,9 +156,8 @@ def _merge_remembered(
     )
     drift = [row for row in remembered.drift if (row["connector"], row["identity"]) not in touched]
     changed = {(row["topic"], row["key_hash"]) for row in results["latest"]} | flipped
-    return results | {"latest": results["latest"] + carried, "drift": results["drift"] + drift}, (
-        changed
-    )
+    whole = {"latest": results["latest"] + carried, "drift": results["drift"] + drift}
+    return results | whole, changed
 
 
 def carry_remembered(

@@ -1,13 +1,14 @@
 """A live loop's memory of the results it saved, so that its next round starts from them.
 
-A round of `refresh_offsets --every 1` at fleet size touches a few dozen of thousands of
+A round of `refresh_offsets --every 1` at fleet size touches a few dozen of the thousands of
 stored keys. Reading every stored key back, judging every untouched key again and comparing
 every one with the database cost each round what exists rather than what changed. What one
 round saved is what the next starts from, as long as no other save came between them: every
 save writes a new `Cluster.results_token` in its transaction, and a memory is used only while
 the database still holds the token of the save it remembers. Any other save (another process,
-a button press, a full refresh elsewhere, a test's fixture) changes the token, and the next
-round reads the stored results back as it would without a memory.
+a button press, a full refresh elsewhere) changes the token, and the next round reads the
+stored results back as it would without a memory. Only a refresh's save writes the stored
+offsets, so no other writer can change them behind the token.
 
 One memory per cluster and process (`refresh_offsets` and the scheduler refresh a cluster
 from one thread at a time; the lock only keeps the dictionary whole).
