@@ -53,20 +53,13 @@ def recall(cluster: Cluster) -> Remembered | None:
     return remembered
 
 
-def remember(cluster: Cluster, remembered: Remembered | None) -> None:
-    """Keep what a save stored (None: forget, when the save could not say all of it)."""
+def remember(cluster: Cluster, remembered: Remembered) -> None:
+    """Keep what a save stored, in place of what an earlier one did."""
     with _LOCK:
-        if remembered is None:
-            _MEMORIES.pop(cluster.pk, None)
-        else:
-            _MEMORIES[cluster.pk] = remembered
+        _MEMORIES[cluster.pk] = remembered
 
 
 def forget(cluster: Cluster) -> None:
-    remember(cluster, None)
-
-
-def forget_all() -> None:
-    """Drop every memory: the next round of each cluster reads its results back (tests)."""
+    """Drop what was kept (a save that could not say all it stored, a token gone)."""
     with _LOCK:
-        _MEMORIES.clear()
+        _MEMORIES.pop(cluster.pk, None)
