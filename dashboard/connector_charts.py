@@ -16,7 +16,7 @@ from offsets.models import (
     ConnectorStateChange,
     OffsetEdit,
 )
-from offsets.services import snapshots
+from offsets.queries import snapshots
 
 # The dashboard's own controls worth a mark (a failed one changed nothing).
 CONTROL_ACTIONS = (

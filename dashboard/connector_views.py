@@ -26,15 +26,15 @@ from dashboard.forms import PartitionFilterForm
 from dashboard.move_views import move_targets
 from dashboard.pages import htmx_target, poll_seconds
 from dashboard.store_hints import store_hint
+from offsets.domain.connectors import mask_secrets
+from offsets.domain.source_lag import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
-from offsets.formats.connectors import mask_secrets
-from offsets.formats.source_lag import suggested_upstream
 from offsets.models import Cluster, ConnectorSnapshot
+from offsets.queries import snapshots
+from offsets.queries.clusters import cluster_for_user, hide_unseen_upstreams
 from offsets.rights import gate
 from offsets.rights.grants import visible_clusters
-from offsets.services import snapshots
-from offsets.services.clusters import cluster_for_user, hide_unseen_upstreams
 
 PARTITIONS_PER_PAGE = 50
 # A partitions search that keeps fewer than this many is counted from its keys (one scan).

@@ -22,7 +22,7 @@ from offsets.edits.connector_control import ACTIONS, control_connector
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
-from offsets.services.clusters import cluster_for_user
+from offsets.queries.clusters import cluster_for_user
 
 
 class ControlForm(forms.Form):

@@ -11,7 +11,7 @@ from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offset_records import partition_identity
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import OffsetEdit
-from offsets.services.offsets_export import requested_names
+from offsets.queries.offsets_export import requested_names
 
 SOURCE_CHOICES = [
     ("set", "Set an existing partition's offset"),

@@ -65,9 +65,9 @@ from offsets.edits.workflow import (
 from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit
+from offsets.queries.clusters import cluster_for_user
 from offsets.rights import grants
 from offsets.rights.grants import visible_clusters
-from offsets.services.clusters import cluster_for_user
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from django import forms
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 
-from offsets.services.snapshots import (
+from offsets.queries.snapshots import (
     CONNECTOR_SORTS,
     CONNECTOR_TYPES,
     LAG_STATUSES,

@@ -18,10 +18,10 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from offsets.domain.schedule import ClusterTurn, overdue
 from offsets.models import Cluster, SchedulerBeat
-from offsets.refresh.schedule import ClusterTurn, overdue
-from offsets.services.snapshots.overview import cluster_runs
-from offsets.services.snapshots.refresh_state import RefreshState
+from offsets.queries.snapshots.overview import cluster_runs
+from offsets.queries.snapshots.refresh_state import RefreshState
 
 
 @never_cache

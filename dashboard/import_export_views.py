@@ -17,9 +17,9 @@ from offsets.edits.workflow import ConnectorNotFound, EditInputError, can_stage,
 from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.queries import offsets_export
+from offsets.queries.clusters import cluster_for_user, require_connector
 from offsets.rights import gate
-from offsets.services import offsets_export
-from offsets.services.clusters import cluster_for_user, require_connector
 
 
 @require_http_methods(["GET", "POST"])

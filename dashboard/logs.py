@@ -2,7 +2,7 @@
 
 The JSON shape is {"time", "level", "logger", "message"} plus "error" for an exception, and
 the fields of a request's line (deploy/gunicorn.conf.py). Messages go through the same
-masking as every config value and trace the dashboard shows (offsets.formats.masking): a
+masking as every config value and trace the dashboard shows (offsets.domain.masking): a
 log collector is one more reader. Lines go to standard error, which container runtimes
 collect like standard output: commands such as `export_offsets` write their document on
 standard output, where a log line would corrupt it.
@@ -13,7 +13,7 @@ import logging
 import os
 from datetime import UTC, datetime
 
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 
 
 def log_format() -> str:

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 
-from offsets.services import metrics as metrics_service
+from offsets.queries import metrics as metrics_service
 
 logger = logging.getLogger(__name__)
 

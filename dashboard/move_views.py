@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from dashboard.errors import READING_KAFKA, WORKER, refusal
+from offsets.domain.masking import mask_secrets
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
@@ -20,12 +21,11 @@ from offsets.edits.workflow import (
     source_config,
     stage_move,
 )
-from offsets.formats.masking import mask_secrets
 from offsets.formats.moves import kept_references, secret_keys
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.queries.clusters import cluster_for_user
 from offsets.rights.grants import visible_clusters
-from offsets.services.clusters import cluster_for_user
 
 
 class MoveForm(forms.Form):

@@ -23,7 +23,7 @@ from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 
 from offsets.models import Cluster, RefreshRun
-from offsets.services.snapshots import RefreshState
+from offsets.queries.snapshots import RefreshState
 
 # An hour bounds how long entries of superseded runs hold memory before they are culled;
 # entries of the current run are recomputed at most once an hour, which costs one request.

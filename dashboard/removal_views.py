@@ -2,7 +2,7 @@
 
 Thin views: look up (404), check the role (403), pass a form, call `offsets.edits.workflow`;
 a staged edit's page is shown next (htmx: HX-Redirect), a refusal in place with its status.
-The orphans page lists what the last refresh stored (`offsets.services.orphans`): no Kafka read.
+The orphans page lists what the last refresh stored (`offsets.queries.orphans`): no Kafka read.
 """
 
 from django.contrib.auth.decorators import login_required
@@ -17,10 +17,10 @@ from dashboard.errors import refusal
 from offsets.edits.workflow import can_stage, stage_cleanup, stage_removal
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
+from offsets.queries.clusters import cluster_for_user
+from offsets.queries.orphans import orphans
 from offsets.rights.gate import Refused
 from offsets.rights.grants import only_visible
-from offsets.services.clusters import cluster_for_user
-from offsets.services.orphans import orphans
 
 SERVICES = {"delete": stage_removal, "cleanup": stage_cleanup}
 

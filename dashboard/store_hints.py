@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from offsets import sink_stores
-from offsets.formats.connectors import suggested_offsets_file
+from offsets.domain.connectors import suggested_offsets_file
 from offsets.models import Cluster, ConnectorSnapshot, SinkOffsetsStore
 
 

@@ -27,18 +27,18 @@ from dashboard.formatting import AgedHtml
 from dashboard.forms import ConnectorFilterForm, RefreshForm
 from dashboard.pages import htmx_target, poll_seconds
 from offsets import connect_state
+from offsets.domain.rights import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
-from offsets.refresh import background
-from offsets.rights.grants import connector_filter, has_any_grant, may, visible_clusters
-from offsets.rights.rules import REFRESH_ROLE, WHOLE_CLUSTER, Action
-from offsets.services import snapshots
-from offsets.services.clusters import (
+from offsets.queries import snapshots
+from offsets.queries.clusters import (
     cluster_for_user,
     hide_upstream,
     state_for_user,
     unseen_upstreams,
 )
+from offsets.refresh import background
+from offsets.rights.grants import connector_filter, has_any_grant, may, visible_clusters
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ import json
 
 from django.contrib import admin
 
-from offsets.formats.masking import mask_secrets
+from offsets.domain.masking import mask_secrets
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange
 
 

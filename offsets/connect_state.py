@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from offsets import tuning
+from offsets.domain.connectors import Connector, connector_from
+from offsets.domain.masking import mask_text, prefix_between_tokens
 from offsets.formats.config_records import ConfigFold
-from offsets.formats.connectors import Connector, connector_from
-from offsets.formats.masking import mask_text, prefix_between_tokens
 from offsets.formats.offset_records import SourceOffsetRecord, parse_offset_record
 from offsets.formats.status_records import StatusFold
 from offsets.kafka import reading, standalone_worker

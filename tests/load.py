@@ -297,7 +297,7 @@ def create_users(count: int, prefix: str = "load") -> list[str]:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
 
-    from offsets.services.roles import VIEWERS_GROUP, ensure_role_groups
+    from offsets.rights.roles import VIEWERS_GROUP, ensure_role_groups
 
     password = make_password(USER_PASSWORD)  # one hash for all: same password, same cost
     model = get_user_model()

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 from django.core.paginator import Paginator
 
+from offsets.domain.connectors import Connector
 from offsets.edits.live import CurrentOffsets
-from offsets.formats.connectors import Connector
 from offsets.kafka.admin import Watermarks
 from offsets.kafka.reading import RawRecord, RecordsAround
 from offsets.models import SinkOffsetsStore

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from offsets.formats.connectors import mask_secrets
+from offsets.domain.connectors import mask_secrets
 from offsets.models import Cluster
 from offsets.models.cluster import SECRET_MASK
 from tests import factories

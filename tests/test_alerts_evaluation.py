@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from offsets.alerts import evaluation as alerts
-from offsets.alerts import rules as alert_rules
+from offsets.domain import alerts as alert_rules
 from offsets.models import AlertDelivery, AlertRule, AlertState, ConnectorSnapshot, RefreshRun
 from tests import factories
 from tests.edits_factory import make_edit

@@ -3,8 +3,8 @@ explained, a planned pause shown as such."""
 
 import pytest
 
-from offsets.services import snapshots
-from offsets.services.snapshots.choices import PROBLEMS, problem_label
+from offsets.queries import snapshots
+from offsets.queries.snapshots.choices import PROBLEMS, problem_label
 from tests import factories as make
 
 pytestmark = pytest.mark.django_db

@@ -7,12 +7,12 @@ import pytest
 from django.core.paginator import Paginator
 from django.utils import timezone
 
+from offsets.domain.connectors import Connector
 from offsets.edits import apply as apply_module
 from offsets.edits import connector_control
 from offsets.edits.connector_control import ControlOutcome
 from offsets.edits.kinds import offset_changes
 from offsets.edits.live import CurrentOffsets
-from offsets.formats.connectors import Connector
 from offsets.models import AuditEvent, OffsetEdit
 from tests import factories
 from tests.edits_factory import make_edit

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from offsets.formats.history_rules import LagPoint
+from offsets.domain.history import LagPoint
 from offsets.models import ConnectorStateChange, LagSample
 from offsets.refresh import sinks, summaries
 from tests import factories as make

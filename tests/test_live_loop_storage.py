@@ -4,9 +4,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from offsets.formats.history_rules import LagPoint
+from offsets.domain.history import LagPoint
 from offsets.models import LagSample, RefreshRun
-from offsets.refresh import runs, sinks
+from offsets.refresh import run_records as runs
+from offsets.refresh import sinks
 from offsets.refresh.results import ms_to_datetime
 from tests import factories as make
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from offsets.formats.masking import MASK
+from offsets.domain.masking import MASK
 from offsets.formats.status_records import TRACE_SUMMARY_CHARS
 from offsets.kafka import reading
 from offsets.models import Cluster

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from offsets.models import CommitBucket, ConnectorSnapshot, RefreshRun
-from offsets.services.metrics import COMMIT_RATE_BUCKETS, commit_rate_window
+from offsets.queries.metrics import COMMIT_RATE_BUCKETS, commit_rate_window
 from tests import factories as make
 from tests.edits_factory import make_edit
 from tests.metrics_text import TOKEN, samples, scrape, series, value

@@ -155,7 +155,7 @@ def test_the_clusters_overview_makes_a_fixed_number_of_queries(
 def test_a_page_of_partitions_is_read_in_index_order_on_sqlite(big, sort):
     from django.db import connection
 
-    from offsets.services import snapshots
+    from offsets.queries import snapshots
 
     if connection.vendor != "sqlite":
         pytest.skip("the plan checked is SQLite's; PostgreSQL's index differs (migration 0005)")

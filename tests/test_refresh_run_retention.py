@@ -3,7 +3,7 @@
 import pytest
 
 from offsets.models import RefreshRun
-from offsets.refresh import runs
+from offsets.refresh import run_records as runs
 from tests import factories as make
 
 # db_engine: deletes in bulk, with their cascades, are the engine's.

@@ -9,7 +9,7 @@ from offsets.edits.apply import apply_edit
 from offsets.formats import removal_rules
 from offsets.formats.offset_records import latest_offsets
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange, SourceOffset
-from offsets.services.orphans import orphans
+from offsets.queries.orphans import orphans
 from tests import factories as make
 from tests.fake_connect_worker import FakeWorker, closed_port_url
 
@@ -318,7 +318,7 @@ def test_a_removal_edit_page_shows_the_plan_and_each_tombstones_topic(client, ed
 
 
 def context(deleted: bool):
-    from offsets.formats.connectors import Connector
+    from offsets.domain.connectors import Connector
 
     return Connector(
         name=NAME,

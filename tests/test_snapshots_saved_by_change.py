@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from offsets.domain.connectors import connector_from
 from offsets.formats.config_records import ConnectorConfig
-from offsets.formats.connectors import connector_from
 from offsets.models import ConnectorSnapshot
 from offsets.refresh import summaries
 from offsets.refresh.results import SinkResults

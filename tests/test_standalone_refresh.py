@@ -15,9 +15,9 @@ from offsets.edits.route import STANDALONE_FILE, choose_route
 from offsets.formats.standalone_offsets_file import decode, encode
 from offsets.kafka.standalone_worker import OffsetsFileProblem
 from offsets.models import Cluster, ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
+from offsets.queries.offsets_export import export_connector
 from offsets.refresh.run import run_refresh
 from offsets.rights.grants import SHELL_OPERATOR
-from offsets.services.offsets_export import export_connector
 from tests.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ ROLE_OF = {
 def user_with(django_user_model, username, *codenames):
     """Create `username` (password "<username>-password"), a viewer of every cluster, with the
     roles on every cluster that the permission names given stand for."""
-    from offsets.services.roles import VIEWERS_GROUP, ensure_role_groups
+    from offsets.rights.roles import VIEWERS_GROUP, ensure_role_groups
 
     groups = ensure_role_groups()
     user = django_user_model.objects.create_user(username, password=f"{username}-password")

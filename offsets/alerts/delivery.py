@@ -19,8 +19,9 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from offsets.alerts import channels, rules
+from offsets.alerts import channels
 from offsets.alerts.messages import Message, describe_failure
+from offsets.domain import alerts as rules
 from offsets.models import AlertDelivery, AlertRule
 
 logger = logging.getLogger(__name__)

@@ -22,10 +22,10 @@ from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from offsets.alerts import rules
 from offsets.alerts.messages import Message
-from offsets.alerts.rules import Condition, Decision, Fact, SubjectState
-from offsets.formats.masking import mask_text
+from offsets.domain import alerts as rules
+from offsets.domain.alerts import Condition, Decision, Fact, SubjectState
+from offsets.domain.masking import mask_text
 from offsets.models import (
     AlertDelivery,
     AlertRule,

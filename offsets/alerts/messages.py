@@ -8,7 +8,7 @@ as markup; an e-mail subject drops control characters (a line break would end th
 import json
 from dataclasses import dataclass
 
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from offsets.api.connectors import TaskOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.models import Cluster
+from offsets.queries import clusters, snapshots
+from offsets.queries.clusters import cluster_for_user
 from offsets.rights import gate
 from offsets.rights.grants import connector_filter, visible_clusters
-from offsets.services import clusters, snapshots
-from offsets.services.clusters import cluster_for_user
 
 
 def get_cluster(request: Request, name: str, connector: str | None = None) -> Cluster:

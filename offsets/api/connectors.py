@@ -12,12 +12,12 @@ from rest_framework.response import Response
 
 from offsets.api.errors import errors
 from offsets.api.refreshes import RefreshRunOutput
-from offsets.formats.connectors import mask_secrets
+from offsets.domain.connectors import mask_secrets
 from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
+from offsets.queries import snapshots
+from offsets.queries.clusters import cluster_for_user, hide_unseen_upstreams
 from offsets.rights import gate
 from offsets.rights.grants import connector_filter
-from offsets.services import snapshots
-from offsets.services.clusters import cluster_for_user, hide_unseen_upstreams
 
 MAX_PAGE_SIZE = 1000
 

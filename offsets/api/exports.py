@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from offsets.api.clusters import get_cluster, require_connector
 from offsets.api.errors import errors, run_service
 from offsets.formats import strimzi
-from offsets.services import offsets_export
+from offsets.queries import offsets_export
 
 # The shapes that hold exactly one connector.
 ONE_CONNECTOR = ("kip875", "strimzi")

@@ -8,11 +8,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets.api.errors import errors
+from offsets.domain.rights import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.models import RefreshRun
+from offsets.queries.clusters import cluster_for_user
 from offsets.refresh import background
 from offsets.rights.grants import may
-from offsets.rights.rules import REFRESH_ROLE, WHOLE_CLUSTER, Action
-from offsets.services.clusters import cluster_for_user
 
 RECENT_RUNS = 50
 

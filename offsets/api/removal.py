@@ -1,7 +1,7 @@
 """Delete a connector with its offsets, clean up offsets that outlived one, list those, over REST.
 
 Thin views: the services of `offsets.edits.workflow` stage a draft edit (submitted, approved
-and applied like any other through /api/v1/edits/{id}/...); `offsets.services.orphans` lists
+and applied like any other through /api/v1/edits/{id}/...); `offsets.queries.orphans` lists
 what the last refresh stored, without reading Kafka.
 """
 
@@ -16,8 +16,8 @@ from offsets.api.edit_serializers import EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
 from offsets.edits.workflow import stage_cleanup, stage_removal
+from offsets.queries.orphans import orphans
 from offsets.rights.grants import only_visible
-from offsets.services.orphans import orphans
 
 
 class StrictCharField(serializers.CharField):

@@ -5,14 +5,14 @@ import logging
 import time
 from dataclasses import dataclass
 
+from offsets.domain.masking import mask_text
+from offsets.domain.rights import Action as RightsAction
 from offsets.edits import audit
 from offsets.edits.errors import EditStateConflict
-from offsets.formats.masking import mask_text
 from offsets.formats.status_records import trace_summary
 from offsets.kafka.connect_rest import ConnectorStatus, ConnectRest, ConnectRestError
 from offsets.models import AuditEvent, Cluster
 from offsets.rights import gate
-from offsets.rights.rules import Action as RightsAction
 
 logger = logging.getLogger(__name__)
 

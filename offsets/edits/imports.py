@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from offsets.domain.connectors import Connector
+from offsets.domain.rights import Action
 from offsets.edits import drafts
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -16,7 +18,6 @@ from offsets.edits.kinds.offset_changes import draft, preview_edit
 from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.preview import Preview, StageRequest
 from offsets.formats import strimzi
-from offsets.formats.connectors import Connector
 from offsets.formats.offsets_json import (
     OffsetsDocumentError,
     PartitionOffset,
@@ -26,7 +27,6 @@ from offsets.formats.offsets_json import (
 )
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.rights import gate
-from offsets.rights.rules import Action
 
 # An imported document is read and parsed whole, in memory: this bounds what one upload costs.
 IMPORT_MAX_BYTES = 20 * 1024 * 1024

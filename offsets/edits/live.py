@@ -7,10 +7,10 @@ from django.conf import settings
 from django.core.paginator import Page, Paginator
 
 from offsets import tuning
+from offsets.domain.connectors import Connector, connector_from, sink_topics
 from offsets.edits.errors import ConnectorNotFound
 from offsets.formats import edit_rules, jackson
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
-from offsets.formats.connectors import Connector, connector_from, sink_topics
 from offsets.formats.offset_records import LatestOffsets, SourceOffsetRecord, latest_offsets
 from offsets.formats.status_records import StatusSnapshot, fold_status_records
 from offsets.kafka import admin, groups, reading, standalone_worker

@@ -3,8 +3,8 @@
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from offsets.domain.connectors import Connector
 from offsets.formats import edit_rules
-from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import SinkChange, SourceChange
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.models import ChangeCounts

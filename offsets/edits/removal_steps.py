@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from offsets.domain.connectors import Connector
+from offsets.domain.masking import mask_text
 from offsets.edits import route
 from offsets.edits.live import LiveReader
 from offsets.formats import removal_rules
-from offsets.formats.connectors import Connector
-from offsets.formats.masking import mask_text
 from offsets.formats.offset_records import SourceOffsetRecord
 from offsets.formats.removal_rules import Steps
 from offsets.kafka import groups, offsets_writer

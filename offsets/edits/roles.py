@@ -1,10 +1,10 @@
 """Who may stage and who may approve: the two roles of the edit workflow, on a cluster (and a
 connector) by the user's grants (offsets.rights)."""
 
+from offsets.domain.rights import Action
 from offsets.models import Cluster
 from offsets.rights import gate
 from offsets.rights.grants import edit_clusters, may
-from offsets.rights.rules import Action
 
 
 def can_stage(user, cluster: Cluster, connector: object = None) -> bool:

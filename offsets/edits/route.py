@@ -3,16 +3,16 @@
 The worker is the supported way (it fences exactly-once zombies and asks the connector), so it
 is used whenever it can be: the cluster has a worker URL, the worker answers, runs Apache
 Kafka 3.6 or later, and the edit is a request the worker writes byte for byte as the topic
-holds it (`offsets.formats.worker_offsets`). Otherwise the direct write remains, and the
+holds it (`offsets.domain.worker_offsets`). Otherwise the direct write remains, and the
 reason is shown on the edit page before anyone applies.
 """
 
 import time
 from dataclasses import dataclass, field
 
-from offsets.formats import worker_offsets
-from offsets.formats.masking import mask_text
-from offsets.formats.worker_offsets import WorkerRequest
+from offsets.domain import worker_offsets
+from offsets.domain.masking import mask_text
+from offsets.domain.worker_offsets import WorkerRequest
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
     ConnectMalformed,

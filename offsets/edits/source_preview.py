@@ -1,10 +1,10 @@
 """Compute a source connector's diff: the offset records a staged edit writes."""
 
+from offsets.domain.connectors import Connector
 from offsets.edits.errors import EditInputError
 from offsets.edits.live import LiveReader, source_view
 from offsets.edits.preview import Preview, StageRequest
 from offsets.formats import edit_rules
-from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import EditRuleError, SourceDiff
 from offsets.formats.offset_records import SourceOffsetRecord, partition_identity
 from offsets.formats.offsets_json import PartitionOffset

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from offsets.formats.masking import mask_secrets, mask_text
+from offsets.domain.masking import mask_secrets, mask_text
 
 JsonMap = dict[str, object]
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from offsets.formats.source_lag import position_age_ms
+from offsets.domain.source_lag import position_age_ms
 from offsets.history.files import connector_folder, run_folders
 from offsets.history.store import history_path
 from offsets.models import Cluster

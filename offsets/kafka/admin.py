@@ -15,7 +15,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 from offsets.kafka import handles
 from offsets.kafka.errors import KafkaNotAuthorized, KafkaUnavailable, not_authorized
 

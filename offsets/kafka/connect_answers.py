@@ -9,7 +9,7 @@ import json
 import re
 import reprlib
 
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 
 # How much of an unexpected answer an error message quotes.
 QUOTED_CHARS = 200

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from offsets import outgoing, tuning
-from offsets.formats.connect_workers import (
+from offsets.domain.masking import mask_text
+from offsets.domain.workers import (
     WorkerCapabilities,
     parse_connect_urls,
     worker_capabilities,
 )
-from offsets.formats.masking import mask_text
 from offsets.kafka import files, tls
 from offsets.kafka.connect_answers import (
     QUOTED_CHARS,

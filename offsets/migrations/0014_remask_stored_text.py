@@ -8,7 +8,7 @@ is idempotent, so rows already masked stay as they are.
 
 from django.db import migrations
 
-from offsets.formats.masking import mask_secrets, mask_text
+from offsets.domain.masking import mask_secrets, mask_text
 
 BATCH = 500
 

@@ -1,6 +1,6 @@
 """Alerts: the rules (managed in the admin), each subject's last decision, and what was sent.
 
-The rules themselves are pure (offsets/alerts/rules.py); offsets/alerts/evaluation.py
+The rules themselves are pure (offsets/domain/alerts.py); offsets/alerts/evaluation.py
 evaluates them and queues AlertDelivery rows, and offsets/alerts/delivery.py sends
 those, retrying with backoff.
 """
@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import models
 
-from offsets.alerts.rules import LAG_STATUSES, BadPattern, Condition, compile_pattern
+from offsets.domain.alerts import LAG_STATUSES, BadPattern, Condition, compile_pattern
 from offsets.models.cluster import Cluster, connect_url_validator
 
 

@@ -2,8 +2,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from offsets.formats.connect_workers import parse_connect_urls
-from offsets.formats.connectors import MASK, is_secret_name
+from offsets.domain.connectors import MASK, is_secret_name
+from offsets.domain.workers import parse_connect_urls
 from offsets.kafka import secret_files
 
 # librdkafka settings whose values are secrets: never rendered back to a page or the API.

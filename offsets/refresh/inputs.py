@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from offsets.formats.connectors import Connector
+from offsets.domain.connectors import Connector
 from offsets.models import Cluster, SourceOffset
 from offsets.refresh import memory
 from offsets.refresh.results import SOURCE_OFFSET_FIELDS, StoredRows

@@ -11,10 +11,10 @@ import logging
 from collections import defaultdict
 from datetime import datetime
 
-from offsets.formats.connectors import Connector
-from offsets.formats.masking import mask_text
-from offsets.formats.mirror_assignment import mirror_offset_reset, replicated_topics
-from offsets.formats.source_lag import is_mirror_source, mirror_position, mirror_source_alias
+from offsets.domain.connectors import Connector
+from offsets.domain.masking import mask_text
+from offsets.domain.mirror_assignment import mirror_offset_reset, replicated_topics
+from offsets.domain.source_lag import is_mirror_source, mirror_position, mirror_source_alias
 from offsets.kafka import admin
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, MirrorUpstream

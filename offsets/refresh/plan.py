@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 
 from offsets import connect_state, tuning
-from offsets.formats.connectors import Connector
+from offsets.domain.connectors import Connector
 from offsets.kafka import admin, planner
 from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster, ReadPosition

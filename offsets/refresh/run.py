@@ -30,7 +30,7 @@ from offsets.refresh import (
     memory,
     mirrors,
     plan,
-    runs,
+    run_records,
     sinks,
     standalone,
     store,
@@ -63,7 +63,7 @@ class _Phases:
 
     def __call__(self, text: str) -> None:
         try:
-            RefreshRun.objects.filter(pk=self.run.pk).update(phase=runs.phase_text(text))
+            RefreshRun.objects.filter(pk=self.run.pk).update(phase=run_records.phase_text(text))
         except OperationalError as exc:
             # Progress is for people watching; a busy database must not fail the run for it.
             if connection.in_atomic_block:
@@ -113,8 +113,8 @@ def run_refresh(
             status=RefreshRun.Status.FAILED,
             finished_at=timezone.now(),
             seconds=time.monotonic() - started,
-            error=runs.INTERRUPTED,
-            phase=f"failed: {runs.INTERRUPTED}",
+            error=run_records.INTERRUPTED,
+            phase=f"failed: {run_records.INTERRUPTED}",
         )
         raise
     except Exception as exc:
@@ -268,12 +268,12 @@ def _save(
         read = standalone.StandaloneRead(
             done.state, done.plan, done.inputs, done.sources, done.sinks
         )
-        runs.with_db_retries(
+        run_records.with_db_retries(
             "saving the results", lambda: standalone.save(cluster, read, now_ms=now_ms)
         )
         history_store.compact_history_later(cluster, run_pk)
         return
-    saved = runs.with_db_retries(
+    saved = run_records.with_db_retries(
         "saving the results",
         lambda: store.save(
             cluster,
@@ -317,7 +317,7 @@ def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:
     run.status = RefreshRun.Status.SUCCEEDED
     run.records_read = done.sources.records_read()
     run.records_by_topic = done.sources.records_by_topic
-    run.malformed_by_reason = runs.malformed_by_reason(cluster, done.state, done.sources.malformed)
+    run.malformed_by_reason = run_records.malformed_by_reason(cluster, done.state, done.sources.malformed)
     run.malformed = sum(
         count for reasons in run.malformed_by_reason.values() for count in reasons.values()
     )
@@ -326,8 +326,8 @@ def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:
 
 def _failed(cluster: Cluster, run: RefreshRun, exc: Exception) -> None:
     run.status = RefreshRun.Status.FAILED
-    run.error = runs.describe_error(exc)
-    run.phase = runs.phase_text(f"failed: {run.error}")
+    run.error = run_records.describe_error(exc)
+    run.phase = run_records.phase_text(f"failed: {run.error}")
     if isinstance(exc, store.RefreshOvertaken):
         logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
     elif not isinstance(exc, KafkaUnavailable | TopicNotFound):
@@ -340,11 +340,11 @@ def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) ->
     run.seconds = time.monotonic() - started
     # Only what this module decides: the run's heartbeat, host and pid are written by others
     # meanwhile (background.heartbeat, the command taking a claimed run over).
-    runs.with_db_retries(
-        "recording the run", lambda: run.save(update_fields=runs.RUN_OUTCOME_FIELDS)
+    run_records.with_db_retries(
+        "recording the run", lambda: run.save(update_fields=run_records.RUN_OUTCOME_FIELDS)
     )
     try:
-        runs.drop_expired_runs(cluster, now=run.finished_at)
+        run_records.drop_expired_runs(cluster, now=run.finished_at)
     except OperationalError as exc:
         # Housekeeping: the next refresh tries again.
         logger.warning("Could not delete the old refresh runs of %s: %s", cluster.name, exc)

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from offsets.formats.connectors import (
+from offsets.domain.connectors import (
     EARLIEST,
     LATEST,
     Connector,
@@ -13,8 +13,8 @@ from offsets.formats.connectors import (
     sink_offset_reset,
     sink_topics,
 )
-from offsets.formats.history_rules import LagPoint, LagStatus, partition_lag_status
-from offsets.formats.masking import mask_text
+from offsets.domain.history import LagPoint, LagStatus, partition_lag_status
+from offsets.domain.masking import mask_text
 from offsets.kafka import admin, reading
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, LagSample, SinkPartitionLag

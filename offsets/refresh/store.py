@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models import Count
 
 from offsets import connect_state
-from offsets.formats.history_rules import committed_moved_at
-from offsets.formats.masking import mask_text
+from offsets.domain.history import committed_moved_at
+from offsets.domain.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
 from offsets.models import (
     Cluster,

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db.models import Count, Max
 from django.utils import timezone
 
-from offsets.formats.connectors import Connector
-from offsets.formats.history_rules import LagStatus, connector_lag_status, last_moved_at
-from offsets.formats.state_history import State, state_changes
+from offsets.domain.connectors import Connector
+from offsets.domain.history import LagStatus, connector_lag_status, last_moved_at
+from offsets.domain.state_history import State, state_changes
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,

@@ -9,9 +9,9 @@ word), and only where they see the connector does a missing role answer 403.
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
+from offsets.domain.rights import WHOLE_CLUSTER, Action
 from offsets.models import Cluster
 from offsets.rights.grants import may
-from offsets.rights.rules import WHOLE_CLUSTER, Action
 
 User = AbstractBaseUser | AnonymousUser
 

@@ -1,7 +1,7 @@
 """The grants of a user, read once per request, and the questions the pages and API ask.
 
 Superusers see and may do everything; an inactive or anonymous user nothing; everyone else
-what the grants of their groups allow (offsets.rights.rules).
+what the grants of their groups allow (offsets.domain.rights).
 """
 
 from collections.abc import Callable, Iterable
@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
+from offsets.domain import rights as rules
+from offsets.domain.rights import Action, GrantRule
 from offsets.models import Cluster, Grant
-from offsets.rights import rules
-from offsets.rights.rules import Action, GrantRule
 
 User = AbstractBaseUser | AnonymousUser
 

@@ -33,8 +33,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from offsets.formats.history_rules import progress_fields, progress_of
-from offsets.formats.masking import prefix_between_tokens
+from offsets.domain.history import progress_fields, progress_of
+from offsets.domain.masking import prefix_between_tokens
 from offsets.formats.offset_records import (
     MalformedReason,
     MalformedRecord,

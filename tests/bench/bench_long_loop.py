@@ -37,10 +37,10 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from offsets.formats.history_rules import LagPoint  # noqa: E402
+from offsets.domain.history import LagPoint  # noqa: E402
 from offsets.models import Cluster, CommitBucket, LagSample  # noqa: E402
+from offsets.queries import history  # noqa: E402
 from offsets.refresh import history_store, store  # noqa: E402
-from offsets.services import history  # noqa: E402
 from offsets.spark import history_files  # noqa: E402
 
 

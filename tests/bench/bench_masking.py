@@ -10,7 +10,7 @@ unit test only guards against a rule that never ends.
 
 import time
 
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 from tests.unit.test_masking import HOSTILE_UNITS
 
 

@@ -33,7 +33,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from devkit.embedded import EmbeddedKafka  # noqa: E402
-from offsets.formats.history_rules import offset_progress  # noqa: E402
+from offsets.domain.history import offset_progress  # noqa: E402
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
 from offsets.kafka import reading  # noqa: E402
 from offsets.models import Cluster  # noqa: E402

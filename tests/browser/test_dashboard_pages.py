@@ -19,9 +19,9 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.queries.snapshots import connectors
 from offsets.refresh import background
 from offsets.refresh.run import run_refresh
-from offsets.services.snapshots import connectors
 from tests.browser.pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]

@@ -22,7 +22,7 @@ import pytest
 
 from devkit import embedded_config
 from devkit.embedded import free_port
-from offsets.services.scheduler import STOPPED
+from offsets.refresh.scheduler import STOPPED
 from tests.integration.connect_rest import ConnectRest, wait_until
 from tests.integration.worker_files import STRING_CONVERTERS
 

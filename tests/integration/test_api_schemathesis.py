@@ -40,7 +40,7 @@ CONNECTORS = [
 
 @pytest.fixture
 def all_roles(approver):
-    from offsets.services.roles import REFRESHERS_GROUP, ensure_role_groups
+    from offsets.rights.roles import REFRESHERS_GROUP, ensure_role_groups
 
     approver.groups.add(ensure_role_groups()[REFRESHERS_GROUP])
     return approver

@@ -18,8 +18,8 @@ from offsets.formats import jackson
 from offsets.formats.edit_rules import runtime_view
 from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
+from offsets.queries import offsets_export
 from offsets.rights.grants import SHELL_OPERATOR
-from offsets.services import offsets_export
 from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
 from tests.integration.connect_sim import stop_connector
 from tests.integration.edit_steps import approved_audit_edit

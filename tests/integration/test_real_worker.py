@@ -28,8 +28,8 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.queries import snapshots
 from offsets.refresh.run import run_refresh
-from offsets.services import snapshots
 from tests.demo_data import REFRESH_MODELS
 from tests.integration.connect_rest import STRING_CONVERTERS, canonical, wait_until
 from tests.integration.edit_steps import stage_and_approve, stage_approve_apply

@@ -21,7 +21,8 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.refresh import compute, runs, sinks
+from offsets.refresh import compute, sinks
+from offsets.refresh import run_records as runs
 from offsets.refresh.run import run_refresh
 from tests.db_faults import SqliteLock, short_busy_timeout
 from tests.demo_data import DEMO_END_MS

@@ -12,18 +12,18 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from devkit import embedded_config
+from offsets.domain.workers import worker_capabilities
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.reconcile import reconcile_edit
 from offsets.edits.workflow import stage_cleanup, stage_removal
-from offsets.formats.connect_workers import worker_capabilities
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import admin, groups, offsets_writer, reading
 from offsets.kafka.connect_rest import ConnectRest as ConnectRestAdapter
 from offsets.models import AuditEvent, Cluster, OffsetEdit, RefreshRun
+from offsets.queries.orphans import orphans
 from offsets.refresh.run import run_refresh
-from offsets.services.orphans import orphans
 from tests import factories as make
 from tests.edits_factory import make_stuck
 from tests.fake_connect_worker import FakeWorker, closed_port_url

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from offsets.models import RefreshRun, SchedulerBeat
-from offsets.services import scheduler as scheduling
+from offsets.refresh import scheduler as scheduling
 from tests import factories
 from tests.integration import secured_runtime
 from tests.integration.child_cluster import child_cluster

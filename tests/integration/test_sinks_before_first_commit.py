@@ -23,8 +23,8 @@ from offsets.models import (
     RefreshRun,
     SinkPartitionLag,
 )
+from offsets.queries import snapshots
 from offsets.refresh.run import run_refresh
-from offsets.services import snapshots
 from tests.integration.connect_rest import wait_until
 from tests.integration.worker_files import file_sink, produce
 

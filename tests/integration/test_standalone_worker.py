@@ -19,9 +19,9 @@ from offsets.edits import workflow
 from offsets.edits.preview import StageRequest
 from offsets.formats.standalone_offsets_file import HEADER, decode, encode, hashmap_sizing
 from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
+from offsets.queries.offsets_export import export_connector
 from offsets.refresh.run import run_refresh
 from offsets.rights.grants import SHELL_OPERATOR
-from offsets.services.offsets_export import export_connector
 from tests.integration.connect_rest import ConnectRest, canonical, wait_until
 from tests.integration.worker_files import (
     byte_position,

@@ -11,7 +11,7 @@ import itertools
 import json
 from collections import Counter, defaultdict
 
-from offsets.formats.history_rules import offset_progress
+from offsets.domain.history import offset_progress
 from offsets.formats.offset_records import (
     MalformedReason,
     MalformedRecord,

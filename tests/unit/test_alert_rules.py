@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from offsets.alerts import messages as alert_messages
-from offsets.alerts import rules as alert_rules
-from offsets.alerts.rules import Condition, Fact, Kind, SubjectState, decide, decide_all
+from offsets.domain import alerts as alert_rules
+from offsets.domain.alerts import Condition, Fact, Kind, SubjectState, decide, decide_all
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 QUIET = timedelta(minutes=30)

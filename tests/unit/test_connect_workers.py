@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets.formats.connect_workers import kafka_version, parse_connect_urls, worker_capabilities
+from offsets.domain.workers import kafka_version, parse_connect_urls, worker_capabilities
 from offsets.kafka.connect_answers import (
     ConnectAuthFailed,
     ConnectBadRequest,

@@ -1,7 +1,7 @@
 """A connector's tasks as the pages read them: state, worker and masked trace."""
 
+from offsets.domain.connectors import connector_from
 from offsets.formats.config_records import ConnectorConfig
-from offsets.formats.connectors import connector_from
 from offsets.formats.status_records import ConnectorStatus, TaskStatus
 
 SECRET_TRACE = (

@@ -1,6 +1,6 @@
 import pytest
 
-from offsets.formats.connectors import (
+from offsets.domain.connectors import (
     MASK,
     OffsetsTopics,
     connector_type,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets.formats.masking import MASK
+from offsets.domain.masking import MASK
 from offsets.formats.moves import (
     MoveRuleError,
     TargetFacts,

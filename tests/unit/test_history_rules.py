@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsets.formats.history_rules import (
+from offsets.domain.history import (
     PROGRESS_FIELDS,
     LagPoint,
     LagStatus,

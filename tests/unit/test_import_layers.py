@@ -6,14 +6,14 @@ at the top (lazy imports are where cycles hide).
 
 import ast
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("offsets", "dashboard")
-# A package's pure rules count as formats wherever they live (docs/architecture.md).
-RULES_MODULE = "rules"
-RULES_LAYER = "formats"
+# What the domain may import besides offsets' lower layers: the standard library and these.
+DOMAIN_MAY_IMPORT = frozenset({"offsets", "regex"})
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,7 @@ def package_of(module: str) -> str | None:
         return "dashboard"
     if parts[0] != "offsets" or len(parts) < 2:
         return None
-    if parts[-1] == RULES_MODULE or _is_rules_module(parts):
-        return RULES_LAYER
     return parts[1]
-
-
-def _is_rules_module(parts: list[str]) -> bool:
-    """Whether an imported name (`offsets.alerts.rules.Condition`) lies in a rules module."""
-    return RULES_MODULE in parts[2:-1] and (ROOT.joinpath(*parts[:-1]).with_suffix(".py")).exists()
 
 
 def module_of(path: Path) -> str:
@@ -166,13 +159,27 @@ def test_every_import_runs_down_the_layers():
     assert not problems, "\n".join(problems)
 
 
-def test_the_pure_rules_modules_import_only_formats():
+def outside_imports(path: Path) -> list[str]:
+    """The top-level names of what a file imports from outside the standard library."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+    return sorted(name for name in names if name not in sys.stdlib_module_names)
+
+
+def test_the_domain_imports_nothing_of_django_nor_of_the_layers_above_it():
     order = layers((ROOT / "docs" / "architecture.md").read_text())
-    rules = sorted(ROOT.glob("offsets/**/rules.py"))
-    assert rules, "no rules.py module found"
-    for path in rules:
+    # The pure rules that live with their edit kind (edits/kinds/<kind>/rules.py) keep the
+    # domain's rule: they are the domain's, placed beside the one kind that uses them.
+    pure = sorted([*ROOT.glob("offsets/domain/**/*.py"), *ROOT.glob("offsets/**/rules.py")])
+    assert pure, "no module found under offsets/domain/"
+    for path in pure:
         for imp in imports_of(path):
-            assert order[imp.target] <= order[RULES_LAYER], f"{imp.path}:{imp.line}: {imp.name}"
+            assert order[imp.target] <= order["domain"], f"{imp.path}:{imp.line}: {imp.name}"
+        assert set(outside_imports(path)) <= DOMAIN_MAY_IMPORT, (path, outside_imports(path))
 
 
 # The checks themselves, on made-up imports.
@@ -215,9 +222,10 @@ def test_the_layers_are_read_from_the_numbered_list():
     assert layers(text) == {"tuning": 1, "edits": 2, "alerts": 2}
 
 
-def test_a_rules_module_counts_as_formats_and_a_module_as_its_package():
-    assert package_of("offsets.alerts.rules") == "formats"
-    assert package_of("offsets.alerts.rules.Condition") == "formats"
+def test_a_module_counts_as_its_package_wherever_it_lies():
+    assert package_of("offsets.domain.alerts") == "domain"
+    assert package_of("offsets.domain.alerts.Condition") == "domain"
+    assert package_of("offsets.edits.kinds.move.rules") == "edits"
     assert package_of("offsets.alerts.evaluation") == "alerts"
     assert package_of("offsets.tuning") == "tuning"
     assert package_of("dashboard.views") == "dashboard"

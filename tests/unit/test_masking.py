@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
+from offsets.domain.masking import MASK, is_secret_name, mask_secrets, mask_text
 
 # (text holding the secret SECRET, the masked text): one per form the rule catches.
 FORMS = [

@@ -3,10 +3,10 @@
 import json
 
 from offsets import connect_state
-from offsets.formats.masking import MASK, prefix_between_tokens
+from offsets.domain.masking import MASK, prefix_between_tokens
 from offsets.kafka import reading
 from offsets.models import Cluster
-from offsets.refresh.runs import describe_error
+from offsets.refresh.run_records import describe_error
 from offsets.spark import partials
 
 TRACE = (

@@ -8,7 +8,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.metrics import address_allowed, bearer_token
-from offsets.services.metrics import COMMIT_RATE_BUCKETS, commit_rate_window, label, one_hot
+from offsets.queries.metrics import COMMIT_RATE_BUCKETS, commit_rate_window, label, one_hot
 
 
 @pytest.mark.parametrize(

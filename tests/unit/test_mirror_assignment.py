@@ -3,18 +3,18 @@ consumer starts on them, and how their lag is rated."""
 
 import pytest
 
-from offsets.formats.config_records import ConnectorConfig
-from offsets.formats.connectors import connector_from
-from offsets.formats.history_rules import LagPoint, LagStatus, partition_lag_status
-from offsets.formats.mirror_assignment import (
+from offsets.domain.connectors import connector_from
+from offsets.domain.history import LagPoint, LagStatus, partition_lag_status
+from offsets.domain.mirror_assignment import (
     assigned_partitions,
     mirror_offset_reset,
     replicated_topics,
 )
+from offsets.formats.config_records import ConnectorConfig
 from offsets.models import ConnectorSnapshot
+from offsets.queries.snapshots import NO_COMMIT_YET, NOT_COPIED_YET, status_reasons
 from offsets.refresh.mirrors import responsible_partitions
 from offsets.refresh.sinks import consumer_position
-from offsets.services.snapshots import NO_COMMIT_YET, NOT_COPIED_YET, status_reasons
 
 MIRROR = {
     "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets.rights.rules import (
+from offsets.domain.rights import (
     WHOLE_CLUSTER,
     Action,
     GrantRule,

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from offsets.refresh.schedule import ClusterTurn, due_clusters, overdue
+from offsets.domain.schedule import ClusterTurn, due_clusters, overdue
 
 NOW = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
 

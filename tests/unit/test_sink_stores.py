@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from offsets.formats.connectors import suggested_offsets_file
+from offsets.domain.connectors import suggested_offsets_file
 from offsets.refresh.results import SinkResults
 from offsets.refresh.sinks import _store_offsets
 from offsets.sink_stores import (

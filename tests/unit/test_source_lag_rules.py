@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from offsets.formats.source_lag import (
+from offsets.domain.source_lag import (
     MirrorPosition,
     is_mirror_source,
     mirror_position,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets.services.snapshots.staleness import (
+from offsets.queries.snapshots.staleness import (
     FRESH,
     LATE,
     STALE,

@@ -2,9 +2,7 @@
 
 import pytest
 
-from offsets.formats import jackson
-from offsets.formats.java_hashmap import java_hashmap_order
-from offsets.formats.worker_offsets import (
+from offsets.domain.worker_offsets import (
     WorkerEntry,
     WorkerRequest,
     answer_entries,
@@ -15,6 +13,8 @@ from offsets.formats.worker_offsets import (
     worker_bytes,
     worker_mismatches,
 )
+from offsets.formats import jackson
+from offsets.formats.java_hashmap import java_hashmap_order
 
 CONNECTOR = "orders"
 
@@ -131,7 +131,7 @@ def test_canonical_tells_numbers_from_strings_and_ints_from_floats():
 
 
 def test_an_offsets_answer_of_another_shape_is_refused_with_what_it_was():
-    from offsets.formats.worker_offsets import answer_entries
+    from offsets.domain.worker_offsets import answer_entries
 
     entry = {"partition": {"f": "a"}, "offset": None}
     assert answer_entries({"offsets": [entry]}) == [entry]

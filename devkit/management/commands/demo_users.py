@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from offsets.services.roles import APPROVERS_GROUP, EDITORS_GROUP, ensure_role_groups
+from offsets.rights.roles import APPROVERS_GROUP, EDITORS_GROUP, ensure_role_groups
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "connect-demo"

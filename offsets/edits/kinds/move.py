@@ -12,6 +12,7 @@ import json
 import logging
 import time
 
+from offsets.domain.masking import mask_secrets, mask_text
 from offsets.edits import drafts, move_reads
 from offsets.edits.connector_control import resume_for_edit
 from offsets.edits.errors import (
@@ -25,7 +26,6 @@ from offsets.edits.outcome import fail, finish, release
 from offsets.edits.roles import require_approver
 from offsets.formats import edit_rules, moves
 from offsets.formats.edit_rules import CheckResult
-from offsets.formats.masking import mask_secrets, mask_text
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
     ConnectBadRequest,

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from offsets import faults, sink_stores
+from offsets.domain.connectors import Connector
 from offsets.edits import audit, drafts, route
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -38,7 +39,6 @@ from offsets.edits.sink_preview import preview_sink
 from offsets.edits.source_preview import preview_source
 from offsets.edits.writes import write_sink, write_source
 from offsets.formats import edit_rules
-from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka import offsets_writer

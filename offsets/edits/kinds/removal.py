@@ -20,6 +20,7 @@ import logging
 
 from django.utils import timezone
 
+from offsets.domain.connectors import Connector
 from offsets.edits import drafts, removal_steps
 from offsets.edits.connector_control import control_connector
 from offsets.edits.errors import (
@@ -33,7 +34,6 @@ from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.outcome import as_bytes, fail, finish, release, sink_offset
 from offsets.edits.removal_steps import KAFKA_ERRORS, RemovalPlan
 from offsets.formats import edit_rules, removal_rules
-from offsets.formats.connectors import Connector
 from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable

@@ -7,8 +7,8 @@ from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.management.arguments import add_cluster_argument, get_cluster
 from offsets.models import Cluster
+from offsets.queries import offsets_export
 from offsets.rights.grants import SHELL_OPERATOR
-from offsets.services import offsets_export
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from offsets.services.roles import ensure_role_groups
+from offsets.rights.roles import ensure_role_groups
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from offsets.services.scheduler import Scheduler
+from offsets.refresh.scheduler import Scheduler
 
 logger = logging.getLogger("offsets.scheduler")
 

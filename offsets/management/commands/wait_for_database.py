@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 
 # Through logging: the image writes its lines as JSON (LOG_FORMAT).
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from django.db import OperationalError, connection
 from django.db.models import Q
 
 from offsets import connect_state
-from offsets.formats.masking import mask_text
+from offsets.domain.masking import mask_text
 from offsets.models import Cluster, RefreshRun
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """One process that keeps every cluster refreshed on its own period (`manage.py scheduler`).
 
-Each round it looks for due clusters (offsets.refresh.schedule), claims each one's refresh as
+Each round it looks for due clusters (offsets.domain.schedule), claims each one's refresh as
 the Refresh button does (a RUNNING run created under the cluster's row lock: two schedulers,
 or a scheduler and a button, never refresh one cluster at once) and runs it on a thread of a
 small pool, in the process's one Spark session. A slow or failing cluster holds one thread,
@@ -22,11 +22,11 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from offsets.alerts import delivery
+from offsets.domain.schedule import ClusterTurn, due_clusters
 from offsets.edits.reconcile import settle_stale
 from offsets.models import Cluster, RefreshRun, SchedulerBeat
 from offsets.refresh import background
 from offsets.refresh.run import run_refresh
-from offsets.refresh.schedule import ClusterTurn, due_clusters
 
 logger = logging.getLogger(__name__)
 

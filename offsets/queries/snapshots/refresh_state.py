@@ -11,7 +11,7 @@ from offsets.models import (
     Cluster,
     RefreshRun,
 )
-from offsets.services.snapshots import staleness as rules
+from offsets.queries.snapshots import staleness as rules
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class RefreshState:
     @property
     def staleness(self) -> str:
         """ "fresh", "late" (amber) or "stale" (red): the age of the results on show against
-        the cluster's own period (see offsets/services/snapshots/staleness.py)."""
+        the cluster's own period (see offsets/queries/snapshots/staleness.py)."""
         run = self.last_success
         return rules.staleness(
             self.age_seconds,

@@ -6,7 +6,7 @@ module per page: `overview`, `connector_list`, `connector_detail`; `refresh_stat
 freshness banner, `choices` for filters and sorts, `paging` for pages of rows.
 """
 
-from offsets.services.snapshots.choices import (
+from offsets.queries.snapshots.choices import (
     CONNECTOR_SORTS,
     CONNECTOR_STATES,
     CONNECTOR_TYPES,
@@ -20,7 +20,7 @@ from offsets.services.snapshots.choices import (
     STATE_CHOICES,
     severity_rank,
 )
-from offsets.services.snapshots.connector_detail import (
+from offsets.queries.snapshots.connector_detail import (
     NOT_CURRENT_HEADER,
     Bucket,
     LagPoint,
@@ -37,7 +37,7 @@ from offsets.services.snapshots.connector_detail import (
     source_partitions,
     with_position_ages,
 )
-from offsets.services.snapshots.connector_list import (
+from offsets.queries.snapshots.connector_list import (
     NO_COMMIT_YET,
     NOT_COPIED_YET,
     connector_of,
@@ -47,7 +47,7 @@ from offsets.services.snapshots.connector_list import (
     status_reasons,
     with_partition_status,
 )
-from offsets.services.snapshots.overview import (
+from offsets.queries.snapshots.overview import (
     ClusterRuns,
     ClusterSummary,
     ConnectorCounts,
@@ -56,8 +56,8 @@ from offsets.services.snapshots.overview import (
     connector_counts,
     summarize,
 )
-from offsets.services.snapshots.paging import paginate
-from offsets.services.snapshots.refresh_state import RefreshState, refresh_state
+from offsets.queries.snapshots.paging import paginate
+from offsets.queries.snapshots.refresh_state import RefreshState, refresh_state
 
 __all__ = [
     "CONNECTOR_SORTS",

@@ -13,9 +13,9 @@ from django.db.models import (
     Sum,
 )
 
+from offsets.domain.source_lag import has_source_clock, position_age_ms
 from offsets.formats.jackson import JsonValue
 from offsets.formats.offsets_json import PartitionOffset, to_kip875
-from offsets.formats.source_lag import has_source_clock, position_age_ms
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -26,7 +26,7 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
-from offsets.services.snapshots.choices import (
+from offsets.queries.snapshots.choices import (
     MAX_COMMIT_BUCKETS,
     MAX_LAG_SAMPLES,
     PARTITION_SORTS,

@@ -16,7 +16,7 @@ from offsets.models import (
     ConnectorSnapshot,
     SinkPartitionLag,
 )
-from offsets.services.snapshots.choices import (
+from offsets.queries.snapshots.choices import (
     CONNECTOR_SORTS,
     CONNECTOR_STATES,
     DELETED,

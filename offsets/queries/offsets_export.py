@@ -12,6 +12,7 @@ can read, so a sink's history is its current offsets.
 
 from collections.abc import Sequence
 
+from offsets.domain.rights import Action
 from offsets.edits.live import (
     Connector,
     LiveReader,
@@ -25,7 +26,6 @@ from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster
 from offsets.rights import gate
 from offsets.rights.grants import sees_connector
-from offsets.rights.rules import Action
 
 
 def requested_names(listed: str, exact: Sequence[str] = ()) -> list[str]:

@@ -18,7 +18,7 @@ from offsets.models import (
     ConnectorSnapshot,
     RefreshRun,
 )
-from offsets.services.snapshots.choices import (
+from offsets.queries.snapshots.choices import (
     DELETED,
     PAUSED_RANK,
     STATE_CHOICES,
@@ -26,7 +26,7 @@ from offsets.services.snapshots.choices import (
     problem_label,
     severity_rank,
 )
-from offsets.services.snapshots.refresh_state import RefreshState
+from offsets.queries.snapshots.refresh_state import RefreshState
 
 
 @dataclass(frozen=True)

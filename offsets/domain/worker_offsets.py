@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from offsets.domain.masking import mask_text
 from offsets.formats import jackson
 from offsets.formats.java_hashmap import java_hashmap_order
-from offsets.formats.masking import mask_text
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 # How many refused partitions a reason quotes.

@@ -28,7 +28,7 @@ from offsets.models import (
     RefreshRun,
     SinkPartitionLag,
 )
-from offsets.services.snapshots import CONNECTOR_STATES, STATE_CHOICES
+from offsets.queries.snapshots import CONNECTOR_STATES, STATE_CHOICES
 
 PREFIX = "kafka_connect_offsets_"
 # A sink's status is Burrow's group status; its partitions' statuses say why it is ERR.

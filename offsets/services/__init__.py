@@ -1,4 +1,0 @@
-"""Workflows that read or change a Connect cluster, shared by pages, API and commands.
-
-One module per workflow; callers import the module (`from offsets.services import snapshots`).
-"""
