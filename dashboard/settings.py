@@ -157,7 +157,7 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The pages cache what they compute from refresh results, keyed by the latest finished run
-# (dashboard/page_cache.py). Per-process memory is enough: the key is checked against the
+# (dashboard/pages/cache.py). Per-process memory is enough: the key is checked against the
 # database on every request, so processes never serve each other's stale entries; each
 # process computes a page once per refresh run. An entry is a page of rows or a chart:
 # measured 0.2-16 KiB, so 1,000 entries hold at most ~16 MiB per process.

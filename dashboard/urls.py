@@ -1,8 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
-from dashboard import connector_views, control_views, metrics, move_views, removal_views, views
+from dashboard import metrics
 from dashboard.oidc import views as oidc_views
+from dashboard.pages.clusters import views
+from dashboard.pages.connector import control as control_views
+from dashboard.pages.connector import views as connector_views
+from dashboard.pages.edits import moves as move_views
+from dashboard.pages.edits import removal as removal_views
 from offsets.formats.connector_paths import ConnectorNameConverter
 
 # Registered here, in the root URLconf, before any pattern (the API's included) uses it.
@@ -40,7 +45,7 @@ urlpatterns = [
     path("clusters/<str:cluster_name>/orphans/", removal_views.orphans_page, name="orphans"),
     path("clusters/<str:cluster_name>/refreshes/", views.start_refresh, name="start-refresh"),
     path("clusters/<str:cluster_name>/live/", views.live_state, name="live-state"),
-    path("", include("dashboard.edit_urls")),
+    path("", include("dashboard.pages.edits.urls")),
     path("login/", oidc_views.login, name="login"),
     path("logout/", oidc_views.logout, name="logout"),
     # Single sign-on: 404 while no provider is set up.
@@ -59,4 +64,4 @@ urlpatterns = [
 # A database outage met outside a view (the session save) answers 503 too.
 handler500 = "dashboard.middleware.server_error"
 # Unknown URLs under /api/ answer JSON like the rest of the API.
-handler404 = "dashboard.views.not_found"
+handler404 = "dashboard.pages.clusters.views.not_found"

@@ -78,5 +78,5 @@ def store_sink(monkeypatch, cluster, tmp_path) -> StoreSink:
     live = CurrentOffsets(
         context=context(), page=Paginator([], 100).page(1), total=0, partitions=set(PARTITIONS)
     )
-    monkeypatch.setattr("dashboard.edit_views.current_offsets", lambda **_: live)
+    monkeypatch.setattr("dashboard.pages.edits.views.current_offsets", lambda **_: live)
     return StoreSink(row, str(path))

@@ -122,7 +122,7 @@ def test_a_search_pages_alike_whether_counted_from_its_keys_or_not(
 ):
     # 100 partitions match: more than a probe of 5 keys (counted by the database), as many as
     # a probe of 100 and fewer than one of 1,000 (counted from the keys read).
-    monkeypatch.setattr("dashboard.connector_views.SEARCH_PROBE", probe)
+    monkeypatch.setattr("dashboard.pages.connector.views.SEARCH_PROBE", probe)
     html = logged_in_client.get(
         SOURCE + "?q=table_000&page=2&sort=-partition",
         HTTP_HX_REQUEST="true",

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 from django.utils.html import escape
 
-from dashboard import statuses
+from dashboard.pages import statuses
 from offsets.models import ConnectorSnapshot, RefreshRun
 from tests import factories as make
 

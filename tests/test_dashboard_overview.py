@@ -6,7 +6,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from dashboard import live
+from dashboard.pages.clusters import live
 from offsets.models import RefreshRun
 from offsets.refresh import background
 from tests import factories as make

@@ -219,7 +219,7 @@ def test_staging_on_a_running_connector_says_stop_first_and_offers_stop(
     client, monkeypatch, cluster, request, role
 ):
     monkeypatch.setattr(
-        "dashboard.edit_views.current_offsets", lambda **_: live("STARTED", {0: "RUNNING"})
+        "dashboard.pages.edits.views.current_offsets", lambda **_: live("STARTED", {0: "RUNNING"})
     )
     client.force_login(request.getfixturevalue(role))
     html = client.get("/clusters/c1/connectors/file-src/edits/?strategy=add").content.decode()
@@ -235,7 +235,9 @@ def test_staging_on_a_running_connector_says_stop_first_and_offers_stop(
 def test_staging_on_a_stopped_connector_says_nothing_of_stopping(
     client, monkeypatch, cluster, editor
 ):
-    monkeypatch.setattr("dashboard.edit_views.current_offsets", lambda **_: live("STOPPED", {}))
+    monkeypatch.setattr(
+        "dashboard.pages.edits.views.current_offsets", lambda **_: live("STOPPED", {})
+    )
     client.force_login(editor)
     html = client.get("/clusters/c1/connectors/file-src/edits/").content.decode()
     assert 'id="stop-first"' not in html and "Stage the edit" in html
@@ -283,7 +285,7 @@ def test_a_row_of_the_live_offsets_fills_the_stage_form(client, monkeypatch, clu
         label='{"filename":"a b"}', key='["file-src",{"filename":"a b"}]', offset="{}"
     )
     monkeypatch.setattr(
-        "dashboard.edit_views.current_offsets", lambda **_: live("STOPPED", {}, [row])
+        "dashboard.pages.edits.views.current_offsets", lambda **_: live("STOPPED", {}, [row])
     )
     client.force_login(editor)
     html = client.get("/clusters/c1/connectors/file-src/edits/").content.decode()

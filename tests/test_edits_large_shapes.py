@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from dashboard.edit_forms import SinkStageForm, SourceStageForm
+from dashboard.pages.edits.forms import SinkStageForm, SourceStageForm
 from offsets.edits.imports import IMPORT_MAX_BYTES
 from offsets.formats import jackson
 from offsets.models import OffsetEdit, OffsetEditChange

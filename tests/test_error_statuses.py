@@ -6,7 +6,9 @@ it without a broker or a worker; the real failures are tested beside each featur
 
 import pytest
 
-from dashboard import edit_views, import_export_views, removal_views
+from dashboard.pages.edits import import_export as import_export_views
+from dashboard.pages.edits import removal as removal_views
+from dashboard.pages.edits import views as edit_views
 from offsets.edits.errors import (
     ConnectorNotFound,
     DocumentInputError,
@@ -124,8 +126,8 @@ def two_clusters(cluster):
 def test_a_move_staging_answers_each_error_on_its_page(
     client, monkeypatch, two_clusters, editor, exc, status
 ):
-    monkeypatch.setattr("dashboard.move_views.source_config", lambda **kw: {"k": "v"})
-    monkeypatch.setattr("dashboard.move_views.stage_move", raising(exc))
+    monkeypatch.setattr("dashboard.pages.edits.moves.source_config", lambda **kw: {"k": "v"})
+    monkeypatch.setattr("dashboard.pages.edits.moves.stage_move", raising(exc))
     client.force_login(editor)
     response = client.post("/clusters/c1/connectors/x/move/", {"target": "b"})
     assert response.status_code == status
@@ -147,7 +149,7 @@ def test_a_move_staging_answers_each_error_on_its_page(
 def test_the_move_page_says_why_the_connector_cannot_be_read_or_moved(
     client, monkeypatch, two_clusters, editor, exc, get_status, post_status, message
 ):
-    monkeypatch.setattr("dashboard.move_views.source_config", raising(exc))
+    monkeypatch.setattr("dashboard.pages.edits.moves.source_config", raising(exc))
     client.force_login(editor)
     url = "/clusters/c1/connectors/x/move/"
     for response, status in ((client.get(url), get_status), (client.post(url), post_status)):
@@ -163,7 +165,7 @@ def test_the_move_page_says_why_the_connector_cannot_be_read_or_moved(
 def test_the_connector_control_card_answers_each_error(
     client, monkeypatch, cluster, editor, exc, status
 ):
-    monkeypatch.setattr("dashboard.control_views.control_connector", raising(exc))
+    monkeypatch.setattr("dashboard.pages.connector.control.control_connector", raising(exc))
     client.force_login(editor)
     response = client.post("/clusters/c1/connectors/x/control/stop/", headers=HTMX)
     assert response.status_code == status
@@ -175,7 +177,7 @@ def test_the_connector_control_card_answers_each_error(
 def test_a_connectors_edit_page_and_the_export_say_kafka_is_down(
     client, monkeypatch, cluster, editor, exc, status
 ):
-    monkeypatch.setattr("dashboard.edit_views.current_offsets", raising(exc))
+    monkeypatch.setattr("dashboard.pages.edits.views.current_offsets", raising(exc))
     monkeypatch.setattr(import_export_views.offsets_export, "export_connector", raising(exc))
     client.force_login(editor)
     page = client.get("/clusters/c1/connectors/x/edits/")
@@ -187,7 +189,9 @@ def test_a_connectors_edit_page_and_the_export_say_kafka_is_down(
 def test_a_connectors_edit_page_and_the_export_404_an_unknown_connector(
     client, monkeypatch, cluster, editor
 ):
-    monkeypatch.setattr("dashboard.edit_views.current_offsets", raising(ConnectorNotFound("gone")))
+    monkeypatch.setattr(
+        "dashboard.pages.edits.views.current_offsets", raising(ConnectorNotFound("gone"))
+    )
     monkeypatch.setattr(
         import_export_views.offsets_export, "export_connector", raising(ConnectorNotFound("gone"))
     )
@@ -199,7 +203,9 @@ def test_a_connectors_edit_page_and_the_export_404_an_unknown_connector(
 
 @pytest.mark.parametrize(("exc", "status"), KAFKA_ERRORS, ids=ids(KAFKA_ERRORS))
 def test_the_live_state_page_says_kafka_is_down(client, monkeypatch, cluster, user, exc, status):
-    monkeypatch.setattr("dashboard.views.connect_state.read_connect_state", raising(exc))
+    monkeypatch.setattr(
+        "dashboard.pages.clusters.views.connect_state.read_connect_state", raising(exc)
+    )
     client.force_login(user)
     response = client.get("/clusters/c1/live/")
     assert response.status_code == status and "said no" in response.content.decode()

@@ -3,7 +3,7 @@
 The tables hold more rows than a page shows, so a query per row (an N+1) would add dozens.
 The limits are the counts the pages make today: a new query must be a deliberate change here.
 Each page is asked twice: first computed, then from the cache of the last refresh run's
-results (dashboard/page_cache.py), which leaves only the session, the user, the cluster or
+results (dashboard/pages/cache.py), which leaves only the session, the user, the cluster or
 connector, the refresh state and the permissions to read.
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from dashboard.edit_forms import STORE_CHOICES
+from dashboard.pages.edits.forms import STORE_CHOICES
 from offsets.models import OffsetEdit, SinkOffsetsStore
 from tests import factories as make
 from tests.sink_store_fakes import store_sink

@@ -1,4 +1,4 @@
-"""Template filters and tags of the pages; the formatting itself is in dashboard.formatting."""
+"""Template filters and tags of the pages; the formatting itself is in dashboard.pages.formatting."""
 
 from datetime import datetime
 from html import escape
@@ -9,7 +9,8 @@ from django.http import QueryDict
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from dashboard import formatting, live, statuses
+from dashboard.pages import formatting, statuses
+from dashboard.pages.clusters import live
 from offsets.formats.connector_paths import to_segment
 
 register = template.Library()

@@ -1,4 +1,5 @@
-"""Workflows that read or change a Connect cluster, shared by pages, API and commands.
+"""What the pages, the API and `/metrics` read of a cluster: the stored results, one module each.
 
-One module per workflow; callers import the module (`from offsets.queries import snapshots`).
+Callers import the module (`from offsets.queries import snapshots`). Nothing here changes a
+cluster: the workflows that do are `edits` and `refresh`.
 """

@@ -317,7 +317,9 @@ def _succeeded(cluster: Cluster, run: RefreshRun, done: Refreshed) -> None:
     run.status = RefreshRun.Status.SUCCEEDED
     run.records_read = done.sources.records_read()
     run.records_by_topic = done.sources.records_by_topic
-    run.malformed_by_reason = run_records.malformed_by_reason(cluster, done.state, done.sources.malformed)
+    run.malformed_by_reason = run_records.malformed_by_reason(
+        cluster, done.state, done.sources.malformed
+    )
     run.malformed = sum(
         count for reasons in run.malformed_by_reason.values() for count in reasons.values()
     )

@@ -38,10 +38,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from offsets.domain.history import LagPoint  # noqa: E402
+from offsets.history import files as history_files  # noqa: E402
+from offsets.history import reading as history  # noqa: E402
+from offsets.history import store as history_store  # noqa: E402
 from offsets.models import Cluster, CommitBucket, LagSample  # noqa: E402
-from offsets.queries import history  # noqa: E402
-from offsets.refresh import history_store, store  # noqa: E402
-from offsets.spark import history_files  # noqa: E402
+from offsets.refresh import store  # noqa: E402
 
 
 def timed(func, repeat: int = 3) -> tuple[float, object]:

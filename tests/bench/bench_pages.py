@@ -9,7 +9,7 @@ and the number of queries each request makes. It asserts nothing.
 
 Two figures per page, in two tables: "uncached" empties the page cache before every request
 (what the first request after a refresh costs), "cached" is the steady state between
-refreshes (dashboard/page_cache.py), which is what users see. The baseline is the same
+refreshes (dashboard/pages/cache.py), which is what users see. The baseline is the same
 trivial view in both, measured in the same interleaved loop.
 
     python -m tests.bench.bench_pages [--requests 300] [--database-url URL]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import live
+from dashboard.pages.clusters import live
 from offsets.models import AuditEvent, ConnectorSnapshot, ConnectorStateChange, RefreshRun
 from tests import factories as make
 from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 SHOTS = Path(os.environ.get("PHONE_SHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
 WIDTHS = {"desktop": 1400, "phone": 390}
 EDITED = "jdbc-source-inventory"
-# Every page of dashboard/urls.py and dashboard/edit_urls.py a browser opens (the rest answer
+# Every page of dashboard/urls.py and dashboard/pages/edits/urls.py a browser opens (the rest answer
 # POSTs or downloads), with the demo's widest cases: a failed sink with its trace, a mirror.
 # `{edit}` is the id of a submitted edit.
 PAGES = {

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from dashboard.chart_events import Event, chart_events, control_event, state_event
+from dashboard.pages.connector.chart_events import Event, chart_events, control_event, state_event
 from offsets.domain.state_history import State, state_changes
 
 AT = datetime(2026, 11, 27, 12, 0, 5, tzinfo=UTC)

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard import chart_ranges, charts
-from dashboard.chart_events import Event
-from dashboard.charts import HOVER_POINTS, format_number, line_chart
+from dashboard.pages.connector import chart_ranges
+from dashboard.pages.connector import svg as charts
+from dashboard.pages.connector.chart_events import Event
+from dashboard.pages.connector.svg import HOVER_POINTS, format_number, line_chart
 
 T0 = datetime(2026, 9, 21, 12, 0, tzinfo=UTC)
 

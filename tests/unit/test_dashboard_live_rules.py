@@ -4,7 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard import actions, live
+from dashboard.pages.clusters import live
+from dashboard.pages.connector import actions
 
 START = datetime(2026, 11, 27, 9, 0, 0, tzinfo=UTC)
 

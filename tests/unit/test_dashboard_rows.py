@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from django.http import QueryDict
 from django.template import engines
 
-from dashboard.formatting import NEVER, AgedHtml
+from dashboard.pages.formatting import NEVER, AgedHtml
 from dashboard.templatetags.dashboard_tags import query_string
 
 COMMIT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dashboard.errors import READING_KAFKA, refusal
+from dashboard.pages.errors import READING_KAFKA, refusal
 from offsets.edits import errors as edit_errors
 from offsets.edits.route import NothingSent
 from offsets.kafka import connect_rest

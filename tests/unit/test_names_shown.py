@@ -4,7 +4,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from dashboard.formatting import attachment, name_html, name_text
+from dashboard.pages.formatting import attachment, name_html, name_text
 
 
 @pytest.mark.parametrize(

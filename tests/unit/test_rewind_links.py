@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from dashboard.rewind_links import edit_for_rewind
+from dashboard.pages.connector.rewind_links import edit_for_rewind
 
 T = datetime(2026, 11, 27, 10, 0, tzinfo=UTC)
 

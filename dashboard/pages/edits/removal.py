@@ -12,8 +12,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.edit_forms import CommentForm
-from dashboard.errors import refusal
+from dashboard.pages.edits.forms import CommentForm
+from dashboard.pages.errors import refusal
 from offsets.edits.workflow import can_stage, stage_cleanup, stage_removal
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster

@@ -9,10 +9,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from dashboard.edit_diffs import preview_context
-from dashboard.edit_forms import ExportForm, ImportForm
-from dashboard.errors import READING_KAFKA
-from dashboard.formatting import attachment
+from dashboard.pages.edits.diffs import preview_context
+from dashboard.pages.edits.forms import ExportForm, ImportForm
+from dashboard.pages.errors import READING_KAFKA
+from dashboard.pages.formatting import attachment
 from offsets.edits.workflow import ConnectorNotFound, EditInputError, can_stage, import_document
 from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaError

@@ -12,7 +12,7 @@ from html import escape
 from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 
-from dashboard import statuses
+from dashboard.pages import statuses
 from offsets.formats import jackson
 
 DASH = "\u2013"  # en dash: no value
@@ -94,7 +94,7 @@ def status_html(
     status: str | None, reasons: list[str] | tuple[str, ...] = (), *, paused: bool = False
 ) -> SafeString:
     """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND,
-    "no commit yet"), each titled with what it means (dashboard/statuses.py).
+    "no commit yet"), each titled with what it means (dashboard/pages/statuses.py).
 
     `paused`: its owner paused or stopped the connector, so its stopped lag is shown as
     "paused" rather than as ERR STOP.
@@ -143,7 +143,7 @@ def age_hole(at: datetime | None) -> SafeString:
 class AgedHtml:
     """HTML that stays the same until the next refresh but for its ages ('3m 05s ago').
 
-    Table rows are cached per refresh run (dashboard/page_cache.py) as this: the rendered
+    Table rows are cached per refresh run (dashboard/pages/cache.py) as this: the rendered
     template with a hole for each time, filled in against the time of each request by
     `render()`. So a cached page pays one `ago_html` per time shown, not the rows' template.
     """

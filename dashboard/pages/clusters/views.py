@@ -3,7 +3,7 @@ validate input, call a service, render.
 
 Each page is one view and one template; an htmx request gets only the partial it targets
 (`HX-Target` names the element), so polling and paging move no more HTML than they need.
-One connector's page is `dashboard/connector_views.py`.
+One connector's page is `dashboard/pages/connector/views.py`.
 """
 
 import logging
@@ -22,10 +22,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.defaults import page_not_found
 
-from dashboard import page_cache
-from dashboard.formatting import AgedHtml
-from dashboard.forms import ConnectorFilterForm, RefreshForm
-from dashboard.pages import htmx_target, poll_seconds
+from dashboard.pages import cache as page_cache
+from dashboard.pages.formatting import AgedHtml
+from dashboard.pages.forms import ConnectorFilterForm, RefreshForm
+from dashboard.pages.htmx import htmx_target, poll_seconds
 from offsets import connect_state
 from offsets.domain.rights import REFRESH_ROLE, WHOLE_CLUSTER, Action
 from offsets.kafka.errors import KafkaError

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from dashboard.errors import READING_KAFKA, WORKER, refusal
+from dashboard.pages.errors import READING_KAFKA, WORKER, refusal
 from offsets.domain.masking import mask_secrets
 from offsets.edits.workflow import (
     SERVICE_ERRORS,

@@ -14,10 +14,11 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import actions, page_cache
-from dashboard.errors import refusal
-from dashboard.move_views import move_targets
-from dashboard.pages import poll_seconds
+from dashboard.pages import cache as page_cache
+from dashboard.pages.connector import actions
+from dashboard.pages.edits.moves import move_targets
+from dashboard.pages.errors import refusal
+from dashboard.pages.htmx import poll_seconds
 from offsets.edits.connector_control import ACTIONS, control_connector
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors, can_stage

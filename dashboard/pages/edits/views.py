@@ -1,6 +1,6 @@
 """The offset-edit pages: stage per connector, the diff, review and apply (htmx), audit, the
 list of a cluster's edits. Views stay thin: look up (404), check the role (403), pass a form,
-call a service. Import and export are `dashboard/import_export_views.py`."""
+call a service. Import and export are `dashboard/pages/edits/import_export.py`."""
 
 import logging
 
@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard.edit_diffs import diff_context
-from dashboard.edit_forms import (
+from dashboard.pages.edits.diffs import diff_context
+from dashboard.pages.edits.forms import (
     SINK_CHOICES,
     SOURCE_CHOICES,
     STORE_CHOICES,
@@ -26,8 +26,8 @@ from dashboard.edit_forms import (
     SourceStageForm,
     StoreStageForm,
 )
-from dashboard.errors import READING_KAFKA, refusal
-from dashboard.pages import htmx_target
+from dashboard.pages.errors import READING_KAFKA, refusal
+from dashboard.pages.htmx import htmx_target
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,

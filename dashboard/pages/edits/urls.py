@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from dashboard import edit_views, import_export_views
+from dashboard.pages.edits import import_export as import_export_views
+from dashboard.pages.edits import views as edit_views
 
 urlpatterns = [
     path(

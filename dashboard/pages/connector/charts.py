@@ -6,9 +6,9 @@ from datetime import datetime
 
 from django.urls import reverse
 
-from dashboard import charts
-from dashboard.chart_events import Event, chart_events
-from dashboard.rewind_links import edit_for_rewind
+from dashboard.pages.connector import svg as charts
+from dashboard.pages.connector.chart_events import Event, chart_events
+from dashboard.pages.connector.rewind_links import edit_for_rewind
 from offsets.models import (
     AuditEvent,
     Cluster,

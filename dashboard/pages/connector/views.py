@@ -3,7 +3,7 @@ offsets as a KIP-875 download. Views stay thin: check access, validate input, ca
 render.
 
 Each part that changes with a refresh polls on its own (`HX-Target` names it) and is rendered
-from fragments cached per refresh run (`dashboard/page_cache.py`).
+from fragments cached per refresh run (`dashboard/pages/cache.py`).
 """
 
 from collections.abc import Callable
@@ -19,13 +19,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from dashboard import actions, chart_ranges, charts, page_cache
-from dashboard.connector_charts import history_charts, rewind_markers
-from dashboard.formatting import AgedHtml, attachment
-from dashboard.forms import PartitionFilterForm
-from dashboard.move_views import move_targets
-from dashboard.pages import htmx_target, poll_seconds
-from dashboard.store_hints import store_hint
+from dashboard.pages import cache as page_cache
+from dashboard.pages.connector import actions, chart_ranges
+from dashboard.pages.connector import svg as charts
+from dashboard.pages.connector.charts import history_charts, rewind_markers
+from dashboard.pages.connector.store_hints import store_hint
+from dashboard.pages.edits.moves import move_targets
+from dashboard.pages.formatting import AgedHtml, attachment
+from dashboard.pages.forms import PartitionFilterForm
+from dashboard.pages.htmx import htmx_target, poll_seconds
 from offsets.domain.connectors import mask_secrets
 from offsets.domain.source_lag import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage

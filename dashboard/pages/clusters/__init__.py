@@ -1,0 +1,1 @@
+"""The clusters: the overview, each cluster's connector list and live state."""

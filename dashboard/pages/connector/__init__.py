@@ -1,0 +1,1 @@
+"""One connector's page: its facts, charts and partitions, and the controls it offers."""
