@@ -15,8 +15,7 @@ from typing import Literal
 import regex
 
 from offsets.domain.masking import MASK, is_secret_name, mask_secrets, mask_text
-from offsets.domain.mirror_assignment import assigned_partitions
-from offsets.domain.source_lag import is_mirror_source
+from offsets.domain.mirrors import assigned_partitions, is_mirror_source
 from offsets.formats import edit_rules
 from offsets.formats.config_records import ConnectorConfig
 from offsets.formats.edit_rules import CheckResult

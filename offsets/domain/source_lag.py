@@ -1,27 +1,18 @@
-"""What a source offset says of the source's progress: MirrorMaker 2's upstream position, and
-the source's own clock in CDC and JDBC-style offsets. Pure rules, no I/O.
+"""What a source offset says of the source's progress: the source's own clock in CDC and
+JDBC-style offsets. Pure rules, no I/O (MirrorMaker 2's upstream position is in `mirrors`).
 
 Only shapes recognised by the connector's class and its fields mean anything here: an offset
 of any other shape says nothing, rather than a guess.
 """
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 __all__ = [
-    "MirrorPosition",
+    "JDBC_SOURCE_CLASSES",
     "has_source_clock",
-    "is_mirror_source",
-    "mirror_position",
-    "mirror_source_alias",
     "position_age_ms",
     "source_clock_ms",
-    "suggested_upstream",
 ]
-
-# MirrorSourceConnector copies records; the checkpoint and heartbeat connectors write
-# offsets of other shapes, which say nothing of lag.
-_MIRROR_SOURCE_CLASS = "MirrorSourceConnector"
 
 # Debezium's connectors keep the source's commit time in the offset, each in its own unit:
 # MySQL and MariaDB `ts_sec` (the binlog event's time), PostgreSQL `ts_usec` (the
@@ -42,51 +33,9 @@ JDBC_SOURCE_CLASSES = (
 )
 
 
-@dataclass(frozen=True)
-class MirrorPosition:
-    """Where a MirrorSourceConnector resumes on one upstream partition."""
-
-    alias: str  # the upstream cluster's alias (source.cluster.alias)
-    topic: str
-    partition: int
-    # The next upstream offset to copy: the stored offset is the last record copied
-    # (MirrorSourceTask.convertRecord wraps record.offset()), and a task seeks to it + 1.
-    next_offset: int
-
-
-def is_mirror_source(properties: Mapping[str, str | None]) -> bool:
-    """Tell whether the connector is MirrorMaker 2's MirrorSourceConnector."""
-    connector_class = (properties.get("connector.class") or "").strip()
-    return connector_class == _MIRROR_SOURCE_CLASS or connector_class.endswith(
-        "." + _MIRROR_SOURCE_CLASS
-    )
-
-
-def mirror_source_alias(properties: Mapping[str, str | None]) -> str:
-    """The upstream cluster's alias of a MirrorSourceConnector ("" when not set)."""
-    return (properties.get("source.cluster.alias") or "").strip()
-
-
 def _integer(value: object) -> int | None:
     # JSON true/false are no offsets, though Python counts them as ints.
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def mirror_position(partition: object, offset: object) -> MirrorPosition | None:
-    """Read a MirrorSourceConnector's source partition and offset; None for any other shape.
-
-    MirrorUtils.wrapPartition writes {"cluster": alias, "topic": t, "partition": p} and
-    wrapOffset {"offset": n}; a negative offset is "uncommitted" to the task.
-    """
-    if not isinstance(partition, Mapping) or not isinstance(offset, Mapping):
-        return None
-    alias, topic = partition.get("cluster"), partition.get("topic")
-    number, copied = _integer(partition.get("partition")), _integer(offset.get("offset"))
-    if not isinstance(alias, str) or not isinstance(topic, str) or number is None:
-        return None
-    if copied is None or copied < 0 or number < 0:
-        return None
-    return MirrorPosition(alias=alias, topic=topic, partition=number, next_offset=copied + 1)
 
 
 def source_clock_ms(connector_class: str, offset: object) -> int | None:
@@ -131,18 +80,3 @@ def position_age_ms(connector_class: str, offset: object, committed_at_ms: int) 
     """
     clock = source_clock_ms(connector_class, offset)
     return None if clock is None else max(committed_at_ms - clock, 0)
-
-
-def _servers(bootstrap: str) -> set[str]:
-    return {server.strip().lower() for server in bootstrap.split(",") if server.strip()}
-
-
-def suggested_upstream(
-    properties: Mapping[str, str | None], clusters: Iterable[tuple[str, str]]
-) -> str | None:
-    """The registered cluster a MirrorSourceConnector's `source.cluster.bootstrap.servers`
-    names: the first of `clusters` ((name, bootstrap servers), in order) sharing a server."""
-    wanted = _servers(properties.get("source.cluster.bootstrap.servers") or "")
-    if not wanted:
-        return None
-    return next((name for name, servers in clusters if wanted & _servers(servers)), None)

@@ -11,7 +11,8 @@ import hashlib
 from django.db import models
 from django.db.models import Q
 
-from offsets.domain.source_lag import has_source_clock, is_mirror_source
+from offsets.domain.mirrors import is_mirror_source
+from offsets.domain.source_lag import has_source_clock
 from offsets.formats.status_records import TaskRow, task_rows
 from offsets.models.cluster import Cluster
 

@@ -13,8 +13,13 @@ from datetime import datetime
 
 from offsets.domain.connectors import Connector
 from offsets.domain.masking import mask_text
-from offsets.domain.mirror_assignment import mirror_offset_reset, replicated_topics
-from offsets.domain.source_lag import is_mirror_source, mirror_position, mirror_source_alias
+from offsets.domain.mirrors import (
+    is_mirror_source,
+    mirror_offset_reset,
+    mirror_position,
+    mirror_source_alias,
+    replicated_topics,
+)
 from offsets.kafka import admin
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, MirrorUpstream

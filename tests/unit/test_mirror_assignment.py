@@ -5,7 +5,7 @@ import pytest
 
 from offsets.domain.connectors import connector_from
 from offsets.domain.history import LagPoint, LagStatus, partition_lag_status
-from offsets.domain.mirror_assignment import (
+from offsets.domain.mirrors import (
     assigned_partitions,
     mirror_offset_reset,
     replicated_topics,

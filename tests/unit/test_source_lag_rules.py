@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from offsets.domain.source_lag import (
+from offsets.domain.mirrors import (
     MirrorPosition,
     is_mirror_source,
     mirror_position,
-    source_clock_ms,
     suggested_upstream,
 )
+from offsets.domain.source_lag import source_clock_ms
 from offsets.refresh.mirrors import mirror_positions
 
 MIRROR = "org.apache.kafka.connect.mirror.MirrorSourceConnector"

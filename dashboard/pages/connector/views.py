@@ -29,7 +29,7 @@ from dashboard.pages.formatting import AgedHtml, attachment
 from dashboard.pages.forms import PartitionFilterForm
 from dashboard.pages.htmx import htmx_target, poll_seconds
 from offsets.domain.connectors import mask_secrets
-from offsets.domain.source_lag import suggested_upstream
+from offsets.domain.mirrors import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.models import Cluster, ConnectorSnapshot

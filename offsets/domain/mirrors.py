@@ -1,5 +1,6 @@
-"""Which upstream partitions a MirrorSourceConnector copies, and where it starts on one it has
-no offset for. Pure rules, no I/O.
+"""MirrorMaker 2's rules: which connector is a MirrorSourceConnector, where it resumes on each
+upstream partition, which upstream partitions it copies and where it starts on one it has no
+offset for, and which registered cluster is its upstream. Pure rules, no I/O.
 
 Read against apache/kafka's `connect/mirror` (the worker's connect-mirror 4.3.1 jar):
 `MirrorSourceConnector.taskConfigs` gives each task `task.assigned.partitions`, its
@@ -11,15 +12,25 @@ takes from `consumer.`, then `source.consumer.` properties, else "earliest".
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 __all__ = [
     "TASK_ASSIGNED_PARTITIONS",
+    "MirrorPosition",
     "assigned_partitions",
+    "is_mirror_source",
     "mirror_offset_reset",
+    "mirror_position",
+    "mirror_source_alias",
     "replicated_topics",
+    "suggested_upstream",
 ]
 
 TASK_ASSIGNED_PARTITIONS = "task.assigned.partitions"
+
+# MirrorSourceConnector copies records; the checkpoint and heartbeat connectors write
+# offsets of other shapes, which say nothing of lag.
+_MIRROR_SOURCE_CLASS = "MirrorSourceConnector"
 
 TopicPartition = tuple[str, int]
 
@@ -161,3 +172,65 @@ def replicated_topics(
         and not policy.is_internal(topic)
         and not policy.is_cycle(topic, target)
     }
+
+
+@dataclass(frozen=True)
+class MirrorPosition:
+    """Where a MirrorSourceConnector resumes on one upstream partition."""
+
+    alias: str  # the upstream cluster's alias (source.cluster.alias)
+    topic: str
+    partition: int
+    # The next upstream offset to copy: the stored offset is the last record copied
+    # (MirrorSourceTask.convertRecord wraps record.offset()), and a task seeks to it + 1.
+    next_offset: int
+
+
+def is_mirror_source(properties: Mapping[str, str | None]) -> bool:
+    """Tell whether the connector is MirrorMaker 2's MirrorSourceConnector."""
+    connector_class = (properties.get("connector.class") or "").strip()
+    return connector_class == _MIRROR_SOURCE_CLASS or connector_class.endswith(
+        "." + _MIRROR_SOURCE_CLASS
+    )
+
+
+def mirror_source_alias(properties: Mapping[str, str | None]) -> str:
+    """The upstream cluster's alias of a MirrorSourceConnector ("" when not set)."""
+    return (properties.get("source.cluster.alias") or "").strip()
+
+
+def _integer(value: object) -> int | None:
+    # JSON true/false are no offsets, though Python counts them as ints.
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def mirror_position(partition: object, offset: object) -> MirrorPosition | None:
+    """Read a MirrorSourceConnector's source partition and offset; None for any other shape.
+
+    MirrorUtils.wrapPartition writes {"cluster": alias, "topic": t, "partition": p} and
+    wrapOffset {"offset": n}; a negative offset is "uncommitted" to the task.
+    """
+    if not isinstance(partition, Mapping) or not isinstance(offset, Mapping):
+        return None
+    alias, topic = partition.get("cluster"), partition.get("topic")
+    number, copied = _integer(partition.get("partition")), _integer(offset.get("offset"))
+    if not isinstance(alias, str) or not isinstance(topic, str) or number is None:
+        return None
+    if copied is None or copied < 0 or number < 0:
+        return None
+    return MirrorPosition(alias=alias, topic=topic, partition=number, next_offset=copied + 1)
+
+
+def _servers(bootstrap: str) -> set[str]:
+    return {server.strip().lower() for server in bootstrap.split(",") if server.strip()}
+
+
+def suggested_upstream(
+    properties: Mapping[str, str | None], clusters: Iterable[tuple[str, str]]
+) -> str | None:
+    """The registered cluster a MirrorSourceConnector's `source.cluster.bootstrap.servers`
+    names: the first of `clusters` ((name, bootstrap servers), in order) sharing a server."""
+    wanted = _servers(properties.get("source.cluster.bootstrap.servers") or "")
+    if not wanted:
+        return None
+    return next((name for name, servers in clusters if wanted & _servers(servers)), None)
