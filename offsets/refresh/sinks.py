@@ -24,7 +24,7 @@ from offsets.sink_stores import (
     REMOTE_GROUP,
     StoreSetting,
     StoreUnreadable,
-    connect_group,
+    read_groups,
     setting_of,
     stores_of,
 )
@@ -111,7 +111,7 @@ def sample_sinks(
     if not sinks and not deleted:
         return results
     kafka = cluster.kafka_settings()
-    by_group = connect_group.read_many(kafka, [c.sink_group for c in [*sinks, *deleted]])
+    by_group = read_groups(kafka, [c.sink_group for c in [*sinks, *deleted]])
     results.orphan_groups = orphan_groups(deleted, by_group)
     sinks, committed = _store_offsets(sinks, stores, by_group, results)
     if not sinks:

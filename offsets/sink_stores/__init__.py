@@ -1,5 +1,11 @@
-"""Where sinks keep their offsets: one module per store, each with `read(store)`, and the
-registry that picks a sink's store from its SinkOffsetsStore row.
+"""Where sinks keep their offsets, and the registry that picks a sink's store from its
+SinkOffsetsStore row.
+
+The consumer groups are read here: Connect's own group on the sink's cluster (the default),
+and a group on another registered cluster, where KIP-656's MirrorSinkTask commits, through a
+transactional producer, the offsets of what it wrote to its target cluster. Both are read
+alike, each on its cluster; only committed transactions count (the broker returns no pending
+offsets). Any other store is a module here (`plugin_file`, the project's ExternalOffsetsSink).
 
 Adding a store: a module here with `read(StoreSetting) -> StoreOffsets` (and `write` if the
 dashboard may edit it), its kind in SinkOffsetsStore.Kind and in `READERS` below, and its
@@ -8,8 +14,11 @@ words in `StoreSetting.where` (docs/refresh.md, "Sinks whose offsets live outsid
 
 from collections.abc import Callable
 
+from django.conf import settings
+
+from offsets.kafka import groups
 from offsets.models import Cluster, SinkOffsetsStore
-from offsets.sink_stores import connect_group, plugin_file, remote_group
+from offsets.sink_stores import plugin_file
 from offsets.sink_stores.base import (
     CONNECT_GROUP,
     PLUGIN_FILE,
@@ -19,9 +28,23 @@ from offsets.sink_stores.base import (
     StoreUnreadable,
 )
 
+
+def read_group(store: StoreSetting) -> StoreOffsets:
+    """A group's committed offsets on its cluster ({} before its first commit)."""
+    return groups.committed_offsets(
+        store.kafka, store.group_id, timeout=settings.KAFKA_READ_TIMEOUT
+    )
+
+
+def read_groups(kafka: dict, group_ids: list[str]) -> dict[str, StoreOffsets]:
+    """Several groups of one cluster, all asked for before any answer is awaited: the refresh
+    reads every Connect group of a cluster in one batch, since most sinks keep theirs there."""
+    return groups.committed_offsets_of(kafka, group_ids)
+
+
 READERS: dict[str, Callable[[StoreSetting], StoreOffsets]] = {
-    CONNECT_GROUP: connect_group.read,
-    REMOTE_GROUP: remote_group.read,
+    CONNECT_GROUP: read_group,
+    REMOTE_GROUP: read_group,
     PLUGIN_FILE: plugin_file.read,
 }
 
@@ -73,6 +96,8 @@ __all__ = [
     "StoreSetting",
     "StoreUnreadable",
     "read",
+    "read_group",
+    "read_groups",
     "setting_of",
     "store_of",
     "stores_of",
