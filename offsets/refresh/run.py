@@ -147,15 +147,12 @@ def _compute(
         def prepare(state: connect_state.ConnectState, *, full: bool) -> MergeInputs:
             nonlocal sampling
             if sampling is None:  # sampled once, also when a recreated topic rebuilds
-                names = [c.name for c in sinks.sink_connectors(state.connectors)]
                 sampling = side.submit(
                     sinks.sample_sinks,
                     cluster,
                     state.connectors,
                     now_ms=now_ms,
-                    recent=sinks.recent_samples(cluster, names),
-                    known=sinks.known_time_lags(cluster),
-                    stores=sinks.store_settings(cluster, state.connectors),
+                    **sinks.database_reads(cluster, state.connectors),
                 )
             return merge_inputs(spark, cluster, state.connectors, full=full)
 

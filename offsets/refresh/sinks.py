@@ -68,6 +68,17 @@ def consumer_position(
     return log_end if reset == LATEST else log_start
 
 
+def database_reads(cluster: Cluster, connectors: list[Connector]) -> dict:
+    """What `sample_sinks` needs of the database, read first as its keyword arguments: the
+    sampling itself may run beside the Spark phase, on a thread that reads no database."""
+    names = [c.name for c in sink_connectors(connectors)]
+    return {
+        "recent": recent_samples(cluster, names),
+        "known": known_time_lags(cluster),
+        "stores": store_settings(cluster, connectors),
+    }
+
+
 def store_settings(cluster: Cluster, connectors: list[Connector]) -> dict[str, StoreSetting]:
     """The stores an admin set for the cluster's sinks, read before the sampling: the
     sampling runs beside the Spark phase and reads no database."""

@@ -127,14 +127,8 @@ def _sinks(cluster: Cluster, state: connect_state.ConnectState, now_ms: int, pha
     if not cluster.has_kafka:
         return SinkResults()
     phase("sampling sink lag")
-    names = [c.name for c in sinks.sink_connectors(state.connectors)]
     return sinks.sample_sinks(
-        cluster,
-        state.connectors,
-        now_ms=now_ms,
-        recent=sinks.recent_samples(cluster, names),
-        known=sinks.known_time_lags(cluster),
-        stores=sinks.store_settings(cluster, state.connectors),
+        cluster, state.connectors, now_ms=now_ms, **sinks.database_reads(cluster, state.connectors)
     )
 
 
