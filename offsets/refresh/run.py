@@ -101,21 +101,18 @@ def run_refresh(
     run_dir = history_store.run_folder(cluster, run.pk)
     try:
         now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-        done = _computed(
-            cluster, run, full=full, spark=spark, now_ms=now_ms, run_dir=run_dir, phase=phase
-        )
+        if cluster.is_standalone:
+            done = _compute_standalone(cluster, now_ms=now_ms, run_dir=run_dir, phase=phase)
+        else:
+            done = _compute(
+                cluster, run, full=full, spark=spark, now_ms=now_ms, run_dir=run_dir, phase=phase
+            )
         _save(cluster, done, now_ms=now_ms, run_dir=run_dir, run_pk=run.pk, phase=phase)
         _succeeded(cluster, run, done)
     except KeyboardInterrupt:
         # Ctrl-C: recorded, so that the run does not block the next refresh as "running".
         shutil.rmtree(run_dir, ignore_errors=True)
-        RefreshRun.objects.filter(pk=run.pk).update(
-            status=RefreshRun.Status.FAILED,
-            finished_at=timezone.now(),
-            seconds=time.monotonic() - started,
-            error=run_records.INTERRUPTED,
-            phase=f"failed: {run_records.INTERRUPTED}",
-        )
+        run_records.record_interrupted(run, seconds=time.monotonic() - started)
         raise
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -171,15 +168,6 @@ def _compute(
         lags = sampling.result()
         _sample_mirrors(cluster, state, sources, lags, now_ms=now_ms, phase=phase)
         return Refreshed(state, planned, inputs, sources, lags, full)
-
-
-def _computed(cluster: Cluster, run: RefreshRun, **how) -> Refreshed:
-    """The refresh's results: a standalone worker's from its file, any other's from Kafka."""
-    if cluster.is_standalone:
-        return _compute_standalone(
-            cluster, now_ms=how["now_ms"], run_dir=how["run_dir"], phase=how["phase"]
-        )
-    return _compute(cluster, run, **how)
 
 
 def _compute_standalone(

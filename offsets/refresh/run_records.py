@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import OperationalError, connection
 from django.db.models import Q
+from django.utils import timezone
 
 from offsets import connect_state
 from offsets.domain.masking import mask_text
@@ -37,6 +38,18 @@ RUN_OUTCOME_FIELDS = [
     "finished_at",
     "seconds",
 ]
+
+
+def record_interrupted(run: RefreshRun, *, seconds: float) -> None:
+    """Record a run stopped by Ctrl-C as failed, so that it does not block the next refresh
+    as "running"."""
+    RefreshRun.objects.filter(pk=run.pk).update(
+        status=RefreshRun.Status.FAILED,
+        finished_at=timezone.now(),
+        seconds=seconds,
+        error=INTERRUPTED,
+        phase=f"failed: {INTERRUPTED}",
+    )
 
 
 def drop_expired_runs(cluster: Cluster, *, now: datetime) -> int:
