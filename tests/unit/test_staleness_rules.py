@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets.queries.snapshots.staleness import (
+from offsets.domain.staleness import (
     FRESH,
     LATE,
     STALE,

@@ -7,11 +7,11 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from offsets.domain import staleness as rules
 from offsets.models import (
     Cluster,
     RefreshRun,
 )
-from offsets.queries.snapshots import staleness as rules
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class RefreshState:
     @property
     def staleness(self) -> str:
         """ "fresh", "late" (amber) or "stale" (red): the age of the results on show against
-        the cluster's own period (see offsets/queries/snapshots/staleness.py)."""
+        the cluster's own period (see offsets/domain/staleness.py)."""
         run = self.last_success
         return rules.staleness(
             self.age_seconds,
