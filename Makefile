@@ -136,7 +136,7 @@ test: install kafka-runtime system-deps ## Run the whole test suite (unit, integ
 test-image: install kafka-runtime ## Build the image, then run migrate, web and scheduler containers against PostgreSQL and the embedded broker and worker
 	deploy/build-image
 	deploy/build-image postgres
-	$(BIN)/pytest -m container -n 0 -ra $(PYTEST_ARGS) tests/container
+	$(BIN)/pytest -m container -n 0 -ra $(PYTEST_ARGS) tests/deploy
 
 test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
 	$(BIN)/pytest -m "not integration and not spark and not browser and not container" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS)

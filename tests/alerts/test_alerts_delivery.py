@@ -13,8 +13,8 @@ from django.utils import timezone
 from offsets.alerts import delivery as alert_delivery
 from offsets.alerts import evaluation as alerts
 from offsets.models import AlertDelivery, AlertRule
-from tests import factories
-from tests.alert_receivers import Receiver
+from tests.support import factories
+from tests.support.alert_receivers import Receiver
 
 pytestmark = pytest.mark.django_db
 

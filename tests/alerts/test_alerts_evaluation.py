@@ -10,8 +10,8 @@ from django.utils import timezone
 from offsets.alerts import evaluation as alerts
 from offsets.alerts import rules as alert_rules
 from offsets.models import AlertDelivery, AlertRule, AlertState, ConnectorSnapshot, RefreshRun
-from tests import factories
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AlertDelivery, AlertRule, RefreshRun
 from offsets.refresh import plan
 from offsets.refresh.run import run_refresh
-from tests import factories
-from tests.alert_receivers import Receiver
+from tests.support import factories
+from tests.support.alert_receivers import Receiver
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from offsets.alerts import delivery as alert_delivery
 from offsets.models import AlertDelivery, AlertRule, RefreshRun
 from offsets.refresh.run import run_refresh
-from tests.alert_receivers import Receiver
+from tests.support.alert_receivers import Receiver
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

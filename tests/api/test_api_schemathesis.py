@@ -25,7 +25,7 @@ from rest_framework.authtoken.models import Token
 from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
 
-from tests.edits_factory import make_edit
+from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

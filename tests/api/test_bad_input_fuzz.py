@@ -22,7 +22,7 @@ from rest_framework import serializers
 
 from offsets.formats import jackson
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange, RefreshRun
-from tests.edits_factory import make_edit
+from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -218,7 +218,7 @@ LIST_PARAMS = {
 @given(params=st.fixed_dictionaries({}, optional=LIST_PARAMS))
 @fuzz
 def test_connector_queries_answer_4xx_naming_the_field_never_500(fresh_demo, api, params):
-    from tests.factories import snapshot
+    from tests.support.factories import snapshot
 
     if not fresh_demo.cluster.connectors.exists():
         snapshot(fresh_demo.cluster, SOURCE)
@@ -392,7 +392,7 @@ PAGE_PARAMS = {
 @given(params=st.fixed_dictionaries({}, optional=PAGE_PARAMS))
 @fuzz
 def test_page_queries_never_answer_500(fresh_demo, client, user, params):
-    from tests.factories import snapshot
+    from tests.support.factories import snapshot
 
     if not fresh_demo.cluster.connectors.exists():
         snapshot(fresh_demo.cluster, SOURCE)

@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 
 from offsets.models import RefreshRun, SourceOffset
 from offsets.refresh import background
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from offsets.formats import jackson
 from offsets.models import SourceOffset
-from tests import factories as make
+from tests.support import factories as make
 
 # db_engine: PostgreSQL refuses text SQLite stores (lone surrogates).
 pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
@@ -30,7 +30,7 @@ def odd():
     if connection.vendor == "postgresql":
         pytest.skip(
             "PostgreSQL's jsonb cannot hold a lone surrogate: the refresh counts such an offset"
-            " as value-unstorable (tests/integration/test_refresh_garbage.py) and never stores it"
+            " as value-unstorable (tests/refresh/test_refresh_garbage.py) and never stores it"
         )
     cluster = make.cluster("prod")
     make.run(cluster, ago=120)

@@ -1,14 +1,14 @@
 """The real app server with its PostgreSQL database down: 503 with a message, never a 500.
 
 A bad DATABASE_URL (nothing listens on port 1) stands for a database that is restarting or
-unreachable. The server is waitress in a process of its own (tests/load.py), so the whole
+unreachable. The server is waitress in a process of its own (tests/support/load.py), so the whole
 stack is the one deployed: middleware, sessions, DRF authentication.
 """
 
 import httpx
 import pytest
 
-from tests.load import CSRF_INPUT, AppServer
+from tests.support.load import CSRF_INPUT, AppServer
 
 pytestmark = pytest.mark.integration
 

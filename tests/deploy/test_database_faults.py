@@ -1,6 +1,6 @@
 """A database that is locked for a moment: a clear 503, nothing half-written, the audit whole.
 
-The lock is real: a second SQLite connection holds it (tests/db_faults.py), as a refresh's
+The lock is real: a second SQLite connection holds it (tests/support/db_faults.py), as a refresh's
 long write or another process would. The data must be committed for the second connection
 to see it, hence ``transactional_db``.
 """
@@ -14,9 +14,9 @@ from offsets.edits.reconcile import reconcile_edits
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.models import AuditEvent, OffsetEdit
-from tests import factories
-from tests.db_faults import SqliteLock, require_sqlite, short_busy_timeout
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.db_faults import SqliteLock, require_sqlite, short_busy_timeout
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -181,7 +181,7 @@ def test_a_lock_after_the_kafka_commit_leaves_the_edit_applying_until_reconciled
 ):
     """Kafka has the edit, the database cannot say so: the edit stays "applying" (in doubt),
     never "failed", and reconcile_edits finds it applied."""
-    from tests.integration.connect_sim import stop_connector
+    from tests.support.connect_sim import stop_connector
 
     stop_connector(fresh_demo.settings, "orders-cdc-eos")
     edit = stage_edit(

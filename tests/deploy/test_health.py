@@ -11,7 +11,7 @@ from django.utils import timezone
 from dashboard.logs import UnreadyProbes
 from offsets.models import RefreshRun, SchedulerBeat
 from offsets.services.snapshots.refresh_state import refresh_state
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -23,8 +23,11 @@ import pytest
 from devkit import embedded_config
 from devkit.embedded import free_port
 from offsets.services.scheduler import STOPPED
-from tests.integration.connect_rest import ConnectRest, wait_until
-from tests.integration.worker_files import STRING_CONVERTERS
+from tests.support.connect_rest import ConnectRest, wait_until
+from tests.support.worker_files import STRING_CONVERTERS
+
+# Only `make test-image` runs these: they need podman and the built image.
+pytestmark = pytest.mark.container
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("DASHBOARD_IMAGE", "localhost/connect-offsets-dashboard:latest")

@@ -13,8 +13,8 @@ import pytest
 
 from offsets.models import RefreshRun
 from offsets.refresh.run import run_refresh
-from tests.db_faults import database_url
-from tests.load import AppServer, create_users, demo_targets, report, run_load
+from tests.support.db_faults import database_url
+from tests.support.load import AppServer, create_users, demo_targets, report, run_load
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -11,9 +11,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from offsets.models import CommitBucket, ConnectorSnapshot, RefreshRun
 from offsets.services.metrics import COMMIT_RATE_BUCKETS, commit_rate_window
-from tests import factories as make
-from tests.edits_factory import make_edit
-from tests.metrics_text import TOKEN, samples, scrape, series, value
+from tests.support import factories as make
+from tests.support.edits_factory import make_edit
+from tests.support.metrics_text import TOKEN, samples, scrape, series, value
 
 pytestmark = pytest.mark.django_db
 
@@ -160,7 +160,7 @@ def load_settings(**env: str) -> subprocess.CompletedProcess:
             "-c",
             "import dashboard.settings as s; print(s.METRICS_ALLOWED_ADDRESSES)",
         ],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

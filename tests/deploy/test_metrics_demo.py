@@ -12,7 +12,7 @@ from offsets.models import (
     SinkPartitionLag,
 )
 from offsets.services.metrics import COMMIT_RATE_BUCKETS, commit_rate_window
-from tests.metrics_text import TOKEN, scrape, series, value
+from tests.support.metrics_text import TOKEN, scrape, series, value
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.production_env import production_settings_env
+from tests.support.production_env import production_settings_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STRONG_KEY = "k3J9-qv_Zt8wP1xN5rL0mB7yH2cD6fG4sA-eU9oI3tR8vW1qX5zC0nM7bV2lK6jH"
 
 
@@ -166,8 +166,8 @@ def test_every_response_carries_the_security_headers(client, user, url):
 
 @pytest.mark.django_db
 def test_the_pages_have_no_inline_script_or_style_the_policy_would_block(client, user):
-    from tests import factories
-    from tests.edits_factory import make_edit
+    from tests.support import factories
+    from tests.support.edits_factory import make_edit
 
     cluster = factories.cluster("c1")
     factories.snapshot(cluster, "file-src")

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 
 from devkit.embedded import free_port
-from tests.production_env import loopback_production_env
+from tests.support.production_env import loopback_production_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "deploy" / "entrypoint"
 SECRET = "Zq7PlantedXk4"
 

@@ -1,5 +1,5 @@
 """The files an embedded worker with basic auth is started with (no JVM here: the real worker
-accepting them is tests/integration/test_connect_auth_live.py)."""
+accepting them is tests/kafka/test_connect_auth_live.py)."""
 
 import base64
 

@@ -1,5 +1,5 @@
 """The plugin folders an embedded worker loads through plugin.path (no JVM here: the real
-worker loading Debezium is tests/integration/test_debezium_position_age.py)."""
+worker loading Debezium is tests/refresh/test_debezium_position_age.py)."""
 
 import pytest
 

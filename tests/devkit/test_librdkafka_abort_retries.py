@@ -1,11 +1,11 @@
-"""Which child deaths the broker-outage tests run again (tests/integration/librdkafka_abort.py)."""
+"""Which child deaths the broker-outage tests run again (tests/support/librdkafka_abort.py)."""
 
 import signal
 import subprocess
 
 import pytest
 
-from tests.integration.librdkafka_abort import aborted
+from tests.support.librdkafka_abort import aborted
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from offsets.formats.murmur2 import java_partition
 from offsets.formats.offset_records import SourceOffsetRecord, latest_offsets, parse_offset_record
 from offsets.kafka import admin, groups, reading
 from offsets.kafka.errors import KafkaUnavailable
-from tests.demo_data import EOS_TOPIC
+from tests.support.demo_data import EOS_TOPIC
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""Waiting for a Spark standalone master (tests/spark_cluster.py) while its web UI starts.
+"""Waiting for a Spark standalone master (tests/support/spark_cluster.py) while its web UI starts.
 
 While the master's web UI starts, `/json/` can answer the HTML of its page at "/" (seen in a
 whole run on the loaded machine: Jetty listened 2 s before the UI said it was bound). The
@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.spark_cluster import MasterStarting, StandaloneCluster, _wait_for_workers
+from tests.support.spark_cluster import MasterStarting, StandaloneCluster, _wait_for_workers
 
 
 class _Starting(BaseHTTPRequestHandler):

@@ -15,11 +15,11 @@ from offsets.edits.apply import apply_edit
 from offsets.formats import jackson
 from offsets.kafka import admin, producers
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
-from tests.fake_connect_worker import FakeWorker, closed_port_url
-from tests.integration.edit_steps import approved_audit_edit, stage_and_approve
-from tests.integration.offsets_reads import latest
-from tests.integration.worker_files import (
+from tests.support.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
+from tests.support.edit_steps import approved_audit_edit, stage_and_approve
+from tests.support.fake_connect_worker import FakeWorker, closed_port_url
+from tests.support.offsets_reads import latest
+from tests.support.worker_files import (
     eos_file_source,
     file_sink,
     file_source,

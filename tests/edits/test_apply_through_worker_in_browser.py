@@ -7,10 +7,10 @@ import uuid
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.browser.pages import log_in, log_out
-from tests.integration.connect_rest import ConnectRest
-from tests.integration.worker_files import file_source, wait_for_values, write_lines
-from tests.integration.workers import register, session_worker
+from tests.support.browser_pages import log_in, log_out
+from tests.support.connect_rest import ConnectRest
+from tests.support.worker_files import file_source, wait_for_values, write_lines
+from tests.support.workers import register, session_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -21,8 +21,8 @@ from offsets.kafka.connect_rest import (
     ConnectUnreachable,
 )
 from offsets.models import AuditEvent, Cluster, ConnectorSnapshot
-from tests import factories as make
-from tests.fake_connect_worker import FakeWorker, closed_port_url
+from tests.support import factories as make
+from tests.support.fake_connect_worker import FakeWorker, closed_port_url
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,8 @@ import pytest
 from offsets.edits.apply import apply_edit
 from offsets.formats.connector_paths import to_segment
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.integration.edit_steps import stage_and_approve
-from tests.integration.worker_files import running_source
+from tests.support.edit_steps import stage_and_approve
+from tests.support.worker_files import running_source
 
 pytestmark = pytest.mark.integration
 

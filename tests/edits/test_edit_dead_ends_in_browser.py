@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.browser.pages import console_errors_of, log_in, log_out
-from tests.integration.connect_rest import ConnectRest
-from tests.integration.worker_files import byte_position, file_source, write_lines
-from tests.integration.workers import register, session_worker
+from tests.support.browser_pages import console_errors_of, log_in, log_out
+from tests.support.connect_rest import ConnectRest
+from tests.support.worker_files import byte_position, file_source, write_lines
+from tests.support.workers import register, session_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

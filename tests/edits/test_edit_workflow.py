@@ -5,7 +5,7 @@ import pytest
 from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import reading
-from tests.browser.pages import log_in, log_out
+from tests.support.browser_pages import log_in, log_out
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -124,8 +124,8 @@ def test_reconcile_with_the_broker_unreachable_shows_why_and_leaves_the_edit_app
     # The page's htmx config must reach htmx (it reads only the first htmx-config meta):
     # without it a 503 answer is not swapped in and the button seems to do nothing.
     from offsets.models import OffsetEdit
-    from tests import factories
-    from tests.edits_factory import make_edit, make_stuck
+    from tests.support import factories
+    from tests.support.edits_factory import make_edit, make_stuck
 
     settings.KAFKA_WRITE_TIMEOUT = 2  # the fence of the unreachable cluster gives up sooner
     settings.KAFKA_READ_TIMEOUT = 2

@@ -5,8 +5,8 @@ import base64
 import pytest
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests import factories
-from tests.edits_factory import make_edit, make_stuck
+from tests.support import factories
+from tests.support.edits_factory import make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 
@@ -266,7 +266,7 @@ def test_the_schema_lists_the_edit_endpoints(logged_in_client):
 
 @pytest.mark.integration
 def test_the_whole_workflow_over_the_api(client, fresh_demo, editor, approver):
-    from tests.integration.connect_sim import stop_connector
+    from tests.support.connect_sim import stop_connector
 
     stop_connector(fresh_demo.settings, "s3-sink-orders", tasks=2)
     as_editor = api(client, editor)

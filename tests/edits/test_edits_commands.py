@@ -7,8 +7,8 @@ from django.core.management import CommandError, call_command
 
 from offsets.edits.roles import can_approve, can_stage
 from offsets.models import OffsetEdit
-from tests import factories
-from tests.edits_factory import make_edit, make_stuck
+from tests.support import factories
+from tests.support.edits_factory import make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 

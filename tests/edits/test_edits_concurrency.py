@@ -9,8 +9,8 @@ from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
-from tests.demo_data import AUDIT, AUDIT_KEY
-from tests.integration.edit_steps import approved_audit_edit
+from tests.support.demo_data import AUDIT, AUDIT_KEY
+from tests.support.edit_steps import approved_audit_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -27,11 +27,11 @@ from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.formats import jackson
 from offsets.models import AuditEvent, OffsetEdit
-from tests.db_faults import database_url
-from tests.demo_data import DELETED, EOS, EOS_TOPICS, S3
-from tests.integration.connect_sim import stop_connector
-from tests.integration.edit_steps import approved_eos_edit, approved_sink_edit
-from tests.integration.offsets_reads import committed, eos_records
+from tests.support.connect_sim import stop_connector
+from tests.support.db_faults import database_url
+from tests.support.demo_data import DELETED, EOS, EOS_TOPICS, S3
+from tests.support.edit_steps import approved_eos_edit, approved_sink_edit
+from tests.support.offsets_reads import committed, eos_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

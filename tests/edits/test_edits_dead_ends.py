@@ -14,8 +14,8 @@ from offsets.edits.kinds import offset_changes
 from offsets.edits.live import CurrentOffsets
 from offsets.formats.connectors import Connector
 from offsets.models import AuditEvent, OffsetEdit
-from tests import factories
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from dashboard.edit_forms import SinkStageForm, SourceStageForm
 from offsets.edits.imports import IMPORT_MAX_BYTES
 from offsets.formats import jackson
 from offsets.models import OffsetEdit, OffsetEditChange
-from tests import factories
+from tests.support import factories
 
 PARTITIONS = 20_000
 PAGE_BOUND = 300_000  # bytes: one page of 100 rows with room; all 20,000 rows take ~10 MB

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from offsets.formats import jackson
 from offsets.kafka import admin, groups, reading
 from offsets.models import Cluster, OffsetEdit
-from tests.integration.connect_sim import commit_source_offsets, create_connector
+from tests.support.connect_sim import commit_source_offsets, create_connector
 
 pytestmark = pytest.mark.integration
 

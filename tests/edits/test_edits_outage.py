@@ -14,12 +14,12 @@ from offsets.edits.reconcile import reconcile_edits
 from offsets.kafka import groups
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.demo_data import DELETED, DEMO_END_MS, EOS, EOS_TOPIC, S3, S3_GROUP
-from tests.integration.broker_proxy import BrokerBehindProxy
-from tests.integration.connect_sim import stop_connector
-from tests.integration.edit_steps import approved_eos_edit, approved_sink_edit
-from tests.integration.librdkafka_abort import in_child_process
-from tests.integration.offsets_reads import eos_records
+from tests.support.broker_proxy import BrokerBehindProxy
+from tests.support.connect_sim import stop_connector
+from tests.support.demo_data import DELETED, DEMO_END_MS, EOS, EOS_TOPIC, S3, S3_GROUP
+from tests.support.edit_steps import approved_eos_edit, approved_sink_edit
+from tests.support.librdkafka_abort import in_child_process
+from tests.support.offsets_reads import eos_records
 
 pytestmark = pytest.mark.integration
 

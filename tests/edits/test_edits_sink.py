@@ -13,10 +13,10 @@ from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.kafka import admin, groups, reading
 from offsets.models import AuditEvent, OffsetEdit
-from tests.demo_data import S3, S3_GROUP
-from tests.integration.connect_sim import stop_connector
-from tests.integration.edit_steps import stage_approve_apply
-from tests.integration.offsets_reads import committed
+from tests.support.connect_sim import stop_connector
+from tests.support.demo_data import S3, S3_GROUP
+from tests.support.edit_steps import stage_approve_apply
+from tests.support.offsets_reads import committed
 
 pytestmark = pytest.mark.integration
 

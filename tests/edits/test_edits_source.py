@@ -12,10 +12,10 @@ from offsets.formats.edit_rules import offsets_as_of, runtime_view
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit
-from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION, EOS, EOS_KEY, EOS_TOPIC
-from tests.integration.connect_sim import commit_source_offset, resume_connector, stop_connector
-from tests.integration.edit_steps import approve, stage
-from tests.integration.offsets_reads import latest
+from tests.support.connect_sim import commit_source_offset, resume_connector, stop_connector
+from tests.support.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION, EOS, EOS_KEY, EOS_TOPIC
+from tests.support.edit_steps import approve, stage
+from tests.support.offsets_reads import latest
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange
-from tests import factories
-from tests.edits_factory import make_edit, make_stuck
+from tests.support import factories
+from tests.support.edits_factory import make_edit, make_stuck
 
 pytestmark = pytest.mark.django_db
 

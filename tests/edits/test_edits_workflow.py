@@ -20,10 +20,10 @@ from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services import offsets_export
-from tests.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
-from tests.integration.connect_sim import stop_connector
-from tests.integration.edit_steps import approved_audit_edit
-from tests.integration.offsets_reads import latest
+from tests.support.connect_sim import stop_connector
+from tests.support.demo_data import AUDIT, AUDIT_KEY, AUDIT_PARTITION
+from tests.support.edit_steps import approved_audit_edit
+from tests.support.offsets_reads import latest
 
 pytestmark = pytest.mark.integration
 

@@ -22,12 +22,12 @@ from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka.connect_rest import ConnectMalformed, ConnectNotJson
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.connect_topics import write_records
-from tests.fake_connect_worker import FakeWorker
-from tests.integration.connect_rest import ConnectRest, wait_until
-from tests.integration.edit_steps import approve, approve_and_apply
-from tests.integration.worker_files import FILE_SOURCE, file_sink, file_source, topic_values
-from tests.integration.workers import ConnectWorker, register
+from tests.support.connect_rest import ConnectRest, wait_until
+from tests.support.connect_topics import write_records
+from tests.support.edit_steps import approve, approve_and_apply
+from tests.support.fake_connect_worker import FakeWorker
+from tests.support.worker_files import FILE_SOURCE, file_sink, file_source, topic_values
+from tests.support.workers import ConnectWorker, register
 
 pytestmark = pytest.mark.integration
 

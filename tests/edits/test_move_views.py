@@ -7,7 +7,7 @@ import pytest
 
 from offsets.edits import connector_control
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.fake_connect_worker import FakeWorker
+from tests.support.fake_connect_worker import FakeWorker
 
 pytestmark = pytest.mark.django_db
 

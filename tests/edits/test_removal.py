@@ -1,6 +1,6 @@
 """Deleting a connector with its offsets and cleaning up orphaned offsets, without a broker:
 the pure rules, the orphans list from stored rows, the refusals that write nothing, the API
-and the pages. tests/integration/test_remove_connector.py runs the real thing."""
+and the pages. tests/edits/test_remove_connector.py runs the real thing."""
 
 import pytest
 
@@ -10,8 +10,8 @@ from offsets.formats import removal_rules
 from offsets.formats.offset_records import latest_offsets
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange, SourceOffset
 from offsets.services.orphans import orphans
-from tests import factories as make
-from tests.fake_connect_worker import FakeWorker, closed_port_url
+from tests.support import factories as make
+from tests.support.fake_connect_worker import FakeWorker, closed_port_url
 
 NAME = "file-src"
 KEY = b'["file-src",{"filename":"a"}]'

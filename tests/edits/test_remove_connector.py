@@ -24,12 +24,12 @@ from offsets.kafka.connect_rest import ConnectRest as ConnectRestAdapter
 from offsets.models import AuditEvent, Cluster, OffsetEdit, RefreshRun
 from offsets.refresh.run import run_refresh
 from offsets.services.orphans import orphans
-from tests import factories as make
-from tests.edits_factory import make_stuck
-from tests.fake_connect_worker import FakeWorker, closed_port_url
-from tests.integration.connect_rest import ConnectRest, wait_until
-from tests.integration.edit_steps import approve, approve_and_apply
-from tests.integration.worker_files import file_sink, file_source, two_line_source
+from tests.support import factories as make
+from tests.support.connect_rest import ConnectRest, wait_until
+from tests.support.edit_steps import approve, approve_and_apply
+from tests.support.edits_factory import make_stuck
+from tests.support.fake_connect_worker import FakeWorker, closed_port_url
+from tests.support.worker_files import file_sink, file_source, two_line_source
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ from offsets.edits.kinds import sink_store
 from offsets.edits.kinds.sink_store import store_request, store_strategy_words
 from offsets.edits.workflow import StageRequest, describe, stage_store_offsets
 from offsets.models import OffsetEdit
-from tests import factories as make
-from tests.sink_store_fakes import store_sink
+from tests.support import factories as make
+from tests.support.sink_store_fakes import store_sink
 
 pytestmark = pytest.mark.django_db
 

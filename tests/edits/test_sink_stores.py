@@ -31,9 +31,9 @@ from offsets.models import (
 )
 from offsets.refresh.run import run_refresh
 from offsets.sink_stores import StoreSetting, plugin_file
-from tests.integration.connect_rest import STRING_CONVERTERS, wait_until
-from tests.integration.edit_steps import approve_and_apply
-from tests.integration.worker_files import produce, topic_values
+from tests.support.connect_rest import STRING_CONVERTERS, wait_until
+from tests.support.edit_steps import approve_and_apply
+from tests.support.worker_files import produce, topic_values
 
 pytestmark = pytest.mark.integration
 

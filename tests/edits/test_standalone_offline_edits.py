@@ -1,7 +1,7 @@
 """Offline edits of a stopped standalone worker's offsets file: staged, approved, applied.
 
 No broker and no worker: the worker is "stopped" (no REST URL, or one nothing listens on).
-tests/integration/test_standalone_worker.py starts the real worker on an edited file.
+tests/kafka/test_standalone_worker.py starts the real worker on an edited file.
 """
 
 import itertools
@@ -16,11 +16,11 @@ from offsets.edits.preview import StageRequest
 from offsets.formats.standalone_offsets_file import decode, encode
 from offsets.kafka import standalone_worker
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.fake_connect_worker import FakeWorker, closed_port_url
+from tests.support.fake_connect_worker import FakeWorker, closed_port_url
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "standalone"
+FIXTURES = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "standalone"
 KEY = b'["file-source",{"filename":"/tmp/sa-vec/input.txt"}]'
 RESET_KEY = b'["file-source-2",{"filename":"/tmp/sa-vec/input-2.txt"}]'
 PARTITION = {"filename": "/tmp/sa-vec/input.txt"}

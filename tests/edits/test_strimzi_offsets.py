@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 
 from offsets.formats import strimzi
 from offsets.models import AuditEvent, OffsetEdit
-from tests import factories
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -16,6 +16,10 @@ from offsets.models import Cluster
 from offsets.spark import kafka_source
 from offsets.spark import partials as P
 
+# The spark tier, whether or not a test asks for the session: these are the rules of the
+# refresh's Spark job.
+pytestmark = pytest.mark.spark
+
 # Every character Spark escapes in a folder name, and some it keeps (space, non-ASCII).
 ODD_NAME = "odd \"#%'*/:=?\\{[]^\x01\x7f name é"
 KEYS = 600

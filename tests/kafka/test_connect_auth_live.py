@@ -12,10 +12,10 @@ import pytest
 
 from offsets.edits.apply import apply_edit
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.integration.connect_rest import ConnectRest
-from tests.integration.edit_steps import stage_and_approve
-from tests.integration.worker_files import running_source, stopped
-from tests.integration.workers import ConnectWorker
+from tests.support.connect_rest import ConnectRest
+from tests.support.edit_steps import stage_and_approve
+from tests.support.worker_files import running_source, stopped
+from tests.support.workers import ConnectWorker
 
 pytestmark = pytest.mark.integration
 

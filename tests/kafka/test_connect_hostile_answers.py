@@ -29,13 +29,13 @@ from offsets.kafka.connect_rest import (
     ConnectUnreachable,
 )
 from offsets.models import AuditEvent, Cluster
-from tests.edits_factory import make_edit
-from tests.fake_connect_worker import FakeWorker
+from tests.support.edits_factory import make_edit
+from tests.support.fake_connect_worker import FakeWorker
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "worker-pw-9c2e55"
-STANDALONE_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "standalone"
+STANDALONE_FIXTURES = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "standalone"
 VERSION = {"version": "3.7.0", "commit": "abc", "kafka_cluster_id": "k"}
 
 

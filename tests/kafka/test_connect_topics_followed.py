@@ -10,8 +10,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets import connect_state
 from offsets.kafka import reading
-from tests import factories
-from tests.connect_topics import write_records
+from tests.support import factories
+from tests.support.connect_topics import write_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

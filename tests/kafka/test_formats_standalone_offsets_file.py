@@ -1,6 +1,6 @@
 """The standalone worker's offsets file, against files the real runtime wrote.
 
-tests/fixtures/standalone/*.offsets were written by Kafka 4.3.1's ConnectStandalone (the jars
+tests/support/fixtures/standalone/*.offsets were written by Kafka 4.3.1's ConnectStandalone (the jars
 in var/kafka-runtime/libs/worker) with JsonConverter keys and values (schemas off),
 `offset.storage.file.filename` set and FileStreamSource connectors reading small files under
 /tmp/sa-vec: one-source.offsets after `file-source` read 34 bytes; two-sources-one-reset.offsets
@@ -23,7 +23,7 @@ from offsets.formats.standalone_offsets_file import (
     hashmap_sizing,
 )
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "standalone"
+FIXTURES = Path(__file__).resolve().parent.parent / "support" / "fixtures" / "standalone"
 ONE_SOURCE = (FIXTURES / "one-source.offsets").read_bytes()
 TWO_SOURCES = (FIXTURES / "two-sources-one-reset.offsets").read_bytes()
 KEY = b'["file-source",{"filename":"/tmp/sa-vec/input.txt"}]'

@@ -30,10 +30,10 @@ from offsets.models import (
 )
 from offsets.refresh.run import run_refresh
 from offsets.services import snapshots
-from tests.demo_data import REFRESH_MODELS
-from tests.integration.connect_rest import STRING_CONVERTERS, canonical, wait_until
-from tests.integration.edit_steps import stage_and_approve, stage_approve_apply
-from tests.integration.worker_files import (
+from tests.support.connect_rest import STRING_CONVERTERS, canonical, wait_until
+from tests.support.demo_data import REFRESH_MODELS
+from tests.support.edit_steps import stage_and_approve, stage_approve_apply
+from tests.support.worker_files import (
     byte_position,
     eos_file_source,
     file_sink,
@@ -43,7 +43,7 @@ from tests.integration.worker_files import (
     wait_for_values,
     write_lines,
 )
-from tests.integration.workers import register, session_worker
+from tests.support.workers import register, session_worker
 
 pytestmark = pytest.mark.integration
 

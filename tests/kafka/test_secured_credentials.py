@@ -14,8 +14,8 @@ from django.utils import timezone
 from offsets.alerts.evaluation import evaluate
 from offsets.models import AlertDelivery, AlertRule, Cluster, ConnectorSnapshot, RefreshRun
 from offsets.refresh.run import run_refresh
-from tests.certificates import CertificateAuthority
-from tests.integration import secured_runtime
+from tests.support import secured_runtime
+from tests.support.certificates import CertificateAuthority
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ from devkit.secured import create_acls, delete_acls
 from offsets.edits.workflow import stage_removal
 from offsets.kafka import offsets_writer
 from offsets.models import AuditEvent, Cluster, OffsetEdit
-from tests.integration import secured_runtime
-from tests.integration.edit_steps import approve_and_apply, stage_approve_apply
-from tests.integration.worker_files import file_sink, file_source, stopped, write_lines
+from tests.support import secured_runtime
+from tests.support.edit_steps import approve_and_apply, stage_approve_apply
+from tests.support.worker_files import file_sink, file_source, stopped, write_lines
 
 pytestmark = pytest.mark.integration
 

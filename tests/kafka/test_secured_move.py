@@ -17,10 +17,10 @@ import pytest
 from devkit.secured import SecuredKafka, create_acls
 from offsets.edits.workflow import stage_move
 from offsets.models import OffsetEdit
-from tests.integration import secured_runtime
-from tests.integration.connect_rest import ConnectRest, canonical
-from tests.integration.edit_steps import approve_and_apply
-from tests.integration.worker_files import file_source, stopped, topic_values, write_lines
+from tests.support import secured_runtime
+from tests.support.connect_rest import ConnectRest, canonical
+from tests.support.edit_steps import approve_and_apply
+from tests.support.worker_files import file_source, stopped, topic_values, write_lines
 
 pytestmark = pytest.mark.integration
 

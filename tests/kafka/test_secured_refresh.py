@@ -18,10 +18,10 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.refresh.run import run_refresh
-from tests.integration import secured_runtime
-from tests.integration.connect_rest import ConnectRest
-from tests.integration.worker_files import file_sink, file_source, write_lines
-from tests.metrics_text import TOKEN, scrape, value
+from tests.support import secured_runtime
+from tests.support.connect_rest import ConnectRest
+from tests.support.metrics_text import TOKEN, scrape, value
+from tests.support.worker_files import file_sink, file_source, write_lines
 
 pytestmark = pytest.mark.integration
 

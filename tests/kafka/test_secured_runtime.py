@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 
 from offsets.kafka import admin
-from tests.integration import secured_runtime
-from tests.integration.connect_rest import ConnectRest
+from tests.support import secured_runtime
+from tests.support.connect_rest import ConnectRest
 
 pytestmark = pytest.mark.integration
 

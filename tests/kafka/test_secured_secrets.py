@@ -22,9 +22,9 @@ from offsets.edits.workflow import stage_edit
 from offsets.models import AuditEvent, RefreshRun
 from offsets.refresh.run import run_refresh
 from offsets.spark.kafka_source import NAME
-from tests.access import endpoints, sample_params
-from tests.integration import secured_runtime
-from tests.integration.worker_files import file_source, write_lines
+from tests.support import secured_runtime
+from tests.support.access import endpoints, sample_params
+from tests.support.worker_files import file_source, write_lines
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, S
 from offsets.refresh.run import run_refresh
 from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services.offsets_export import export_connector
-from tests.integration.connect_rest import ConnectRest, canonical, wait_until
-from tests.integration.worker_files import (
+from tests.support.connect_rest import ConnectRest, canonical, wait_until
+from tests.support.worker_files import (
     byte_position,
     file_source,
     wait_for_values,

@@ -5,7 +5,7 @@ from html import unescape
 
 import pytest
 
-from tests import factories as make
+from tests.support import factories as make
 
 # db_engine: names of any length and script are stored, filtered and ordered by the engine.
 pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]

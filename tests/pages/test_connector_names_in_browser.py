@@ -6,8 +6,8 @@ names a server could route still lead a browser elsewhere unless the URL avoids 
 
 import pytest
 
-from tests import factories as make
-from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.support import factories as make
+from tests.support.browser_pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -1,8 +1,8 @@
 import pytest
 
 from offsets.models import Cluster
-from tests.browser.pages import log_in
-from tests.users import user_with
+from tests.support.browser_pages import log_in
+from tests.support.users import user_with
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -15,8 +15,8 @@ from offsets.models import (
     RefreshRun,
     SourceOffset,
 )
-from tests import factories as make
-from tests.edits_factory import make_edit
+from tests.support import factories as make
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

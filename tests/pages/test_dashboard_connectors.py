@@ -9,7 +9,7 @@ from django.utils.html import escape
 
 from dashboard import statuses
 from offsets.models import ConnectorSnapshot, RefreshRun
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from dashboard import live
 from offsets.models import RefreshRun
 from offsets.refresh import background
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from offsets.models import (
 from offsets.refresh import background
 from offsets.refresh.run import run_refresh
 from offsets.services.snapshots import connectors
-from tests.browser.pages import TIMEOUT_MS, log_in
+from tests.support.browser_pages import TIMEOUT_MS, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

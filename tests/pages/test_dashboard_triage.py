@@ -5,7 +5,7 @@ import pytest
 
 from offsets.services import snapshots
 from offsets.services.snapshots.choices import PROBLEMS, problem_label
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

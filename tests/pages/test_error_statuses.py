@@ -26,8 +26,8 @@ from offsets.kafka.connect_rest import (
 )
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster
-from tests import factories
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -30,9 +30,9 @@ from offsets.formats.offset_records import MAX_CONNECTOR_LENGTH
 from offsets.kafka import admin
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun
 from offsets.refresh.run import run_refresh
-from tests.access import endpoints, sample_params
-from tests.connect_topics import YEAR_10000_MS, write_records
-from tests.edits_factory import make_edit
+from tests.support.access import endpoints, sample_params
+from tests.support.connect_topics import YEAR_10000_MS, write_records
+from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

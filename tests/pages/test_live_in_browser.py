@@ -1,7 +1,7 @@
 """The connector page's facts before its controls, and pages that follow a live loop without
 moving, losing focus or freezing, in Chromium at a desktop's width and a phone's.
 
-The rows are made directly (tests/factories.py): what is checked is the pages, not a refresh.
+The rows are made directly (tests/support/factories.py): what is checked is the pages, not a refresh.
 Screenshots go to PHONE_SHOTS (default: tests/screenshots/), never into the repository.
 """
 
@@ -13,9 +13,9 @@ import pytest
 
 from dashboard import live
 from offsets.models import AuditEvent, ConnectorSnapshot, ConnectorStateChange, RefreshRun
-from tests import factories as make
-from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
-from tests.edits_factory import make_edit
+from tests.support import factories as make
+from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

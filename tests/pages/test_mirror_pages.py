@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from offsets.models import SourceOffset
-from tests import factories as make
+from tests.support import factories as make
 
 # db_engine: the value at stake is one PostgreSQL refuses and SQLite stores.
 pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from offsets.models import CommitBucket, ConnectorSnapshot, RefreshRun, SourceOffset
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

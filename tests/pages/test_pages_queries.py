@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

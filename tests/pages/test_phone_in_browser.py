@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
-from tests.edits_factory import make_edit
+from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

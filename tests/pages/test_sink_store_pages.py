@@ -10,8 +10,8 @@ from django.core.exceptions import ValidationError
 
 from dashboard.edit_forms import STORE_CHOICES
 from offsets.models import OffsetEdit, SinkOffsetsStore
-from tests import factories as make
-from tests.sink_store_fakes import store_sink
+from tests.support import factories as make
+from tests.support.sink_store_fakes import store_sink
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """The on-call path's first screens in Chromium, at a desktop's width and a phone's: problems
 first, the worst connector named, late and stale clusters coloured, statuses explained.
 
-The rows are made directly (tests/factories.py): what is checked is the pages, not a refresh.
+The rows are made directly (tests/support/factories.py): what is checked is the pages, not a refresh.
 Screenshots go to ONCALL_SHOTS (default: tests/screenshots/), never into the repository.
 """
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import factories as make
-from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support import factories as make
+from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

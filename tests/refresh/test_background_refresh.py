@@ -15,7 +15,7 @@ from django.utils import timezone
 from offsets.history import store as history_store
 from offsets.models import RefreshRun
 from offsets.refresh import background
-from tests import factories as make
+from tests.support import factories as make
 
 
 @pytest.fixture

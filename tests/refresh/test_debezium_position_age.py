@@ -12,8 +12,8 @@ import pytest
 
 from offsets.models import RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
-from tests.integration.connect_rest import wait_until
-from tests.integration.logical_postgres import LogicalPostgres, logical_postgres  # noqa: F401
+from tests.support.connect_rest import wait_until
+from tests.support.logical_postgres import LogicalPostgres, logical_postgres  # noqa: F401
 
 pytestmark = pytest.mark.integration
 

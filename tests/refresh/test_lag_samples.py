@@ -8,7 +8,7 @@ import pytest
 from offsets.formats.history_rules import LagPoint
 from offsets.models import ConnectorStateChange, LagSample
 from offsets.refresh import sinks, summaries
-from tests import factories as make
+from tests.support import factories as make
 
 # db_engine: time windows are compared and thinned by the engine.
 pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]

@@ -8,7 +8,7 @@ from offsets.formats.history_rules import LagPoint
 from offsets.models import LagSample, RefreshRun
 from offsets.refresh import runs, sinks
 from offsets.refresh.results import ms_to_datetime
-from tests import factories as make
+from tests.support import factories as make
 
 # db_engine: the runs kept and the samples thinned are chosen by queries over time windows.
 pytestmark = pytest.mark.db_engine

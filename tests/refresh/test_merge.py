@@ -1,9 +1,9 @@
 """The merge of the folds with the previous state (offsets.spark.merge).
 
 On the random mix of writes, rewinds, tombstones, malformed records and key drift over two
-topics that tests/spark/records.py makes, for a full and an incremental read and for a refresh
+topics that tests/support/records.py makes, for a full and an incremental read and for a refresh
 with nothing new to read, the merge must give what the record-by-record reference model gives
-(tests/spark/reference_merge.py), over one partition or several; its rules are pinned on
+(tests/support/reference_merge.py), over one partition or several; its rules are pinned on
 hand-made rows in plain Python; and Spark must plan a small merge without a shuffle.
 """
 
@@ -19,8 +19,12 @@ from offsets.spark import kafka_source
 from offsets.spark import merge as M
 from offsets.spark import partials as P
 from offsets.spark.schemas import RESULT_STRUCTS, STATE_SCHEMA, result_schema
-from tests.spark import reference_merge
-from tests.spark.records import OWN, WORKER, partials_frame, random_records
+from tests.support import reference_merge
+from tests.support.records import OWN, WORKER, partials_frame, random_records
+
+# The spark tier, whether or not a test asks for the session: these are the rules of the
+# refresh's Spark job.
+pytestmark = pytest.mark.spark
 
 NOW_MS, THRESHOLD_MS = 2_600_000, 120_000
 OWN_TOPICS, RUNNING = {"eos": OWN}, {"a", "eos"}

@@ -12,7 +12,11 @@ from offsets.spark import kafka_source
 from offsets.spark import merge as M
 from offsets.spark import partials as P
 from offsets.spark.schemas import STATE_COLUMNS
-from tests.spark.records import OWN, WORKER, key, value
+from tests.support.records import OWN, WORKER, key, value
+
+# The spark tier, whether or not a test asks for the session: these are the rules of the
+# refresh's Spark job.
+pytestmark = pytest.mark.spark
 
 
 def previous_rows(latest: list[dict]) -> list[dict]:

@@ -26,8 +26,8 @@ from offsets.models import (
     SinkPartitionLag,
 )
 from offsets.refresh.run import run_refresh
-from tests.integration.connect_rest import wait_until
-from tests.metrics_text import TOKEN, scrape, value
+from tests.support.connect_rest import wait_until
+from tests.support.metrics_text import TOKEN, scrape, value
 
 pytestmark = pytest.mark.integration
 

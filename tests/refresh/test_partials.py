@@ -1,17 +1,22 @@
 """The read task's fold (offsets.spark.partials), and the folds of the records the planner kept.
 
 The fold's rules are unit-tested in plain Python, its commit rows checked against the
-reference model (tests/spark/reference_merge.py), on hand-made records and on the random mix
+reference model (tests/support/reference_merge.py), on hand-made records and on the random mix
 of writes, rewinds, tombstones, malformed records and key drift over two topics that
-tests/spark/records.py makes (the merge's tests, test_merge.py, use it too).
+tests/support/records.py makes (the merge's tests, test_merge.py, use it too).
 """
 
 import pyarrow as pa
+import pytest
 
 from offsets.spark import kafka_source
 from offsets.spark import partials as P
-from tests.spark import reference_merge
-from tests.spark.records import OWN, WORKER, Message, key, random_records, value
+from tests.support import reference_merge
+from tests.support.records import OWN, WORKER, Message, key, random_records, value
+
+# The spark tier, whether or not a test asks for the session: these are the rules of the
+# refresh's Spark job.
+pytestmark = pytest.mark.spark
 
 
 def fold(records, topic=WORKER, bucket_seconds=300):

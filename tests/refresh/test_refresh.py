@@ -40,7 +40,7 @@ from offsets.refresh import sinks, store
 from offsets.refresh.results import ms_to_datetime
 from offsets.refresh.run import run_refresh
 from offsets.spark import merge
-from tests.demo_data import EOS_TOPIC
+from tests.support.demo_data import EOS_TOPIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

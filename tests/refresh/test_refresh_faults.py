@@ -23,9 +23,9 @@ from offsets.models import (
 )
 from offsets.refresh import compute, runs, sinks
 from offsets.refresh.run import run_refresh
-from tests.db_faults import SqliteLock, short_busy_timeout
-from tests.demo_data import DEMO_END_MS
-from tests.integration.broker_proxy import BrokerBehindProxy
+from tests.support.broker_proxy import BrokerBehindProxy
+from tests.support.db_faults import SqliteLock, short_busy_timeout
+from tests.support.demo_data import DEMO_END_MS
 
 pytestmark = pytest.mark.integration
 

@@ -25,8 +25,8 @@ from offsets.history import reading as history
 from offsets.kafka import admin
 from offsets.models import ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
-from tests.connect_topics import YEAR_10000_MS, write_records
-from tests.demo_data import EOS_TOPIC
+from tests.support.connect_topics import YEAR_10000_MS, write_records
+from tests.support.demo_data import EOS_TOPIC
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -10,7 +10,7 @@ from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import RefreshRun
 from offsets.refresh import plan
 from offsets.refresh.run import run_refresh
-from tests import factories
+from tests.support import factories
 
 pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.integration.child_cluster import child_cluster
+from tests.support.child_cluster import child_cluster
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from offsets.formats import jackson
 from offsets.models import Cluster, ConnectorSnapshot, RefreshRun, SourceOffset
 from offsets.refresh import inputs, memory
 from offsets.refresh.run import run_refresh
-from tests.integration.test_refresh import comparable, produce
+from tests.refresh.test_refresh import comparable, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 

@@ -4,7 +4,7 @@ import pytest
 
 from offsets.models import RefreshRun
 from offsets.refresh import runs
-from tests import factories as make
+from tests.support import factories as make
 
 # db_engine: deletes in bulk, with their cascades, are the engine's.
 pytestmark = [pytest.mark.django_db, pytest.mark.db_engine]

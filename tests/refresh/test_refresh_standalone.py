@@ -1,6 +1,6 @@
 """The refresh on a real Spark standalone cluster gives exactly the results of local mode.
 
-A master and two workers from pyspark's own distribution (tests/spark_cluster.py) run on
+A master and two workers from pyspark's own distribution (tests/support/spark_cluster.py) run on
 loopback, each a JVM of its own, and each worker starts one executor JVM for the refresh. The
 refresh runs in a child process with SPARK_MASTER=spark://... (standalone_refresh.py) against
 the same database and history folder as a local-mode refresh of the same topics, here; every
@@ -47,12 +47,16 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.refresh.run import run_refresh
-from tests.connect_topics import write_records
-from tests.db_faults import database_url
-from tests.integration import secured_runtime
-from tests.integration.connect_rest import canonical
-from tests.integration.worker_files import file_sink, file_source, write_lines
-from tests.spark_cluster import StandaloneCluster, java_and_pyspark_missing, standalone_cluster
+from tests.support import secured_runtime
+from tests.support.connect_rest import canonical
+from tests.support.connect_topics import write_records
+from tests.support.db_faults import database_url
+from tests.support.spark_cluster import (
+    StandaloneCluster,
+    java_and_pyspark_missing,
+    standalone_cluster,
+)
+from tests.support.worker_files import file_sink, file_source, write_lines
 
 _MISSING = java_and_pyspark_missing()
 
@@ -139,7 +143,7 @@ def refresh_on_the_cluster(
     log = spark_cluster.root / "driver.log"
     with log.open("w") as stderr:
         child = subprocess.run(
-            [sys.executable, "-m", "tests.integration.standalone_refresh", name]
+            [sys.executable, "-m", "tests.support.standalone_refresh", name]
             + [str(now_ms) for now_ms in clocks]
             + ["--then", then],
             cwd=django_settings.BASE_DIR,

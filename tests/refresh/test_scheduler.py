@@ -17,9 +17,8 @@ import pytest
 
 from offsets.models import RefreshRun, SchedulerBeat
 from offsets.services import scheduler as scheduling
-from tests import factories
-from tests.integration import secured_runtime
-from tests.integration.child_cluster import child_cluster
+from tests.support import factories, secured_runtime
+from tests.support.child_cluster import child_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -25,8 +25,8 @@ from offsets.models import (
 )
 from offsets.refresh.run import run_refresh
 from offsets.services import snapshots
-from tests.integration.connect_rest import wait_until
-from tests.integration.worker_files import file_sink, produce
+from tests.support.connect_rest import wait_until
+from tests.support.worker_files import file_sink, produce
 
 pytestmark = pytest.mark.integration
 

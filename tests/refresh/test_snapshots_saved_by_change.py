@@ -11,7 +11,7 @@ from offsets.formats.connectors import connector_from
 from offsets.models import ConnectorSnapshot
 from offsets.refresh import summaries
 from offsets.refresh.results import SinkResults
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

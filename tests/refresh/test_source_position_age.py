@@ -2,8 +2,8 @@
 each partition with what it means, in the API, and nothing for shapes not recognised.
 
 (Debezium's PostgreSQL connector runs on a real worker in
-tests/integration/test_debezium_position_age.py, the JDBC shape in
-tests/integration/test_source_position_age.py.)
+tests/refresh/test_debezium_position_age.py, the JDBC shape in
+tests/refresh/test_source_position_age_live.py.)
 """
 
 import json
@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from offsets.models import SourceOffset
-from tests import factories as make
+from tests.support import factories as make
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ the commit's time less that timestamp, in the partitions, the history, the API a
 
 (Debezium's PostgreSQL connector runs on a worker of its own in
 test_debezium_position_age.py; its other shapes are covered from stored rows in
-tests/test_source_position_age.py.)
+tests/refresh/test_source_position_age.py.)
 """
 
 import uuid
@@ -14,8 +14,8 @@ import pytest
 
 from offsets.models import RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh
-from tests.integration.connect_rest import wait_until
-from tests.integration.worker_files import STRING_CONVERTERS
+from tests.support.connect_rest import wait_until
+from tests.support.worker_files import STRING_CONVERTERS
 
 pytestmark = pytest.mark.integration
 

@@ -18,11 +18,11 @@ from offsets.models import Cluster, ConnectorSnapshot, MalformedCount, RefreshRu
 from offsets.refresh.run import run_refresh
 from offsets.rights.grants import SHELL_OPERATOR
 from offsets.services.offsets_export import export_connector
-from tests.edits_factory import make_edit
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "standalone"
+FIXTURES = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "standalone"
 KEY = b'["file-source",{"filename":"/tmp/sa-vec/input.txt"}]'
 RESET_KEY = b'["file-source-2",{"filename":"/tmp/sa-vec/input-2.txt"}]'
 NOW_MS = 1_800_000_000_000

@@ -7,7 +7,8 @@ from offsets.models import Cluster, SourceOffset
 from offsets.refresh.inputs import previous_state
 from offsets.refresh.store import mark_unstorable, save_source_offsets, stored_source_offsets
 
-pytestmark = pytest.mark.django_db
+# The spark tier, though no test here starts a session: the save that ends a Spark refresh.
+pytestmark = [pytest.mark.django_db, pytest.mark.spark]
 
 
 def result_row(name: str, position: int, *, commits: int) -> dict:

@@ -14,9 +14,9 @@ from django.core.management import CommandError, call_command
 
 from offsets.models import AuditEvent, Grant, OffsetEdit, Role
 from offsets.rights.grants import connector_filter
-from tests import factories
-from tests.edits_factory import make_edit
-from tests.users import user_with
+from tests.support import factories
+from tests.support.edits_factory import make_edit
+from tests.support.users import user_with
 
 # The lists filter by a regular expression the database evaluates (the grants' globs): SQLite
 # through Python's re, PostgreSQL its own. Run on both (docs/testing.md, the database rule).

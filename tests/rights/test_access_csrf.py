@@ -8,9 +8,9 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests import factories
-from tests.access import endpoints, sample_params
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.access import endpoints, sample_params
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """Rights per cluster: a user granted cluster A only never learns that cluster B exists.
 
-The URL resolver is walked (tests/access.py): every route, with B's cluster, connector and edit
+The URL resolver is walked (tests/support/access.py): every route, with B's cluster, connector and edit
 in its path, answers 404 (or 405 for a method the route never takes) to a user who holds every
 role on A; every route that names no cluster leaves B out of its answer. The same walk over A's
 names shows the routes do answer there, so the 404s are about B, not about the walk.
@@ -11,10 +11,10 @@ from django.contrib.auth.models import Group
 from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, Grant, OffsetEdit, Role
-from tests import factories
-from tests.access import endpoints, sample_params
-from tests.edits_factory import make_edit
-from tests.users import user_with
+from tests.support import factories
+from tests.support.access import endpoints, sample_params
+from tests.support.edits_factory import make_edit
+from tests.support.users import user_with
 
 pytestmark = pytest.mark.django_db
 

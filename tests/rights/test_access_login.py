@@ -5,9 +5,9 @@ import pytest
 from django.urls import reverse
 
 from offsets.models import Cluster
-from tests import factories
-from tests.access import endpoints, sample_params
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.access import endpoints, sample_params
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -19,13 +19,13 @@ EXEMPT = {
     "admin:login": "the admin's login form",
     "oidc_authentication_init": "single sign-on's start: on to the provider (404 when off)",
     "oidc_authentication_callback": "the provider's answer: logs in or says why not (404 when "
-    "off; tests/browser/test_single_sign_on.py)",
+    "off; tests/rights/test_single_sign_on_in_browser.py)",
     "admin:logout": "the admin's logout (sends an anonymous visitor to the admin login)",
     "metrics": "Prometheus has no session: a bearer token or an allowed address, closed by "
-    "default (tests/test_metrics.py)",
+    "default (tests/deploy/test_metrics.py)",
 }
 # /healthz and /readyz are no URLs: a middleware answers them before the resolver, without a
-# login, with counts and never names (dashboard/health.py, tests/test_health.py).
+# login, with counts and never names (dashboard/health.py, tests/deploy/test_health.py).
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 viewer: reads only. editor: stage, import, submit and cancel own edits. approver: approve,
 reject, cancel, apply, reconcile too; never their own edit's approval. Starting a refresh needs
-the refresh operator role. Each role on every cluster (tests/users.py). A refused write answers
+the refresh operator role. Each role on every cluster (tests/support/users.py). A refused write answers
 403 and changes nothing: no edit, no state change, no audit event, no refresh run.
 """
 
@@ -11,9 +11,9 @@ from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange, RefreshRun
 from offsets.refresh import background
-from tests import factories
-from tests.edits_factory import make_edit
-from tests.users import user_with
+from tests.support import factories
+from tests.support.edits_factory import make_edit
+from tests.support.users import user_with
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from offsets.models import AuditEvent, OffsetEdit
-from tests.demo_data import AUDIT, AUDIT_PARTITION
-from tests.users import user_with
+from tests.support.demo_data import AUDIT, AUDIT_PARTITION
+from tests.support.users import user_with
 
 pytestmark = pytest.mark.integration
 

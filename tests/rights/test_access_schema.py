@@ -20,8 +20,8 @@ from django.contrib.auth.models import Group
 
 from offsets.edits import imports
 from offsets.models import AuditEvent, Grant, OffsetEdit, Role
-from tests import factories
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,9 @@ import pytest
 from offsets.formats.connectors import mask_secrets
 from offsets.models import Cluster
 from offsets.models.cluster import SECRET_MASK
-from tests import factories
-from tests.access import endpoints, sample_params
-from tests.edits_factory import make_edit
+from tests.support import factories
+from tests.support.access import endpoints, sample_params
+from tests.support.edits_factory import make_edit
 
 # Kafka client settings of a cluster (librdkafka names, plus what people paste from Java).
 CLIENT_SECRETS = {

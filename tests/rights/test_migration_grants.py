@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.migrations import migrate, migrate_to_latest
+from tests.support.migrations import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

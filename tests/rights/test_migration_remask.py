@@ -3,7 +3,7 @@
 import pytest
 from django.utils import timezone
 
-from tests.migrations import migrate, migrate_to_latest
+from tests.support.migrations import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

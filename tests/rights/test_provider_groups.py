@@ -6,7 +6,7 @@ from django.contrib.auth.models import Group
 from offsets.models import Grant, ProviderGroup, Role
 from offsets.rights.grants import visible_clusters
 from offsets.rights.provider_groups import apply_provider_groups, claim_values
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ import pytest
 from offsets.kafka import reading
 from offsets.models import ConnectorSnapshot, RefreshRun
 from offsets.refresh.run import run_refresh
-from tests.access import endpoints, sample_params
-from tests.edits_factory import make_edit
+from tests.support.access import endpoints, sample_params
+from tests.support.edits_factory import make_edit
 
 pytestmark = pytest.mark.integration
 

@@ -4,8 +4,8 @@ from <body hx-headers>, and no page breaks a rule of the policy."""
 import pytest
 
 from offsets.models import ConnectorSnapshot
-from tests.browser.pages import TIMEOUT_MS, console_errors_of, log_in
-from tests.edits_factory import make_edit
+from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -12,7 +12,7 @@ from dashboard.oidc import provider
 from dashboard.oidc.users import sign_in
 from offsets.edits import audit
 from offsets.models import AuditEvent, ProviderGroup, ProviderIdentity
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

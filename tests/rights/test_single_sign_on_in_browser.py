@@ -8,9 +8,8 @@ from django.utils.csp import CSP
 from dashboard.oidc import provider as discovery
 from offsets.edits import audit
 from offsets.models import AuditEvent, Grant, ProviderGroup, ProviderIdentity, Role
-from tests import factories
-from tests.browser import oidc_provider
-from tests.browser.pages import TIMEOUT_MS
+from tests.support import factories, oidc_provider
+from tests.support.browser_pages import TIMEOUT_MS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

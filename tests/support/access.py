@@ -86,7 +86,7 @@ def endpoints(params: dict) -> list[Endpoint]:
         except KeyError as exc:
             raise AssertionError(
                 f"No sample value for path parameter {exc} in {name or chain}: "
-                "add one to tests/access.py sample_params()"
+                "add one to tests/support/access.py sample_params()"
             ) from None
         found.append(Endpoint(name=name or url, url=url))
     return found

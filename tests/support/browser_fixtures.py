@@ -1,4 +1,5 @@
-"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright."""
+"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright: the browser tests'
+fixtures (a plugin of tests/conftest.py, for the tests of every area)."""
 
 import os
 import shutil

@@ -5,7 +5,7 @@ from offsets.edits.preview import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.models import Cluster, OffsetEdit
-from tests.demo_data import AUDIT, AUDIT_PARTITION, EOS, S3
+from tests.support.demo_data import AUDIT, AUDIT_PARTITION, EOS, S3
 
 
 def stage(cluster: Cluster, connector: str, editor, **request) -> OffsetEdit:

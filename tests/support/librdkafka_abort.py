@@ -14,7 +14,7 @@ times. Any other failure fails the test at once, with the child's output.
 
 The product meets the same bug when a broker goes away mid-request: the process dies, and an
 edit it was applying stays "applying" until `manage.py reconcile_edits` settles it from Kafka
-(tests/integration/test_edits_crash.py proves that path). See SECURITY.md, "Known limits".
+(tests/edits/test_edits_crash.py proves that path). See SECURITY.md, "Known limits".
 """
 
 import contextlib

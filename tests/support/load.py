@@ -1,6 +1,6 @@
 """A bounded load test on loopback: the real app server, real logins, a mix of pages and API.
 
-Shared by the load test in the suite (tests/integration/test_load.py: a small run that must
+Shared by the load test in the suite (tests/deploy/test_load.py: a small run that must
 answer every request with 200) and ``make bench-load`` (tests/bench/bench_load.py: a larger
 run that prints p50/p95/max per URL). The server is waitress, a production WSGI server, in a
 process of its own over the given database; each simulated user is a thread with its own
@@ -24,9 +24,9 @@ from pathlib import Path
 import httpx
 
 from devkit.embedded import free_port
-from tests.production_env import loopback_production_env
+from tests.support.production_env import loopback_production_env
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 USER_PASSWORD = "load-test-password"
 
 # One log line per request would drown the report.
@@ -81,7 +81,7 @@ class AppServer:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.load_settings",
+            "DJANGO_SETTINGS_MODULE": "tests.support.load_settings",
             **loopback_production_env(),
             "LOG_LEVEL": "WARNING",
             **env,

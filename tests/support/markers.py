@@ -1,28 +1,30 @@
 """Markers that follow from what a test is and uses, so a new test lands in the right tier.
 
-- `integration`: under tests/integration/, or uses a broker (its fixtures reach one).
-- `spark`: under tests/spark/, or uses the session's Spark.
-- `browser`: under tests/browser/.
-- `container`: under tests/container/: the image run in podman (`make test-image`, not
-  `make test`).
+- `integration`: uses a broker (its fixtures reach one).
+- `spark`: uses the session's Spark.
+- `browser`: uses Playwright's Chromium (`browser`, and `page` and `screenshot` built on it).
+- `container`: runs the image in podman (`make test-image`, not `make test`): no fixture
+  says it, its module does.
 - `db_engine`: its outcome can depend on the database engine (docs/testing.md, "The database
   rule"), so it runs on SQLite and again on PostgreSQL. Given by hand for what no rule can see
   (values an engine stores differently), and by the rules below for the rest.
 - `engine_independent(reason)`: the opposite, by hand, for a test a rule would send to both
   engines although its subject cannot depend on one (it commits real transactions only so
   that a child process sees its rows). It runs once, on SQLite; the reason is required.
+
+The tiers follow from the fixtures; where no fixture says it (a test of Spark's rules that
+needs no session, a test that starts processes of its own), the module says it itself with
+`pytestmark`. A test's folder is its area (docs/testing.md), never its tier.
 """
 
 import inspect
 import re
-from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-
 BROKER_FIXTURES = frozenset({"kafka_runtime", "_scratch_kafka", "secured_kafka"})
 SPARK_FIXTURES = frozenset({"spark"})
+BROWSER_FIXTURES = frozenset({"browser"})
 # Real transactions (commits other connections see), query counts, sequences.
 ENGINE_FIXTURES = frozenset(
     {
@@ -41,32 +43,20 @@ ENGINE_CODE = re.compile(
     r"|\bconnection\.(cursor|ops|vendor|close|settings_dict|in_atomic_block)|\bconnections\["
     r"|\btransaction\.(atomic|on_commit|set_rollback)"
 )
-FOLDER_MARKERS = {
-    "integration": "integration",
-    "spark": "spark",
-    "browser": "browser",
-    "container": "container",
-}
 
 
 def mark(items: list[pytest.Item]) -> None:
     """Add the tier markers and `db_engine` to every collected test that qualifies."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        folder = _folder(item)
-        if folder in FOLDER_MARKERS:
-            item.add_marker(FOLDER_MARKERS[folder])
         if names & BROKER_FIXTURES:
             item.add_marker("integration")
         if names & SPARK_FIXTURES:
             item.add_marker("spark")
+        if names & BROWSER_FIXTURES:
+            item.add_marker("browser")
         if _depends_on_engine(item, names) and not _engine_independent(item):
             item.add_marker("db_engine")
-
-
-def _folder(item: pytest.Item) -> str:
-    parts = Path(item.path).resolve().relative_to(TESTS).parts
-    return parts[0] if len(parts) > 1 else ""
 
 
 def _engine_independent(item: pytest.Item) -> bool:

@@ -2,7 +2,7 @@
 
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import groups, reading
-from tests.demo_data import EOS_TOPICS, S3_GROUP
+from tests.support.demo_data import EOS_TOPICS, S3_GROUP
 
 
 def latest(settings: dict, topic: str = "connect-offsets") -> dict:

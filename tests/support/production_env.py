@@ -1,7 +1,7 @@
 """Production settings (DEBUG off) for the tests and benchmarks that run the app that way.
 
 ``production_settings_env`` is what every production deployment must set (DEBUG off, a
-strong SECRET_KEY, explicit ALLOWED_HOSTS); tests/test_security_settings.py builds on it.
+strong SECRET_KEY, explicit ALLOWED_HOSTS); tests/deploy/test_security_settings.py builds on it.
 
 ``loopback_production_env`` is for a server on 127.0.0.1. With DEBUG off the settings turn on
 the HTTPS redirect, HSTS and Secure cookies, but a loopback server speaks plain HTTP, so those

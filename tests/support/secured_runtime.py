@@ -1,6 +1,6 @@
 """The secured runtime the tests share: certificates, SCRAM users and client settings.
 
-`start` makes the certificates (`tests.certificates`), starts `devkit.secured.SecuredKafka`
+`start` makes the certificates (`tests.support.certificates`), starts `devkit.secured.SecuredKafka`
 and says how to reach it as each principal; the `secured_kafka` session fixture calls it once
 per test process, when a test first asks.
 """
@@ -19,8 +19,8 @@ from devkit.secured import SecuredInfo, SecuredKafka, SecuredUsers, acl, holds_a
 from devkit.secured_config import TlsPaths
 from offsets.kafka import offsets_writer, reading
 from offsets.models import Cluster
-from tests.certificates import CertificateAuthority, ClientFiles
-from tests.integration.connect_rest import ConnectRest, wait_until
+from tests.support.certificates import CertificateAuthority, ClientFiles
+from tests.support.connect_rest import ConnectRest, wait_until
 
 logger = logging.getLogger(__name__)
 

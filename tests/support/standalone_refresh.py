@@ -1,7 +1,7 @@
 """Run full refreshes of one cluster on the Spark master of SPARK_MASTER and report where the
 tasks ran: a child process of the standalone cluster's test.
 
-    python -m tests.integration.standalone_refresh CLUSTER NOW_MS [NOW_MS ...] [--then OTHER]
+    python -m tests.support.standalone_refresh CLUSTER NOW_MS [NOW_MS ...] [--then OTHER]
 
 A child, because a Python process holds one SparkSession and the test's own runs in local
 mode. The session is the one refresh_offsets starts (get_spark with SPARK_MASTER and

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from offsets.kafka import admin, producers, reading
 from offsets.kafka.errors import TopicNotFound
-from tests.integration.connect_rest import STRING_CONVERTERS, ConnectRest, wait_until
+from tests.support.connect_rest import STRING_CONVERTERS, ConnectRest, wait_until
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"

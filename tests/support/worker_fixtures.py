@@ -1,12 +1,13 @@
-"""The integration tests' shared fixtures: a module's Connect worker, its client, its cluster."""
+"""The integration tests' shared fixtures: a module's Connect worker, its client, its cluster
+(a plugin of tests/conftest.py, for the tests of every area)."""
 
 import uuid
 
 import pytest
 
 from offsets.models import Cluster
-from tests.integration.connect_rest import ConnectRest
-from tests.integration.workers import ConnectWorker, register, session_worker
+from tests.support.connect_rest import ConnectRest
+from tests.support.workers import ConnectWorker, register, session_worker
 
 
 @pytest.fixture(scope="module")
