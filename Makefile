@@ -34,6 +34,9 @@ DEBEZIUM_STAMP := $(DEBEZIUM_PLUGIN)/.built
 # needs them. PYTEST_ARGS adds to any test target's pytest, e.g. PYTEST_ARGS=--reverse.
 TEST_PROCESSES ?= 2
 PYTEST_ARGS ?=
+# AREA runs one area's tests, a folder of tests/ (make test AREA=edits; several: AREA="edits api").
+AREA ?=
+AREA_PATHS := $(addprefix tests/,$(AREA))
 # Options for a benchmark that takes them, e.g. make bench-live-scale BENCH_ARGS='--records 10000000'.
 BENCH_ARGS ?=
 # Python keeps what it compiles in __pycache__ (pytest: the test modules it rewrites), so each
@@ -130,19 +133,19 @@ lock: ## Write deploy/requirements.lock: the exact dependencies the image instal
 image: ## Build the OCI image with podman (a Debian 13 base made here with debootstrap; prints its size)
 	deploy/build-image
 
-test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser)
-	$(BIN)/pytest -m "not container" -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS)
+test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser); AREA=edits runs one area
+	$(BIN)/pytest -m "not container" -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS) $(AREA_PATHS)
 
 test-image: install kafka-runtime ## Build the image, then run migrate, web and scheduler containers against PostgreSQL and the embedded broker and worker
 	deploy/build-image
 	deploy/build-image postgres
-	$(BIN)/pytest -m container -n 0 -ra $(PYTEST_ARGS) tests/container
+	$(BIN)/pytest -m container -n 0 -ra $(PYTEST_ARGS) tests/deploy
 
-test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop
-	$(BIN)/pytest -m "not integration and not spark and not browser and not container" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS)
+test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop; AREA=edits runs one area
+	$(BIN)/pytest -m "not integration and not spark and not browser and not container" -n $(TEST_PROCESSES) -q $(PYTEST_ARGS) $(AREA_PATHS)
 
-test-postgres: install kafka-runtime ## Run the tests whose outcome can depend on the database engine against PostgreSQL (DATABASE_URL)
-	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser and not container" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS)
+test-postgres: install kafka-runtime ## Run the tests whose outcome can depend on the database engine against PostgreSQL (DATABASE_URL); AREA=edits runs one area
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest -m "db_engine and not browser and not container" -n $(TEST_PROCESSES) -ra $(PYTEST_ARGS) $(AREA_PATHS)
 
 bench: bench-refresh bench-pages bench-load bench-loop bench-live bench-masking ## Run every benchmark (they print figures, they assert nothing)
 

@@ -15,10 +15,14 @@ from devkit.demo_writer import SeedSummary, write_demo
 from devkit.embedded import EmbeddedKafka
 from offsets import connect_state
 from offsets.history import store as history_store
-from tests import markers
-from tests.demo_data import DEMO_END_MS, REFRESH_MODELS
-from tests.scratch_broker import empty_broker
-from tests.users import user_with
+from tests.support import markers
+from tests.support.demo_data import DEMO_END_MS, REFRESH_MODELS
+from tests.support.scratch_broker import empty_broker
+from tests.support.users import user_with
+
+# Fixtures of every area: the Connect worker a module drives (its REST client, its cluster),
+# and Playwright's Chromium for the browser tests.
+pytest_plugins = ["tests.support.worker_fixtures", "tests.support.browser_fixtures"]
 
 # No example is timed: Hypothesis's default 200 ms deadline is a timed assertion, which fails a
 # correct test on a loaded machine. Nor is an example database kept between runs.
@@ -181,11 +185,11 @@ def secured_connect(kafka_runtime, tmp_path_factory) -> SecuredConnect:
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory):
     """The secured broker and worker (SASL_SSL, mutual TLS, ACLs, HTTPS REST), started once per
-    test process when a test first asks (tests/integration/secured_runtime.py).
+    test process when a test first asks (tests/support/secured_runtime.py).
 
     A broker's listeners and authorizer are fixed at start, hence a broker of its own.
     """
-    from tests.integration import secured_runtime
+    from tests.support import secured_runtime
 
     runtime, secured = secured_runtime.start(tmp_path_factory.mktemp("secured-kafka"))
     yield secured

@@ -50,7 +50,7 @@ from offsets.refresh.run import run_refresh  # noqa: E402
 from tests.bench.live_writer import Writer, offsets_to_move  # noqa: E402
 from tests.bench.processes import ROOT, cuts, load, manage, stop, tree_usage  # noqa: E402
 from tests.bench.seeding import kcat_read  # noqa: E402
-from tests.scratch_broker import empty_broker  # noqa: E402
+from tests.support.scratch_broker import empty_broker  # noqa: E402
 
 PHASE = re.compile(r"^\[\s*([\d.]+)s\] (.*)$")
 

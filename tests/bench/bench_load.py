@@ -17,7 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from tests.production_env import loopback_production_env
+from tests.support.production_env import loopback_production_env
 
 
 def parse_args() -> argparse.Namespace:
@@ -34,7 +34,7 @@ def configure(folder: Path) -> None:
     os.environ.update(loopback_production_env())
     os.environ["OFFSETS_HISTORY_PATH"] = str(folder / "history")
     os.environ["RUN_DIR"] = str(folder / "run")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.load_settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.support.load_settings"
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
@@ -56,7 +56,7 @@ def main() -> int:
     from offsets.models import Cluster
     from offsets.refresh.run import run_refresh
     from offsets.spark.session import get_spark
-    from tests.load import AppServer, create_users, demo_targets, report, run_load
+    from tests.support.load import AppServer, create_users, demo_targets, report, run_load
 
     call_command("migrate", verbosity=0)
     broker = EmbeddedKafka(folder / "kafka")
@@ -127,7 +127,7 @@ def main() -> int:
 
         print("p95 while refreshing / p95 idle, per kind of request:")
         idle_by, busy_by = idle.by_label(), busy.by_label()
-        from tests.load import percentile
+        from tests.support.load import percentile
 
         for label in idle_by:
             a = percentile([s.seconds for s in idle_by[label]], 0.95)

@@ -11,7 +11,7 @@ unit test only guards against a rule that never ends.
 import time
 
 from offsets.domain.masking import mask_text
-from tests.unit.test_masking import HOSTILE_UNITS
+from tests.rights.test_masking import HOSTILE_UNITS
 
 
 def _best_seconds(text: str, runs: int) -> float:

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.production_env import loopback_production_env
+from tests.support.production_env import loopback_production_env
 
 GOAL_RATIO = 5.0
 GOAL_MS = 150.0

@@ -5,8 +5,8 @@
 Seeds a bare embedded broker (tests/bench/seeding.py, as bench_refresh does), then prints:
 kcat's raw read of the offsets topics (the physical limit), the full refresh on `local[2]`
 (cold: session start + refresh; then warm), the same full refresh on a Spark standalone master
-with two workers (tests/spark_cluster.py; the driver in a child process, as
-tests/integration/standalone_refresh.py runs it) and whether its stored results equal local
+with two workers (tests/support/spark_cluster.py; the driver in a child process, as
+tests/support/standalone_refresh.py runs it) and whether its stored results equal local
 mode's, an incremental refresh after 1% new records, the peak RSS of the whole process tree
 (this process, the Spark driver JVMs and their Python workers, the standalone daemons and
 executors; the broker excluded), the rows stored and the database size, and the pages'
@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.production_env import loopback_production_env
+from tests.support.production_env import loopback_production_env
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 2**30
@@ -203,7 +203,7 @@ def results_digest(cluster) -> tuple[str, dict[str, int]]:
 def refresh_on_standalone(spark_cluster, cluster_name: str, now_ms: int, log: Path) -> dict:
     """Two full refreshes (the session's first, then a warm one) in a child process whose
     session's master is the standalone cluster; return its report."""
-    from tests.db_faults import database_url
+    from tests.support.db_faults import database_url
 
     env = {
         **os.environ,
@@ -218,7 +218,7 @@ def refresh_on_standalone(spark_cluster, cluster_name: str, now_ms: int, log: Pa
             [
                 sys.executable,
                 "-m",
-                "tests.integration.standalone_refresh",
+                "tests.support.standalone_refresh",
                 cluster_name,
                 str(now_ms),
                 str(now_ms),
@@ -239,7 +239,7 @@ def refresh_on_standalone(spark_cluster, cluster_name: str, now_ms: int, log: Pa
 def run_standalone(results: Results, cluster, now_ms: int, work: Path) -> dict:
     """Start a master and two workers, run the full refreshes on them, stop them; return
     the child's report with the cluster's start time."""
-    from tests.spark_cluster import java_and_pyspark_missing, standalone_cluster
+    from tests.support.spark_cluster import java_and_pyspark_missing, standalone_cluster
 
     missing = java_and_pyspark_missing()
     if missing:

@@ -1,0 +1,395 @@
+"""The image as a company runs it: podman containers of `migrate`, `web` and `scheduler`
+against PostgreSQL (the compose file's image) and the session's broker and worker, all on the
+host's network, with DEBUG off and JSON logs.
+
+`make test-image` builds both images first (deploy/build-image, cached) and runs this module;
+CI runs it as a step of its own. The stack is started once for the module; a test that stops
+a part of it (the database, the scheduler) starts it again before it ends.
+"""
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from devkit import embedded_config
+from devkit.embedded import free_port
+from offsets.refresh.scheduler import STOPPED
+from tests.support.connect_rest import ConnectRest, wait_until
+from tests.support.worker_files import STRING_CONVERTERS
+
+# Only `make test-image` runs these: they need podman and the built image.
+pytestmark = pytest.mark.container
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE = os.environ.get("DASHBOARD_IMAGE", "localhost/connect-offsets-dashboard:latest")
+POSTGRES_IMAGE = os.environ.get("POSTGRES_IMAGE", "localhost/connect-offsets-postgres:latest")
+PODMAN_ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "deploy" / "containers.conf")}
+RUN = uuid.uuid4().hex[:8]
+CLUSTER = f"ct-{RUN}"
+PERIOD = 5  # the cluster's refresh period, seconds
+# Secrets that must never reach a log line: the worker's REST password, a database password,
+# and a password inside a connector's config (read from Connect's config topic).
+CONNECT_PASSWORD = "Zq7ConnectPw" + secrets.token_hex(4)
+DATABASE_PASSWORD = "Zq7DatabasePw" + secrets.token_hex(4)
+CONFIG_SECRET = "Zq7ConfigPw" + secrets.token_hex(4)
+SECRETS = (CONNECT_PASSWORD, DATABASE_PASSWORD, CONFIG_SECRET)
+UID = "10001"
+
+
+def podman(*args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        ["podman", *args], env=PODMAN_ENV, capture_output=True, text=True, timeout=timeout
+    )
+    if check:
+        assert done.returncode == 0, f"podman {' '.join(args)}: {done.stderr[-2000:]}"
+    return done
+
+
+class Stack:
+    """The containers of one deployment and what the tests need to reach them."""
+
+    def __init__(self, workdir: Path, kafka_runtime) -> None:
+        self.pg_port = free_port()
+        self.web_port = free_port()
+        self.base = f"http://127.0.0.1:{self.web_port}"
+        self.names = {part: f"ct-{part}-{RUN}" for part in ("postgres", "web", "scheduler")}
+        self.volumes = [f"ct-postgres-{RUN}", f"ct-data-{RUN}"]
+        self.database_url = (
+            f"postgres://offsets:{DATABASE_PASSWORD}@127.0.0.1:{self.pg_port}/offsets"
+        )
+        self.env_file = workdir / "dashboard.env"
+        self.env_file.write_text(
+            "\n".join(
+                f"{key}={value}"
+                for key, value in {
+                    "DATABASE_URL": self.database_url,
+                    "SECRET_KEY": secrets.token_urlsafe(50),
+                    "ALLOWED_HOSTS": "127.0.0.1",
+                    # Plain HTTP on loopback: no HTTPS redirect, HSTS or Secure cookies.
+                    "SECURE_SSL_REDIRECT": "false",
+                    "SECURE_COOKIES": "false",
+                    "SECURE_HSTS_SECONDS": "0",
+                    "WEB_BIND": f"127.0.0.1:{self.web_port}",
+                    "WEB_WORKERS": "1",
+                    "CONNECT_PASSWORD": CONNECT_PASSWORD,
+                    "DJANGO_SUPERUSER_PASSWORD": secrets.token_urlsafe(16),
+                    # A killed scheduler's run is released by its heartbeats (a container
+                    # started again has a new pid namespace): short ones keep the test short.
+                    "REFRESH_HEARTBEAT_SECONDS": "2",
+                    "REFRESH_ABANDONED_SECONDS": "12",
+                }.items()
+            )
+            + "\n"
+        )
+        self.kafka = kafka_runtime
+        self.token = ""
+
+    def run_once(self, *args: str) -> str:
+        """A one-shot container of the image (`migrate`, a manage.py command); its output."""
+        done = podman(
+            "run", "--rm", "--network", "host", "--env-file", str(self.env_file), IMAGE, *args
+        )
+        return done.stdout + done.stderr
+
+    def start_postgres(self) -> None:
+        podman(
+            "run", "-d", "--name", self.names["postgres"], "--network", "host",
+            "-e", f"POSTGRES_PASSWORD={DATABASE_PASSWORD}", "-e", f"PGPORT={self.pg_port}",
+            "-v", f"{self.volumes[0]}:/var/lib/postgresql/data", POSTGRES_IMAGE,
+        )  # fmt: skip
+        self.wait_for_postgres()
+
+    def wait_for_postgres(self) -> None:
+        wait_until(
+            lambda: podman(
+                "exec", self.names["postgres"], "pg_isready", "--host=127.0.0.1",
+                f"--port={self.pg_port}", check=False,
+            ).returncode,
+            lambda code: code == 0,
+            timeout=60,
+            what="PostgreSQL to accept connections",
+        )  # fmt: skip
+
+    def start(self, part: str, *extra: str) -> None:
+        podman(
+            "run", "-d", "--name", self.names[part], "--network", "host",
+            "--env-file", str(self.env_file), "-v", f"{self.volumes[1]}:/var/lib/offsets",
+            *extra, IMAGE, part,
+        )  # fmt: skip
+
+    def logs(self, *parts: str) -> str:
+        """What the containers of `parts` (all of them by default) wrote, both streams."""
+        names = [self.names[part] for part in parts or self.names]
+        return "".join(
+            podman("logs", name, check=False).stdout + podman("logs", name, check=False).stderr
+            for name in names
+        )
+
+    def api(self, path: str) -> httpx.Response:
+        return httpx.get(
+            f"{self.base}/api/v1{path}",
+            headers={"Authorization": f"Token {self.token}"},
+            timeout=10,
+        )
+
+    def query(self, sql: str, *params) -> list[tuple]:
+        with psycopg.connect(self.database_url.replace("postgres://", "postgresql://")) as db:
+            return db.execute(sql, params).fetchall()
+
+    def runs(self) -> list[tuple]:
+        """The cluster's refresh runs, oldest first: (id, status, error, host)."""
+        return self.query(
+            "SELECT r.id, r.status, r.error, r.host FROM offsets_refreshrun r "
+            "JOIN offsets_cluster c ON c.id = r.cluster_id WHERE c.name = %s ORDER BY r.id",
+            CLUSTER,
+        )
+
+    def remove(self) -> None:
+        podman("rm", "--force", "--time", "0", *self.names.values(), check=False)
+        podman("volume", "rm", "--force", *self.volumes, check=False)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, kafka_runtime):
+    for image in (IMAGE, POSTGRES_IMAGE):
+        if podman("image", "exists", image, check=False).returncode != 0:
+            pytest.fail(f"{image} is not built: run `make test-image` (it builds it first)")
+    stack = Stack(tmp_path_factory.mktemp("container"), kafka_runtime)
+    try:
+        stack.start_postgres()
+        migrated = stack.run_once("migrate")
+        assert "Group 'Offset approvers'" in migrated, migrated
+        topics = embedded_config.WORKER_TOPICS
+        stack.run_once(
+            "add_cluster", CLUSTER, "--bootstrap-servers", kafka_runtime.bootstrap_servers,
+            "--connect-url", kafka_runtime.connect_url, "--connect-username", "dashboard",
+            "--connect-password-env", "CONNECT_PASSWORD", "--refresh-every", str(PERIOD),
+            "--offset-flush-interval-ms", str(embedded_config.WORKER_FLUSH_INTERVAL_MS),
+            "--offsets-topic", topics["offsets_topic"], "--configs-topic", topics["configs_topic"],
+            "--status-topic", topics["status_topic"],
+        )  # fmt: skip
+        stack.run_once(
+            "createsuperuser", "--no-input", "--username", "ops", "--email", "ops@example.com"
+        )
+        stack.token = re.search(r"token (\w+) for user", stack.run_once("drf_create_token", "ops"))[
+            1
+        ]
+        stack.start("web")
+        stack.start("scheduler", "--stop-timeout", "15")
+        wait_until(
+            lambda: _answers(f"{stack.base}/healthz"), bool, timeout=60, what="the web server"
+        )
+        yield stack
+    finally:
+        stack.remove()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_the_web_process_runs_as_non_root_and_serves_with_debug_off(stack):
+    assert podman("exec", stack.names["web"], "id", "-u").stdout.strip() == UID
+    assert podman("exec", stack.names["scheduler"], "id", "-u").stdout.strip() == UID
+    login = httpx.get(f"{stack.base}/login/", timeout=10)
+    assert login.status_code == 200
+    stylesheet = re.search(r'href="(/static/[^"]+\.[0-9a-f]{12}\.css)"', login.text)
+    assert stylesheet, "the login page links its stylesheet under a hashed name"
+    css = httpx.get(stack.base + stylesheet[1], headers={"Accept-Encoding": "gzip"}, timeout=10)
+    assert css.status_code == 200 and css.headers["Content-Encoding"] == "gzip"
+    clusters = stack.api("/clusters/")
+    assert clusters.status_code == 200 and CLUSTER in clusters.text
+    missing = stack.api("/clusters/no-such-cluster/")
+    assert missing.status_code == 404 and "Traceback" not in missing.text
+
+
+def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_runtime):
+    rest = ConnectRest(kafka_runtime.connect_url)
+    connector = f"ct-source-{RUN}"
+    rest.create(
+        connector,
+        {
+            "connector.class": "dev.offsetsdashboard.connectors.TableSourceConnector",
+            "tasks.max": "1",
+            "topic": f"{connector}-out",
+            "tables": "customers",
+            "max.rows": "3",
+            "poll.interval.ms": "300",
+            "connection.password": CONFIG_SECRET,
+            **STRING_CONVERTERS,
+        },
+    )
+    try:
+        wait_until(
+            lambda: rest.offsets(connector)["offsets"],
+            lambda offsets: [e["offset"].get("incrementing") for e in offsets] == [3],
+            timeout=60,
+            what="the table source's last row committed",
+        )
+        committed = time.monotonic()
+
+        def shown() -> bool:
+            answer = stack.api(f"/clusters/{CLUSTER}/connectors/{connector}/partitions/")
+            partitions = answer.json().get("source_partitions", []) if answer.is_success else []
+            return [p["offset"].get("incrementing") for p in partitions] == [3]
+
+        wait_until(shown, bool, timeout=120, what="the commit in the dashboard's API")
+        print(f"commit shown by the scheduled refresh {time.monotonic() - committed:.1f} s later")
+    finally:
+        rest.delete(connector)
+    ready = wait_until(
+        lambda: httpx.get(f"{stack.base}/readyz", timeout=10),
+        lambda answer: answer.status_code == 200,
+        timeout=60,
+        what="/readyz to answer ready",
+    )
+    assert ready.json()["status"] == "ready"
+    logs = stack.logs()
+    for secret in SECRETS:
+        assert secret not in logs
+    # The dashboard's processes write one JSON object a line, Spark's JVM included (its log4j
+    # profile for JSON logs), but for the JVM's own warning about the incubator module Spark
+    # loads, which no profile reaches.
+    lines = [
+        json.loads(line)
+        for line in stack.logs("web", "scheduler").splitlines()
+        if line and not line.startswith("WARNING: Using incubator modules")
+    ]
+    assert all(line["level"] and line["logger"] for line in lines)
+    assert any(f"{CLUSTER}: refresh #" in line.get("message", "") for line in lines)
+    assert any(line["logger"] == "request" and line["path"] == "/readyz" for line in lines)
+
+
+def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(stack):
+    def readiness() -> tuple[int, dict]:
+        answer = httpx.get(f"{stack.base}/readyz", timeout=15)
+        return answer.status_code, answer.json()
+
+    wait_until(readiness, lambda answer: answer[0] == 200, timeout=120, what="/readyz ready")
+    # The database goes away under a running refresh: the harder case for the scheduler.
+    cut_id = _running_run(stack)[0]
+    podman("stop", "--time", "10", stack.names["postgres"])
+    try:
+        _, body = wait_until(
+            readiness, lambda answer: answer[0] == 503, timeout=30, what="/readyz unready"
+        )
+        assert body["status"] == "unready" and body["checks"]["database"] != "ok"
+        assert DATABASE_PASSWORD not in json.dumps(body)
+        assert httpx.get(f"{stack.base}/healthz", timeout=10).status_code == 200
+    finally:
+        podman("start", stack.names["postgres"])
+        stack.wait_for_postgres()
+    # The scheduler lived through the outage: the cut run ends (its outcome written once the
+    # database is back, or released by its heartbeats), and the cluster's refreshes go on.
+    wait_until(readiness, lambda answer: answer[0] == 200, timeout=120, what="/readyz ready again")
+    wait_until(
+        lambda: {run[0]: run[1] for run in stack.runs()}[cut_id],
+        lambda status: status != "running",
+        timeout=120,
+        what="the run the outage cut to end",
+    )
+    _running_run(stack)
+
+
+def _running_run(stack) -> tuple:
+    """A refresh the scheduler starts from now on, once it is running.
+
+    Only a run started after the call counts: a run of the database outage above may still read
+    RUNNING while its thread waits to write its outcome (the refresh's write retries).
+    """
+    before = max((run[0] for run in stack.runs()), default=0)
+    try:
+        return wait_until(
+            lambda: next(
+                (run for run in stack.runs() if run[0] > before and run[1] == "running"), None
+            ),
+            bool,
+            timeout=120,
+            what="a scheduled refresh to be running",
+        )
+    except AssertionError as timed_out:
+        scheduler = podman("logs", "--tail", "30", stack.names["scheduler"], check=False)
+        raise AssertionError(f"{timed_out}\nThe scheduler's log:\n{scheduler.stderr}") from None
+
+
+def test_sigterm_ends_the_scheduler_within_ten_seconds_and_marks_its_refresh(stack):
+    run_id = _running_run(stack)[0]
+    started = time.monotonic()
+    podman("kill", "--signal", "TERM", stack.names["scheduler"])
+    try:
+        podman("wait", stack.names["scheduler"], timeout=60)
+        stopped_in = time.monotonic() - started
+        exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", stack.names["scheduler"])
+        logs = podman("logs", "--tail", "40", stack.names["scheduler"]).stderr
+        assert exit_code.stdout.strip() == "0", logs
+        assert stopped_in < 10
+        (status, error), *_ = stack.query(
+            "SELECT status, error FROM offsets_refreshrun WHERE id = %s", run_id
+        )
+        # It ended as interrupted, or finished on its own in the seconds it was given.
+        assert (status, error) == ("failed", STOPPED) or status == "succeeded", logs
+        assert not [run for run in stack.runs() if run[1] == "running"]
+    finally:
+        # The next test needs its scheduler, whatever this one found.
+        podman("start", stack.names["scheduler"])
+
+
+def _kill_mid_refresh(stack) -> tuple:
+    """Kill the scheduler while a refresh runs; return that run.
+
+    An incremental refresh here takes a second or two, about what `podman kill` takes to
+    reach the container: a run that ended before the kill did is no killed run, so the kill
+    is tried again on the next one.
+    """
+    for _ in range(5):
+        run = _running_run(stack)
+        podman("kill", "--signal", "KILL", stack.names["scheduler"])
+        podman("wait", stack.names["scheduler"], timeout=60)
+        if {pk: status for pk, status, *_ in stack.runs()}[run[0]] == "running":
+            return run
+        podman("start", stack.names["scheduler"])
+    raise AssertionError("Five refreshes in a row ended before the kill reached them.")
+
+
+def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(stack):
+    killed_id, _, _, killed_host = _kill_mid_refresh(stack)
+    podman("start", stack.names["scheduler"])
+
+    def settled() -> bool:
+        runs = {run[0]: run for run in stack.runs()}
+        later = [run for pk, run in runs.items() if pk > killed_id and run[1] == "succeeded"]
+        return runs[killed_id][1] == "failed" and bool(later)
+
+    try:
+        wait_until(
+            settled,
+            bool,
+            timeout=180,
+            what="the killed run abandoned and a later refresh succeeded",
+        )
+    except AssertionError as timed_out:
+        scheduler = podman("logs", "--tail", "60", stack.names["scheduler"], check=False)
+        raise AssertionError(
+            f"{timed_out}\nRuns since: {[run for run in stack.runs() if run[0] >= killed_id]}"
+            f"\nThe scheduler's log:\n{scheduler.stderr}"
+        ) from None
+    (error,) = stack.query("SELECT error FROM offsets_refreshrun WHERE id = %s", killed_id)[0]
+    # The new container has a new pid namespace: the killed run is released by its heartbeats,
+    # or at once when the kernel gave the new namespace the old one's number and pid 1 there
+    # started at another time (pid_gone).
+    assert "pid namespace" in killed_host
+    assert error.startswith(
+        ("Abandoned: no sign of life from its process for 12 s", "Abandoned: its process (1 on")
+    ), error
