@@ -3,7 +3,7 @@
 Every rule runs in time linear in the text: each pattern either starts only where a literal
 anchor or the start of a run of name characters is, and each of its unbounded parts stops at a
 character that also ends the scan of any later start, so no character is scanned more than a
-few times whatever the text holds (``tests/unit/test_masking.py`` measures it).
+few times whatever the text holds (``tests/rights/test_masking.py`` measures it).
 """
 
 import re

@@ -13,7 +13,7 @@ Every commit also comes out as one slim `commit` row, because the per-commit his
 themselves (offsets.history.files), and Spark never sees them.
 
 The Spark tests check the fold and the merge against a record-by-record reference model
-(tests/spark/reference_merge.py). Pure Python: no Spark needed to run or test it.
+(tests/support/reference_merge.py). Pure Python: no Spark needed to run or test it.
 """
 
 import hashlib
