@@ -28,6 +28,7 @@ from dashboard.edit_forms import (
 )
 from dashboard.errors import READING_KAFKA, refusal
 from dashboard.pages import htmx_target
+from offsets.domain.edits import CONNECTOR_STOPPED, check_stopped
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
@@ -62,7 +63,6 @@ from offsets.edits.workflow import (
     stop_for_edit,
     submit_edit,
 )
-from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.rights import grants
@@ -210,7 +210,7 @@ def _stop_first(request: HttpRequest, cluster: Cluster, connector: str, context)
     A running connector's offsets keep moving: an edit staged now ends in a conflict.
     """
     return {
-        "stop_first": not context.stopped_check().passed,
+        "stop_first": not check_stopped(context).passed,
         "can_control": can_control_connectors(request.user, cluster, connector),
     }
 

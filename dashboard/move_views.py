@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from dashboard.errors import READING_KAFKA, WORKER, refusal
+from offsets.edits.kinds.move.rules import kept_references, secret_keys
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
@@ -21,7 +22,6 @@ from offsets.edits.workflow import (
     stage_move,
 )
 from offsets.formats.masking import mask_secrets
-from offsets.formats.moves import kept_references, secret_keys
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.rights.grants import visible_clusters

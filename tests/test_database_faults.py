@@ -9,7 +9,7 @@ import pytest
 from django.db import OperationalError, connection
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.edits.reconcile import reconcile_edits
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit

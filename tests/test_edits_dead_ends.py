@@ -10,7 +10,7 @@ from django.utils import timezone
 from offsets.edits import apply as apply_module
 from offsets.edits import connector_control
 from offsets.edits.connector_control import ControlOutcome
-from offsets.edits.kinds import offset_changes
+from offsets.edits.kinds.offset_changes import kind as offset_changes
 from offsets.edits.live import CurrentOffsets
 from offsets.formats.connectors import Connector
 from offsets.models import AuditEvent, OffsetEdit

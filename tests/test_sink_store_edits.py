@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from offsets.edits.errors import EditInputError, NothingToChange
-from offsets.edits.kinds import sink_store
-from offsets.edits.kinds.sink_store import store_request, store_strategy_words
+from offsets.edits.kinds.sink_store import kind as sink_store
+from offsets.edits.kinds.sink_store.kind import store_request, store_strategy_words
 from offsets.edits.workflow import StageRequest, describe, stage_store_offsets
 from offsets.models import OffsetEdit
 from tests import factories as make

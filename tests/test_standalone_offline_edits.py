@@ -12,7 +12,7 @@ import pytest
 
 from offsets.edits import workflow
 from offsets.edits.errors import EditInputError, EditStateConflict
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.formats.standalone_offsets_file import decode, encode
 from offsets.kafka import standalone_worker
 from offsets.models import AuditEvent, Cluster, OffsetEdit

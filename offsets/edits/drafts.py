@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from offsets.domain.edits.sink import SinkChange
 from offsets.edits import audit
-from offsets.formats.edit_rules.sink import SinkChange
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
 from offsets.rights import gate
 from offsets.rights.rules import Action

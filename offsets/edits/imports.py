@@ -11,10 +11,10 @@ from offsets.edits.errors import (
     EditInputError,
     NothingToChange,
 )
-from offsets.edits.kinds import offline_file
-from offsets.edits.kinds.offset_changes import draft, preview_edit
+from offsets.edits.kinds.offline_file import kind as offline_file
+from offsets.edits.kinds.offset_changes.diff import Preview, StageRequest
+from offsets.edits.kinds.offset_changes.kind import draft, preview_edit
 from offsets.edits.live import LiveReader, read_connector
-from offsets.edits.preview import Preview, StageRequest
 from offsets.formats import strimzi
 from offsets.formats.connectors import Connector
 from offsets.formats.offsets_json import (

@@ -7,8 +7,9 @@ from django.conf import settings
 from django.core.paginator import Page, Paginator
 
 from offsets import tuning
+from offsets.domain import edits as edit_rules
 from offsets.edits.errors import ConnectorNotFound
-from offsets.formats import edit_rules, jackson
+from offsets.formats import jackson
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
 from offsets.formats.connectors import Connector, connector_from, sink_topics
 from offsets.formats.offset_records import LatestOffsets, SourceOffsetRecord, latest_offsets

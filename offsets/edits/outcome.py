@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping
 from django.db import transaction
 from django.utils import timezone
 
+from offsets.domain import edits as edit_rules
 from offsets.edits import audit
 from offsets.edits.live import LiveReader, read_connector, source_view
-from offsets.formats import edit_rules
 from offsets.formats.offset_records import SourceOffsetRecord
 from offsets.formats.worker_offsets import canonical
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange

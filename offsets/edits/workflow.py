@@ -21,18 +21,28 @@ from offsets.edits.errors import (
     EditStateConflict,
 )
 from offsets.edits.imports import IMPORT_MAX_BYTES, import_document
-from offsets.edits.kinds import kind_for, move, offline_file, offset_changes, removal, sink_store
-from offsets.edits.kinds.move import can_resume_on_target, resume_on_target
-from offsets.edits.kinds.offset_changes import can_stage_restore, stage_restore
-from offsets.edits.kinds.sink_store import editable_store
+from offsets.edits.kinds import kind_for
+from offsets.edits.kinds.move import kind as move
+from offsets.edits.kinds.move.kind import can_resume_on_target, resume_on_target
+from offsets.edits.kinds.move.reads import source_config
+from offsets.edits.kinds.offline_file import kind as offline_file
+from offsets.edits.kinds.offset_changes import kind as offset_changes
+from offsets.edits.kinds.offset_changes.diff import (
+    DIFF_PAGE_ROWS,
+    STORE_STRATEGIES,
+    Preview,
+    StageRequest,
+)
+from offsets.edits.kinds.offset_changes.kind import can_stage_restore, stage_restore
+from offsets.edits.kinds.offset_changes.writes import Route, choose_route
+from offsets.edits.kinds.removal import kind as removal
+from offsets.edits.kinds.sink_store import kind as sink_store
+from offsets.edits.kinds.sink_store.kind import editable_store
 from offsets.edits.live import current_offsets
-from offsets.edits.move_reads import source_config
-from offsets.edits.preview import DIFF_PAGE_ROWS, STORE_STRATEGIES, Preview, StageRequest
 from offsets.edits.reconcile import is_stale, reconcile_edit, stale_after
 from offsets.edits.restage import can_restage, restage_edit
 from offsets.edits.review import approve_edit, cancel_edit, reject_edit, submit_edit
 from offsets.edits.roles import approves, can_approve, can_control_connectors, can_stage
-from offsets.edits.route import Route, choose_route
 from offsets.models import Cluster, OffsetEdit
 
 

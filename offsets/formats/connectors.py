@@ -14,9 +14,7 @@ from typing import Literal
 
 import regex
 
-from offsets.formats import edit_rules
 from offsets.formats.config_records import ConnectorConfig
-from offsets.formats.edit_rules import CheckResult
 from offsets.formats.masking import MASK, is_secret_name, mask_secrets, mask_text
 from offsets.formats.mirror_assignment import assigned_partitions
 from offsets.formats.source_lag import is_mirror_source
@@ -152,15 +150,6 @@ class Connector:
             not self.deleted
             and self.connector_state == "RUNNING"
             and all(state == "RUNNING" for state in self.task_states.values())
-        )
-
-    def stopped_check(self) -> CheckResult:
-        return edit_rules.check_connector_stopped(
-            connector=self.name,
-            deleted=self.deleted,
-            target_state=self.target_state,
-            connector_state=self.connector_state,
-            task_states=self.task_states,
         )
 
 

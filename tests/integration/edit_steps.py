@@ -1,7 +1,7 @@
 """An offset edit taken through its steps: staged, submitted, approved, applied."""
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.models import Cluster, OffsetEdit

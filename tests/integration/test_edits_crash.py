@@ -21,7 +21,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.edits.reconcile import stale_after
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit

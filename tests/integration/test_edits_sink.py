@@ -8,7 +8,7 @@ from confluent_kafka import Consumer
 
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.kafka import admin, groups, reading

@@ -7,15 +7,15 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from offsets.domain.edits import runtime_view
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditInputError, EditStateConflict
 from offsets.edits.imports import import_document
-from offsets.edits.kinds.offset_changes import OffsetChanges
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
+from offsets.edits.kinds.offset_changes.kind import OffsetChanges
 from offsets.edits.review import approve_edit, submit_edit
 from offsets.edits.workflow import stage_edit
 from offsets.formats import jackson
-from offsets.formats.edit_rules import runtime_view
 from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.rights.grants import SHELL_OPERATOR

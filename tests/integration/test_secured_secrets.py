@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from devkit.secured import create_acls
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.edits.workflow import stage_edit
 from offsets.models import AuditEvent, RefreshRun
 from offsets.refresh.run import run_refresh

@@ -16,7 +16,7 @@ import pytest
 from devkit.embedded import EmbeddedKafka, StartedWorker
 from devkit.standalone import start_standalone
 from offsets.edits import workflow
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.formats.standalone_offsets_file import HEADER, decode, encode, hashmap_sizing
 from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
 from offsets.refresh.run import run_refresh

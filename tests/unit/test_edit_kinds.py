@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from offsets.edits.kinds import KINDS, EditKind, kind_for
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.diff import StageRequest
 from offsets.models import OffsetEdit
 
 STEPS = ("stage", "lock_checks", "write", "verify", "reconcile")

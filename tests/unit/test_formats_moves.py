@@ -2,8 +2,7 @@
 
 import pytest
 
-from offsets.formats.masking import MASK
-from offsets.formats.moves import (
+from offsets.edits.kinds.move.rules import (
     MoveRuleError,
     TargetFacts,
     answered_entries,
@@ -17,6 +16,7 @@ from offsets.formats.moves import (
     source_entry,
     target_problems,
 )
+from offsets.formats.masking import MASK
 
 CONFIG = {
     "connector.class": "io.example.JdbcSourceConnector",

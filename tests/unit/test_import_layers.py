@@ -11,9 +11,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("offsets", "dashboard")
-# A package's pure rules count as formats wherever they live (docs/architecture.md).
+# A package's pure rules count as the domain wherever they live (docs/architecture.md).
 RULES_MODULE = "rules"
-RULES_LAYER = "formats"
+RULES_LAYER = "domain"
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def test_every_import_runs_down_the_layers():
     assert not problems, "\n".join(problems)
 
 
-def test_the_pure_rules_modules_import_only_formats():
+def test_the_pure_rules_modules_import_only_the_domain_and_below():
     order = layers((ROOT / "docs" / "architecture.md").read_text())
     rules = sorted(ROOT.glob("offsets/**/rules.py"))
     assert rules, "no rules.py module found"
@@ -215,9 +215,9 @@ def test_the_layers_are_read_from_the_numbered_list():
     assert layers(text) == {"tuning": 1, "edits": 2, "alerts": 2}
 
 
-def test_a_rules_module_counts_as_formats_and_a_module_as_its_package():
-    assert package_of("offsets.alerts.rules") == "formats"
-    assert package_of("offsets.alerts.rules.Condition") == "formats"
+def test_a_rules_module_counts_as_the_domain_and_a_module_as_its_package():
+    assert package_of("offsets.alerts.rules") == "domain"
+    assert package_of("offsets.alerts.rules.Condition") == "domain"
     assert package_of("offsets.alerts.evaluation") == "alerts"
     assert package_of("offsets.tuning") == "tuning"
     assert package_of("dashboard.views") == "dashboard"

@@ -5,16 +5,20 @@ call them through `kind_for(edit)`. A new kind is one module with an `EditKind` 
 and its `KIND` added to `KINDS` below.
 """
 
-from offsets.edits.kinds import move, offline_file, offset_changes, removal, sink_store
 from offsets.edits.kinds.base import Attempt, EditKind
+from offsets.edits.kinds.move.kind import KIND as MOVE
+from offsets.edits.kinds.offline_file.kind import KIND as OFFLINE_FILE
+from offsets.edits.kinds.offset_changes.kind import KIND as OFFSET_CHANGES
+from offsets.edits.kinds.removal.kind import KIND as REMOVAL
+from offsets.edits.kinds.sink_store.kind import KIND as SINK_STORE
 from offsets.models import OffsetEdit
 
 KINDS: tuple[EditKind, ...] = (
-    offset_changes.KIND,
-    move.KIND,
-    removal.KIND,
-    offline_file.KIND,
-    sink_store.KIND,
+    OFFSET_CHANGES,
+    MOVE,
+    REMOVAL,
+    OFFLINE_FILE,
+    SINK_STORE,
 )
 
 _BY_STRATEGY: dict[str, EditKind] = {

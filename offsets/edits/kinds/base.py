@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult
 from offsets.edits.errors import ConnectorNotFound
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import CheckResult
-from offsets.formats.removal_rules import Steps
+from offsets.edits.kinds.removal.rules import Steps
 from offsets.kafka import groups, offsets_writer
 from offsets.kafka.connect_rest import ConnectRest, WorkerInfo
 from offsets.kafka.errors import KafkaUnavailable

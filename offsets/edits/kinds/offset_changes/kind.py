@@ -13,7 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from offsets import faults, sink_stores
-from offsets.edits import audit, drafts, route
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult, Observed
+from offsets.edits import audit, drafts
 from offsets.edits.errors import (
     ConnectorNotFound,
     EditInputError,
@@ -22,6 +24,16 @@ from offsets.edits.errors import (
     SinkWriteIncomplete,
 )
 from offsets.edits.kinds.base import Attempt, EditKind, fence, group_inactive_check
+from offsets.edits.kinds.offset_changes import writes
+from offsets.edits.kinds.offset_changes.diff import (
+    SINK_STRATEGIES,
+    SOURCE_STRATEGIES,
+    Preview,
+    StageRequest,
+    preview_source,
+)
+from offsets.edits.kinds.offset_changes.sink_diff import preview_sink
+from offsets.edits.kinds.offset_changes.writes import write_sink, write_source
 from offsets.edits.live import LiveReader, read_connector, source_view
 from offsets.edits.outcome import (
     fail,
@@ -33,13 +45,7 @@ from offsets.edits.outcome import (
     sink_values,
     source_values,
 )
-from offsets.edits.preview import SINK_STRATEGIES, SOURCE_STRATEGIES, Preview, StageRequest
-from offsets.edits.sink_preview import preview_sink
-from offsets.edits.source_preview import preview_source
-from offsets.edits.writes import write_sink, write_source
-from offsets.formats import edit_rules
 from offsets.formats.connectors import Connector
-from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka import offsets_writer
 from offsets.kafka.connect_rest import (
@@ -62,7 +68,7 @@ NOTES_QUOTED = 10
 # Answers that mean the worker wrote nothing: refused (400, 404, 409 rebalance), other
 # credentials needed, another server at that URL, or never asked.
 WORKER_REFUSALS = (
-    route.NothingSent,
+    writes.NothingSent,
     ConnectBadRequest,
     ConnectorUnknown,
     ConnectRebalancing,
@@ -109,7 +115,7 @@ class OffsetChanges(EditKind):
         """Connector stopped, (sinks) group without members, nothing moved since staging."""
         reader = LiveReader(edit.cluster)
         context = read_connector(cluster=edit.cluster, connector=edit.connector, reader=reader)
-        checks = [context.stopped_check()]
+        checks = [edit_rules.check_stopped(context)]
         changes = list(edit.changes.all())
         if edit.is_source:
             values = source_values(changes, source_view(context=context, reader=reader))
@@ -123,7 +129,7 @@ class OffsetChanges(EditKind):
     def write(self, attempt: Attempt) -> dict | None:
         """Write through the worker or straight to Kafka, the way `route` chooses now."""
         edit = attempt.edit
-        chosen = route.choose_route(edit)
+        chosen = writes.choose_route(edit)
         if chosen.refusal:
             message = f"The Connect worker: {chosen.refusal}"
             release(edit, attempt.user, attempt.checks, message, _route(chosen))
@@ -135,12 +141,12 @@ class OffsetChanges(EditKind):
             return self._through_worker(attempt, chosen)
         return self._through_topic(attempt, chosen)
 
-    def _through_worker(self, attempt: Attempt, chosen: route.Route) -> dict | None:
+    def _through_worker(self, attempt: Attempt, chosen: writes.Route) -> dict | None:
         """PATCH (or DELETE) through the worker, then check its GET answer shows the edit."""
         edit, user, checks = attempt.edit, attempt.user, attempt.checks
         faults.pause_point("apply-before-commit")
         try:
-            written = {**_route(chosen), **route.write_through_worker(edit, chosen)}
+            written = {**_route(chosen), **writes.write_through_worker(edit, chosen)}
         except WORKER_REFUSALS as exc:
             message = f"The Connect worker refused the offsets, nothing was written: {exc.message}"
             release(edit, user, checks, message, {**_route(chosen), "worker_status": exc.status})
@@ -152,7 +158,7 @@ class OffsetChanges(EditKind):
             return self._in_doubt(attempt, f"The Connect worker: {message}.")
         faults.pause_point("apply-after-commit")
         try:
-            wrong = route.worker_shows(edit, chosen)
+            wrong = writes.worker_shows(edit, chosen)
         except ConnectRestError as exc:
             written["worker_verify_error"] = exc.message
         else:
@@ -163,7 +169,7 @@ class OffsetChanges(EditKind):
             written["worker_verified"] = True
         return written
 
-    def _through_topic(self, attempt: Attempt, chosen: route.Route) -> dict | None:
+    def _through_topic(self, attempt: Attempt, chosen: writes.Route) -> dict | None:
         """Write the offsets topic (or the group) directly, in one transaction."""
         edit, user, checks = attempt.edit, attempt.user, attempt.checks
 
@@ -287,15 +293,15 @@ class OffsetChanges(EditKind):
             edit, state, Action.RECONCILED, user, comment=comment, error=why, extra=details
         )
 
-    def route_ahead(self, edit: OffsetEdit) -> route.Route | None:
+    def route_ahead(self, edit: OffsetEdit) -> writes.Route | None:
         """How an open edit would be written if applied now (the worker is asked its version)."""
-        return route.choose_route(edit) if edit.is_open else None
+        return writes.choose_route(edit) if edit.is_open else None
 
 
 KIND = OffsetChanges()
 
 
-def _route(chosen: route.Route) -> dict:
+def _route(chosen: writes.Route) -> dict:
     return {"applied_via": chosen.via, "route": chosen.reason}
 
 

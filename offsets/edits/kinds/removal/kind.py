@@ -20,7 +20,9 @@ import logging
 
 from django.utils import timezone
 
-from offsets.edits import drafts, removal_steps
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult, Observed
+from offsets.edits import drafts
 from offsets.edits.connector_control import control_connector
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -29,12 +31,12 @@ from offsets.edits.errors import (
     NothingToChange,
 )
 from offsets.edits.kinds.base import Attempt, EditKind, fence, group_inactive_check
+from offsets.edits.kinds.removal import rules
+from offsets.edits.kinds.removal import steps as removal_steps
+from offsets.edits.kinds.removal.steps import KAFKA_ERRORS, RemovalPlan
 from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.outcome import as_bytes, fail, finish, release, sink_offset
-from offsets.edits.removal_steps import KAFKA_ERRORS, RemovalPlan
-from offsets.formats import edit_rules, removal_rules
 from offsets.formats.connectors import Connector
-from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange, SourceOffset
@@ -108,7 +110,7 @@ class Removal(EditKind):
         changes = list(edit.changes.all())
         if edit.is_source:
             staged = {(c.topic, bytes(c.key_bytes)): as_bytes(c.before_bytes) for c in changes}
-            observed = removal_rules.moved(staged, removal_steps.live_values(edit, reader))
+            observed = rules.moved(staged, removal_steps.live_values(edit, reader))
         else:
             checks.append(group_inactive_check(edit, edit.group_id))
             staged = {(c.topic, c.kafka_partition): sink_offset(c.before) for c in changes}
@@ -213,7 +215,7 @@ class Removal(EditKind):
     def describe(self, edit: OffsetEdit) -> dict:
         """The steps the removal or clean-up takes."""
         return {
-            "plan": removal_rules.plan_lines(
+            "plan": rules.plan_lines(
                 strategy=edit.strategy,
                 connector=edit.connector,
                 tombstones=edit.parameters.get("tombstones", {}),

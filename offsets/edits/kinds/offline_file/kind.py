@@ -14,14 +14,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from offsets import tuning
+from offsets.domain.edits import CheckResult
 from offsets.edits import drafts
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.kinds.base import Attempt, EditKind
-from offsets.edits.kinds.offset_changes import draft, preview_edit
+from offsets.edits.kinds.offset_changes.diff import StageRequest
+from offsets.edits.kinds.offset_changes.kind import draft, preview_edit
 from offsets.edits.live import LiveReader
 from offsets.edits.outcome import fail, finish, settle_live
-from offsets.edits.preview import StageRequest
-from offsets.formats.edit_rules import CheckResult
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.formats.standalone_offsets_file import encode
 from offsets.kafka import standalone_worker

@@ -3,6 +3,7 @@
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from offsets.formats.connectors import Connector
 from offsets.formats.jackson import JsonValue
 
 CONNECTOR_STOPPED = "connector-stopped"
@@ -83,6 +84,17 @@ def check_connector_stopped(
         )
     return CheckResult(
         CONNECTOR_STOPPED, True, f"{connector} is STOPPED and none of its tasks is running."
+    )
+
+
+def check_stopped(connector: Connector) -> CheckResult:
+    """`connector-stopped` for a connector as its config and status topics say now."""
+    return check_connector_stopped(
+        connector=connector.name,
+        deleted=connector.deleted,
+        target_state=connector.target_state,
+        connector_state=connector.connector_state,
+        task_states=connector.task_states,
     )
 
 

@@ -7,12 +7,12 @@ moved on the source are caught again just before anything is written.
 
 from dataclasses import dataclass, replace
 
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import Observed
 from offsets.edits.errors import EditInputError, EditStateConflict
+from offsets.edits.kinds.move.rules import TargetFacts, target_problems
 from offsets.edits.live import LiveReader, read_connector, source_view
-from offsets.formats import edit_rules
 from offsets.formats.connectors import Connector, sink_group_id, source_offsets_topics
-from offsets.formats.edit_rules import Observed
-from offsets.formats.moves import TargetFacts, target_problems
 from offsets.formats.offset_records import SourceOffsetRecord
 from offsets.kafka.connect_rest import ConnectRest
 from offsets.kafka.errors import TopicNotFound

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from offsets import sink_stores
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult, Observed
 from offsets.edits import drafts
 from offsets.edits.errors import EditInputError, NothingToChange
 from offsets.edits.kinds.base import Attempt, EditKind
+from offsets.edits.kinds.offset_changes.diff import STORE_STRATEGIES, StageRequest
+from offsets.edits.kinds.offset_changes.sink_diff import preview_sink
 from offsets.edits.live import LiveReader, read_connector
 from offsets.edits.outcome import fail, finish, sink_offset, sink_values
-from offsets.edits.preview import STORE_STRATEGIES, StageRequest
-from offsets.edits.sink_preview import preview_sink
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.kafka import groups
 from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit, SinkOffsetsStore
@@ -97,7 +97,7 @@ class SinkStoreOffsets(EditKind):
         its own cluster, nothing moved in the store since staging."""
         store = stored_setting(edit)
         context = read_connector(cluster=edit.cluster, connector=edit.connector)
-        checks = [context.stopped_check()]
+        checks = [edit_rules.check_stopped(context)]
         if store.kind == REMOTE_GROUP:
             group = groups.describe_group(
                 store.kafka, store.group_id, timeout=settings.KAFKA_READ_TIMEOUT
