@@ -80,8 +80,8 @@ def staged(monkeypatch, cluster):
     """The offset-change kind's `stage` without Kafka: records the inputs, saves a draft."""
     seen = []
 
-    def stage(*, cluster, connector, user, comment="", request):
-        seen.append(request)
+    def stage(*, cluster, connector, user, change, comment=""):
+        seen.append(change.request)
         new = make_edit(cluster, user, connector=connector)
         OffsetEdit.objects.filter(pk=new.pk).update(comment=comment)
         return new

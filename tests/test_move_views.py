@@ -138,7 +138,9 @@ def claimed_move(clusters, editor, approver, monkeypatch):
 
     monkeypatch.setattr(move, "POLL_SECONDS", 0.01)
     monkeypatch.setattr(
-        move.Move, "lock_checks", lambda self, edit: [CheckResult("connector-stopped", True, "ok")]
+        move.MoveKind,
+        "lock_checks",
+        lambda self, edit: [CheckResult("connector-stopped", True, "ok")],
     )
     edit = move_edit(clusters, editor, "approved")
     OffsetEditChange.objects.create(

@@ -8,7 +8,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from offsets.domain.edits import parse_duration
-from offsets.edits.workflow import DIFF_PAGE_ROWS, STORE_STRATEGIES, StageRequest
+from offsets.edits.kinds.offset_changes.request import (
+    DIFF_PAGE_ROWS,
+    STORE_STRATEGIES,
+    StageRequest,
+)
 from offsets.formats.masking import mask_secrets
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import ChangeCounts, OffsetEdit

@@ -11,9 +11,9 @@ from offsets.edits.errors import (
     EditInputError,
     NothingToChange,
 )
-from offsets.edits.kinds.offline_file import kind as offline_file
-from offsets.edits.kinds.offset_changes.diff import Preview, StageRequest
-from offsets.edits.kinds.offset_changes.kind import draft, preview_edit
+from offsets.edits.kinds.offline_file.kind import offline, suits
+from offsets.edits.kinds.offset_changes.diff import draft, preview_edit
+from offsets.edits.kinds.offset_changes.request import Preview, StageRequest
 from offsets.edits.live import LiveReader, read_connector
 from offsets.formats import strimzi
 from offsets.formats.connectors import Connector
@@ -75,9 +75,9 @@ def import_document(
     if dry_run:
         return ImportResult(previews=previews, edits=[], unchanged=unchanged)
     saved = [draft(preview, cluster) for preview in previews]
-    if saved and offline_file.suits(cluster, StageRequest(strategy="import")):
+    if saved and suits(cluster, StageRequest(strategy="import")):
         # A stopped standalone worker: only its file can take them.
-        saved = [offline_file.offline(d, staged_as="import", reader=reader) for d in saved]
+        saved = [offline(d, staged_as="import", reader=reader) for d in saved]
     with transaction.atomic():
         edits = [
             drafts.save(d, user=user, comment=comment, action=AuditEvent.Action.IMPORTED)

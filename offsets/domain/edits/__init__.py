@@ -1,7 +1,9 @@
-"""The rules of an offset edit, as pure functions: diffs, sink targets, lock-check decisions.
+"""The rules the kinds of offset edit share, as pure functions: diffs, sink targets,
+lock-check decisions, settling a read-back.
 
-Nothing here touches Kafka or the database; the services read the live topics, call these,
-and act on the answers. One module per part of an edit: `inputs` (what people type),
+Nothing here touches Kafka or the database; the kinds (`offsets.edits.kinds`) read the live
+topics, call these, and act on the answers. A rule only one kind uses lives in its package's
+`rules.py`. One module per part of an edit: `inputs` (what people type),
 `checks` (the lock checks at apply time), `source` and `sink` (what an edit changes) and
 `settle` (reading an interrupted edit back).
 """

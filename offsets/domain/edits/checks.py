@@ -16,7 +16,7 @@ CHECK_LABELS = {
     GROUP_INACTIVE: "The sink's consumer group has no active members",
     NOTHING_MOVED: "Nothing moved since staging",
     SINGLE_APPLY: "One apply at a time for this connector",
-    # A stopped standalone worker's offsets file (edits/kinds/offline_file.py).
+    # A stopped standalone worker's offsets file (edits/kinds/offline_file/).
     "worker-not-answering": "No worker answers at the REST URL",
     "file-as-staged": "The offsets file is as staged",
     "file-not-changing": "The offsets file is not being written",

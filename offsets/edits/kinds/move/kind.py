@@ -4,17 +4,20 @@ with a KIP-875 PATCH and verified, and resumed there when an approver asks.
 The connector on its own cluster is left STOPPED: deleting it there is the operator's call,
 once it runs on the target. Anything that fails after the create is rolled back (the offsets
 written are put back as the target held them, the connector is deleted there), so a move is
-done or not done, never half done. What a move reads on both sides is `move_reads`; its pure
-rules (secrets, refusals, the PATCH body, the comparison) are `offsets.edits.kinds.move.rules`.
+done or not done, never half done. What a move reads on both sides is `reads`; its pure rules
+(secrets, refusals, the PATCH body, the comparison) are `rules`.
 """
 
 import json
 import logging
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from offsets.domain import edits as edit_rules
 from offsets.domain.edits import CheckResult
 from offsets.edits import drafts
+from offsets.edits.audit import fail, finish, release
 from offsets.edits.connector_control import resume_for_edit
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -22,9 +25,9 @@ from offsets.edits.errors import (
     EditInputError,
     EditStateConflict,
 )
-from offsets.edits.kinds.base import Attempt, EditKind, group_inactive_check
+from offsets.edits.kinds.base import Attempt, EditKind
 from offsets.edits.kinds.move import reads, rules
-from offsets.edits.outcome import fail, finish, release
+from offsets.edits.live import group_inactive_check
 from offsets.edits.roles import require_approver
 from offsets.formats.masking import mask_secrets, mask_text
 from offsets.kafka.connect_rest import (
@@ -49,27 +52,31 @@ SETTLE_SECONDS = 30.0
 POLL_SECONDS = 0.5
 
 
-class Move(EditKind):
+@dataclass(frozen=True)
+class Move:
+    """Move the connector to `target`, with the values masking hides supplied again."""
+
+    target: Cluster
+    secrets: Mapping[str, str] = field(default_factory=dict)
+
+
+class MoveKind(EditKind):
     name = "move"
     strategies = (OffsetEdit.Strategy.MOVE,)
+    inputs = (Move,)
     what = "move"
 
     def stage(
-        self,
-        *,
-        cluster: Cluster,
-        connector: str,
-        user,
-        comment: str = "",
-        target: Cluster,
-        secrets: dict,
+        self, *, cluster: Cluster, connector: str, user, change: Move, comment: str = ""
     ) -> OffsetEdit:
-        """Stage moving `connector` from `cluster` to `target` as a draft with its diff there.
+        """Stage moving `connector` from `cluster` to `change.target` as a draft with its diff
+        there.
 
         Raises EditInputError (unfit target, secrets missing), EditStateConflict (the name
         exists on the target, the connector is deleted), ConnectorNotFound, and the REST
         adapter's errors when the target's worker cannot be asked.
         """
+        target, secrets = change.target, dict(change.secrets)
         # A move needs rights on both clusters.
         for where in (cluster, target):
             drafts.require_editor(
@@ -254,7 +261,7 @@ class Move(EditKind):
         }
 
 
-KIND = Move()
+KIND = MoveKind()
 
 
 def _rows(connector: str, side, target: Cluster, config: dict) -> list[OffsetEditChange]:

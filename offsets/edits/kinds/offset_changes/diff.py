@@ -1,155 +1,107 @@
-"""What an offset change asks for (StageRequest), the diff it makes before it is saved
-(Preview), and a source connector's diff: the offset records a staged edit writes (a sink's
-is `sink_diff`)."""
+"""The diff an offset change makes, computed against the offsets read now: a source's offset
+records (here), a sink's committed offsets (`sink_diff`), the warnings, and the draft it saves
+as. Nothing is saved here; staging saves the draft (`drafts.save`)."""
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Sequence
 
+from offsets import sink_stores
 from offsets.domain import edits as edit_rules
-from offsets.domain.edits import EditRuleError, SinkChange, SourceChange, SourceDiff
-from offsets.edits.errors import EditInputError
-from offsets.edits.live import LiveReader, source_view
+from offsets.domain.edits import EditRuleError, SourceDiff
+from offsets.edits import drafts
+from offsets.edits.errors import EditInputError, NothingToChange
+from offsets.edits.kinds.offset_changes.request import (
+    SINK_STRATEGIES,
+    SOURCE_STRATEGIES,
+    Preview,
+    StageRequest,
+)
+from offsets.edits.kinds.offset_changes.sink_diff import preview_sink
+from offsets.edits.live import LiveReader, read_connector, source_view
 from offsets.formats.connectors import Connector
 from offsets.formats.offset_records import SourceOffsetRecord, partition_identity
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka.errors import TopicNotFound
-from offsets.models import ChangeCounts
+from offsets.models import Cluster, OffsetEdit
 
-SOURCE_STRATEGIES = ("set", "add", "delete", "restore")
-SINK_STRATEGIES = (*edit_rules.SINK_STRATEGIES, "delete-offsets")
-# What a sink's own store (store-offset) is set with: the sink strategies that compute one
-# offset per partition from its log and the store's offsets (no other group, no deletion).
-STORE_STRATEGIES = ("earliest", "latest", "offset", "shift", "datetime", "duration")
-
-# How many rows of a diff one answer shows (a page of an edit, an import's preview): a
-# connector may have tens of thousands.
-DIFF_PAGE_ROWS = 100
+# How many per-partition notes a message quotes: a connector may have tens of thousands.
+NOTES_QUOTED = 10
 
 
-@dataclass(frozen=True)
-class StageRequest:
-    """What to change; which fields matter depends on the strategy."""
-
-    strategy: str
-    partition: dict | None = None  # source set/add/delete
-    offset: dict | None = None  # source set/add
-    at: datetime | None = None  # source restore, sink datetime
-    duration: timedelta | None = None  # sink duration
-    value: int | None = None  # sink offset (target) or shift (signed amount)
-    group: str = ""  # sink copy-group: the group to copy from
-    partitions: tuple[tuple[str, int], ...] | None = None  # sink scope; None = all
-    entries: tuple[PartitionOffset, ...] | None = None  # import
-
-    def parameters(self) -> dict:
-        """Return the inputs as JSON, for display and the audit log."""
-        params: dict = {}
-        if self.partition is not None:
-            params["partition"] = self.partition
-        if self.offset is not None:
-            params["offset"] = self.offset
-        if self.at is not None:
-            params["at"] = self.at.isoformat()
-        if self.duration is not None:
-            params["duration_seconds"] = self.duration.total_seconds()
-        if self.value is not None:
-            params["value"] = self.value
-        if self.group:
-            params["group"] = self.group
-        if self.partitions is not None:
-            params["partitions"] = [f"{t}-{p}" for t, p in self.partitions]
-        if self.entries is not None:
-            params["entries"] = len(self.entries)
-        return params
-
-    @classmethod
-    def from_parameters(
-        cls, strategy: str, params: dict, entries: tuple[PartitionOffset, ...] | None = None
-    ) -> "StageRequest":
-        """The request whose `parameters()` are `params`: what staging the edit again asks.
-
-        An import's parameters only count its entries, so the caller passes them.
-        """
-        partitions = params.get("partitions")
-        seconds = params.get("duration_seconds")
-        return cls(
-            strategy=strategy,
-            partition=params.get("partition"),
-            offset=params.get("offset"),
-            at=datetime.fromisoformat(params["at"]) if "at" in params else None,
-            duration=None if seconds is None else timedelta(seconds=seconds),
-            value=params.get("value"),
-            group=params.get("group", ""),
-            # "orders-3" is topic "orders", partition 3: topic names may hold "-" themselves.
-            partitions=None
-            if partitions is None
-            else tuple((t, int(p)) for t, p in (item.rsplit("-", 1) for item in partitions)),
-            entries=entries,
+def preview_edit(
+    *,
+    cluster: Cluster,
+    connector: str,
+    request: StageRequest,
+    reader: LiveReader | None = None,
+    context: Connector | None = None,
+) -> Preview:
+    """Compute an edit's diff against the live topics without saving anything."""
+    reader = reader or LiveReader(cluster)
+    context = context or read_connector(cluster=cluster, connector=connector, reader=reader)
+    strategies = SOURCE_STRATEGIES if context.is_source else SINK_STRATEGIES
+    if request.strategy not in (*strategies, "import"):
+        raise EditInputError(
+            f"{request.strategy!r} is not a strategy for a {context.type} connector; use one "
+            f"of {', '.join(strategies)}.",
+            field="strategy",
         )
+    if context.is_source:
+        preview = preview_source(context=context, request=request, reader=reader)
+    else:
+        preview = preview_sink(context=context, request=request, reader=reader)
+    preview.warnings = [
+        *_context_warnings(context),
+        *_store_warnings(cluster, context),
+        *preview.warnings,
+    ]
+    if not preview.change_count:
+        reason = _quote_notes(preview.unchanged) or "every partition already has that offset"
+        raise NothingToChange(f"Nothing to change: {reason}.", field=_main_field(request))
+    return preview
 
 
-@dataclass
-class Preview:
-    """A staged edit before it is saved: the diff and its warnings."""
-
-    context: Connector
-    strategy: str
-    parameters: dict
-    source_changes: list[SourceChange] = field(default_factory=list)
-    sink_changes: list[SinkChange] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-
-    @property
-    def changes(self) -> list[SourceChange | SinkChange]:
-        return [*self.source_changes, *self.sink_changes]
-
-    @property
-    def change_count(self) -> int:
-        return len(self.source_changes) + len(self.sink_changes)
-
-    def counts(self) -> ChangeCounts:
-        changes = self.changes
-        return ChangeCounts(
-            total=len(changes),
-            added=sum(change.is_new for change in changes),
-            deleted=sum(change.is_delete for change in changes),
+def draft(preview: Preview, cluster: Cluster) -> drafts.Draft:
+    """The draft a preview saves as: one row per touched partition."""
+    context = preview.context
+    rows = [
+        drafts.source_row(
+            partition=change.partition,
+            key=change.key_bytes,
+            before=change.before,
+            before_bytes=change.before_bytes,
+            after=change.after,
+            after_bytes=change.after_bytes,
+            is_new=change.is_new,
+            is_delete=change.is_delete,
+            warnings=change.warnings,
         )
-
-    def as_text(self) -> str:
-        """Return the diff as lines for a terminal (import --dry-run)."""
-        lines = [f"{self.context.name} ({self.context.type}): {self.change_count} change(s)"]
-        for warning in self.warnings:
-            lines.append(f"  ! {warning}")
-        for change in self.source_changes:
-            before = (
-                change.before_bytes.decode("utf-8", "backslashreplace")
-                if change.before_bytes
-                else "(none)"
-            )
-            after = (
-                change.after_bytes.decode("utf-8", "backslashreplace")
-                if change.after_bytes
-                else "(delete)"
-            )
-            lines.append(
-                f"  {_marker(change)} {change.key_bytes.decode('utf-8', 'backslashreplace')}"
-            )
-            lines.append(f"      {before} -> {after}")
-            lines.extend(f"      ! {w}" for w in change.warnings)
-        for change in self.sink_changes:
-            before = "(none)" if change.before is None else change.before
-            after = "(delete)" if change.after is None else change.after
-            lines.append(
-                f"  {_marker(change)} {change.topic}-{change.partition}: {before} -> {after}"
-            )
-            lines.extend(f"      ! {w}" for w in change.warnings)
-        for note in self.unchanged:
-            lines.append(f"  = {note}")
-        return "\n".join(lines)
+        for change in preview.source_changes
+    ]
+    rows += drafts.sink_change_rows(preview.sink_changes)
+    return drafts.Draft(
+        cluster=cluster,
+        connector=context.name,
+        connector_type=context.type,
+        strategy=preview.strategy,
+        parameters=preview.parameters,
+        warnings=preview.warnings,
+        rows=rows,
+        primary_topic=context.primary_topic,
+        mirror_topic=context.worker_topic if context.own_topic else "",
+        group_id=context.group_id,
+    )
 
 
-def _marker(change: SourceChange | SinkChange) -> str:
-    return "+" if change.is_new else ("-" if change.is_delete else "~")
+def staged_request(edit: OffsetEdit, staged_as: str) -> StageRequest:
+    """The request `edit` was staged with as `staged_as`, from its stored parameters (an
+    import's entries from its rows' targets)."""
+    entries = None
+    if staged_as == OffsetEdit.Strategy.IMPORT:
+        entries = tuple(
+            PartitionOffset(partition=change.partition, offset=change.after)
+            for change in edit.changes.all()
+        )
+    return StageRequest.from_parameters(staged_as, edit.parameters, entries)
 
 
 def preview_source(*, context: Connector, request: StageRequest, reader: LiveReader) -> Preview:
@@ -234,3 +186,58 @@ def _source_entries(
 
 def _history(reader: LiveReader, topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
     return [(r.key, r.value, r.timestamp_ms) for r in reader.records(topic)]
+
+
+def _quote_notes(notes: Sequence[str]) -> str:
+    """Join the first notes, counting the rest: one per partition can be tens of thousands."""
+    quoted = "; ".join(notes[:NOTES_QUOTED])
+    rest = len(notes) - NOTES_QUOTED
+    return f"{quoted}; and {rest:,} more" if rest > 0 else quoted
+
+
+def _main_field(request: StageRequest) -> str:
+    return {
+        "set": "offset",
+        "add": "partition",
+        "delete": "partition",
+        "restore": "at",
+        "import": "document",
+    }.get(request.strategy, "partitions")
+
+
+def _store_warnings(cluster: Cluster, context: Connector) -> list[str]:
+    """A sink whose offsets an admin placed outside Connect's group does not resume from it."""
+    row = None if context.is_source else sink_stores.store_of(cluster, context.name)
+    if row is None or row.kind == row.Kind.CONNECT_GROUP:
+        return []
+    return [
+        f"This sink's offsets are read from {sink_stores.setting_of(row).where()}, not from "
+        f"its group {context.group_id}: changing the group does not move it. Set them in its "
+        "store instead (store-offset)."
+    ]
+
+
+def _context_warnings(context: Connector) -> list[str]:
+    warnings = []
+    if context.deleted:
+        warnings.append(
+            "The connector is deleted: its offsets remain and are used again if a connector "
+            "with this name is created."
+        )
+    elif context.target_state != "STOPPED":
+        warnings.append(
+            f"The connector's target state is {context.target_state}: stop it before applying "
+            "(the lock check refuses otherwise; PAUSED is not enough)."
+        )
+    if context.own_topic:
+        warnings.append(
+            f"The connector uses its own offsets topic {context.primary_topic} (KIP-618): the "
+            f"edit is written there and mirrored to the worker topic {context.worker_topic} in "
+            "the same transaction."
+        )
+    if context.mirrormaker2:
+        warnings.append(
+            "MirrorMaker 2: these offsets only say where replication resumes on the source "
+            "cluster; offset syncs and checkpoints already written are not changed."
+        )
+    return warnings

@@ -8,7 +8,7 @@ from django.utils import timezone
 from offsets.domain import edits as edit_rules
 from offsets.domain.edits import PartitionLog, SinkChange
 from offsets.edits.errors import EditInputError
-from offsets.edits.kinds.offset_changes.diff import Preview, StageRequest
+from offsets.edits.kinds.offset_changes.request import Preview, StageRequest
 from offsets.edits.live import LiveReader, sink_partitions
 from offsets.formats.connectors import Connector
 from offsets.formats.offsets_json import PartitionOffset

@@ -19,7 +19,7 @@ from django.utils import timezone
 from offsets import faults
 from offsets.domain import edits as edit_rules
 from offsets.edits.errors import SinkWriteIncomplete
-from offsets.edits.outcome import as_bytes, sink_offset
+from offsets.edits.live import as_bytes, sink_offset
 from offsets.formats import worker_offsets
 from offsets.formats.masking import mask_text
 from offsets.formats.worker_offsets import WorkerRequest

@@ -1,7 +1,7 @@
 """What a removal reads and does on the cluster: its plan read live, the worker's answers,
 the reset, the tombstones, the group delete, the connector delete, and what is left.
 
-`kinds.removal` runs these in order (stop, lock check, reset, tombstones, delete, read back);
+`kind` runs these in order (stop, lock check, reset, tombstones, delete, read back);
 each step is recorded in `Steps`, so a failure midway says what was done before it.
 """
 
