@@ -93,6 +93,14 @@ class LiveReader:
             self._latest[topic] = latest_offsets((r.key, r.value) for r in self.records(topic))
         return self._latest[topic]
 
+    def offsets_if_any(self, topic: str) -> dict[bytes, SourceOffsetRecord]:
+        """The topic's live offsets by exact key bytes; none when it does not exist (yet: the
+        runtime creates a connector's own topic when the connector first starts)."""
+        try:
+            return self.latest(topic).offsets
+        except TopicNotFound:
+            return {}
+
     def partition_counts(self) -> dict[str, int]:
         if self._counts is None:
             self._counts = admin.topic_partition_counts(
@@ -139,13 +147,7 @@ def read_connector(
 def source_view(*, context: Connector, reader: LiveReader) -> dict[bytes, SourceOffsetRecord]:
     """Return the connector's offsets as its tasks would read them now, by exact key bytes."""
     worker = reader.latest(context.worker_topic).offsets
-    own = None
-    if context.own_topic:
-        try:
-            own = reader.latest(context.primary_topic).offsets
-        except TopicNotFound:
-            # The runtime creates the connector's topic when the connector first starts.
-            own = {}
+    own = reader.offsets_if_any(context.primary_topic) if context.own_topic else None
     return edit_rules.runtime_view(context.name, worker, own)
 
 

@@ -107,13 +107,7 @@ def connector_exists(rest: ConnectRest, name: str, *, wait: float = 0.0) -> bool
 
 def read_latest(reader: LiveReader, topics: list[str]) -> dict[str, dict]:
     """Each offsets topic's live records (a topic that does not exist holds nothing)."""
-    latest = {}
-    for topic in topics:
-        try:
-            latest[topic] = reader.latest(topic).offsets
-        except TopicNotFound:
-            latest[topic] = {}
-    return latest
+    return {topic: reader.offsets_if_any(topic) for topic in topics}
 
 
 def live_values(edit: OffsetEdit, reader: LiveReader) -> dict[rules.TopicKey, bytes]:
