@@ -101,7 +101,7 @@ class OffsetChangesKind(EditKind):
         drafts.require_editor(user, cluster, connector)
         if isinstance(change, CommitBack):
             comment = comment or _commit_back_comment(change.lost_by)
-            change = commit_back(change.lost_by)
+            change = OffsetChange(commit_back_request(change.lost_by))
         preview = preview_edit(cluster=cluster, connector=connector, request=change.request)
         return drafts.save(draft(preview, cluster), user=user, comment=comment)
 
@@ -127,7 +127,7 @@ class OffsetChangesKind(EditKind):
         return checks
 
     def write(self, attempt: Attempt) -> dict | None:
-        """Write through the worker or straight to Kafka, the way `writes.choose_route` chooses now."""
+        """Write through the worker or straight to Kafka, as `writes.choose_route` chooses now."""
         edit = attempt.edit
         chosen = writes.choose_route(edit)
         if chosen.refusal:
@@ -315,7 +315,7 @@ def can_commit_back(edit: OffsetEdit) -> bool:
     return edit.state == OffsetEdit.State.FAILED and not edit.is_source and bool(edit.sink_keep)
 
 
-def commit_back(lost_by: OffsetEdit) -> OffsetChange:
+def commit_back_request(lost_by: OffsetEdit) -> StageRequest:
     """The import of what a failed partial sink delete lost.
 
     Such an edit deleted the whole group, then failed (or was killed) before committing the
@@ -335,7 +335,7 @@ def commit_back(lost_by: OffsetEdit) -> OffsetChange:
         )
         for topic, partition, offset in lost_by.sink_keep
     )
-    return OffsetChange(StageRequest(strategy="import", entries=entries))
+    return StageRequest(strategy="import", entries=entries)
 
 
 def _commit_back_comment(lost_by: OffsetEdit) -> str:
