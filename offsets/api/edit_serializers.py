@@ -7,9 +7,13 @@ from django.core.paginator import Paginator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from offsets.domain.edits import parse_duration
 from offsets.domain.masking import mask_secrets
-from offsets.edits.workflow import DIFF_PAGE_ROWS, STORE_STRATEGIES, StageRequest
-from offsets.formats.edit_rules import parse_duration
+from offsets.edits.kinds.offset_changes.request import (
+    DIFF_PAGE_ROWS,
+    STORE_STRATEGIES,
+    StageRequest,
+)
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import ChangeCounts, OffsetEdit
 

@@ -28,18 +28,19 @@ from offsets.api.edit_serializers import (
 )
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser, request_data
+from offsets.edits.kinds.offset_changes.writes import choose_route
+from offsets.edits.roles import can_stage
 from offsets.edits.workflow import (
+    OffsetChange,
+    StoreChange,
     apply_edit,
     approve_edit,
-    can_stage,
     cancel_edit,
-    choose_route,
+    commit_back,
     reconcile_edit,
     reject_edit,
     restage_edit,
-    stage_edit,
-    stage_restore,
-    stage_store_offsets,
+    stage,
     submit_edit,
 )
 from offsets.models import OffsetEdit
@@ -64,15 +65,16 @@ def _get_edit(request: Request, pk: int) -> OffsetEdit:
 
 def _stage(cluster, data: EditInput, user) -> OffsetEdit:
     """Stage an offset change, or offsets set in a sink's own store (store-offset)."""
-    fields = {
-        "cluster": cluster,
-        "connector": data.validated_data["connector"],
-        "user": user,
-        "comment": data.validated_data["comment"],
-    }
+    into = OffsetChange
     if data.validated_data["strategy"] == OffsetEdit.Strategy.STORE_OFFSET:
-        return stage_store_offsets(**fields, request=data.request())
-    return stage_edit(**fields, request=data.request())
+        into = StoreChange
+    return stage(
+        cluster=cluster,
+        connector=data.validated_data["connector"],
+        user=user,
+        change=into(data.request()),
+        comment=data.validated_data["comment"],
+    )
 
 
 @extend_schema(
@@ -184,7 +186,7 @@ edit_reconcile = _action_view(
 
 
 edit_stage_restore = _action_view(
-    stage_restore,
+    commit_back,
     "Stage a new edit committing back what a failed partial sink delete lost (an editor); 201 "
     "with the new draft, 400 when nothing is left to commit back",
     status=201,

@@ -22,8 +22,10 @@ from offsets.api.edit_serializers import (
 )
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser, request_data
-from offsets.edits.workflow import Preview, can_stage, import_document
-from offsets.formats.edit_rules import SinkChange, SourceChange
+from offsets.domain.edits import SinkChange, SourceChange
+from offsets.edits.kinds.offset_changes.request import Preview
+from offsets.edits.roles import can_stage
+from offsets.edits.workflow import import_document
 from offsets.models import OffsetEdit
 
 

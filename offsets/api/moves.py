@@ -15,7 +15,8 @@ from offsets.api.clusters import get_cluster
 from offsets.api.edit_serializers import CommentInput, EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
-from offsets.edits.workflow import can_stage, resume_on_target, stage_move
+from offsets.edits.roles import can_stage
+from offsets.edits.workflow import Move, resume_on_target, stage
 from offsets.models import Cluster, OffsetEdit
 from offsets.rights.grants import sees_edit, visible_clusters
 
@@ -59,12 +60,11 @@ def connector_move(request: Request, cluster_name: str, connector_name: str) -> 
     options = data.validated_data
     target = _target(request, options["target"])
     edit = run_service(
-        lambda: stage_move(
+        lambda: stage(
             cluster=cluster,
             connector=connector_name,
-            target=target,
             user=request.user,
-            secrets=options["secrets"],
+            change=Move(target, options["secrets"]),
             comment=options["comment"],
         )
     )

@@ -1,6 +1,6 @@
 """Delete a connector with its offsets, clean up offsets that outlived one, list those, over REST.
 
-Thin views: the services of `offsets.edits.workflow` stage a draft edit (submitted, approved
+Thin views: `offsets.edits.workflow.stage` stages a draft edit (submitted, approved
 and applied like any other through /api/v1/edits/{id}/...); `offsets.queries.orphans` lists
 what the last refresh stored, without reading Kafka.
 """
@@ -15,7 +15,7 @@ from offsets.api.clusters import get_cluster
 from offsets.api.edit_serializers import EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.api.parsers import JSONParser
-from offsets.edits.workflow import stage_cleanup, stage_removal
+from offsets.edits.workflow import Cleanup, Removal, stage
 from offsets.queries.orphans import orphans
 from offsets.rights.grants import only_visible
 
@@ -33,15 +33,16 @@ class RemovalInput(serializers.Serializer):
     comment = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
-def _stage(request: Request, cluster_name: str, connector_name: str, service) -> Response:
+def _stage(request: Request, cluster_name: str, connector_name: str, change) -> Response:
     cluster = get_cluster(request, cluster_name, connector_name)
     data = RemovalInput(data=request.data)
     data.is_valid(raise_exception=True)
     edit = run_service(
-        lambda: service(
+        lambda: stage(
             cluster=cluster,
             connector=connector_name,
             user=request.user,
+            change=change,
             comment=data.validated_data["comment"],
         )
     )
@@ -61,7 +62,7 @@ def connector_delete(request: Request, cluster_name: str, connector_name: str) -
 
     409 when it does not exist any more (stage a clean-up instead).
     """
-    return _stage(request, cluster_name, connector_name, stage_removal)
+    return _stage(request, cluster_name, connector_name, Removal())
 
 
 @STAGE_SCHEMA
@@ -72,7 +73,7 @@ def connector_cleanup(request: Request, cluster_name: str, connector_name: str) 
 
     409 when the connector still exists, 400 when it has nothing left to clean up.
     """
-    return _stage(request, cluster_name, connector_name, stage_cleanup)
+    return _stage(request, cluster_name, connector_name, Cleanup())
 
 
 class OrphanOutput(serializers.Serializer):

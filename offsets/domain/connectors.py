@@ -16,9 +16,7 @@ import regex
 
 from offsets.domain.masking import MASK, is_secret_name, mask_secrets, mask_text
 from offsets.domain.mirrors import assigned_partitions, is_mirror_source
-from offsets.formats import edit_rules
 from offsets.formats.config_records import ConnectorConfig
-from offsets.formats.edit_rules import CheckResult
 from offsets.formats.status_records import ConnectorStatus, TaskRow, task_rows
 
 __all__ = [
@@ -151,15 +149,6 @@ class Connector:
             not self.deleted
             and self.connector_state == "RUNNING"
             and all(state == "RUNNING" for state in self.task_states.values())
-        )
-
-    def stopped_check(self) -> CheckResult:
-        return edit_rules.check_connector_stopped(
-            connector=self.name,
-            deleted=self.deleted,
-            target_state=self.target_state,
-            connector_state=self.connector_state,
-            task_states=self.task_states,
         )
 
 

@@ -1,1 +1,2 @@
-"""Offset edits: stage, review, lock-check, apply, verify, reconcile, audit (one module each)."""
+"""Offset edits: the flow every edit shares (stage, review, apply, reconcile, audit), one
+module each, and one package per kind of edit in `kinds/`."""

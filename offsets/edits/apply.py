@@ -10,13 +10,13 @@ from collections.abc import Callable
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from offsets.domain import edits as edit_rules
 from offsets.edits import audit
+from offsets.edits.audit import release, settle_checks
 from offsets.edits.connector_control import control_connector, resume_for_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.kinds import Attempt, EditKind, kind_for
-from offsets.edits.outcome import release, settle_checks
 from offsets.edits.roles import require_approver, require_sight
-from offsets.formats import edit_rules
 from offsets.models import AuditEvent, OffsetEdit
 
 logger = logging.getLogger(__name__)

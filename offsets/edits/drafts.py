@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from offsets.domain.edits.sink import SinkChange
 from offsets.domain.rights import Action
 from offsets.edits import audit
-from offsets.formats.edit_rules.sink import SinkChange
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange
 from offsets.rights import gate
 

@@ -1,6 +1,6 @@
 """The errors the edit workflow raises to the pages, the API and the commands."""
 
-from offsets.formats import edit_rules
+from offsets.domain import edits as edit_rules
 from offsets.kafka.connect_rest import ConnectRestError
 from offsets.kafka.errors import KafkaError, KafkaUnavailable
 from offsets.rights.gate import Forbidden, Refused

@@ -13,10 +13,10 @@ from offsets.edits.errors import (
     EditInputError,
     NothingToChange,
 )
-from offsets.edits.kinds import offline_file
-from offsets.edits.kinds.offset_changes import draft, preview_edit
+from offsets.edits.kinds.offline_file.kind import offline, suits
+from offsets.edits.kinds.offset_changes.diff import draft, preview_edit
+from offsets.edits.kinds.offset_changes.request import Preview, StageRequest
 from offsets.edits.live import LiveReader, read_connector
-from offsets.edits.preview import Preview, StageRequest
 from offsets.formats import strimzi
 from offsets.formats.offsets_json import (
     OffsetsDocumentError,
@@ -75,9 +75,9 @@ def import_document(
     if dry_run:
         return ImportResult(previews=previews, edits=[], unchanged=unchanged)
     saved = [draft(preview, cluster) for preview in previews]
-    if saved and offline_file.suits(cluster, StageRequest(strategy="import")):
+    if saved and suits(cluster, StageRequest(strategy="import")):
         # A stopped standalone worker: only its file can take them.
-        saved = [offline_file.offline(d, staged_as="import", reader=reader) for d in saved]
+        saved = [offline(d, staged_as="import", reader=reader) for d in saved]
     with transaction.atomic():
         edits = [
             drafts.save(d, user=user, comment=comment, action=AuditEvent.Action.IMPORTED)

@@ -1,22 +1,27 @@
-"""Read a connector's Connect topics and consumer group now, the way the runtime reads them."""
+"""Read a connector's Connect topics and consumer group now, the way the runtime reads them,
+and an edit's rows beside what they hold now: what its lock check compares and its read-back
+judges (`settle_live`)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 
 from offsets import tuning
+from offsets.domain import edits as edit_rules
 from offsets.domain.connectors import Connector, connector_from, sink_topics
+from offsets.domain.edits import CheckResult
+from offsets.domain.worker_offsets import canonical
 from offsets.edits.errors import ConnectorNotFound
-from offsets.formats import edit_rules, jackson
+from offsets.formats import jackson
 from offsets.formats.config_records import ConfigSnapshot, fold_config_records
 from offsets.formats.offset_records import LatestOffsets, SourceOffsetRecord, latest_offsets
 from offsets.formats.status_records import StatusSnapshot, fold_status_records
-from offsets.kafka import admin, groups, reading, standalone_worker
+from offsets.kafka import admin, groups, offsets_writer, reading, standalone_worker
 from offsets.kafka.connect_answers import ConnectRestError
 from offsets.kafka.errors import TopicNotFound
-from offsets.models import Cluster
+from offsets.models import Cluster, OffsetEdit, OffsetEditChange
 
 
 class LiveReader:
@@ -88,6 +93,14 @@ class LiveReader:
             self._latest[topic] = latest_offsets((r.key, r.value) for r in self.records(topic))
         return self._latest[topic]
 
+    def offsets_if_any(self, topic: str) -> dict[bytes, SourceOffsetRecord]:
+        """The topic's live offsets by exact key bytes; none when it does not exist (yet: the
+        runtime creates a connector's own topic when the connector first starts)."""
+        try:
+            return self.latest(topic).offsets
+        except TopicNotFound:
+            return {}
+
     def partition_counts(self) -> dict[str, int]:
         if self._counts is None:
             self._counts = admin.topic_partition_counts(
@@ -134,13 +147,7 @@ def read_connector(
 def source_view(*, context: Connector, reader: LiveReader) -> dict[bytes, SourceOffsetRecord]:
     """Return the connector's offsets as its tasks would read them now, by exact key bytes."""
     worker = reader.latest(context.worker_topic).offsets
-    own = None
-    if context.own_topic:
-        try:
-            own = reader.latest(context.primary_topic).offsets
-        except TopicNotFound:
-            # The runtime creates the connector's topic when the connector first starts.
-            own = {}
+    own = reader.offsets_if_any(context.primary_topic) if context.own_topic else None
     return edit_rules.runtime_view(context.name, worker, own)
 
 
@@ -240,3 +247,123 @@ def _sink_offsets(
         for topic, partition in shown.object_list
     ]
     return CurrentOffsets(context, shown, len(scope), set(scope))
+
+
+# --- An edit's rows beside what the cluster holds now -------------------------------------
+
+# One touched partition: (label, before, after, current value read now).
+Values = list[tuple[str, object, object, object]]
+
+
+def as_bytes(value) -> bytes | None:
+    """Return a stored binary field as bytes (the database may hand back a memoryview)."""
+    return None if value is None else bytes(value)
+
+
+def sink_offset(value: dict | None) -> int | None:
+    """Return the offset of a stored sink value ({"kafka_offset": n}), or None."""
+    return None if value is None else int(value["kafka_offset"])
+
+
+def source_values(
+    changes: Iterable[OffsetEditChange], view: Mapping[bytes, SourceOffsetRecord]
+) -> Values:
+    return [
+        (
+            change.key_text,
+            as_bytes(change.before_bytes),
+            as_bytes(change.after_bytes),
+            view[key].value_bytes if (key := bytes(change.key_bytes)) in view else None,
+        )
+        for change in changes
+    ]
+
+
+def parsed_source_values(
+    changes: Iterable[OffsetEditChange], view: Mapping[bytes, SourceOffsetRecord]
+) -> Values:
+    """Like `source_values`, comparing parsed offsets: the worker orders a value's fields its
+    own way (a HashMap), so its bytes may differ from the staged ones while meaning the same."""
+
+    def text(offset: dict | None) -> str | None:
+        return None if offset is None else canonical(offset)
+
+    return [
+        (
+            change.key_text,
+            text(change.before),
+            text(change.after),
+            text(view[key].offset) if (key := bytes(change.key_bytes)) in view else None,
+        )
+        for change in changes
+    ]
+
+
+def sink_values(
+    changes: Iterable[OffsetEditChange], committed: Mapping[tuple[str, int], int]
+) -> Values:
+    return [
+        (
+            f"{change.topic}-{change.kafka_partition}",
+            sink_offset(change.before),
+            sink_offset(change.after),
+            committed.get((change.topic, change.kafka_partition)),
+        )
+        for change in changes
+    ]
+
+
+def settle_live(edit: OffsetEdit) -> edit_rules.Settled:
+    """Read the edit's offsets now and decide whether its write landed.
+
+    A partial sink delete that reached its two steps (``sink_keep`` stored) is judged on the
+    whole group: its own partitions alone cannot tell whether the others came back.
+    """
+    reader = LiveReader(edit.cluster)
+    changes = list(edit.changes.all())
+    if edit.is_source:
+        context = read_connector(cluster=edit.cluster, connector=edit.connector, reader=reader)
+        view = source_view(context=context, reader=reader)
+        if edit.applied_via == OffsetEdit.AppliedVia.WORKER:
+            return edit_rules.settle(parsed_source_values(changes, view))
+        return edit_rules.settle(source_values(changes, view))
+    group = reader.committed(edit.group_id)
+    if edit.sink_keep is None:
+        return edit_rules.settle(sink_values(changes, group))
+    return settle_sink_group(edit, edit_rules.keep_from_json(edit.sink_keep), group)
+
+
+def settle_sink_group(
+    edit: OffsetEdit, keep: dict[tuple[str, int], int], group: dict[tuple[str, int], int]
+) -> edit_rules.Settled:
+    """Judge a partial sink delete on the whole group against what it must hold (``keep``)."""
+    changes = list(edit.changes.all())
+    return edit_rules.settle_sink_group(
+        sink_values(changes, group),
+        deleted=[(c.topic, c.kafka_partition) for c in changes if c.is_delete],
+        keep=keep,
+        group=group,
+    )
+
+
+def group_inactive_check(edit: OffsetEdit, group_id: str) -> CheckResult:
+    """`group-inactive`: the sink's consumer group is Empty or Dead, read now."""
+    group = groups.describe_group(
+        edit.cluster.kafka_settings(), group_id, timeout=settings.KAFKA_READ_TIMEOUT
+    )
+    return edit_rules.check_group_inactive(
+        group_id=group_id, state=group.state, member_count=group.member_count
+    )
+
+
+def fence(edit: OffsetEdit) -> None:
+    """Resolve a transaction an earlier apply of the edit's connector left open.
+
+    A transaction a dead process left open is aborted (or, if its commit had begun,
+    completed) before the read, so the read shows the final outcome.
+    """
+    offsets_writer.fence(
+        edit.cluster.kafka_settings(),
+        offsets_writer.transactional_id(edit.cluster.name, edit.connector),
+        timeout=settings.KAFKA_WRITE_TIMEOUT,
+    )

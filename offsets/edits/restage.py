@@ -1,8 +1,8 @@
 """Stage a conflicted edit again with the same inputs, so a conflict is never a dead end.
 
 A conflict means the offsets moved between staging and the apply's lock check: the diff is
-out of date, not the intent. Re-staging asks the edit's kind for its inputs
-(`EditKind.restage_inputs`) and stages them as a new draft, whose diff is computed against
+out of date, not the intent. Re-staging asks the edit's kind for its input
+(`EditKind.restage_change`) and stages it as a new draft, whose diff is computed against
 the offsets read now and which needs its own submit, approval and lock check. The old edit
 stays a conflict, linked to the new one (`restaged_from`) and audited "restaged".
 """
@@ -19,7 +19,7 @@ def can_restage(edit: OffsetEdit) -> bool:
     """A conflicted edit whose kind can stage it again, not already re-staged."""
     return (
         edit.state == OffsetEdit.State.CONFLICT
-        and kind_for(edit).restage_inputs(edit) is not None
+        and kind_for(edit).restage_change(edit) is not None
         and not edit.restaged_as.exists()
     )
 
@@ -35,8 +35,8 @@ def restage_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     if later is not None:
         raise EditStateConflict(f"Edit #{edit.pk} was already staged again as edit #{later.pk}.")
     kind = kind_for(edit)
-    inputs = kind.restage_inputs(edit)
-    if inputs is None:
+    change = kind.restage_change(edit)
+    if change is None:
         raise EditStateConflict(
             f"Edit #{edit.pk} ({edit.get_strategy_display()}) cannot be staged again with the "
             "same inputs: stage it again from the connector's page."
@@ -45,8 +45,8 @@ def restage_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
         cluster=edit.cluster,
         connector=edit.connector,
         user=user,
+        change=change,
         comment=comment or edit.comment,
-        **inputs,
     )
     # Two editors re-staging at once each get a draft: harmless, since each needs approval.
     with transaction.atomic():

@@ -9,10 +9,9 @@ import pytest
 from django.db import OperationalError, connection
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
 from offsets.edits.reconcile import reconcile_edits
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.workflow import stage_edit
+from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.models import AuditEvent, OffsetEdit
 from tests.support import factories
 from tests.support.db_faults import SqliteLock, require_sqlite, short_busy_timeout
@@ -184,11 +183,13 @@ def test_a_lock_after_the_kafka_commit_leaves_the_edit_applying_until_reconciled
     from tests.support.connect_sim import stop_connector
 
     stop_connector(fresh_demo.settings, "orders-cdc-eos")
-    edit = stage_edit(
+    edit = stage(
         cluster=fresh_demo.cluster,
         connector="orders-cdc-eos",
         user=editor,
-        request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
+        change=OffsetChange(
+            StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1})
+        ),
     )
     submit_edit(edit=edit, user=editor)
     edit = approve_edit(edit=edit, user=approver)

@@ -4,8 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from offsets.formats import jackson
-from offsets.formats.edit_rules import (
+from offsets.domain.edits import (
     CONNECTOR_STOPPED,
     GROUP_INACTIVE,
     NOTHING_MOVED,
@@ -31,6 +30,7 @@ from offsets.formats.edit_rules import (
     sink_target,
     source_diff,
 )
+from offsets.formats import jackson
 from offsets.formats.offset_records import latest_offsets
 from offsets.formats.offsets_json import PartitionOffset
 

@@ -21,10 +21,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
 from offsets.edits.reconcile import stale_after
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.workflow import stage_edit
+from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.formats import jackson
 from offsets.models import AuditEvent, OffsetEdit
 from tests.support.connect_sim import stop_connector
@@ -346,11 +345,13 @@ def test_the_refresh_loop_reconciles_a_stale_partial_sink_delete(
     fresh_demo, editor, approver, tmp_path
 ):
     edit, others = killed_between_the_sink_steps(fresh_demo, editor, approver, tmp_path)
-    young = stage_edit(
+    young = stage(
         cluster=fresh_demo.cluster,
         connector="orders-cdc-eos",
         user=editor,
-        request=StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1}),
+        change=OffsetChange(
+            StageRequest(strategy="set", partition={"server": "orders-db"}, offset={"lsn": 1})
+        ),
     )
     OffsetEdit.objects.filter(pk=edit.pk).update(
         apply_started_at=edit.apply_started_at - stale_after()

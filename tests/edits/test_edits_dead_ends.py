@@ -11,7 +11,7 @@ from offsets.domain.connectors import Connector
 from offsets.edits import apply as apply_module
 from offsets.edits import connector_control
 from offsets.edits.connector_control import ControlOutcome
-from offsets.edits.kinds import offset_changes
+from offsets.edits.kinds.offset_changes import kind as offset_changes
 from offsets.edits.live import CurrentOffsets
 from offsets.models import AuditEvent, OffsetEdit
 from tests.support import factories
@@ -80,8 +80,8 @@ def staged(monkeypatch, cluster):
     """The offset-change kind's `stage` without Kafka: records the inputs, saves a draft."""
     seen = []
 
-    def stage(*, cluster, connector, user, comment="", request):
-        seen.append(request)
+    def stage(*, cluster, connector, user, change, comment=""):
+        seen.append(change.request)
         new = make_edit(cluster, user, connector=connector)
         OffsetEdit.objects.filter(pk=new.pk).update(comment=comment)
         return new

@@ -8,9 +8,8 @@ from confluent_kafka import Consumer
 
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError
-from offsets.edits.preview import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.workflow import stage_edit
+from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.kafka import admin, groups, reading
 from offsets.models import AuditEvent, OffsetEdit
 from tests.support.connect_sim import stop_connector
@@ -61,11 +60,11 @@ def test_an_offset_outside_the_log_is_clamped_with_a_visible_warning(stopped_s3,
     ends = log_ends(stopped_s3)
     # A partition the sink has not read to the end, so "the end" is a change.
     tp = next(tp for tp, offset in sorted(committed(stopped_s3).items()) if offset < ends[tp])
-    edit = stage_edit(
+    edit = stage(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
-        request=StageRequest(strategy="offset", value=10**9, partitions=(tp,)),
+        change=OffsetChange(StageRequest(strategy="offset", value=10**9, partitions=(tp,))),
     )
     (change,) = edit.changes.all()
     assert change.after == {"kafka_offset": ends[tp]}
@@ -150,11 +149,13 @@ def test_a_date_time_the_broker_answers_wrongly_for_is_caught_and_nothing_is_sta
     options = stopped_s3.demo.options
     middle = datetime.fromtimestamp((options.start_ms + options.end_ms) / 2000, tz=UTC)
     with pytest.raises(EditInputError) as error:
-        stage_edit(
+        stage(
             cluster=stopped_s3.cluster,
             connector=S3,
             user=editor,
-            request=StageRequest(strategy="datetime", at=middle, partitions=(("orders", 2),)),
+            change=OffsetChange(
+                StageRequest(strategy="datetime", at=middle, partitions=(("orders", 2),))
+            ),
         )
     assert error.value.field == "at"
     assert "broker answered offset 0" in error.value.message
@@ -184,14 +185,16 @@ def test_a_duration_reaching_before_every_record_resets_to_the_start_and_a_short
             admin, "offsets_for_times", lambda kafka, times, **kw: dict.fromkeys(times, 0)
         )
         with pytest.raises(EditInputError) as error:
-            stage_edit(
+            stage(
                 cluster=stopped_s3.cluster,
                 connector=S3,
                 user=editor,
-                request=StageRequest(
-                    strategy="duration",
-                    duration=timedelta(minutes=1),
-                    partitions=(("payments", 1),),
+                change=OffsetChange(
+                    StageRequest(
+                        strategy="duration",
+                        duration=timedelta(minutes=1),
+                        partitions=(("payments", 1),),
+                    )
                 ),
             )
     assert error.value.field == "duration"
@@ -202,11 +205,11 @@ def test_copying_from_another_group_takes_its_offsets_and_skips_what_it_lacks(
 ):
     groups.alter_offsets(stopped_s3.settings, "replay-orders", {("orders", 0): 1, ("orders", 3): 2})
     before = committed(stopped_s3)
-    edit = stage_edit(
+    edit = stage(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
-        request=StageRequest(strategy="copy-group", group="replay-orders"),
+        change=OffsetChange(StageRequest(strategy="copy-group", group="replay-orders")),
     )
     assert {(c.topic, c.kafka_partition) for c in edit.changes.all()} == {
         ("orders", 0),
@@ -221,11 +224,11 @@ def test_copying_from_another_group_takes_its_offsets_and_skips_what_it_lacks(
 
 def test_copying_from_a_group_without_offsets_is_refused(stopped_s3, editor):
     with pytest.raises(EditInputError) as error:
-        stage_edit(
+        stage(
             cluster=stopped_s3.cluster,
             connector=S3,
             user=editor,
-            request=StageRequest(strategy="copy-group", group="no-such-group"),
+            change=OffsetChange(StageRequest(strategy="copy-group", group="no-such-group")),
         )
     assert error.value.field == "group"
 
@@ -234,11 +237,11 @@ def test_deleting_some_partitions_offsets_warns_it_is_not_atomic_and_keeps_the_o
     stopped_s3, editor, approver
 ):
     before = committed(stopped_s3)
-    edit = stage_edit(
+    edit = stage(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
-        request=StageRequest(strategy="delete-offsets", partitions=(("payments", 2),)),
+        change=OffsetChange(StageRequest(strategy="delete-offsets", partitions=(("payments", 2),))),
     )
     assert any("not one atomic write" in w for w in edit.warnings)
     submit_edit(edit=edit, user=editor)
@@ -262,11 +265,11 @@ def test_deleting_every_partitions_offsets_deletes_the_group(stopped_s3, editor,
 
 
 def test_a_sink_with_topics_regex_covers_the_matching_topics(fresh_demo, editor):
-    edit = stage_edit(
+    edit = stage(
         cluster=fresh_demo.cluster,
         connector="jdbc-sink-audit",  # topics.regex audit-.*
         user=editor,
-        request=StageRequest(strategy="earliest"),
+        change=OffsetChange(StageRequest(strategy="earliest")),
     )
     assert {c.topic for c in edit.changes.all()} == {"audit-events"}
 
@@ -274,22 +277,22 @@ def test_a_sink_with_topics_regex_covers_the_matching_topics(fresh_demo, editor)
 def test_an_edit_of_a_group_without_commits_warns_it_may_not_be_where_the_sink_resumes(
     fresh_demo, editor
 ):
-    edit = stage_edit(
+    edit = stage(
         cluster=fresh_demo.cluster,
         connector="bq-sink-events",
         user=editor,
-        request=StageRequest(strategy="latest"),
+        change=OffsetChange(StageRequest(strategy="latest")),
     )
     assert any("manage its offsets outside Kafka" in w for w in edit.warnings)
     assert all(c.is_new for c in edit.changes.all())
 
 
 def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, approver):
-    edit = stage_edit(
+    edit = stage(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
-        request=StageRequest(strategy="earliest", partitions=(("orders", 0),)),
+        change=OffsetChange(StageRequest(strategy="earliest", partitions=(("orders", 0),))),
     )
     submit_edit(edit=edit, user=editor)
     approve_edit(edit=edit, user=approver)
@@ -325,11 +328,11 @@ def test_a_group_with_a_live_member_fails_the_lock_check(stopped_s3, editor, app
 
 
 def test_sink_offsets_moved_after_staging_make_a_conflict(stopped_s3, editor, approver):
-    edit = stage_edit(
+    edit = stage(
         cluster=stopped_s3.cluster,
         connector=S3,
         user=editor,
-        request=StageRequest(strategy="earliest", partitions=(("orders", 0),)),
+        change=OffsetChange(StageRequest(strategy="earliest", partitions=(("orders", 0),))),
     )
     submit_edit(edit=edit, user=editor)
     approve_edit(edit=edit, user=approver)

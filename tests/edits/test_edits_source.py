@@ -5,10 +5,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from offsets.domain.edits import offsets_as_of, runtime_view
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.formats import jackson
-from offsets.formats.edit_rules import offsets_as_of, runtime_view
 from offsets.formats.murmur2 import java_partition
 from offsets.kafka import reading
 from offsets.models import AuditEvent, OffsetEdit

@@ -7,15 +7,14 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from offsets.domain.edits import runtime_view
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import ConnectorNotFound, EditForbidden, EditInputError, EditStateConflict
 from offsets.edits.imports import import_document
-from offsets.edits.kinds.offset_changes import OffsetChanges
-from offsets.edits.preview import StageRequest
+from offsets.edits.kinds.offset_changes.kind import OffsetChangesKind
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.workflow import stage_edit
+from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.formats import jackson
-from offsets.formats.edit_rules import runtime_view
 from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.queries import offsets_export
@@ -40,7 +39,7 @@ def test_an_edit_left_applying_after_its_commit_is_reconciled_as_applied(
     def crash(*args, **kwargs):
         raise Crash
 
-    monkeypatch.setattr(OffsetChanges, "verify", crash)
+    monkeypatch.setattr(OffsetChangesKind, "verify", crash)
     with pytest.raises(Crash):
         apply_edit(edit=edit, user=approver)
     monkeypatch.undo()
@@ -96,11 +95,13 @@ def test_an_edit_left_applying_before_its_commit_is_reconciled_as_failed(
 def test_the_review_rules_hold_in_the_service_for_pages_api_and_commands_alike(
     fresh_demo, editor, approver, second_approver
 ):
-    edit = stage_edit(
+    edit = stage(
         cluster=fresh_demo.cluster,
         connector=AUDIT,
         user=approver,  # approvers may stage too ...
-        request=StageRequest(strategy="set", partition=AUDIT_PARTITION, offset={"position": 1}),
+        change=OffsetChange(
+            StageRequest(strategy="set", partition=AUDIT_PARTITION, offset={"position": 1})
+        ),
     )
     with pytest.raises(EditForbidden):
         submit_edit(edit=edit, user=editor)  # ... and only the author submits
@@ -123,11 +124,11 @@ def test_the_review_rules_hold_in_the_service_for_pages_api_and_commands_alike(
 
 def test_an_unknown_connector_is_not_found(fresh_demo, editor):
     with pytest.raises(ConnectorNotFound):
-        stage_edit(
+        stage(
             cluster=fresh_demo.cluster,
             connector="nope",
             user=editor,
-            request=StageRequest(strategy="latest"),
+            change=OffsetChange(StageRequest(strategy="latest")),
         )
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from offsets.domain.masking import MASK
-from offsets.formats.moves import (
+from offsets.edits.kinds.move.rules import (
     MoveRuleError,
     TargetFacts,
     answered_entries,

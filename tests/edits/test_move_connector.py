@@ -17,7 +17,7 @@ import pytest
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.live import LiveReader
-from offsets.edits.workflow import stage_move
+from offsets.edits.workflow import Move, stage
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import partition_identity
 from offsets.kafka.connect_rest import ConnectMalformed, ConnectNotJson
@@ -235,9 +235,7 @@ def test_a_name_taken_on_b_is_refused_at_staging_and_at_apply(
 ):
     connector, path = stopped_source_on_a(rest_a, tmp_path, "taken")
     write_source_offset(cluster_a, connector, {"filename": str(path)}, {"position": 4})
-    edit = stage_move(
-        cluster=cluster_a, connector=connector, target=cluster_b, user=editor, secrets={}
-    )
+    edit = stage(cluster=cluster_a, connector=connector, user=editor, change=Move(cluster_b, {}))
     approve(edit, editor, approver)
     theirs = file_source(tmp_path / "theirs.txt", f"mv-{RUN}-theirs")
     rest_b.create(connector, theirs, initial_state="STOPPED")
@@ -264,9 +262,7 @@ def test_offsets_that_moved_on_a_since_staging_make_a_conflict(
 ):
     connector, path = stopped_source_on_a(rest_a, tmp_path, "moved")
     write_source_offset(cluster_a, connector, {"filename": str(path)}, {"position": 4})
-    edit = stage_move(
-        cluster=cluster_a, connector=connector, target=cluster_b, user=editor, secrets={}
-    )
+    edit = stage(cluster=cluster_a, connector=connector, user=editor, change=Move(cluster_b, {}))
     write_source_offset(cluster_a, connector, {"filename": str(path)}, {"position": 9})
 
     edit = approve_and_apply(edit, editor, approver)
@@ -284,9 +280,7 @@ def test_an_offset_b_refuses_rolls_the_move_back(
     # FileStreamSource's alterOffsets refuses a partition without "filename" (Connect 4 answers
     # HTTP 500 with the connector's message).
     write_source_offset(cluster_a, connector, {"file": "/elsewhere"}, {"position": 3})
-    edit = stage_move(
-        cluster=cluster_a, connector=connector, target=cluster_b, user=editor, secrets={}
-    )
+    edit = stage(cluster=cluster_a, connector=connector, user=editor, change=Move(cluster_b, {}))
     assert edit.changes.count() == 2
 
     edit = approve_and_apply(edit, editor, approver)
@@ -338,15 +332,11 @@ def test_unfit_or_broken_targets_are_refused_with_nothing_created(
         html = client.post(url, {"target": target.name}, "application/json")
         assert html.status_code == 502 and "answered HTML" in html.json()["detail"]
         with pytest.raises(ConnectNotJson):
-            stage_move(
-                cluster=cluster_a, connector=connector, target=target, user=editor, secrets={}
-            )
+            stage(cluster=cluster_a, connector=connector, user=editor, change=Move(target, {}))
 
         worker.answer("GET", "/", 200, b"{not json", "application/json")
         with pytest.raises(ConnectMalformed):
-            stage_move(
-                cluster=cluster_a, connector=connector, target=target, user=editor, secrets={}
-            )
+            stage(cluster=cluster_a, connector=connector, user=editor, change=Move(target, {}))
         assert not [r for r in worker.requests if r["method"] != "GET"]
     unknown = client.post(
         f"/api/v1/clusters/{cluster_a.name}/connectors/no-such-{RUN}/move/",
@@ -358,7 +348,7 @@ def test_unfit_or_broken_targets_are_refused_with_nothing_created(
     assert same.status_code == 400 and "own cluster" in same.json()["target"][0]
     with pytest.raises(EditInputError, match="no Connect worker URL"):
         bare = Cluster.objects.create(name=f"mv-bare-{RUN}", bootstrap_servers="127.0.0.1:1")
-        stage_move(cluster=cluster_a, connector=connector, target=bare, user=editor, secrets={})
+        stage(cluster=cluster_a, connector=connector, user=editor, change=Move(bare, {}))
     assert not OffsetEdit.objects.filter(connector=connector).exists()
     rest_a.delete(connector)
 
@@ -369,6 +359,4 @@ def test_a_deleted_connector_has_no_config_to_move(cluster_a, cluster_b, rest_a,
     rest_a.delete(connector)
     rest_a.wait_until_forgotten(connector)
     with pytest.raises(EditStateConflict, match="deleted"):
-        stage_move(
-            cluster=cluster_a, connector=connector, target=cluster_b, user=editor, secrets={}
-        )
+        stage(cluster=cluster_a, connector=connector, user=editor, change=Move(cluster_b, {}))

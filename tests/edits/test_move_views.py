@@ -132,13 +132,15 @@ ENTRY = {"partition": {"filename": "/f"}, "offset": {"position": 8}}
 @pytest.fixture
 def claimed_move(clusters, editor, approver, monkeypatch):
     """An approved source move of one partition whose source-side lock check passes."""
-    from offsets.edits.kinds import move
-    from offsets.formats.edit_rules import CheckResult
+    from offsets.domain.edits import CheckResult
+    from offsets.edits.kinds.move import kind as move
     from offsets.models import OffsetEditChange
 
     monkeypatch.setattr(move, "POLL_SECONDS", 0.01)
     monkeypatch.setattr(
-        move.Move, "lock_checks", lambda self, edit: [CheckResult("connector-stopped", True, "ok")]
+        move.MoveKind,
+        "lock_checks",
+        lambda self, edit: [CheckResult("connector-stopped", True, "ok")],
     )
     edit = move_edit(clusters, editor, "approved")
     OffsetEditChange.objects.create(
@@ -264,12 +266,12 @@ def test_a_source_cluster_that_cannot_be_read_is_a_503_page(client, editor, clus
 def test_an_unexpected_error_after_the_create_rolls_back(
     claimed_move, approver, worker, monkeypatch
 ):
-    from offsets.edits.kinds import move
+    from offsets.edits.kinds.move import kind as move
 
     def broken(*args, **kwargs):
         raise TypeError("a bug")
 
-    monkeypatch.setattr(move.moves, "compare_offsets", broken)
+    monkeypatch.setattr(move.rules, "compare_offsets", broken)
     worker.answer("POST", "/connectors", 201, {"name": "orders"})
     stopped_on_target(worker)
     worker.answer("PATCH", "/connectors/orders/offsets", 200, {"message": "altered"})

@@ -6,7 +6,7 @@ import pytest
 
 from offsets.edits import connector_control
 from offsets.edits.apply import apply_edit
-from offsets.formats import removal_rules
+from offsets.edits.kinds.removal import rules as removal_rules
 from offsets.formats.offset_records import latest_offsets
 from offsets.models import AuditEvent, OffsetEdit, OffsetEditChange, SourceOffset
 from offsets.queries.orphans import orphans
@@ -348,7 +348,7 @@ def test_a_removal_needs_the_connector_and_a_clean_up_needs_it_gone_everywhere(
     strategy, deleted, on_worker, refused
 ):
     from offsets.edits.errors import EditStateConflict
-    from offsets.edits.kinds.removal import check_strategy
+    from offsets.edits.kinds.removal.kind import check_strategy
 
     if refused is None:
         check_strategy(strategy, context(deleted), on_worker)

@@ -16,7 +16,7 @@ from offsets.domain.workers import worker_capabilities
 from offsets.edits.apply import apply_edit
 from offsets.edits.errors import EditStateConflict
 from offsets.edits.reconcile import reconcile_edit
-from offsets.edits.workflow import stage_cleanup, stage_removal
+from offsets.edits.workflow import Cleanup, Removal, stage
 from offsets.formats.connector_paths import to_segment
 from offsets.formats.offset_records import latest_offsets
 from offsets.kafka import admin, groups, offsets_writer, reading
@@ -113,7 +113,9 @@ def test_a_source_with_its_own_topic_and_older_offsets_elsewhere_is_deleted_with
     )
     make.source_offsets(cluster, connector, 1, topic=old_topic)
 
-    edit = stage_removal(cluster=cluster, connector=connector, user=editor, comment="retire")
+    edit = stage(
+        cluster=cluster, connector=connector, user=editor, change=Removal(), comment="retire"
+    )
     assert edit.strategy == "remove" and edit.state == "draft"
     staged = {(c.topic, bytes(c.key_bytes)): bytes(c.before_bytes) for c in edit.changes.all()}
     assert staged == {
@@ -226,7 +228,7 @@ def test_offsets_of_a_connector_deleted_on_the_worker_are_listed_then_cleaned_up
     assert steps_of(edit) == ["absent", "tombstones"]
     assert keys_of(cluster, WORKER_TOPIC, connector) == {key: None}
 
-    edit = stage_cleanup(cluster=cluster, connector=sink, user=editor)
+    edit = stage(cluster=cluster, connector=sink, user=editor, change=Cleanup())
     approve_and_apply(edit, editor, approver)
     edit.refresh_from_db()
     assert edit.state == OffsetEdit.State.APPLIED, edit.error
@@ -243,7 +245,7 @@ def test_a_clean_up_of_a_live_connector_and_an_unknown_name_are_refused(
 ):
     connector, _ = source(rest, tmp_path, "alive")
     with pytest.raises(EditStateConflict, match="still exists"):
-        stage_cleanup(cluster=cluster, connector=connector, user=editor)
+        stage(cluster=cluster, connector=connector, user=editor, change=Cleanup())
     client.force_login(editor)
     segment = urllib.parse.quote(to_segment(connector), safe="")
     url = f"/api/v1/clusters/{cluster.name}/connectors/{segment}/cleanup/"
@@ -263,7 +265,7 @@ def test_a_removal_whose_worker_is_down_or_not_a_worker_writes_nothing(
     connector, _ = source(rest, tmp_path, f"kept-{worker_kind}")
     before = live_keys(cluster, WORKER_TOPIC, connector)
     edit = approve(
-        stage_removal(cluster=cluster, connector=connector, user=editor), editor, approver
+        stage(cluster=cluster, connector=connector, user=editor, change=Removal()), editor, approver
     )
     with FakeWorker() as fake:
         fake.answer("GET", "/", 200, b"<html><title>Login</title></html>", "text/html")
@@ -279,7 +281,7 @@ def test_a_removal_whose_worker_is_down_or_not_a_worker_writes_nothing(
     assert rest.status(connector)["connector"]["state"] == "RUNNING"
     assert live_keys(cluster, WORKER_TOPIC, connector) == before
     # Staging with such a worker warns that it could not be asked.
-    again = stage_removal(cluster=edit.cluster, connector=connector, user=editor)
+    again = stage(cluster=edit.cluster, connector=connector, user=editor, change=Removal())
     assert any("could not be asked" in warning for warning in again.warnings), again.warnings
 
     # An apply whose process died leaves the edit applying: reconciling it reads back what
@@ -306,7 +308,7 @@ def test_on_a_worker_without_kip875_writes_the_offsets_are_tombstoned_directly(
         return dataclasses.replace(info, capabilities=worker_capabilities("3.5.2"))
 
     monkeypatch.setattr(ConnectRestAdapter, "worker_info", as_connect_3_5)
-    edit = stage_removal(cluster=cluster, connector=connector, user=editor)
+    edit = stage(cluster=cluster, connector=connector, user=editor, change=Removal())
     approve_and_apply(edit, editor, approver)
 
     edit.refresh_from_db()

@@ -6,10 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from offsets.edits import workflow
 from offsets.edits.errors import EditInputError, NothingToChange
-from offsets.edits.kinds import sink_store
-from offsets.edits.kinds.sink_store import store_request, store_strategy_words
-from offsets.edits.workflow import StageRequest, describe, stage_store_offsets
+from offsets.edits.kinds.sink_store import kind as sink_store
+from offsets.edits.kinds.sink_store.kind import store_request, store_strategy_words
+from offsets.edits.workflow import StageRequest, StoreChange, describe
 from offsets.models import OffsetEdit
 from tests.support import factories as make
 from tests.support.sink_store_fakes import store_sink
@@ -30,7 +31,7 @@ def sink(monkeypatch, prod, tmp_path):
 
 def stage(prod, editor, strategy, **inputs):
     request = StageRequest(strategy=strategy, **inputs)
-    return stage_store_offsets(cluster=prod, connector="files", user=editor, request=request)
+    return workflow.stage(cluster=prod, connector="files", user=editor, change=StoreChange(request))
 
 
 def targets(edit) -> dict:
@@ -104,9 +105,9 @@ def test_an_unreadable_store_is_refused_saying_why(prod, editor, sink):
 def test_the_strategy_is_kept_shown_and_staged_again_the_same_way(prod, editor, sink):
     edit = stage(prod, editor, "shift", value=-2, partitions=(("orders", 1),))
     assert describe(edit)["store_strategy"] == "shifted by -2"
-    assert sink_store.KIND.restage_inputs(edit) == {
-        "request": StageRequest(strategy="shift", value=-2, partitions=(("orders", 1),))
-    }
+    assert sink_store.KIND.restage_change(edit) == StoreChange(
+        StageRequest(strategy="shift", value=-2, partitions=(("orders", 1),))
+    )
     # An edit staged before the strategies were kept set every partition to `value`.
     old = {"value": 4, "partitions": [["orders", 1]], "store": edit.parameters["store"]}
     assert store_request(old) == StageRequest(
@@ -116,7 +117,12 @@ def test_the_strategy_is_kept_shown_and_staged_again_the_same_way(prod, editor, 
 
 
 def test_a_value_alone_still_sets_every_partition_to_it(prod, editor, sink):
-    edit = stage_store_offsets(cluster=prod, connector="files", user=editor, value=3)
+    edit = workflow.stage(
+        cluster=prod,
+        connector="files",
+        user=editor,
+        change=StoreChange(StageRequest("offset", value=3)),
+    )
     assert targets(edit) == {("orders", 0): (5, 3), ("orders", 1): (8, 3)}
     assert edit.parameters["as"] == "offset"
 

@@ -13,11 +13,12 @@ import uuid
 import pytest
 
 from offsets.edits.workflow import (
+    OffsetChange,
     StageRequest,
+    StoreChange,
     apply_edit,
     cancel_edit,
-    stage_edit,
-    stage_store_offsets,
+    stage,
 )
 from offsets.kafka import admin, groups, producers
 from offsets.models import (
@@ -242,14 +243,22 @@ def test_the_plugins_file_store_shows_the_lag_and_takes_an_edit_the_sink_resumes
         assert (snapshot.offsets_managed_externally, snapshot.lag_records) == (False, 0)
         assert snapshot.offsets_store == f"offsets file {offsets_file}"
         # An edit of Connect's group says it would not move this sink.
-        group_edit = stage_edit(
-            cluster=cluster, connector=connector, user=editor, request=StageRequest("earliest")
+        group_edit = stage(
+            cluster=cluster,
+            connector=connector,
+            user=editor,
+            change=OffsetChange(StageRequest("earliest")),
         )
         assert any(f"read from offsets file {offsets_file}" in w for w in group_edit.warnings)
         cancel_edit(edit=group_edit, user=editor)
 
         # Applied while the connector runs, the lock check refuses it and writes nothing.
-        edit = stage_store_offsets(cluster=cluster, connector=connector, user=editor, value=1)
+        edit = stage(
+            cluster=cluster,
+            connector=connector,
+            user=editor,
+            change=StoreChange(StageRequest("offset", value=1)),
+        )
         edit = approve_and_apply(edit, editor, approver)
         assert edit.state == OffsetEdit.State.APPROVED
         refused = [check["name"] for check in edit.lock_checks if not check["passed"]]

@@ -12,7 +12,7 @@ import pytest
 
 from offsets.edits import workflow
 from offsets.edits.errors import EditInputError, EditStateConflict
-from offsets.edits.preview import StageRequest
+from offsets.edits.workflow import OfflineChange, OffsetChange, StageRequest
 from offsets.formats.standalone_offsets_file import decode, encode
 from offsets.kafka import standalone_worker
 from offsets.models import AuditEvent, Cluster, OffsetEdit
@@ -48,8 +48,12 @@ def worker(offsets_file) -> Cluster:
 
 def staged(worker, editor, offset=None) -> OffsetEdit:
     request = StageRequest("set", partition=PARTITION, offset=offset or {"position": 10})
-    return workflow.stage_offline(
-        cluster=worker, connector="file-source", user=editor, request=request, comment="rewind"
+    return workflow.stage(
+        cluster=worker,
+        connector="file-source",
+        user=editor,
+        change=OfflineChange(request),
+        comment="rewind",
     )
 
 
@@ -154,8 +158,8 @@ def test_a_file_changing_while_staging_refuses_the_edit(worker, offsets_file, ed
 
 def test_a_source_change_of_a_stopped_worker_is_staged_as_an_offline_edit(worker, editor):
     request = StageRequest("set", partition=PARTITION, offset={"position": 10})
-    edit = workflow.stage_edit(
-        cluster=worker, connector="file-source", user=editor, request=request
+    edit = workflow.stage(
+        cluster=worker, connector="file-source", user=editor, change=OffsetChange(request)
     )
     assert edit.strategy == OffsetEdit.Strategy.OFFLINE_FILE
     assert edit.parameters["as"] == "set"
@@ -167,8 +171,8 @@ def test_a_restore_is_not_an_offline_edit(worker, editor):
 
 
 def staged_as(worker, editor, request):
-    return workflow.stage_offline(
-        cluster=worker, connector="file-source", user=editor, request=request
+    return workflow.stage(
+        cluster=worker, connector="file-source", user=editor, change=OfflineChange(request)
     )
 
 

@@ -1,6 +1,7 @@
 """A connector's tasks as the pages read them: state, worker and masked trace."""
 
 from offsets.domain.connectors import connector_from
+from offsets.domain.edits import check_stopped
 from offsets.formats.config_records import ConnectorConfig
 from offsets.formats.status_records import ConnectorStatus, TaskStatus
 
@@ -58,4 +59,4 @@ def test_a_deleted_connector_has_no_tasks():
 def test_a_deleted_connector_keeps_what_the_status_topic_says_for_the_lock_check():
     connector = summary(status(), deleted=True)
     assert connector.task_states == {0: "RUNNING", 1: "FAILED"}
-    assert not connector.stopped_check().passed
+    assert not check_stopped(connector).passed

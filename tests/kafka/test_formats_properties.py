@@ -12,16 +12,16 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from offsets.formats import jackson
-from offsets.formats.config_records import (
-    ConfigMalformedReason,
-    fold_config_records,
-)
-from offsets.formats.edit_rules import (
+from offsets.domain.edits import (
     EditRuleError,
     PartitionLog,
     parse_duration,
     sink_target,
+)
+from offsets.formats import jackson
+from offsets.formats.config_records import (
+    ConfigMalformedReason,
+    fold_config_records,
 )
 from offsets.formats.offset_records import (
     MalformedReason,

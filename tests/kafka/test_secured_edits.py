@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from devkit.secured import create_acls, delete_acls
-from offsets.edits.workflow import stage_removal
+from offsets.edits.workflow import Removal, stage
 from offsets.kafka import offsets_writer
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from tests.support import secured_runtime
@@ -133,7 +133,7 @@ def test_the_editing_set_removes_a_connector(editing, secured_kafka, editor, app
     cluster = register("removal", secured_kafka, editing, monkeypatch, worker=True)
 
     edit = approve_and_apply(
-        stage_removal(cluster=cluster, connector=connector, user=editor), editor, approver
+        stage(cluster=cluster, connector=connector, user=editor, change=Removal()), editor, approver
     )
 
     assert edit.state == State.APPLIED, edit.error

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from devkit.secured import SecuredKafka, create_acls
-from offsets.edits.workflow import stage_move
+from offsets.edits.workflow import Move, stage
 from offsets.models import OffsetEdit
 from tests.support import secured_runtime
 from tests.support.connect_rest import ConnectRest, canonical
@@ -91,7 +91,7 @@ def test_the_viewing_set_moves_a_source_to_a_second_secured_cluster_which_resume
     )  # fmt: skip
 
     edit = approve_and_apply(
-        stage_move(cluster=cluster_a, connector=SOURCE, target=cluster_b, user=editor, secrets={}),
+        stage(cluster=cluster_a, connector=SOURCE, user=editor, change=Move(cluster_b, {})),
         editor,
         approver,
     )

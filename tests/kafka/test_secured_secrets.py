@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from devkit.secured import create_acls
-from offsets.edits.preview import StageRequest
-from offsets.edits.workflow import stage_edit
+from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.models import AuditEvent, RefreshRun
 from offsets.refresh.run import run_refresh
 from offsets.spark.kafka_source import NAME
@@ -105,12 +104,14 @@ def test_a_secured_refresh_shows_its_passwords_nowhere(
     caplog.set_level(logging.DEBUG)
 
     run = run_refresh(cluster=cluster, spark=spark)
-    edit = stage_edit(
+    edit = stage(
         cluster=cluster,
         connector=SOURCE,
         user=editor,
-        request=StageRequest(
-            strategy="set", partition={"filename": str(viewed)}, offset={"position": 1}
+        change=OffsetChange(
+            StageRequest(
+                strategy="set", partition={"filename": str(viewed)}, offset={"position": 1}
+            )
         ),
     )
 

@@ -16,7 +16,7 @@ import pytest
 from devkit.embedded import EmbeddedKafka, StartedWorker
 from devkit.standalone import start_standalone
 from offsets.edits import workflow
-from offsets.edits.preview import StageRequest
+from offsets.edits.workflow import OfflineChange, OffsetChange, StageRequest
 from offsets.formats.standalone_offsets_file import HEADER, decode, encode, hashmap_sizing
 from offsets.models import Cluster, ConnectorSnapshot, OffsetEdit, RefreshRun, SourceOffset
 from offsets.queries.offsets_export import export_connector
@@ -138,11 +138,11 @@ def test_an_edit_through_the_running_workers_rest_api(db, standalone, approver, 
     rest.wait_for_state(standalone.name, "STOPPED")
     cluster = standalone.cluster()
     partition = {"filename": str(standalone.input_file)}
-    edit = workflow.stage_edit(
+    edit = workflow.stage(
         cluster=cluster,
         connector=standalone.name,
         user=approver,
-        request=StageRequest("set", partition=partition, offset={"position": 6}),
+        change=OffsetChange(StageRequest("set", partition=partition, offset={"position": 6})),
     )
     edit = workflow.submit_edit(edit=edit, user=approver)
     edit = workflow.approve_edit(edit=edit, user=second_approver)
@@ -168,11 +168,13 @@ def test_an_offline_edit_is_where_the_restarted_worker_resumes(
         )
         partition = {"filename": str(standalone.input_file)}
         after_alpha = byte_position(LINES, 1)
-        edit = workflow.stage_offline(
+        edit = workflow.stage(
             cluster=cluster,
             connector=standalone.name,
             user=approver,
-            request=StageRequest("set", partition=partition, offset={"position": after_alpha}),
+            change=OfflineChange(
+                StageRequest("set", partition=partition, offset={"position": after_alpha})
+            ),
         )
         edit = workflow.submit_edit(edit=edit, user=approver)
         edit = workflow.approve_edit(edit=edit, user=second_approver)

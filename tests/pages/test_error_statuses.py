@@ -104,7 +104,7 @@ def test_an_edit_action_answers_each_error_in_place(
 def test_a_removal_staging_answers_each_error_in_place(
     client, monkeypatch, cluster, editor, exc, status
 ):
-    monkeypatch.setitem(removal_views.SERVICES, "delete", raising(exc))
+    monkeypatch.setattr(removal_views.workflow, "stage", raising(exc))
     client.force_login(editor)
     response = client.post("/clusters/c1/connectors/x/remove/delete/", headers=HTMX)
     message = _prefixed(exc, "The cluster could not be reached", "")
@@ -127,7 +127,7 @@ def test_a_move_staging_answers_each_error_on_its_page(
     client, monkeypatch, two_clusters, editor, exc, status
 ):
     monkeypatch.setattr("dashboard.pages.edits.moves.source_config", lambda **kw: {"k": "v"})
-    monkeypatch.setattr("dashboard.pages.edits.moves.stage_move", raising(exc))
+    monkeypatch.setattr("dashboard.pages.edits.moves.stage", raising(exc))
     client.force_login(editor)
     response = client.post("/clusters/c1/connectors/x/move/", {"target": "b"})
     assert response.status_code == status
@@ -254,7 +254,7 @@ def test_the_control_api_answers_each_error(client, monkeypatch, cluster, editor
     ids=ids(EDIT_ERRORS[1:] + KAFKA_ERRORS),
 )
 def test_the_removal_api_answers_each_error(client, monkeypatch, cluster, editor, exc, status):
-    monkeypatch.setattr("offsets.api.removal.stage_removal", raising(exc))
+    monkeypatch.setattr("offsets.api.removal.stage", raising(exc))
     client.force_login(editor)
     response = client.post("/api/v1/clusters/c1/connectors/x/delete/", {}, "application/json")
     assert response.status_code == status and response.json() == {"detail": "said no"}
@@ -273,7 +273,7 @@ def test_the_removal_api_answers_each_error(client, monkeypatch, cluster, editor
     ],
 )
 def test_the_api_answers_bad_input_by_its_field(client, monkeypatch, cluster, editor, exc, body):
-    monkeypatch.setattr("offsets.api.removal.stage_removal", raising(exc))
+    monkeypatch.setattr("offsets.api.removal.stage", raising(exc))
     client.force_login(editor)
     response = client.post("/api/v1/clusters/c1/connectors/x/delete/", {}, "application/json")
     assert response.status_code == 400 and response.json() == body
@@ -285,7 +285,7 @@ def test_the_api_answers_bad_input_by_its_field(client, monkeypatch, cluster, ed
     ids=ids(EDIT_ERRORS[1:] + KAFKA_ERRORS + WORKER_ERRORS),
 )
 def test_the_move_api_answers_each_error(client, monkeypatch, two_clusters, editor, exc, status):
-    monkeypatch.setattr("offsets.api.moves.stage_move", raising(exc))
+    monkeypatch.setattr("offsets.api.moves.stage", raising(exc))
     client.force_login(editor)
     response = client.post(
         "/api/v1/clusters/c1/connectors/x/move/", {"target": "b"}, content_type="application/json"

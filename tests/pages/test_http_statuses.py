@@ -4,7 +4,7 @@ import pytest
 
 from dashboard.pages.errors import READING_KAFKA, refusal
 from offsets.edits import errors as edit_errors
-from offsets.edits.route import NothingSent
+from offsets.edits.kinds.offset_changes.writes import NothingSent
 from offsets.kafka import connect_rest
 from offsets.kafka import errors as kafka_errors
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from offsets.edits.errors import ConnectorNotFound
-from offsets.edits.route import STANDALONE_FILE, choose_route
+from offsets.edits.kinds.offset_changes.writes import STANDALONE_FILE, choose_route
 from offsets.formats.standalone_offsets_file import decode, encode
 from offsets.kafka.standalone_worker import OffsetsFileProblem
 from offsets.models import Cluster, ConnectorSnapshot, MalformedCount, RefreshRun, SourceOffset

@@ -1,17 +1,20 @@
 """An offset edit taken through its steps: staged, submitted, approved, applied."""
 
+from offsets.edits import workflow
 from offsets.edits.apply import apply_edit
-from offsets.edits.preview import StageRequest
 from offsets.edits.review import approve_edit, submit_edit
-from offsets.edits.workflow import stage_edit
+from offsets.edits.workflow import OffsetChange, StageRequest
 from offsets.models import Cluster, OffsetEdit
 from tests.support.demo_data import AUDIT, AUDIT_PARTITION, EOS, S3
 
 
 def stage(cluster: Cluster, connector: str, editor, **request) -> OffsetEdit:
     """Stage an edit of `connector` as `editor`; `request` holds the StageRequest's fields."""
-    return stage_edit(
-        cluster=cluster, connector=connector, user=editor, request=StageRequest(**request)
+    return workflow.stage(
+        cluster=cluster,
+        connector=connector,
+        user=editor,
+        change=OffsetChange(StageRequest(**request)),
     )
 
 

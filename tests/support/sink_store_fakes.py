@@ -51,11 +51,13 @@ def store_sink(monkeypatch, cluster, tmp_path) -> StoreSink:
         cluster=cluster, connector="files", kind="plugin_file", offsets_file=str(path)
     )
     reader = SimpleNamespace(kafka={}, partition_counts=lambda: {"orders": 2})
-    monkeypatch.setattr("offsets.edits.kinds.sink_store.LiveReader", lambda cluster: reader)
+    monkeypatch.setattr("offsets.edits.kinds.sink_store.kind.LiveReader", lambda cluster: reader)
     monkeypatch.setattr(
-        "offsets.edits.kinds.sink_store.read_connector", lambda **_: context("STOPPED")
+        "offsets.edits.kinds.sink_store.kind.read_connector", lambda **_: context("STOPPED")
     )
-    monkeypatch.setattr("offsets.edits.sink_preview.sink_partitions", lambda **_: PARTITIONS)
+    monkeypatch.setattr(
+        "offsets.edits.kinds.offset_changes.sink_diff.sink_partitions", lambda **_: PARTITIONS
+    )
     monkeypatch.setattr(
         "offsets.kafka.reading.confirmed_watermarks",
         lambda kafka, scope, timeout: {tp: Watermarks(LOG_START, LOG_END) for tp in scope},

@@ -3,8 +3,8 @@ preview's, one page of them at a time (an edit may touch tens of thousands of pa
 
 from django.core.paginator import Paginator
 
-from offsets.edits.workflow import DIFF_PAGE_ROWS, Preview
-from offsets.formats.edit_rules import SinkChange, SourceChange
+from offsets.domain.edits import SinkChange, SourceChange
+from offsets.edits.kinds.offset_changes.request import DIFF_PAGE_ROWS, Preview
 from offsets.formats.offset_records import partition_identity
 from offsets.models import OffsetEdit
 

@@ -5,9 +5,10 @@ from datetime import UTC, datetime, timedelta
 
 from django import forms
 
-from offsets.edits.workflow import IMPORT_MAX_BYTES, STORE_STRATEGIES, StageRequest
+from offsets.domain.edits import parse_duration
+from offsets.edits.imports import IMPORT_MAX_BYTES
+from offsets.edits.kinds.offset_changes.request import STORE_STRATEGIES, StageRequest
 from offsets.formats import jackson, strimzi
-from offsets.formats.edit_rules import parse_duration
 from offsets.formats.offset_records import partition_identity
 from offsets.formats.offsets_json import flat_map_problem
 from offsets.models import OffsetEdit

@@ -13,7 +13,8 @@ from dashboard.pages.edits.diffs import preview_context
 from dashboard.pages.edits.forms import ExportForm, ImportForm
 from dashboard.pages.errors import READING_KAFKA
 from dashboard.pages.formatting import attachment
-from offsets.edits.workflow import ConnectorNotFound, EditInputError, can_stage, import_document
+from offsets.edits.roles import can_stage
+from offsets.edits.workflow import ConnectorNotFound, EditInputError, import_document
 from offsets.formats import jackson, strimzi
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster

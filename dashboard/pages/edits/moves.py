@@ -12,16 +12,17 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard.pages.errors import READING_KAFKA, WORKER, refusal
 from offsets.domain.masking import mask_secrets
+from offsets.edits.kinds.move.reads import source_config
+from offsets.edits.kinds.move.rules import kept_references, secret_keys
+from offsets.edits.roles import can_stage
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
     EditForbidden,
     EditStateConflict,
-    can_stage,
-    source_config,
-    stage_move,
+    Move,
+    stage,
 )
-from offsets.formats.moves import kept_references, secret_keys
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.queries.clusters import cluster_for_user
@@ -101,12 +102,11 @@ def _stage(request, cluster: Cluster, connector: str, form: MoveForm):
     """Stage the move: (edit pk, None), or (the message, the status to answer with)."""
     target = Cluster.objects.get(name=form.cleaned_data["target"])
     try:
-        edit = stage_move(
+        edit = stage(
             cluster=cluster,
             connector=connector,
-            target=target,
             user=request.user,
-            secrets=form.secrets(),
+            change=Move(target, form.secrets()),
             comment=form.cleaned_data["comment"],
         )
     except EditForbidden as exc:

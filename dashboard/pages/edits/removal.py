@@ -14,7 +14,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.pages.edits.forms import CommentForm
 from dashboard.pages.errors import refusal
-from offsets.edits.workflow import can_stage, stage_cleanup, stage_removal
+from offsets.edits import workflow
+from offsets.edits.roles import can_stage
+from offsets.edits.workflow import Cleanup, Removal
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster
 from offsets.queries.clusters import cluster_for_user
@@ -22,7 +24,8 @@ from offsets.queries.orphans import orphans
 from offsets.rights.gate import Refused
 from offsets.rights.grants import only_visible
 
-SERVICES = {"delete": stage_removal, "cleanup": stage_cleanup}
+# What each action stages.
+CHANGES = {"delete": Removal, "cleanup": Cleanup}
 
 
 @require_POST
@@ -32,8 +35,8 @@ def stage(
 ) -> HttpResponse:
     """Stage a removal ("delete") or a clean-up ("cleanup") and go to the new edit's page."""
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
-    service = SERVICES.get(action)
-    if service is None:
+    change = CHANGES.get(action)
+    if change is None:
         raise Http404(f"No action {action!r}.")
     if not can_stage(request.user, cluster, connector_name):
         raise PermissionDenied("Staging offset edits needs the editor role.")
@@ -41,10 +44,11 @@ def stage(
     if not form.is_valid():
         return _refused(request, cluster, "The comment is too long.", 400)
     try:
-        edit = service(
+        edit = workflow.stage(
             cluster=cluster,
             connector=connector_name,
             user=request.user,
+            change=change(),
             comment=form.cleaned_data["comment"],
         )
     except (Refused, KafkaError) as exc:

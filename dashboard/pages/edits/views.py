@@ -28,41 +28,37 @@ from dashboard.pages.edits.forms import (
 )
 from dashboard.pages.errors import READING_KAFKA, refusal
 from dashboard.pages.htmx import htmx_target
+from offsets.domain.edits import CONNECTOR_STOPPED, check_stopped
+from offsets.edits.apply import can_resume_after_apply, controlled_since
+from offsets.edits.audit import audit_log
+from offsets.edits.kinds.move.kind import can_resume_on_target
+from offsets.edits.kinds.offset_changes.kind import can_commit_back
+from offsets.edits.kinds.sink_store.kind import editable_store
+from offsets.edits.live import current_offsets
+from offsets.edits.reconcile import is_stale, stale_after
+from offsets.edits.restage import can_restage
+from offsets.edits.roles import approves, can_approve, can_control_connectors, can_stage
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
     EditInputError,
+    OffsetChange,
+    StoreChange,
     apply_edit,
     approve_edit,
-    approves,
-    audit_log,
-    can_approve,
-    can_control_connectors,
-    can_restage,
-    can_resume_after_apply,
-    can_resume_on_target,
-    can_stage,
-    can_stage_restore,
     cancel_edit,
-    controlled_since,
-    current_offsets,
+    commit_back,
     describe,
-    editable_store,
-    is_stale,
     reconcile_edit,
     reject_edit,
     restage_edit,
     resume_after_apply,
     resume_on_target,
     route_ahead,
-    stage_edit,
-    stage_restore,
-    stage_store_offsets,
-    stale_after,
+    stage,
     stop_for_edit,
     submit_edit,
 )
-from offsets.formats.edit_rules import CONNECTOR_STOPPED
 from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.queries.clusters import cluster_for_user
@@ -70,6 +66,7 @@ from offsets.rights import grants
 from offsets.rights.grants import visible_clusters
 
 logger = logging.getLogger(__name__)
+
 
 ACTIONS = {
     "submit": submit_edit,
@@ -79,7 +76,7 @@ ACTIONS = {
     "apply": apply_edit,
     "reconcile": reconcile_edit,
     # Stages a new edit (its page is shown next), committing back what this one lost.
-    "stage-restore": stage_restore,
+    "stage-restore": commit_back,
     # Where the lock check refused because the connector runs: stop it, then check again.
     "stop-connector": stop_for_edit,
     # An applied move: resume the connector on the cluster it moved to.
@@ -210,7 +207,7 @@ def _stop_first(request: HttpRequest, cluster: Cluster, connector: str, context)
     A running connector's offsets keep moving: an edit staged now ends in a conflict.
     """
     return {
-        "stop_first": not context.stopped_check().passed,
+        "stop_first": not check_stopped(context).passed,
         "can_control": can_control_connectors(request.user, cluster, connector),
     }
 
@@ -233,13 +230,13 @@ def _stage(
 ) -> OffsetEdit | None:
     """Stage the form's edit, or put the service's complaint on the form and return None."""
     # A sink's own store is set by a store-offset edit, with the same sink strategies.
-    stage = stage_store_offsets if isinstance(form, StoreStageForm) else stage_edit
+    into = StoreChange if isinstance(form, StoreStageForm) else OffsetChange
     try:
         return stage(
             cluster=cluster,
             connector=connector,
             user=request.user,
-            request=form.stage_request(),
+            change=into(form.stage_request()),
             comment=form.cleaned_data.get("comment") or "",
         )
     except EditInputError as exc:
@@ -355,7 +352,7 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("reject", "Reject", "secondary"))
     if edit.is_open and ((is_author and can_stage(user, *where)) or approves(user, edit)):
         buttons.append(("cancel", "Cancel", "secondary"))
-    if can_stage_restore(edit) and can_stage(user, *where):
+    if can_commit_back(edit) and can_stage(user, *where):
         buttons.append(("stage-restore", "Stage an edit that commits them back", "primary"))
     if can_resume_on_target(edit) and approves(user, edit):
         buttons.append(("resume-target", f"Resume on {edit.target_cluster.name}", "primary"))

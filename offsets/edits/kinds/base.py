@@ -1,24 +1,18 @@
-"""What every kind of edit provides (EditKind), what one apply carries (Attempt), and the
-checks and reads the kinds share.
+"""What every kind of edit provides (EditKind) and what one apply carries (Attempt).
 
-The flows are written once: `apply.apply_edit` claims the edit, then calls the kind's
-`prepare`, `lock_checks`, `write` and `verify` in that order; `reconcile.reconcile` calls
-its `reconcile`; the edit page shows what `describe` returns. Staging differs in its inputs
-(a strategy and its values, a target cluster and secrets, nothing at all), so each kind's
-`stage` takes its own keyword arguments and saves through `offsets.edits.drafts`.
+The flows are written once: `workflow.stage` hands a kind its typed input; `apply.apply_edit`
+claims the edit, then calls the kind's `prepare`, `lock_checks`, `write` and `verify` in that
+order; `reconcile.reconcile` calls its `reconcile`; the edit page shows what `describe`
+returns. A step ends an apply through `audit.finish`, `release` or `fail`.
 """
 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
+from offsets.domain.edits import CheckResult
 from offsets.edits.errors import ConnectorNotFound
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import CheckResult
-from offsets.formats.removal_rules import Steps
-from offsets.kafka import groups, offsets_writer
+from offsets.edits.kinds.removal.rules import Steps
 from offsets.kafka.connect_rest import ConnectRest, WorkerInfo
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import OffsetEdit
@@ -53,18 +47,20 @@ class EditKind:
     name: str = ""
     # The OffsetEdit strategies this kind handles (each strategy has exactly one kind).
     strategies: tuple[str, ...] = ()
+    # The typed inputs `stage` takes (frozen dataclasses; each input has exactly one kind).
+    inputs: tuple[type, ...] = ()
     # How a refused lock check names the apply: "The lock check refused the <what>: ...".
     what = "apply"
 
-    def stage(self, *, cluster, connector: str, user, comment: str = "", **inputs) -> OffsetEdit:
-        """Read what the edit touches now and save it as a draft (`drafts.save`)."""
+    def stage(self, *, cluster, connector: str, user, change, comment: str = "") -> OffsetEdit:
+        """Read what `change` (one of `inputs`) touches now and save a draft (`drafts.save`)."""
         raise NotImplementedError
 
-    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
-        """The keyword inputs of `stage` that stage `edit` again; None when it cannot be.
+    def restage_change(self, edit: OffsetEdit):
+        """The input that stages `edit` again (one of `inputs`); None when it cannot be.
 
-        "Re-stage with the same inputs" calls `stage` with them: the diff is computed again
-        against the offsets read now, and the new draft needs its own approval.
+        "Re-stage with the same inputs" stages it: the diff is computed again against the
+        offsets read now, and the new draft needs its own approval.
         """
         return None
 
@@ -85,7 +81,7 @@ class EditKind:
         return f"The lock check failed unexpectedly: {exc}"
 
     def settle_options(self, attempt: Attempt) -> dict:
-        """Keyword arguments of `outcome.settle_checks` beyond the results."""
+        """Keyword arguments of `audit.settle_checks` beyond the results."""
         return {"what": self.what}
 
     def write(self, attempt: Attempt) -> dict | None:
@@ -118,26 +114,3 @@ class EditKind:
     def route_ahead(self, edit: OffsetEdit):
         """How the edit would be written if applied now, for its page (None: not asked)."""
         return None
-
-
-def group_inactive_check(edit: OffsetEdit, group_id: str) -> CheckResult:
-    """`group-inactive`: the sink's consumer group is Empty or Dead, read now."""
-    group = groups.describe_group(
-        edit.cluster.kafka_settings(), group_id, timeout=settings.KAFKA_READ_TIMEOUT
-    )
-    return edit_rules.check_group_inactive(
-        group_id=group_id, state=group.state, member_count=group.member_count
-    )
-
-
-def fence(edit: OffsetEdit) -> None:
-    """Resolve a transaction an earlier apply of the edit's connector left open.
-
-    A transaction a dead process left open is aborted (or, if its commit had begun,
-    completed) before the read, so the read shows the final outcome.
-    """
-    offsets_writer.fence(
-        edit.cluster.kafka_settings(),
-        offsets_writer.transactional_id(edit.cluster.name, edit.connector),
-        timeout=settings.KAFKA_WRITE_TIMEOUT,
-    )

@@ -5,7 +5,7 @@ Either is one edit, approved by a second person like any other: one change per (
 topic, source partition), with the exact key and value bytes read now, or one per committed
 partition of a sink's group. The apply (after the claim) stops the connector, runs the lock
 check, resets the offsets through the worker, tombstones what is still live, deletes the
-connector and reads everything back (`removal_steps` holds each step).
+connector and reads everything back (`steps` holds each step; `rules` the pure rules).
 
 The order keeps a failure midway truthful and recoverable. The offsets go first and the
 connector last: while it exists, stopped, a second removal (or a delete by hand) finishes
@@ -17,11 +17,15 @@ lists the steps taken and what is left.
 """
 
 import logging
+from dataclasses import dataclass
 
 from django.utils import timezone
 
+from offsets.domain import edits as edit_rules
 from offsets.domain.connectors import Connector
-from offsets.edits import drafts, removal_steps
+from offsets.domain.edits import CheckResult, Observed
+from offsets.edits import drafts
+from offsets.edits.audit import fail, finish, release
 from offsets.edits.connector_control import control_connector
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -29,12 +33,18 @@ from offsets.edits.errors import (
     EditStateConflict,
     NothingToChange,
 )
-from offsets.edits.kinds.base import Attempt, EditKind, fence, group_inactive_check
-from offsets.edits.live import LiveReader, read_connector
-from offsets.edits.outcome import as_bytes, fail, finish, release, sink_offset
-from offsets.edits.removal_steps import KAFKA_ERRORS, RemovalPlan
-from offsets.formats import edit_rules, removal_rules
-from offsets.formats.edit_rules import CheckResult, Observed
+from offsets.edits.kinds.base import Attempt, EditKind
+from offsets.edits.kinds.removal import rules
+from offsets.edits.kinds.removal import steps as removal_steps
+from offsets.edits.kinds.removal.steps import KAFKA_ERRORS, RemovalPlan
+from offsets.edits.live import (
+    LiveReader,
+    as_bytes,
+    fence,
+    group_inactive_check,
+    read_connector,
+    sink_offset,
+)
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
 from offsets.kafka.errors import KafkaUnavailable
 from offsets.models import AuditEvent, Cluster, OffsetEdit, OffsetEditChange, SourceOffset
@@ -48,15 +58,37 @@ Via = OffsetEdit.AppliedVia
 CONNECTOR_ABSENT = "connector-absent"
 
 
-class Removal(EditKind):
+@dataclass(frozen=True)
+class Removal:
+    """Delete an existing connector with every offset it has."""
+
+    strategy = Strategy.REMOVE
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    """Delete the offsets a connector that is gone left behind."""
+
+    strategy = Strategy.CLEANUP
+
+
+class RemovalKind(EditKind):
     name = "removal"
     strategies = (Strategy.REMOVE, Strategy.CLEANUP)
+    inputs = (Removal, Cleanup)
 
     def stage(
-        self, *, cluster: Cluster, connector: str, user, comment: str = "", strategy: str
+        self,
+        *,
+        cluster: Cluster,
+        connector: str,
+        user,
+        change: Removal | Cleanup,
+        comment: str = "",
     ) -> OffsetEdit:
         """Stage deleting a connector with its offsets, or cleaning up what it left."""
         drafts.require_editor(user, cluster, connector)
+        strategy = change.strategy
         reader = LiveReader(cluster)
         context = _context(cluster, connector, reader)
         on_worker, worker_note = removal_steps.worker_has(cluster, connector)
@@ -89,9 +121,9 @@ class Removal(EditKind):
         )
         return drafts.save(draft, user=user, comment=comment)
 
-    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+    def restage_change(self, edit: OffsetEdit) -> Removal | Cleanup:
         """The same strategy: the plan is read again from what the connector holds now."""
-        return {"strategy": edit.strategy}
+        return Cleanup() if edit.strategy == Strategy.CLEANUP else Removal()
 
     def prepare(self, attempt: Attempt) -> bool:
         """REMOVE: the worker has the connector and stops it. CLEANUP: the worker lacks it."""
@@ -108,7 +140,7 @@ class Removal(EditKind):
         changes = list(edit.changes.all())
         if edit.is_source:
             staged = {(c.topic, bytes(c.key_bytes)): as_bytes(c.before_bytes) for c in changes}
-            observed = removal_rules.moved(staged, removal_steps.live_values(edit, reader))
+            observed = rules.moved(staged, removal_steps.live_values(edit, reader))
         else:
             checks.append(group_inactive_check(edit, edit.group_id))
             staged = {(c.topic, c.kafka_partition): sink_offset(c.before) for c in changes}
@@ -213,7 +245,7 @@ class Removal(EditKind):
     def describe(self, edit: OffsetEdit) -> dict:
         """The steps the removal or clean-up takes."""
         return {
-            "plan": removal_rules.plan_lines(
+            "plan": rules.plan_lines(
                 strategy=edit.strategy,
                 connector=edit.connector,
                 tombstones=edit.parameters.get("tombstones", {}),
@@ -223,7 +255,7 @@ class Removal(EditKind):
         }
 
 
-KIND = Removal()
+KIND = RemovalKind()
 
 
 # --- Staging ------------------------------------------------------------------------------------

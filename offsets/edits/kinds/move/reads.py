@@ -7,15 +7,14 @@ moved on the source are caught again just before anything is written.
 
 from dataclasses import dataclass, replace
 
+from offsets.domain import edits as edit_rules
 from offsets.domain.connectors import Connector, sink_group_id, source_offsets_topics
+from offsets.domain.edits import Observed
 from offsets.edits.errors import EditInputError, EditStateConflict
+from offsets.edits.kinds.move.rules import TargetFacts, target_problems
 from offsets.edits.live import LiveReader, read_connector, source_view
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import Observed
-from offsets.formats.moves import TargetFacts, target_problems
 from offsets.formats.offset_records import SourceOffsetRecord
 from offsets.kafka.connect_rest import ConnectRest
-from offsets.kafka.errors import TopicNotFound
 from offsets.models import Cluster, OffsetEdit
 
 
@@ -73,17 +72,8 @@ def target_source_offsets(
     """The target's offsets of a source connector of that name, by partition identity."""
     reader = LiveReader(target)
     topics = source_offsets_topics(config, target.offsets_topic)
-    try:
-        worker = reader.latest(topics.worker).offsets
-    except TopicNotFound:
-        worker = {}
-    own = None
-    if topics.own_topic:
-        try:
-            own = reader.latest(topics.primary).offsets
-        except TopicNotFound:
-            own = {}
-    view = edit_rules.runtime_view(connector, worker, own)
+    own = reader.offsets_if_any(topics.primary) if topics.own_topic else None
+    view = edit_rules.runtime_view(connector, reader.offsets_if_any(topics.worker), own)
     return {r.partition_identity: r for r in view.values() if not r.is_tombstone}
 
 

@@ -5,12 +5,12 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.utils import timezone
 
+from offsets.domain import edits as edit_rules
 from offsets.domain.connectors import Connector
+from offsets.domain.edits import PartitionLog, SinkChange
 from offsets.edits.errors import EditInputError
+from offsets.edits.kinds.offset_changes.request import Preview, StageRequest
 from offsets.edits.live import LiveReader, sink_partitions
-from offsets.edits.preview import Preview, StageRequest
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import PartitionLog, SinkChange
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka import admin, reading
 

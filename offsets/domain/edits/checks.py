@@ -3,6 +3,7 @@
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from offsets.domain.connectors import Connector
 from offsets.formats.jackson import JsonValue
 
 CONNECTOR_STOPPED = "connector-stopped"
@@ -15,7 +16,7 @@ CHECK_LABELS = {
     GROUP_INACTIVE: "The sink's consumer group has no active members",
     NOTHING_MOVED: "Nothing moved since staging",
     SINGLE_APPLY: "One apply at a time for this connector",
-    # A stopped standalone worker's offsets file (edits/kinds/offline_file.py).
+    # A stopped standalone worker's offsets file (edits/kinds/offline_file/).
     "worker-not-answering": "No worker answers at the REST URL",
     "file-as-staged": "The offsets file is as staged",
     "file-not-changing": "The offsets file is not being written",
@@ -83,6 +84,17 @@ def check_connector_stopped(
         )
     return CheckResult(
         CONNECTOR_STOPPED, True, f"{connector} is STOPPED and none of its tasks is running."
+    )
+
+
+def check_stopped(connector: Connector) -> CheckResult:
+    """`connector-stopped` for a connector as its config and status topics say now."""
+    return check_connector_stopped(
+        connector=connector.name,
+        deleted=connector.deleted,
+        target_state=connector.target_state,
+        connector_state=connector.connector_state,
+        task_states=connector.task_states,
     )
 
 

@@ -4,25 +4,26 @@ A standalone worker reads its offsets file once, when it starts, and rewrites it
 every offset flush, so the file may be edited only while no worker runs: the lock check finds
 no worker answering at the cluster's REST URL, the file's bytes as they were staged, and the
 same bytes on two reads a moment apart. The diff is an offset change's (set, add, delete or
-an imported document, `offset_changes.preview_edit`) against the file as the worker would
+an imported document, `offset_changes.diff.preview_edit`) against the file as the worker would
 load it. The write replaces the file in one rename, exactly as FileOffsetBackingStore writes
 it, keeping the previous bytes as `NAME.bak-<edit id>-<time>` (named in the audit entry);
 a deleted partition is a null value, as the worker's own reset writes it.
 """
 
+from dataclasses import dataclass
+
 from django.db import transaction
 from django.utils import timezone
 
 from offsets import tuning
+from offsets.domain.edits import CheckResult
 from offsets.edits import drafts
+from offsets.edits.audit import fail, finish
 from offsets.edits.errors import EditInputError, EditStateConflict
 from offsets.edits.kinds.base import Attempt, EditKind
-from offsets.edits.kinds.offset_changes import draft, preview_edit
-from offsets.edits.live import LiveReader
-from offsets.edits.outcome import fail, finish, settle_live
-from offsets.edits.preview import StageRequest
-from offsets.formats.edit_rules import CheckResult
-from offsets.formats.offsets_json import PartitionOffset
+from offsets.edits.kinds.offset_changes.diff import draft, preview_edit, staged_request
+from offsets.edits.kinds.offset_changes.request import StageRequest
+from offsets.edits.live import LiveReader, settle_live
 from offsets.formats.standalone_offsets_file import encode
 from offsets.kafka import standalone_worker
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError, ConnectUnreachable
@@ -40,16 +41,26 @@ FILE_AS_STAGED = "file-as-staged"
 FILE_STILL = "file-not-changing"
 
 
-class OfflineFile(EditKind):
+@dataclass(frozen=True)
+class OfflineChange:
+    """Change a stopped standalone worker's offsets file as `request` says (set, add, delete
+    or import)."""
+
+    request: StageRequest
+
+
+class OfflineFileKind(EditKind):
     name = "offline-file"
     strategies = (OffsetEdit.Strategy.OFFLINE_FILE,)
+    inputs = (OfflineChange,)
     what = "offline write"
 
     def stage(
-        self, *, cluster: Cluster, connector: str, user, comment: str = "", request: StageRequest
+        self, *, cluster: Cluster, connector: str, user, change: OfflineChange, comment: str = ""
     ) -> OffsetEdit:
-        """Diff `request` against the file now, and keep the file's hash for the lock check."""
+        """Diff the request against the file now, and keep the file's hash for the lock check."""
         drafts.require_editor(user, cluster, connector)
+        request = change.request
         if not cluster.is_standalone:
             raise EditInputError(
                 f"{cluster.name} is not a standalone worker: it has no offsets file.",
@@ -66,16 +77,9 @@ class OfflineFile(EditKind):
         saved = offline(draft(preview, cluster), staged_as=request.strategy, reader=reader)
         return drafts.save(saved, user=user, comment=comment)
 
-    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+    def restage_change(self, edit: OffsetEdit) -> OfflineChange:
         """The request it was staged as (an import's entries from its rows' targets)."""
-        staged_as = edit.parameters.get("as", "")
-        entries = None
-        if staged_as == OffsetEdit.Strategy.IMPORT:
-            entries = tuple(
-                PartitionOffset(partition=change.partition, offset=change.after)
-                for change in edit.changes.all()
-            )
-        return {"request": StageRequest.from_parameters(staged_as, edit.parameters, entries)}
+        return OfflineChange(staged_request(edit, edit.parameters.get("as", "")))
 
     def lock_checks(self, edit: OffsetEdit) -> list[CheckResult]:
         """No worker answers; the file is the one staged, and it is not being written."""
@@ -219,4 +223,4 @@ def _file_name(cluster: Cluster) -> str:
     return cluster.offsets_file.rstrip("/").rsplit("/", 1)[-1]
 
 
-KIND = OfflineFile()
+KIND = OfflineFileKind()

@@ -1,12 +1,14 @@
-"""The rules of an offset edit, as pure functions: diffs, sink targets, lock-check decisions.
+"""The rules the kinds of offset edit share, as pure functions: diffs, sink targets,
+lock-check decisions, settling a read-back.
 
-Nothing here touches Kafka or the database; the services read the live topics, call these,
-and act on the answers. One module per part of an edit: `inputs` (what people type),
+Nothing here touches Kafka or the database; the kinds (`offsets.edits.kinds`) read the live
+topics, call these, and act on the answers. A rule only one kind uses lives in its package's
+`rules.py`. One module per part of an edit: `inputs` (what people type),
 `checks` (the lock checks at apply time), `source` and `sink` (what an edit changes) and
 `settle` (reading an interrupted edit back).
 """
 
-from offsets.formats.edit_rules.checks import (
+from offsets.domain.edits.checks import (
     CHECK_LABELS,
     CONNECTOR_STOPPED,
     GROUP_INACTIVE,
@@ -18,9 +20,10 @@ from offsets.formats.edit_rules.checks import (
     check_group_inactive,
     check_nothing_moved,
     check_single_apply,
+    check_stopped,
 )
-from offsets.formats.edit_rules.inputs import MAX_DURATION, EditRuleError, parse_duration
-from offsets.formats.edit_rules.settle import (
+from offsets.domain.edits.inputs import MAX_DURATION, EditRuleError, parse_duration
+from offsets.domain.edits.settle import (
     Settled,
     keep_as_json,
     keep_from_json,
@@ -29,7 +32,7 @@ from offsets.formats.edit_rules.settle import (
     settle,
     settle_sink_group,
 )
-from offsets.formats.edit_rules.sink import (
+from offsets.domain.edits.sink import (
     SINK_STRATEGIES,
     PartitionLog,
     SinkChange,
@@ -38,7 +41,7 @@ from offsets.formats.edit_rules.sink import (
     clamp,
     sink_target,
 )
-from offsets.formats.edit_rules.source import (
+from offsets.domain.edits.source import (
     SourceChange,
     SourceDiff,
     offsets_as_of,
@@ -69,6 +72,7 @@ __all__ = [
     "check_nothing_moved",
     "check_offset_for_time",
     "check_single_apply",
+    "check_stopped",
     "clamp",
     "keep_as_json",
     "keep_from_json",

@@ -4,16 +4,21 @@ with a KIP-875 PATCH and verified, and resumed there when an approver asks.
 The connector on its own cluster is left STOPPED: deleting it there is the operator's call,
 once it runs on the target. Anything that fails after the create is rolled back (the offsets
 written are put back as the target held them, the connector is deleted there), so a move is
-done or not done, never half done. What a move reads on both sides is `move_reads`; its pure
-rules (secrets, refusals, the PATCH body, the comparison) are `offsets.formats.moves`.
+done or not done, never half done. What a move reads on both sides is `reads`; its pure rules
+(secrets, refusals, the PATCH body, the comparison) are `rules`.
 """
 
 import json
 import logging
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult
 from offsets.domain.masking import mask_secrets, mask_text
-from offsets.edits import drafts, move_reads
+from offsets.edits import drafts
+from offsets.edits.audit import fail, finish, release
 from offsets.edits.connector_control import resume_for_edit
 from offsets.edits.errors import (
     ConnectorNotFound,
@@ -21,11 +26,10 @@ from offsets.edits.errors import (
     EditInputError,
     EditStateConflict,
 )
-from offsets.edits.kinds.base import Attempt, EditKind, group_inactive_check
-from offsets.edits.outcome import fail, finish, release
+from offsets.edits.kinds.base import Attempt, EditKind
+from offsets.edits.kinds.move import reads, rules
+from offsets.edits.live import group_inactive_check
 from offsets.edits.roles import require_approver
-from offsets.formats import edit_rules, moves
-from offsets.formats.edit_rules import CheckResult
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
     ConnectBadRequest,
@@ -48,41 +52,45 @@ SETTLE_SECONDS = 30.0
 POLL_SECONDS = 0.5
 
 
-class Move(EditKind):
+@dataclass(frozen=True)
+class Move:
+    """Move the connector to `target`, with the values masking hides supplied again."""
+
+    target: Cluster
+    secrets: Mapping[str, str] = field(default_factory=dict)
+
+
+class MoveKind(EditKind):
     name = "move"
     strategies = (OffsetEdit.Strategy.MOVE,)
+    inputs = (Move,)
     what = "move"
 
     def stage(
-        self,
-        *,
-        cluster: Cluster,
-        connector: str,
-        user,
-        comment: str = "",
-        target: Cluster,
-        secrets: dict,
+        self, *, cluster: Cluster, connector: str, user, change: Move, comment: str = ""
     ) -> OffsetEdit:
-        """Stage moving `connector` from `cluster` to `target` as a draft with its diff there.
+        """Stage moving `connector` from `cluster` to `change.target` as a draft with its diff
+        there.
 
         Raises EditInputError (unfit target, secrets missing), EditStateConflict (the name
         exists on the target, the connector is deleted), ConnectorNotFound, and the REST
         adapter's errors when the target's worker cannot be asked.
         """
+        target, secrets = change.target, dict(change.secrets)
         # A move needs rights on both clusters.
         for where in (cluster, target):
             drafts.require_editor(
                 user, where, connector, "Staging a move needs the editor role on both clusters."
             )
-        side = move_reads.read_source_side(cluster=cluster, connector=connector)
-        move_reads.refuse_unfit_target(
-            move_reads.target_facts(
+        side = reads.read_source_side(cluster=cluster, connector=connector)
+        reads.refuse_unfit_target(
+            reads.target_facts(
                 source=cluster, target=target, connector=connector, config=side.config
             )
         )
         try:
-            config = moves.config_for_move(side.config, secrets)
-        except moves.MoveRuleError as exc:
+            config = rules.config_for_move(side.config, secrets)
+        except rules.MoveRuleError as exc:
             raise EditInputError(str(exc), field="secrets") from None
         context = side.context
         draft = drafts.Draft(
@@ -104,18 +112,18 @@ class Move(EditKind):
 
     def lock_checks(self, edit: OffsetEdit) -> list[CheckResult]:
         """Source stopped (and its group idle), unchanged since staging, target fit."""
-        side = move_reads.read_source_side(cluster=edit.cluster, connector=edit.connector)
-        checks = [side.context.stopped_check()]
+        side = reads.read_source_side(cluster=edit.cluster, connector=edit.connector)
+        checks = [edit_rules.check_stopped(side.context)]
         if not side.context.is_source:
             checks.append(group_inactive_check(edit, side.context.group_id))
-        checks.append(edit_rules.check_nothing_moved(move_reads.unchanged_observations(edit, side)))
-        facts = move_reads.target_facts(
+        checks.append(edit_rules.check_nothing_moved(reads.unchanged_observations(edit, side)))
+        facts = reads.target_facts(
             source=edit.cluster,
             target=edit.target_cluster,
             connector=edit.connector,
             config=edit.connector_config or {},
         )
-        problems = moves.target_problems(facts)
+        problems = rules.target_problems(facts)
         checks.append(
             CheckResult(
                 TARGET_READY,
@@ -165,7 +173,7 @@ class Move(EditKind):
         edit, rest = attempt.edit, attempt.rest
         entries = patch_entries(edit)
         try:
-            problem = moves.compare_offsets(entries, rest.offsets(edit.connector))
+            problem = rules.compare_offsets(entries, rest.offsets(edit.connector))
         except Exception as exc:
             return _roll_back(attempt, _failure(edit, exc), patched=True)
         if problem is not None:
@@ -206,7 +214,7 @@ class Move(EditKind):
                 )
                 details = {"reconciled": f"{target} has no connector {edit.connector}."}
             else:
-                problem = moves.compare_offsets(patch_entries(edit), rest.offsets(edit.connector))
+                problem = rules.compare_offsets(patch_entries(edit), rest.offsets(edit.connector))
                 state = State.APPLIED if problem is None else State.FAILED
                 why = (
                     ""
@@ -214,7 +222,7 @@ class Move(EditKind):
                     else f"{error} {problem} Check {edit.connector} on {target}."
                 )
                 details = {"reconciled": problem or f"{target} holds the move's offsets."}
-        except (ConnectRestError, moves.MoveRuleError) as exc:
+        except (ConnectRestError, rules.MoveRuleError) as exc:
             text = exc.message if isinstance(exc, ConnectRestError) else str(exc)
             raise KafkaUnavailable(f"The worker of {target} could not be read: {text}") from exc
         if state == State.APPLIED:
@@ -253,13 +261,13 @@ class Move(EditKind):
         }
 
 
-KIND = Move()
+KIND = MoveKind()
 
 
 def _rows(connector: str, side, target: Cluster, config: dict) -> list[OffsetEditChange]:
     """One row per partition: before = what the target holds now, after = the source's offset."""
     if side.context.is_source:
-        there = move_reads.target_source_offsets(target=target, connector=connector, config=config)
+        there = reads.target_source_offsets(target=target, connector=connector, config=config)
         rows = []
         for key, record in sorted(side.records.items()):
             before = there.get(record.partition_identity)
@@ -275,9 +283,7 @@ def _rows(connector: str, side, target: Cluster, config: dict) -> list[OffsetEdi
                 )
             )
         return rows
-    _, committed = move_reads.target_group_offsets(
-        target=target, connector=connector, config=config
-    )
+    _, committed = reads.target_group_offsets(target=target, connector=connector, config=config)
     return [
         drafts.sink_row(
             topic=topic,
@@ -291,7 +297,7 @@ def _rows(connector: str, side, target: Cluster, config: dict) -> list[OffsetEdi
 
 
 def _warnings(cluster: Cluster, target: Cluster, context) -> list[str]:
-    return moves.move_warnings(
+    return rules.move_warnings(
         source=cluster.name,
         target=target.name,
         is_source=context.is_source,
@@ -316,10 +322,10 @@ def patch_entries(edit: OffsetEdit, *, restore: bool = False) -> list[dict]:
     for change in edit.changes.all():
         value = change.before if restore else change.after
         if edit.is_source:
-            entries.append(moves.source_entry(change.partition, value))
+            entries.append(rules.source_entry(change.partition, value))
         else:
             offset = None if value is None else int(value["kafka_offset"])
-            entries.append(moves.sink_entry(change.topic, change.kafka_partition, offset))
+            entries.append(rules.sink_entry(change.topic, change.kafka_partition, offset))
     return entries
 
 
@@ -365,7 +371,7 @@ def _failure(edit: OffsetEdit, exc: Exception) -> str:
     """Why writing or reading back the offsets failed, as the rollback's message says it."""
     if isinstance(exc, ConnectRestError):
         return f"Writing the offsets failed: {exc.message}"
-    if isinstance(exc, moves.MoveRuleError):
+    if isinstance(exc, rules.MoveRuleError):
         return f"Writing the offsets failed: {exc}"
     # Whatever broke, the connector exists on the target now: never leave it half moved.
     logger.error("Move %s failed after the create", edit.pk, exc_info=exc)
@@ -386,7 +392,7 @@ def _wait_until_stopped(rest: ConnectRest, connector: str) -> None:
         if status is not None:
             seen = f"{status.state} with {len(status.tasks)} task(s)"
         time.sleep(POLL_SECONDS)
-    raise moves.MoveRuleError(
+    raise rules.MoveRuleError(
         f"The connector created on the target is not STOPPED after {SETTLE_SECONDS:.0f} s ({seen})."
     )
 

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from offsets import sink_stores
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult, Observed
 from offsets.edits import drafts
+from offsets.edits.audit import fail, finish
 from offsets.edits.errors import EditInputError, NothingToChange
 from offsets.edits.kinds.base import Attempt, EditKind
-from offsets.edits.live import LiveReader, read_connector
-from offsets.edits.outcome import fail, finish, sink_offset, sink_values
-from offsets.edits.preview import STORE_STRATEGIES, StageRequest
-from offsets.edits.sink_preview import preview_sink
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import CheckResult, Observed
+from offsets.edits.kinds.offset_changes.request import STORE_STRATEGIES, StageRequest
+from offsets.edits.kinds.offset_changes.sink_diff import preview_sink
+from offsets.edits.live import LiveReader, read_connector, sink_offset, sink_values
 from offsets.kafka import groups
 from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit, SinkOffsetsStore
@@ -41,16 +41,26 @@ STRATEGY = OffsetEdit.Strategy.STORE_OFFSET
 NOTES_QUOTED = 10
 
 
-class SinkStoreOffsets(EditKind):
+@dataclass(frozen=True)
+class StoreChange:
+    """Set a sink's offsets in its own store with a sink strategy (`request`: one of
+    STORE_STRATEGIES and its values)."""
+
+    request: StageRequest
+
+
+class SinkStoreKind(EditKind):
     name = "sink-store"
     strategies = (STRATEGY,)
+    inputs = (StoreChange,)
 
     def stage(
-        self, *, cluster: Cluster, connector: str, user, comment: str = "", request: StageRequest
+        self, *, cluster: Cluster, connector: str, user, change: StoreChange, comment: str = ""
     ) -> OffsetEdit:
-        """Stage the sink strategy `request` names against the offsets its store holds now
+        """Stage the sink strategy the request names against the offsets its store holds now
         and each partition's log (clamped and warned like a Connect-group sink)."""
         drafts.require_editor(user, cluster, connector)
+        request = change.request
         _check_strategy(request.strategy)
         store = _setting(cluster, connector)
         reader = LiveReader(cluster)
@@ -84,8 +94,8 @@ class SinkStoreOffsets(EditKind):
         )
         return drafts.save(draft, user=user, comment=comment)
 
-    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
-        return {"request": store_request(edit.parameters)}
+    def restage_change(self, edit: OffsetEdit) -> StoreChange:
+        return StoreChange(store_request(edit.parameters))
 
     def unreadable(self, attempt: Attempt, exc: Exception) -> str | None:
         if isinstance(exc, StoreUnreadable):
@@ -97,7 +107,7 @@ class SinkStoreOffsets(EditKind):
         its own cluster, nothing moved in the store since staging."""
         store = stored_setting(edit)
         context = read_connector(cluster=edit.cluster, connector=edit.connector)
-        checks = [context.stopped_check()]
+        checks = [edit_rules.check_stopped(context)]
         if store.kind == REMOTE_GROUP:
             group = groups.describe_group(
                 store.kafka, store.group_id, timeout=settings.KAFKA_READ_TIMEOUT
@@ -165,7 +175,7 @@ class SinkStoreOffsets(EditKind):
         }
 
 
-KIND = SinkStoreOffsets()
+KIND = SinkStoreKind()
 
 
 @dataclass(frozen=True)

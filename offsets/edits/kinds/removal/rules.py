@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from offsets.formats.edit_rules import Observed
+from offsets.domain.edits import Observed
 from offsets.formats.offset_records import SourceOffsetRecord
 
 # One source partition in one offsets topic: (topic, exact key bytes).

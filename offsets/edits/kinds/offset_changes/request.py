@@ -1,13 +1,14 @@
-"""What an edit asks for (StageRequest) and the diff it makes before it is saved (Preview)."""
+"""What an offset change asks for: its typed inputs (OffsetChange, CommitBack), the strategy
+and values (StageRequest), and the diff it makes before it is saved (Preview)."""
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from offsets.domain import edits as edit_rules
 from offsets.domain.connectors import Connector
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import SinkChange, SourceChange
+from offsets.domain.edits import SinkChange, SourceChange
 from offsets.formats.offsets_json import PartitionOffset
-from offsets.models import ChangeCounts
+from offsets.models import ChangeCounts, OffsetEdit
 
 SOURCE_STRATEGIES = ("set", "add", "delete", "restore")
 SINK_STRATEGIES = (*edit_rules.SINK_STRATEGIES, "delete-offsets")
@@ -79,6 +80,21 @@ class StageRequest:
             else tuple((t, int(p)) for t, p in (item.rsplit("-", 1) for item in partitions)),
             entries=entries,
         )
+
+
+@dataclass(frozen=True)
+class OffsetChange:
+    """Change a connector's offsets as `request` says (its strategy and values)."""
+
+    request: StageRequest
+
+
+@dataclass(frozen=True)
+class CommitBack:
+    """Commit back what `lost_by`, a failed partial sink delete, lost: the offsets it stored
+    (`sink_keep`) before deleting the group."""
+
+    lost_by: OffsetEdit
 
 
 @dataclass

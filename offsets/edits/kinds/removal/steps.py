@@ -1,7 +1,7 @@
 """What a removal reads and does on the cluster: its plan read live, the worker's answers,
 the reset, the tombstones, the group delete, the connector delete, and what is left.
 
-`kinds.removal` runs these in order (stop, lock check, reset, tombstones, delete, read back);
+`kind` runs these in order (stop, lock check, reset, tombstones, delete, read back);
 each step is recorded in `Steps`, so a failure midway says what was done before it.
 """
 
@@ -13,11 +13,11 @@ from django.conf import settings
 
 from offsets.domain.connectors import Connector
 from offsets.domain.masking import mask_text
-from offsets.edits import route
+from offsets.edits.kinds.offset_changes.writes import worker_may_hang
+from offsets.edits.kinds.removal import rules
+from offsets.edits.kinds.removal.rules import Steps
 from offsets.edits.live import LiveReader
-from offsets.formats import removal_rules
 from offsets.formats.offset_records import SourceOffsetRecord
-from offsets.formats.removal_rules import Steps
 from offsets.kafka import groups, offsets_writer
 from offsets.kafka.connect_rest import ConnectorUnknown, ConnectRest, ConnectRestError, WorkerInfo
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
@@ -36,7 +36,7 @@ class RemovalPlan:
 
     context: Connector
     topics: list[str]
-    source: dict[removal_rules.TopicKey, SourceOffsetRecord] = field(default_factory=dict)
+    source: dict[rules.TopicKey, SourceOffsetRecord] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
@@ -68,7 +68,7 @@ def read_plan(cluster: Cluster, context: Connector, reader: LiveReader) -> Remov
     if not context.is_source:
         return RemovalPlan(context, [], committed=reader.committed(context.group_id))
     topics = offsets_topics(cluster, context)
-    keys = removal_rules.connector_keys(read_latest(reader, topics), context.name)
+    keys = rules.connector_keys(read_latest(reader, topics), context.name)
     return RemovalPlan(context, topics, source=keys)
 
 
@@ -107,25 +107,19 @@ def connector_exists(rest: ConnectRest, name: str, *, wait: float = 0.0) -> bool
 
 def read_latest(reader: LiveReader, topics: list[str]) -> dict[str, dict]:
     """Each offsets topic's live records (a topic that does not exist holds nothing)."""
-    latest = {}
-    for topic in topics:
-        try:
-            latest[topic] = reader.latest(topic).offsets
-        except TopicNotFound:
-            latest[topic] = {}
-    return latest
+    return {topic: reader.offsets_if_any(topic) for topic in topics}
 
 
-def live_values(edit: OffsetEdit, reader: LiveReader) -> dict[removal_rules.TopicKey, bytes]:
+def live_values(edit: OffsetEdit, reader: LiveReader) -> dict[rules.TopicKey, bytes]:
     """Every live key of the edit's connector in the topics it was staged over, with its value."""
     latest = read_latest(reader, edit.parameters.get("topics", []))
-    keys = removal_rules.connector_keys(latest, edit.connector)
+    keys = rules.connector_keys(latest, edit.connector)
     return {key: record.value_bytes for key, record in keys.items()}
 
 
 def reset(edit: OffsetEdit, rest: ConnectRest, info: WorkerInfo, steps: Steps) -> str:
     """Reset the offsets through the worker when it can (KIP-875); return how they went."""
-    if route.worker_may_hang(edit, resets=True):
+    if worker_may_hang(edit, resets=True):
         # The tombstones below reach both topics instead.
         steps.add(
             "reset-skipped",
@@ -224,4 +218,4 @@ def left(edit: OffsetEdit, rest: ConnectRest | None) -> list[str]:
     keys = list(live_values(edit, reader)) if edit.is_source else []
     group = reader.committed(edit.group_id) if edit.group_id else {}
     exists = rest is not None and connector_exists(rest, edit.connector, wait=GONE_WAIT_SECONDS)
-    return removal_rules.leftovers(keys, edit.group_id, group, exists)
+    return rules.leftovers(keys, edit.group_id, group, exists)

@@ -2,44 +2,48 @@
 to Kafka (the strategies set, add, delete, restore, the sink ones, and import).
 
 Staging computes the diff against the offsets read live (`preview_edit`); the lock check
-compares them again; the write goes the way `route` chooses; the verification and the
-reconciliation read the offsets back and judge them with `edit_rules` (`outcome.settle_live`).
+compares them again; the write goes the way `writes.choose_route` chooses; the verification
+and the reconciliation read the offsets back and judge them with `edit_rules`
+(`live.settle_live`).
 """
 
 import logging
-from collections.abc import Sequence
 
 from django.db import transaction
 from django.utils import timezone
 
-from offsets import faults, sink_stores
-from offsets.domain.connectors import Connector
-from offsets.edits import audit, drafts, route
+from offsets import faults
+from offsets.domain import edits as edit_rules
+from offsets.domain.edits import CheckResult, Observed
+from offsets.edits import audit, drafts
+from offsets.edits.audit import fail, finish, release
 from offsets.edits.errors import (
     ConnectorNotFound,
-    EditInputError,
     EditStateConflict,
-    NothingToChange,
     SinkWriteIncomplete,
 )
-from offsets.edits.kinds.base import Attempt, EditKind, fence, group_inactive_check
-from offsets.edits.live import LiveReader, read_connector, source_view
-from offsets.edits.outcome import (
-    fail,
-    finish,
-    partial,
-    release,
+from offsets.edits.kinds.base import Attempt, EditKind
+from offsets.edits.kinds.offset_changes import writes
+from offsets.edits.kinds.offset_changes.diff import draft, preview_edit, staged_request
+from offsets.edits.kinds.offset_changes.request import (
+    SINK_STRATEGIES,
+    SOURCE_STRATEGIES,
+    CommitBack,
+    OffsetChange,
+    StageRequest,
+)
+from offsets.edits.kinds.offset_changes.writes import write_sink, write_source
+from offsets.edits.live import (
+    LiveReader,
+    fence,
+    group_inactive_check,
+    read_connector,
     settle_live,
     settle_sink_group,
     sink_values,
     source_values,
+    source_view,
 )
-from offsets.edits.preview import SINK_STRATEGIES, SOURCE_STRATEGIES, Preview, StageRequest
-from offsets.edits.sink_preview import preview_sink
-from offsets.edits.source_preview import preview_source
-from offsets.edits.writes import write_sink, write_source
-from offsets.formats import edit_rules
-from offsets.formats.edit_rules import CheckResult, Observed
 from offsets.formats.offsets_json import PartitionOffset
 from offsets.kafka import offsets_writer
 from offsets.kafka.connect_rest import (
@@ -57,12 +61,10 @@ logger = logging.getLogger(__name__)
 
 State = OffsetEdit.State
 Action = AuditEvent.Action
-# How many per-partition notes a message quotes: a connector may have tens of thousands.
-NOTES_QUOTED = 10
 # Answers that mean the worker wrote nothing: refused (400, 404, 409 rebalance), other
 # credentials needed, another server at that URL, or never asked.
 WORKER_REFUSALS = (
-    route.NothingSent,
+    writes.NothingSent,
     ConnectBadRequest,
     ConnectorUnknown,
     ConnectRebalancing,
@@ -79,29 +81,33 @@ INTERRUPTED = {
 }
 
 
-class OffsetChanges(EditKind):
+class OffsetChangesKind(EditKind):
     name = "offsets"
     strategies = (*SOURCE_STRATEGIES, *SINK_STRATEGIES, OffsetEdit.Strategy.IMPORT)
+    inputs = (OffsetChange, CommitBack)
 
     # --- Stage ----------------------------------------------------------------------------------
 
     def stage(
-        self, *, cluster: Cluster, connector: str, user, comment: str = "", request: StageRequest
+        self,
+        *,
+        cluster: Cluster,
+        connector: str,
+        user,
+        change: OffsetChange | CommitBack,
+        comment: str = "",
     ) -> OffsetEdit:
         """Stage an edit as a draft with its diff and the before values read now."""
         drafts.require_editor(user, cluster, connector)
-        preview = preview_edit(cluster=cluster, connector=connector, request=request)
+        if isinstance(change, CommitBack):
+            comment = comment or _commit_back_comment(change.lost_by)
+            change = OffsetChange(commit_back_request(change.lost_by))
+        preview = preview_edit(cluster=cluster, connector=connector, request=change.request)
         return drafts.save(draft(preview, cluster), user=user, comment=comment)
 
-    def restage_inputs(self, edit: OffsetEdit) -> dict | None:
+    def restage_change(self, edit: OffsetEdit) -> OffsetChange:
         """The request rebuilt from the stored inputs (an import's from its rows' targets)."""
-        entries = None
-        if edit.strategy == OffsetEdit.Strategy.IMPORT:
-            entries = tuple(
-                PartitionOffset(partition=change.partition, offset=change.after)
-                for change in edit.changes.all()
-            )
-        return {"request": StageRequest.from_parameters(edit.strategy, edit.parameters, entries)}
+        return OffsetChange(staged_request(edit, edit.strategy))
 
     # --- Lock check, write, verify --------------------------------------------------------------
 
@@ -109,7 +115,7 @@ class OffsetChanges(EditKind):
         """Connector stopped, (sinks) group without members, nothing moved since staging."""
         reader = LiveReader(edit.cluster)
         context = read_connector(cluster=edit.cluster, connector=edit.connector, reader=reader)
-        checks = [context.stopped_check()]
+        checks = [edit_rules.check_stopped(context)]
         changes = list(edit.changes.all())
         if edit.is_source:
             values = source_values(changes, source_view(context=context, reader=reader))
@@ -121,9 +127,9 @@ class OffsetChanges(EditKind):
         return checks
 
     def write(self, attempt: Attempt) -> dict | None:
-        """Write through the worker or straight to Kafka, the way `route` chooses now."""
+        """Write through the worker or straight to Kafka, as `writes.choose_route` chooses now."""
         edit = attempt.edit
-        chosen = route.choose_route(edit)
+        chosen = writes.choose_route(edit)
         if chosen.refusal:
             message = f"The Connect worker: {chosen.refusal}"
             release(edit, attempt.user, attempt.checks, message, _route(chosen))
@@ -135,12 +141,12 @@ class OffsetChanges(EditKind):
             return self._through_worker(attempt, chosen)
         return self._through_topic(attempt, chosen)
 
-    def _through_worker(self, attempt: Attempt, chosen: route.Route) -> dict | None:
+    def _through_worker(self, attempt: Attempt, chosen: writes.Route) -> dict | None:
         """PATCH (or DELETE) through the worker, then check its GET answer shows the edit."""
         edit, user, checks = attempt.edit, attempt.user, attempt.checks
         faults.pause_point("apply-before-commit")
         try:
-            written = {**_route(chosen), **route.write_through_worker(edit, chosen)}
+            written = {**_route(chosen), **writes.write_through_worker(edit, chosen)}
         except WORKER_REFUSALS as exc:
             message = f"The Connect worker refused the offsets, nothing was written: {exc.message}"
             release(edit, user, checks, message, {**_route(chosen), "worker_status": exc.status})
@@ -152,7 +158,7 @@ class OffsetChanges(EditKind):
             return self._in_doubt(attempt, f"The Connect worker: {message}.")
         faults.pause_point("apply-after-commit")
         try:
-            wrong = route.worker_shows(edit, chosen)
+            wrong = writes.worker_shows(edit, chosen)
         except ConnectRestError as exc:
             written["worker_verify_error"] = exc.message
         else:
@@ -163,7 +169,7 @@ class OffsetChanges(EditKind):
             written["worker_verified"] = True
         return written
 
-    def _through_topic(self, attempt: Attempt, chosen: route.Route) -> dict | None:
+    def _through_topic(self, attempt: Attempt, chosen: writes.Route) -> dict | None:
         """Write the offsets topic (or the group) directly, in one transaction."""
         edit, user, checks = attempt.edit, attempt.user, attempt.checks
 
@@ -287,173 +293,53 @@ class OffsetChanges(EditKind):
             edit, state, Action.RECONCILED, user, comment=comment, error=why, extra=details
         )
 
-    def route_ahead(self, edit: OffsetEdit) -> route.Route | None:
+    def route_ahead(self, edit: OffsetEdit) -> writes.Route | None:
         """How an open edit would be written if applied now (the worker is asked its version)."""
-        return route.choose_route(edit) if edit.is_open else None
+        return writes.choose_route(edit) if edit.is_open else None
 
 
-KIND = OffsetChanges()
+KIND = OffsetChangesKind()
 
 
-def _route(chosen: route.Route) -> dict:
+def _route(chosen: writes.Route) -> dict:
     return {"applied_via": chosen.via, "route": chosen.reason}
 
 
-# --- The diff, and what staging it again takes ----------------------------------------------------
+def partial(restore: dict[tuple[str, int], int]) -> dict:
+    """Return the audit details of a group left partly committed, with what to restore."""
+    return {"committed": "partial", "restore": edit_rules.restore_details(restore)}
 
 
-def preview_edit(
-    *,
-    cluster: Cluster,
-    connector: str,
-    request: StageRequest,
-    reader: LiveReader | None = None,
-    context: Connector | None = None,
-) -> Preview:
-    """Compute an edit's diff against the live topics without saving anything."""
-    reader = reader or LiveReader(cluster)
-    context = context or read_connector(cluster=cluster, connector=connector, reader=reader)
-    strategies = SOURCE_STRATEGIES if context.is_source else SINK_STRATEGIES
-    if request.strategy not in (*strategies, "import"):
-        raise EditInputError(
-            f"{request.strategy!r} is not a strategy for a {context.type} connector; use one "
-            f"of {', '.join(strategies)}.",
-            field="strategy",
-        )
-    if context.is_source:
-        preview = preview_source(context=context, request=request, reader=reader)
-    else:
-        preview = preview_sink(context=context, request=request, reader=reader)
-    preview.warnings = [
-        *_context_warnings(context),
-        *_store_warnings(cluster, context),
-        *preview.warnings,
-    ]
-    if not preview.change_count:
-        reason = _quote_notes(preview.unchanged) or "every partition already has that offset"
-        raise NothingToChange(f"Nothing to change: {reason}.", field=_main_field(request))
-    return preview
-
-
-def draft(preview: Preview, cluster: Cluster) -> drafts.Draft:
-    """The draft a preview saves as: one row per touched partition."""
-    context = preview.context
-    rows = [
-        drafts.source_row(
-            partition=change.partition,
-            key=change.key_bytes,
-            before=change.before,
-            before_bytes=change.before_bytes,
-            after=change.after,
-            after_bytes=change.after_bytes,
-            is_new=change.is_new,
-            is_delete=change.is_delete,
-            warnings=change.warnings,
-        )
-        for change in preview.source_changes
-    ]
-    rows += drafts.sink_change_rows(preview.sink_changes)
-    return drafts.Draft(
-        cluster=cluster,
-        connector=context.name,
-        connector_type=context.type,
-        strategy=preview.strategy,
-        parameters=preview.parameters,
-        warnings=preview.warnings,
-        rows=rows,
-        primary_topic=context.primary_topic,
-        mirror_topic=context.worker_topic if context.own_topic else "",
-        group_id=context.group_id,
-    )
-
-
-def can_stage_restore(edit: OffsetEdit) -> bool:
-    """Whether `stage_restore` applies: a failed sink edit that stored what its group must hold."""
+def can_commit_back(edit: OffsetEdit) -> bool:
+    """Whether `CommitBack` applies: a failed sink edit that stored what its group must hold."""
     return edit.state == OffsetEdit.State.FAILED and not edit.is_source and bool(edit.sink_keep)
 
 
-def stage_restore(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
-    """Stage, as a new draft edit, committing back what a failed partial sink delete lost.
+def commit_back_request(lost_by: OffsetEdit) -> StageRequest:
+    """The import of what a failed partial sink delete lost.
 
     Such an edit deleted the whole group, then failed (or was killed) before committing the
     other partitions back; `sink_keep` holds what the group must hold, stored before the
-    delete. The new edit imports exactly that: its diff against the group as it is now shows
-    only what is missing or different (NothingToChange if nothing is), and it goes through
-    approval and the lock check like any other edit. Returns the new edit.
+    delete. Imported, its diff against the group as it is now shows only what is missing or
+    different (NothingToChange if nothing is), and it goes through approval and the lock
+    check like any other edit.
     """
-    drafts.require_editor(user, edit.cluster, edit.connector)
-    if not can_stage_restore(edit):
+    if not can_commit_back(lost_by):
         raise EditStateConflict(
-            f"Edit #{edit.pk} is not a failed sink edit with offsets to commit back."
+            f"Edit #{lost_by.pk} is not a failed sink edit with offsets to commit back."
         )
     entries = tuple(
         PartitionOffset(
             partition={"kafka_topic": topic, "kafka_partition": partition},
             offset={"kafka_offset": offset},
         )
-        for topic, partition, offset in edit.sink_keep
+        for topic, partition, offset in lost_by.sink_keep
     )
-    return KIND.stage(
-        cluster=edit.cluster,
-        connector=edit.connector,
-        user=user,
-        request=StageRequest(strategy="import", entries=entries),
-        comment=comment
-        or f"Commits back what edit #{edit.pk} lost: the group's offsets it stored before "
-        "deleting the group.",
+    return StageRequest(strategy="import", entries=entries)
+
+
+def _commit_back_comment(lost_by: OffsetEdit) -> str:
+    return (
+        f"Commits back what edit #{lost_by.pk} lost: the group's offsets it stored before "
+        "deleting the group."
     )
-
-
-def _quote_notes(notes: Sequence[str]) -> str:
-    """Join the first notes, counting the rest: one per partition can be tens of thousands."""
-    quoted = "; ".join(notes[:NOTES_QUOTED])
-    rest = len(notes) - NOTES_QUOTED
-    return f"{quoted}; and {rest:,} more" if rest > 0 else quoted
-
-
-def _main_field(request: StageRequest) -> str:
-    return {
-        "set": "offset",
-        "add": "partition",
-        "delete": "partition",
-        "restore": "at",
-        "import": "document",
-    }.get(request.strategy, "partitions")
-
-
-def _store_warnings(cluster: Cluster, context: Connector) -> list[str]:
-    """A sink whose offsets an admin placed outside Connect's group does not resume from it."""
-    row = None if context.is_source else sink_stores.store_of(cluster, context.name)
-    if row is None or row.kind == row.Kind.CONNECT_GROUP:
-        return []
-    return [
-        f"This sink's offsets are read from {sink_stores.setting_of(row).where()}, not from "
-        f"its group {context.group_id}: changing the group does not move it. Set them in its "
-        "store instead (store-offset)."
-    ]
-
-
-def _context_warnings(context: Connector) -> list[str]:
-    warnings = []
-    if context.deleted:
-        warnings.append(
-            "The connector is deleted: its offsets remain and are used again if a connector "
-            "with this name is created."
-        )
-    elif context.target_state != "STOPPED":
-        warnings.append(
-            f"The connector's target state is {context.target_state}: stop it before applying "
-            "(the lock check refuses otherwise; PAUSED is not enough)."
-        )
-    if context.own_topic:
-        warnings.append(
-            f"The connector uses its own offsets topic {context.primary_topic} (KIP-618): the "
-            f"edit is written there and mirrored to the worker topic {context.worker_topic} in "
-            "the same transaction."
-        )
-    if context.mirrormaker2:
-        warnings.append(
-            "MirrorMaker 2: these offsets only say where replication resumes on the source "
-            "cluster; offset syncs and checkpoints already written are not changed."
-        )
-    return warnings

@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass
 
-from offsets.formats.edit_rules.checks import CheckResult
-from offsets.formats.edit_rules.inputs import EditRuleError
+from offsets.domain.edits.checks import CheckResult
+from offsets.domain.edits.inputs import EditRuleError
 
 SINK_STRATEGIES = ("earliest", "latest", "offset", "shift", "datetime", "duration", "copy-group")
 

@@ -7,9 +7,9 @@ Source partitions are identified the way the Java runtime does: by their exact k
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from offsets.domain.edits.checks import show_offset
+from offsets.domain.edits.inputs import EditRuleError
 from offsets.formats import jackson
-from offsets.formats.edit_rules.checks import show_offset
-from offsets.formats.edit_rules.inputs import EditRuleError
 from offsets.formats.jackson import JsonValue
 from offsets.formats.offset_records import (
     SourceOffsetRecord,

@@ -1,0 +1,1 @@
+"""An offline edit of a stopped standalone worker's offsets file: `kind`, its steps."""

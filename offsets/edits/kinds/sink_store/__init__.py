@@ -1,0 +1,1 @@
+"""Offsets set in a sink's own store (store-offset): `kind`, its steps."""
