@@ -2,8 +2,12 @@
 
 The product is offsets/ and dashboard/, migrations left out (Django writes them). The modules
 are read with `ast`, never imported. A function's length runs from its `def` line to its last
-line: its decorators do not count, its docstring does. A declarative table (a function that
-is one long literal, read as data) may pass through ALLOWED_LONG_FUNCTIONS, which says why.
+line: its decorators do not count, its docstring does.
+
+The limits find smells; they do not shape the code. A function that reads better as one (a
+table, a template of steps, a page's flow from top to bottom) may pass through
+ALLOWED_LONG_FUNCTIONS, which says why; a helper that exists only to keep a function under 50
+lines is folded back instead.
 """
 
 import ast
@@ -17,9 +21,16 @@ PRODUCT = ("offsets", "dashboard")
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 50
 
-# "path:qualified name" -> why it may be long. Only declarative tables belong here; each entry
-# must still name a function over the limit, so the list cannot outlive the code.
-ALLOWED_LONG_FUNCTIONS: dict[str, str] = {}
+# "path:qualified name" -> why it may be long. Each entry must still name a function over the
+# limit, so the list cannot outlive the code.
+ALLOWED_LONG_FUNCTIONS: dict[str, str] = {
+    "dashboard/pages/edits/views.py:connector_edits": (
+        "one page's flow, top to bottom: the live offsets the form edits (or 404, or the "
+        "Kafka error's page), the forms they allow, the htmx partial, the POST, the page. Its "
+        "first steps were a helper returning `current, (form_class, strategies, store)` only "
+        "to keep it under 50 lines."
+    ),
+}
 
 
 @dataclass(frozen=True)

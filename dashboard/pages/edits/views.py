@@ -133,11 +133,27 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         _require_editor(request, cluster, connector)
     listing = OffsetsPageForm(request.GET)
     shown = listing.cleaned_data if listing.is_valid() else {"q": "", "page": 1}
+    # The table shows the offsets the form edits: a sink's own store's, unless its Connect
+    # group is to be edited.
+    into_group = (request.POST if request.method == "POST" else request.GET).get("into") == "group"
     try:
-        current, (form_class, strategies, store) = _read_offsets(request, cluster, connector, shown)
+        own_store = editable_store(cluster, connector)
+        from_store = own_store is not None and own_store.offsets is not None and not into_group
+        current = current_offsets(
+            cluster=cluster,
+            connector=connector,
+            query=shown["q"],
+            page=shown["page"],
+            per_page=OFFSETS_PER_PAGE,
+            sink_committed=own_store.offsets if from_store else None,
+        )
+    except ConnectorNotFound as exc:
+        raise Http404(exc.message) from exc
     except KafkaError as exc:
         return _page(request, cluster, connector, error=str(exc), status=exc.http_status)
     context = current.context
+    form_class, strategies, store = _stage_forms(context, own_store, into_group)
+    store["offsets_from"] = own_store.words if from_store and not context.is_source else ""
     strategy = _strategy(request, strategies)
     if request.method == "GET" and htmx_target(request) == "current-offsets":
         partial = {"context": context, "current": current, "q": shown["q"], "strategy": strategy}
@@ -167,28 +183,6 @@ def connector_edits(request: HttpRequest, cluster_name: str, connector: str) -> 
         **store,
         **_stop_first(request, cluster, connector, context),
     )
-
-
-def _read_offsets(request: HttpRequest, cluster: Cluster, connector: str, shown: dict) -> tuple:
-    """The page of live offsets, and the stage forms (`_stage_forms`). The table shows the
-    offsets the form edits: a sink's own store's, unless its Connect group is to be edited."""
-    own_store = editable_store(cluster, connector)
-    into_group = (request.POST if request.method == "POST" else request.GET).get("into") == "group"
-    from_store = own_store is not None and own_store.offsets is not None and not into_group
-    try:
-        current = current_offsets(
-            cluster=cluster,
-            connector=connector,
-            query=shown["q"],
-            page=shown["page"],
-            per_page=OFFSETS_PER_PAGE,
-            sink_committed=own_store.offsets if from_store else None,
-        )
-    except ConnectorNotFound as exc:
-        raise Http404(exc.message) from exc
-    form_class, strategies, store = _stage_forms(current.context, own_store, into_group)
-    store["offsets_from"] = own_store.words if from_store and not current.context.is_source else ""
-    return current, (form_class, strategies, store)
 
 
 def _stage_forms(context, store, into_group: bool) -> tuple:
