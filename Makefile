@@ -44,7 +44,7 @@ BENCH_ARGS ?=
 # environment that turns that off (PYTHONDONTWRITEBYTECODE) is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-scheduler-fleet bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres helm bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-scheduler-fleet bench-masking bench-scale lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -81,6 +81,27 @@ kafka-plugins: $(DEBEZIUM_STAMP) ## Fetch the Connect plugins some tests load wi
 
 # The session's test worker loads the plugin folder (the Debezium test runs on it).
 test test-postgres test-image: kafka-plugins
+
+# Helm, for the chart in deploy/helm/ and its test (tests/deploy/test_helm_chart.py): built from
+# its Go module (no release download needed), once per version; var/bin/helm points at it.
+HELM_VERSION := v3.22.0
+HELM_BUILT := var/bin/helm-$(HELM_VERSION)
+GO ?= $(or $(shell command -v go),/usr/local/go/bin/go)
+
+$(HELM_BUILT):
+	@test -x "$(GO)" || { echo "Go 1.26 or later is needed to build helm (https://go.dev/dl, or GO=/path/to/go)"; exit 1; }
+	@echo "Building helm $(HELM_VERSION) from its Go module into var/bin (a few minutes the first time)..."
+	rm -rf var/helm-build
+	GOBIN=$(CURDIR)/var/helm-build $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	@mkdir -p var/bin
+	mv var/helm-build/helm $@
+	rm -rf var/helm-build
+
+helm: $(HELM_BUILT) ## Build helm into var/bin when missing (the chart's test runs it)
+	@ln -sfn $(notdir $(HELM_BUILT)) var/bin/helm
+
+# The chart's test runs helm: a no-op once it is built.
+test test-fast: helm
 
 system-deps: ## Install Debian packages the tests need (chromium, postgresql, nodejs) when missing
 	@command -v chromium >/dev/null || { \
