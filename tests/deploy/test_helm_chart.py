@@ -293,9 +293,7 @@ def test_no_secret_value_leaves_a_secret_object(planted):
         copy = "-migrate" if name.endswith("-migrate") else ""
         assert secret_refs == {f"offsets-dashboard{copy}-env"}, name
     web_volumes = {v["name"]: v for v in specs["offsets-dashboard-web"]["volumes"]}
-    assert web_volumes["kafka-client"]["secret"]["secretName"] == (
-        "offsets-dashboard-kafka-client"
-    )
+    assert web_volumes["kafka-client"]["secret"]["secretName"] == "offsets-dashboard-kafka-client"
 
 
 @pytest.mark.parametrize("rendered", ["defaults", "example"])
