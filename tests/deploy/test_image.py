@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -332,6 +333,31 @@ def _running_run(stack) -> tuple:
     except AssertionError as timed_out:
         scheduler = podman("logs", "--tail", "30", stack.names["scheduler"], check=False)
         raise AssertionError(f"{timed_out}\nThe scheduler's log:\n{scheduler.stderr}") from None
+
+
+def test_postgres_stops_with_a_fast_shutdown_and_starts_again_without_recovery(stack):
+    name = stack.names["postgres"]
+    # A client that never leaves, as the web and scheduler processes keep theirs.
+    client = psycopg.connect(stack.database_url.replace("postgres://", "postgresql://"))
+    client.execute("SELECT 1")
+    stopping = datetime.now(UTC).isoformat()
+    started = time.monotonic()
+    try:
+        podman("stop", name, timeout=60)  # the container's grace period: podman's 10 s
+        stopped_in = time.monotonic() - started
+        exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        stop_log = stack.logs("postgres", since=stopping)
+    finally:
+        client.close()
+        podman("start", name)
+        stack.wait_for_postgres()
+    assert exit_code == "0", stop_log
+    assert stopped_in < 5, stop_log
+    assert "received fast shutdown request" in stop_log
+    start_log = stack.logs("postgres", since=stopping)
+    assert "database system was shut down at" in start_log, start_log
+    for crashed in ("was interrupted", "not properly shut down", "automatic recovery"):
+        assert crashed not in start_log
 
 
 def test_sigterm_ends_the_scheduler_within_ten_seconds_and_marks_its_refresh(stack):
