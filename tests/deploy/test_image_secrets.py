@@ -26,7 +26,7 @@ PLANTED = (
     ".env",
     "offsets/secret.key",
     "dashboard/api-token.txt",
-    "static/tls/server.pem",
+    "static/server.pem",
     "templates/credentials.json",
 )
 CHUNK = 1 << 20
