@@ -363,9 +363,11 @@ def test_postgres_stops_with_a_fast_shutdown_and_starts_again_without_recovery(s
 def test_sigterm_ends_the_scheduler_within_ten_seconds_and_marks_its_refresh(stack):
     run_id = _running_run(stack)[0]
     started = time.monotonic()
-    podman("kill", "--signal", "TERM", stack.names["scheduler"])
     try:
-        podman("wait", stack.names["scheduler"], timeout=60)
+        # SIGTERM, then SIGKILL after 15 s (an exit code of 137); `stop`, as an operator's
+        # `podman stop` or compose's, since a container of compose's that exits on a signal
+        # sent with `podman kill` is started again at once (restart: unless-stopped).
+        podman("stop", "--time", "15", stack.names["scheduler"], timeout=60)
         stopped_in = time.monotonic() - started
         exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", stack.names["scheduler"])
         logs = podman("logs", "--tail", "40", stack.names["scheduler"]).stderr
@@ -389,10 +391,18 @@ def _kill_mid_refresh(stack) -> tuple:
     reach the container: a run that ended before the kill did is no killed run, so the kill
     is tried again on the next one.
     """
+    name = stack.names["scheduler"]
     for _ in range(5):
         run = _running_run(stack)
-        podman("kill", "--signal", "KILL", stack.names["scheduler"])
-        podman("wait", stack.names["scheduler"], timeout=60)
+        killed = podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip()
+        podman("kill", "--signal", "KILL", name)
+        # Gone: exited, or already started again by compose's restart policy.
+        wait_until(
+            lambda: podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip(),
+            lambda pid, killed=killed: pid != killed,
+            timeout=60,
+            what="the killed scheduler's process to be gone",
+        )
         if {pk: status for pk, status, *_ in stack.runs()}[run[0]] == "running":
             return run
         podman("start", stack.names["scheduler"])
