@@ -152,14 +152,12 @@ lock: ## Write deploy/requirements.lock: the exact dependencies the image instal
 	rm -rf var/lock-venv
 
 image: ## Build the OCI image with podman (a Debian 13 base made here with debootstrap; prints its size)
-	deploy/build-image
+	. deploy/sandbox.env && deploy/build-image
 
 test: install kafka-runtime system-deps ## Run the whole test suite (unit, integration on the real broker and worker, Spark, browser); AREA=edits runs one area
 	$(BIN)/pytest -m "not container" -n $(TEST_PROCESSES) -ra --durations=25 $(PYTEST_ARGS) $(AREA_PATHS)
 
-test-image: install kafka-runtime ## Build the image, then run migrate, web and scheduler containers against PostgreSQL and the embedded broker and worker
-	deploy/build-image
-	deploy/build-image postgres
+test-image: install kafka-runtime ## The README's deploy steps (deploy/quickstart) in a fresh clone: both images, compose with PostgreSQL, migrate, web and scheduler against the embedded broker and worker
 	$(BIN)/pytest -m container -n 0 -ra $(PYTEST_ARGS) tests/deploy
 
 test-fast: install ## Units and database tests, without broker, worker, Spark or browser: the inner loop; AREA=edits runs one area

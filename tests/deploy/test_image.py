@@ -1,19 +1,20 @@
-"""The image as a company runs it: podman containers of `migrate`, `web` and `scheduler`
-against PostgreSQL (the compose file's image) and the session's broker and worker, all on the
-host's network, with DEBUG off and JSON logs.
+"""The image as a company runs it: the README's deploy steps (deploy/quickstart) in a fresh
+clone, with podman-compose: both images built, compose.env written, PostgreSQL, `migrate`,
+`web` and `scheduler` started, the first admin, an API token and a cluster added, against the
+session's broker and worker, all on the host's network, with DEBUG off and JSON logs.
 
-`make test-image` builds both images first (deploy/build-image, cached) and runs this module;
-CI runs it as a step of its own. The stack is started once for the module; a test that stops
-a part of it (the database, the scheduler) starts it again before it ends.
+`make test-image` runs this module (and the other container tests); CI runs it as a step of
+its own. The deployment is made once for the module and taken down at its end; a test that
+stops a part of it (the database, the scheduler) starts it again before it ends.
 """
 
 import json
-import os
 import re
 import secrets
 import subprocess
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -24,89 +25,112 @@ from devkit import embedded_config
 from devkit.embedded import free_port
 from offsets.refresh.scheduler import STOPPED
 from tests.support.connect_rest import ConnectRest, wait_until
+from tests.support.podman import fresh_clone, podman, sandbox_env
 from tests.support.worker_files import STRING_CONVERTERS
 
-# Only `make test-image` runs these: they need podman and the built image.
+# Only `make test-image` runs these: they need podman and build the images.
 pytestmark = pytest.mark.container
 
-ROOT = Path(__file__).resolve().parents[2]
-IMAGE = os.environ.get("DASHBOARD_IMAGE", "localhost/connect-offsets-dashboard:latest")
-POSTGRES_IMAGE = os.environ.get("POSTGRES_IMAGE", "localhost/connect-offsets-postgres:latest")
-PODMAN_ENV = {**os.environ, "CONTAINERS_CONF": str(ROOT / "deploy" / "containers.conf")}
 RUN = uuid.uuid4().hex[:8]
 CLUSTER = f"ct-{RUN}"
 PERIOD = 5  # the cluster's refresh period, seconds
-# Secrets that must never reach a log line: the worker's REST password, a database password,
-# and a password inside a connector's config (read from Connect's config topic).
+# Secrets that must never reach a log line: the worker's REST password, the database
+# password (compose-env draws it), and a password inside a connector's config (read from
+# Connect's config topic).
 CONNECT_PASSWORD = "Zq7ConnectPw" + secrets.token_hex(4)
-DATABASE_PASSWORD = "Zq7DatabasePw" + secrets.token_hex(4)
 CONFIG_SECRET = "Zq7ConfigPw" + secrets.token_hex(4)
-SECRETS = (CONNECT_PASSWORD, DATABASE_PASSWORD, CONFIG_SECRET)
 UID = "10001"
 
 
-def podman(*args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        ["podman", *args], env=PODMAN_ENV, capture_output=True, text=True, timeout=timeout
-    )
-    if check:
-        assert done.returncode == 0, f"podman {' '.join(args)}: {done.stderr[-2000:]}"
-    return done
-
-
 class Stack:
-    """The containers of one deployment and what the tests need to reach them."""
+    """One deployment made by deploy/quickstart in a clone, and what the tests need of it."""
 
-    def __init__(self, workdir: Path, kafka_runtime) -> None:
+    def __init__(self, clone: Path, kafka_runtime) -> None:
+        self.clone = clone
+        self.project = f"ct-{RUN}"  # compose's project: the containers' and volumes' prefix
         self.pg_port = free_port()
         self.web_port = free_port()
         self.base = f"http://127.0.0.1:{self.web_port}"
-        self.names = {part: f"ct-{part}-{RUN}" for part in ("postgres", "web", "scheduler")}
-        self.volumes = [f"ct-postgres-{RUN}", f"ct-data-{RUN}"]
-        self.database_url = (
-            f"postgres://offsets:{DATABASE_PASSWORD}@127.0.0.1:{self.pg_port}/offsets"
-        )
-        self.env_file = workdir / "dashboard.env"
-        self.env_file.write_text(
-            "\n".join(
-                f"{key}={value}"
-                for key, value in {
-                    "DATABASE_URL": self.database_url,
-                    "SECRET_KEY": secrets.token_urlsafe(50),
-                    "ALLOWED_HOSTS": "127.0.0.1",
-                    # Plain HTTP on loopback: no HTTPS redirect, HSTS or Secure cookies.
-                    "SECURE_SSL_REDIRECT": "false",
-                    "SECURE_COOKIES": "false",
-                    "SECURE_HSTS_SECONDS": "0",
-                    "WEB_BIND": f"127.0.0.1:{self.web_port}",
-                    "WEB_WORKERS": "1",
-                    "CONNECT_PASSWORD": CONNECT_PASSWORD,
-                    "DJANGO_SUPERUSER_PASSWORD": secrets.token_urlsafe(16),
-                    # A killed scheduler's run is released by its heartbeats (a container
-                    # started again has a new pid namespace): short ones keep the test short.
-                    "REFRESH_HEARTBEAT_SECONDS": "2",
-                    "REFRESH_ABANDONED_SECONDS": "12",
-                }.items()
-            )
-            + "\n"
-        )
+        self.env = {
+            **sandbox_env(),
+            "COMPOSE_PROJECT_NAME": self.project,
+            "DASHBOARD_HOST": "127.0.0.1",
+            "CLUSTER": CLUSTER,
+            "BOOTSTRAP_SERVERS": kafka_runtime.bootstrap_servers,
+            "CONNECT_URL": kafka_runtime.connect_url,
+            "ADMIN_EMAIL": "ops@example.com",
+        }
+        self.env_file = clone / "deploy" / "compose.env"
         self.kafka = kafka_runtime
+        self.names: dict[str, str] = {}
+        self.database_url = ""
+        self.database_password = ""
         self.token = ""
 
-    def run_once(self, *args: str) -> str:
-        """A one-shot container of the image (`migrate`, a manage.py command); its output."""
-        done = podman(
-            "run", "--rm", "--network", "host", "--env-file", str(self.env_file), IMAGE, *args
+    def run(self, *command: str, timeout: float = 120) -> str:
+        """A command in the clone, as the operator's shell runs it; its output."""
+        done = subprocess.run(
+            command, cwd=self.clone, env=self.env, capture_output=True, text=True, timeout=timeout
         )
-        return done.stdout + done.stderr
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, f"{' '.join(command)}:\n{output[-4000:]}"
+        return output
 
-    def start_postgres(self) -> None:
-        podman(
-            "run", "-d", "--name", self.names["postgres"], "--network", "host",
-            "-e", f"POSTGRES_PASSWORD={DATABASE_PASSWORD}", "-e", f"PGPORT={self.pg_port}",
-            "-v", f"{self.volumes[0]}:/var/lib/postgresql/data", POSTGRES_IMAGE,
+    def write_env_file(self) -> None:
+        """compose.env as an operator of this host makes it: compose-env, then edited.
+
+        The database listens on a port of its own and the web server on loopback over plain
+        HTTP; the worker's REST password is there for add_cluster; a killed scheduler's run is
+        released by its heartbeats (a container started again has a new pid namespace), and
+        short ones keep the test short.
+        """
+        self.run("deploy/compose-env")
+        values = dict(
+            line.split("=", 1) for line in self.env_file.read_text().splitlines() if "=" in line
+        )
+        self.database_password = values["POSTGRES_PASSWORD"]
+        self.database_url = (
+            f"postgres://offsets:{self.database_password}@127.0.0.1:{self.pg_port}/offsets"
+        )
+        values |= {
+            "PGPORT": str(self.pg_port),
+            "DATABASE_URL": self.database_url,
+            "SECURE_SSL_REDIRECT": "false",
+            "SECURE_COOKIES": "false",
+            "SECURE_HSTS_SECONDS": "0",
+            "SECURE_PROXY_SSL_HEADER": "false",
+            "WEB_BIND": f"127.0.0.1:{self.web_port}",
+            "WEB_WORKERS": "1",
+            "CONNECT_PASSWORD": CONNECT_PASSWORD,
+            "REFRESH_HEARTBEAT_SECONDS": "2",
+            "REFRESH_ABANDONED_SECONDS": "12",
+        }
+        self.env_file.write_text("".join(f"{key}={value}\n" for key, value in values.items()))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return CONNECT_PASSWORD, self.database_password, CONFIG_SECRET
+
+    def deploy(self) -> str:
+        """Run the README's steps; the container of each service; their output."""
+        output = self.run("deploy/quickstart", timeout=1500)
+        for service in ("postgres", "web", "scheduler"):
+            self.names[service] = podman(
+                "ps", "--all", "--format", "{{.Names}}",
+                "--filter", f"label=com.docker.compose.project={self.project}",
+                "--filter", f"label=com.docker.compose.service={service}",
+            ).stdout.split()[0]  # fmt: skip
+        return output
+
+    def compose(self, *args: str, timeout: float = 180) -> str:
+        return self.run(
+            "var/podman-compose/bin/podman-compose", "-f", "deploy/compose.yaml", *args,
+            timeout=timeout,
         )  # fmt: skip
-        self.wait_for_postgres()
+
+    def run_once(self, *args: str) -> str:
+        """A one-shot container of the image (a manage.py command), as the steps run them."""
+        return self.compose("run", "--rm", "-T", "migrate", *args)
 
     def wait_for_postgres(self) -> None:
         wait_until(
@@ -119,20 +143,12 @@ class Stack:
             what="PostgreSQL to accept connections",
         )  # fmt: skip
 
-    def start(self, part: str, *extra: str) -> None:
-        podman(
-            "run", "-d", "--name", self.names[part], "--network", "host",
-            "--env-file", str(self.env_file), "-v", f"{self.volumes[1]}:/var/lib/offsets",
-            *extra, IMAGE, part,
-        )  # fmt: skip
-
-    def logs(self, *parts: str) -> str:
+    def logs(self, *parts: str, since: str = "") -> str:
         """What the containers of `parts` (all of them by default) wrote, both streams."""
         names = [self.names[part] for part in parts or self.names]
-        return "".join(
-            podman("logs", name, check=False).stdout + podman("logs", name, check=False).stderr
-            for name in names
-        )
+        options = ["--since", since] if since else []
+        written = [podman("logs", *options, name, check=False) for name in names]
+        return "".join(done.stdout + done.stderr for done in written)
 
     def api(self, path: str) -> httpx.Response:
         return httpx.get(
@@ -154,37 +170,32 @@ class Stack:
         )
 
     def remove(self) -> None:
-        podman("rm", "--force", "--time", "0", *self.names.values(), check=False)
-        podman("volume", "rm", "--force", *self.volumes, check=False)
+        """Take the deployment down, its volumes with it."""
+        if (self.clone / "var" / "podman-compose" / "bin" / "podman-compose").exists():
+            self.compose("down", "--volumes", timeout=300)
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, kafka_runtime):
-    for image in (IMAGE, POSTGRES_IMAGE):
-        if podman("image", "exists", image, check=False).returncode != 0:
-            pytest.fail(f"{image} is not built: run `make test-image` (it builds it first)")
-    stack = Stack(tmp_path_factory.mktemp("container"), kafka_runtime)
+    stack = Stack(fresh_clone(tmp_path_factory.mktemp("deployment") / "clone"), kafka_runtime)
     try:
-        stack.start_postgres()
-        migrated = stack.run_once("migrate")
-        assert "Group 'Offset approvers'" in migrated, migrated
+        stack.write_env_file()
+        started = time.monotonic()
+        output = stack.deploy()
+        print(f"deploy/quickstart took {time.monotonic() - started:.0f} s:\n{output}")
+        stack.token = re.search(r"Generated token (\w+) for user admin", output)[1]
+        # The cluster the steps added, pointed at the embedded worker's topics, its password
+        # and a short period.
         topics = embedded_config.WORKER_TOPICS
         stack.run_once(
-            "add_cluster", CLUSTER, "--bootstrap-servers", kafka_runtime.bootstrap_servers,
-            "--connect-url", kafka_runtime.connect_url, "--connect-username", "dashboard",
-            "--connect-password-env", "CONNECT_PASSWORD", "--refresh-every", str(PERIOD),
+            "add_cluster", CLUSTER, "--update", "--bootstrap-servers",
+            stack.kafka.bootstrap_servers, "--connect-url", stack.kafka.connect_url,
+            "--connect-username", "dashboard", "--connect-password-env", "CONNECT_PASSWORD",
+            "--refresh-every", str(PERIOD),
             "--offset-flush-interval-ms", str(embedded_config.WORKER_FLUSH_INTERVAL_MS),
             "--offsets-topic", topics["offsets_topic"], "--configs-topic", topics["configs_topic"],
             "--status-topic", topics["status_topic"],
         )  # fmt: skip
-        stack.run_once(
-            "createsuperuser", "--no-input", "--username", "ops", "--email", "ops@example.com"
-        )
-        stack.token = re.search(r"token (\w+) for user", stack.run_once("drf_create_token", "ops"))[
-            1
-        ]
-        stack.start("web")
-        stack.start("scheduler", "--stop-timeout", "15")
         wait_until(
             lambda: _answers(f"{stack.base}/healthz"), bool, timeout=60, what="the web server"
         )
@@ -257,7 +268,7 @@ def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_ru
     )
     assert ready.json()["status"] == "ready"
     logs = stack.logs()
-    for secret in SECRETS:
+    for secret in stack.secrets:
         assert secret not in logs
     # The dashboard's processes write one JSON object a line, Spark's JVM included (its log4j
     # profile for JSON logs), but for the JVM's own warning about the incubator module Spark
@@ -286,7 +297,7 @@ def test_readyz_turns_unready_when_the_database_stops_and_ready_when_it_is_back(
             readiness, lambda answer: answer[0] == 503, timeout=30, what="/readyz unready"
         )
         assert body["status"] == "unready" and body["checks"]["database"] != "ok"
-        assert DATABASE_PASSWORD not in json.dumps(body)
+        assert stack.database_password not in json.dumps(body)
         assert httpx.get(f"{stack.base}/healthz", timeout=10).status_code == 200
     finally:
         podman("start", stack.names["postgres"])
@@ -324,12 +335,39 @@ def _running_run(stack) -> tuple:
         raise AssertionError(f"{timed_out}\nThe scheduler's log:\n{scheduler.stderr}") from None
 
 
+def test_postgres_stops_with_a_fast_shutdown_and_starts_again_without_recovery(stack):
+    name = stack.names["postgres"]
+    # A client that never leaves, as the web and scheduler processes keep theirs.
+    client = psycopg.connect(stack.database_url.replace("postgres://", "postgresql://"))
+    client.execute("SELECT 1")
+    stopping = datetime.now(UTC).isoformat()
+    started = time.monotonic()
+    try:
+        podman("stop", name, timeout=60)  # the container's grace period: podman's 10 s
+        stopped_in = time.monotonic() - started
+        exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", name).stdout.strip()
+        stop_log = stack.logs("postgres", since=stopping)
+    finally:
+        client.close()
+        podman("start", name)
+        stack.wait_for_postgres()
+    assert exit_code == "0", stop_log
+    assert stopped_in < 5, stop_log
+    assert "received fast shutdown request" in stop_log
+    start_log = stack.logs("postgres", since=stopping)
+    assert "database system was shut down at" in start_log, start_log
+    for crashed in ("was interrupted", "not properly shut down", "automatic recovery"):
+        assert crashed not in start_log
+
+
 def test_sigterm_ends_the_scheduler_within_ten_seconds_and_marks_its_refresh(stack):
     run_id = _running_run(stack)[0]
     started = time.monotonic()
-    podman("kill", "--signal", "TERM", stack.names["scheduler"])
     try:
-        podman("wait", stack.names["scheduler"], timeout=60)
+        # SIGTERM, then SIGKILL after 15 s (an exit code of 137); `stop`, as an operator's
+        # `podman stop` or compose's, since a container of compose's that exits on a signal
+        # sent with `podman kill` is started again at once (restart: unless-stopped).
+        podman("stop", "--time", "15", stack.names["scheduler"], timeout=60)
         stopped_in = time.monotonic() - started
         exit_code = podman("inspect", "--format", "{{.State.ExitCode}}", stack.names["scheduler"])
         logs = podman("logs", "--tail", "40", stack.names["scheduler"]).stderr
@@ -353,10 +391,18 @@ def _kill_mid_refresh(stack) -> tuple:
     reach the container: a run that ended before the kill did is no killed run, so the kill
     is tried again on the next one.
     """
+    name = stack.names["scheduler"]
     for _ in range(5):
         run = _running_run(stack)
-        podman("kill", "--signal", "KILL", stack.names["scheduler"])
-        podman("wait", stack.names["scheduler"], timeout=60)
+        killed = podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip()
+        podman("kill", "--signal", "KILL", name)
+        # Gone: exited, or already started again by compose's restart policy.
+        wait_until(
+            lambda: podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip(),
+            lambda pid, killed=killed: pid != killed,
+            timeout=60,
+            what="the killed scheduler's process to be gone",
+        )
         if {pk: status for pk, status, *_ in stack.runs()}[run[0]] == "running":
             return run
         podman("start", stack.names["scheduler"])

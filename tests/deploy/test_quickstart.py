@@ -1,0 +1,86 @@
+"""The README's deploy steps are deploy/quickstart's, and compose-env writes a usable env file.
+
+`make test-image` runs deploy/quickstart in a fresh clone (tests/deploy/test_image.py): the
+README's block of commands must be that script's, word for word, or what is tested is not
+what a new user types.
+"""
+
+import re
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS_MARK = "# The steps\n"
+
+
+def readme_steps() -> str:
+    """The fenced block of the README's "Running it for real"."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Running it for real") :]
+    return re.search(r"```sh\n(.*?)```\n", section, re.DOTALL)[1]
+
+
+def test_the_readmes_deploy_steps_are_the_quickstart_scripts_word_for_word():
+    script = (ROOT / "deploy" / "quickstart").read_text()
+    assert script.count(STEPS_MARK) == 1
+    assert readme_steps() == script.split(STEPS_MARK)[1]
+
+
+def test_the_readme_fits_in_twelve_kilobytes():
+    assert len((ROOT / "README.md").read_bytes()) <= 12 * 1024
+
+
+def compose_env(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    deploy = tmp_path / "deploy"
+    deploy.mkdir(parents=True, exist_ok=True)
+    for name in ("compose-env", "compose.env.example"):
+        shutil.copy2(ROOT / "deploy" / name, deploy / name)
+    return subprocess.run(
+        [str(deploy / "compose-env")],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def values(path: Path) -> dict[str, str]:
+    lines = path.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+def test_compose_env_writes_new_secrets_readable_by_its_owner_only(tmp_path):
+    done = compose_env(tmp_path, DASHBOARD_HOST="offsets.example.org")
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = tmp_path / "deploy" / "compose.env"
+    env = values(written)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert "change-me" not in written.read_text().replace("# ", "")
+    assert urlsplit(env["DATABASE_URL"]).password == env["POSTGRES_PASSWORD"]
+    assert len(env["POSTGRES_PASSWORD"]) >= 24
+    # What the settings ask of SECRET_KEY with DEBUG off.
+    assert len(env["SECRET_KEY"]) >= 50 and len(set(env["SECRET_KEY"])) >= 5
+    assert env["ALLOWED_HOSTS"] == "offsets.example.org"
+    assert env["CSRF_TRUSTED_ORIGINS"] == "https://offsets.example.org"
+    assert env.keys() == values(ROOT / "deploy" / "compose.env.example").keys()
+    again = compose_env(tmp_path / "again", DASHBOARD_HOST="offsets.example.org")
+    assert values(tmp_path / "again" / "deploy" / "compose.env")["SECRET_KEY"] != env["SECRET_KEY"]
+    assert again.returncode == 0
+
+
+def test_compose_env_keeps_an_existing_file(tmp_path):
+    (tmp_path / "deploy").mkdir()
+    kept = tmp_path / "deploy" / "compose.env"
+    kept.write_text("SECRET_KEY=the-one-the-sessions-were-signed-with\n")
+    done = compose_env(tmp_path, DASHBOARD_HOST="offsets.example.org")
+    assert done.returncode == 0 and "kept" in done.stdout
+    assert kept.read_text() == "SECRET_KEY=the-one-the-sessions-were-signed-with\n"
+
+
+def test_compose_env_asks_for_the_dashboards_host_name(tmp_path):
+    done = compose_env(tmp_path)
+    assert done.returncode == 2 and "DASHBOARD_HOST" in done.stdout
+    assert not (tmp_path / "deploy" / "compose.env").exists()
