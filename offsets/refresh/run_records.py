@@ -40,6 +40,20 @@ RUN_OUTCOME_FIELDS = [
 ]
 
 
+def record_outcome(run: RefreshRun) -> bool:
+    """Record how `run` ended, unless it ended meanwhile; return whether it was recorded.
+
+    Only while it is RUNNING: a run taken over (its lease ran out) or marked interrupted by a
+    stop keeps what was recorded then. Only the outcome's fields: the run's lease, host and
+    pid are written by others meanwhile (background.heartbeat, the command taking a claimed
+    run over).
+    """
+    outcome = {field: getattr(run, field) for field in RUN_OUTCOME_FIELDS}
+    return bool(
+        RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(**outcome)
+    )
+
+
 def record_interrupted(run: RefreshRun, *, seconds: float) -> None:
     """Record a run stopped by Ctrl-C as failed, so that it does not block the next refresh
     as "running"."""

@@ -1,8 +1,9 @@
 """One process that keeps every cluster refreshed on its own period (`manage.py scheduler`).
 
 Each round it looks for due clusters (offsets.domain.schedule), claims each one's refresh as
-the Refresh button does (a RUNNING run created under the cluster's row lock: two schedulers,
-or a scheduler and a button, never refresh one cluster at once) and runs it on a thread of a
+the Refresh button does (a RUNNING run holding a lease on the cluster, created under its row
+lock: two schedulers, or a scheduler and a button, never refresh one cluster at once, and a
+killed one's claims are taken over once their leases run out) and runs it on a thread of a
 small pool, in the process's one Spark session. A slow or failing cluster holds one thread,
 never the rounds or the other clusters. After each refresh it settles the cluster's edits
 left "applying" by a dead process and sends the alerts that are due; retention is applied by
@@ -13,12 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import connections
 from django.db.models import Max
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from offsets.alerts import delivery
@@ -38,19 +37,16 @@ STOPPED_FIELDS = {"error": STOPPED, "phase": f"failed: {STOPPED}"}
 
 def cluster_turns() -> list[ClusterTurn]:
     """What the schedule rules need of every cluster, in three queries."""
-    now = timezone.now()
     last = dict(RefreshRun.objects.values_list("cluster_id").annotate(last=Max("started_at")))
-    alive_since = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
-    running = set()
-    for run in (
-        RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING)
-        .alias(last_sign=Coalesce("heartbeat_at", "started_at"))
-        .filter(last_sign__gte=alive_since)
-    ):
-        # A run whose process is known to be gone (a scheduler killed mid-refresh) does not
-        # count: the claim marks it abandoned and starts the next one.
-        if not background.process_gone(run):
-            running.add(run.cluster_id)
+    # A run whose claim no longer holds (its lease ran out, or its process is known to be
+    # gone: a scheduler killed mid-refresh) does not count: the claim takes it over.
+    running = {
+        run.cluster_id
+        for run in RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING).annotate(
+            database_now=Now()
+        )
+        if background.holds_claim(run, now=run.database_now)
+    }
     return [
         ClusterTurn(
             cluster_id=pk,

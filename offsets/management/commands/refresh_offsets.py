@@ -4,7 +4,6 @@ import threading
 import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
 from offsets.alerts import delivery
 from offsets.edits.reconcile import settle_stale
@@ -151,10 +150,11 @@ class Command(BaseCommand):
         ).first()
         if run is None:
             raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
-        # This process runs it from now on (the process that claimed it only launched it).
-        RefreshRun.objects.filter(pk=run.pk).update(
-            phase="starting", heartbeat_at=timezone.now(), **background.this_process()
-        )
+        # This process runs it from now on (the process that claimed it only launched it), and
+        # renews its lease from here.
+        RefreshRun.objects.filter(pk=run.pk).update(phase="starting", **background.this_process())
+        if not background.renew_lease(run.pk):  # taken over while this process started
+            raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
         return run
 
     def refresh_once(

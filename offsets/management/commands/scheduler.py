@@ -60,7 +60,7 @@ class Command(BaseCommand):
             try:
                 interrupted = scheduler.stop(timeout=settings.SCHEDULER_STOP_SECONDS)
             except DatabaseError as exc:
-                # Its runs stay RUNNING until their heartbeats are REFRESH_ABANDONED_SECONDS old.
+                # Its runs stay RUNNING until their leases run out (tuning.REFRESH_LEASE_SECONDS).
                 logger.warning("Stopping without the database, which did not answer: %s", exc)
                 interrupted = 0
             if interrupted:
