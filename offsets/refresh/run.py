@@ -10,6 +10,7 @@ they were.
 import functools
 import logging
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -81,12 +82,15 @@ def run_refresh(
     spark=None,
     now_ms: int | None = None,
     run: RefreshRun | None = None,
+    stopping: threading.Event | None = None,
 ) -> RefreshRun:
     """Refresh one cluster's results; return the recorded run (succeeded or failed).
 
     `run` is a RUNNING run claimed beforehand (offsets.refresh.background.claim_refresh
     claims one so that two refreshes of a cluster never run at once), whose lease the caller
-    renews; without it the refresh records a new run.
+    renews; without it the refresh records a new run. `stopping` is set once the process
+    shuts down (the scheduler's stop cancels Spark's jobs): a refresh that fails then was
+    interrupted by the shutdown, and is recorded so.
     """
     say = progress or (lambda text: None)
     started = time.monotonic()
@@ -104,12 +108,16 @@ def run_refresh(
         _save(cluster, done, now_ms=now_ms, run_dir=run_dir, run_pk=run.pk, phase=phase)
         _succeeded(cluster, run, done)
     except KeyboardInterrupt:
-        # Ctrl-C: recorded, so that the run does not block the next refresh as "running".
+        # Ctrl-C or SIGTERM: recorded, so that the run does not hold its cluster meanwhile.
         shutil.rmtree(run_dir, ignore_errors=True)
-        run_records.record_interrupted(run, seconds=time.monotonic() - started)
+        _interrupted(cluster, run, run_records.INTERRUPTED, started)
         raise
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
+        if stopping is not None and stopping.is_set():
+            # What Spark raised (SPARK_JOB_CANCELLED, a Py4J error of a gateway going away)
+            # is the shutdown's doing, not the cluster's: no traceback, one warning.
+            return _interrupted(cluster, run, run_records.STOPPED, started)
         _failed(cluster, run, exc)
     _finish(cluster, run, started, say)
     return run
@@ -126,6 +134,12 @@ def _new_run(cluster: Cluster, *, full: bool) -> RefreshRun:
         lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
         **background.this_process(),
     )
+
+
+def _interrupted(cluster: Cluster, run: RefreshRun, error: str, started: float) -> RefreshRun:
+    run_records.record_interrupted(cluster, run, error=error, seconds=time.monotonic() - started)
+    run.refresh_from_db(fields=run_records.RUN_OUTCOME_FIELDS)
+    return run
 
 
 def _compute(

@@ -24,15 +24,10 @@ from offsets.alerts import delivery
 from offsets.domain.schedule import ClusterTurn, due_clusters
 from offsets.edits.reconcile import settle_stale
 from offsets.models import Cluster, RefreshRun, SchedulerBeat
-from offsets.refresh import background
+from offsets.refresh import background, run_records
 from offsets.refresh.run import run_refresh
 
 logger = logging.getLogger(__name__)
-
-STOPPED = "Interrupted: the scheduler running it was stopped."
-# How a run that a stop cut short is recorded, whether it was still RUNNING or its cancelled
-# Spark job had just failed it.
-STOPPED_FIELDS = {"error": STOPPED, "phase": f"failed: {STOPPED}"}
 
 
 def cluster_turns() -> list[ClusterTurn]:
@@ -105,11 +100,11 @@ class Scheduler:
     def _refresh(self, cluster: Cluster, run: RefreshRun) -> None:
         try:
             with background.heartbeat(run):
-                run = run_refresh(cluster=cluster, spark=self.spark, run=run)
-            if run.status == RefreshRun.Status.FAILED and self.stopping.is_set():
-                # `stop` cancelled its Spark jobs: that, not Spark's words for it, is why.
-                RefreshRun.objects.filter(pk=run.pk).update(**STOPPED_FIELDS)
-                run.error = STOPPED
+                run = run_refresh(
+                    cluster=cluster, spark=self.spark, run=run, stopping=self.stopping
+                )
+            if run.error == run_records.STOPPED:
+                return  # `stop` cut it short: said once, as a warning (record_interrupted)
             self.say(
                 f"{cluster.name}: refresh #{run.pk} {run.status} in {run.seconds or 0:.1f}s, "
                 f"{run.records_read:,} records" + (f"; error: {run.error}" if run.error else "")
@@ -137,12 +132,11 @@ class Scheduler:
         deadline = time.monotonic() + timeout
         for thread in self.busy.values():
             thread.join(max(0.0, deadline - time.monotonic()))
-        interrupted = RefreshRun.objects.filter(
-            status=RefreshRun.Status.RUNNING, **background.this_process()
-        ).update(
-            status=RefreshRun.Status.FAILED,
-            finished_at=timezone.now(),
-            **STOPPED_FIELDS,
+        interrupted = sum(
+            run_records.record_interrupted(run.cluster, run, error=run_records.STOPPED)
+            for run in RefreshRun.objects.filter(
+                status=RefreshRun.Status.RUNNING, **background.this_process()
+            ).select_related("cluster")
         )
         SchedulerBeat.objects.filter(pk=self.beat.pk).delete()
         return interrupted

@@ -22,7 +22,7 @@ import pytest
 
 from devkit import embedded_config
 from devkit.embedded import free_port
-from offsets.refresh.scheduler import STOPPED
+from offsets.refresh.run_records import STOPPED
 from tests.support.connect_rest import ConnectRest, wait_until
 from tests.support.worker_files import STRING_CONVERTERS
 

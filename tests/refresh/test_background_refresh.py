@@ -1,7 +1,9 @@
 """Starting a refresh in the background: one claim per cluster, a detached process."""
 
 import io
+import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -16,7 +18,7 @@ from offsets import tuning
 from offsets.domain.leases import TakeOver
 from offsets.history import store as history_store
 from offsets.models import RefreshRun
-from offsets.refresh import background
+from offsets.refresh import background, run_records
 from tests.support import factories as make
 
 
@@ -392,7 +394,9 @@ def test_a_run_whose_pid_was_reused_no_longer_blocks(launched):
 
 
 @pytest.mark.django_db
-def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp_path):
+def test_an_interrupted_refresh_is_recorded_as_failed_with_one_warning(
+    monkeypatch, settings, tmp_path, caplog
+):
     from offsets.refresh import plan, run
 
     settings.OFFSETS_HISTORY_PATH = str(tmp_path)
@@ -401,11 +405,46 @@ def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(plan, "read_state_and_plan", ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
+    with caplog.at_level(logging.WARNING), pytest.raises(KeyboardInterrupt):
         run.run_refresh(cluster=make.cluster("prod"))
     stored = RefreshRun.objects.get()
-    assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+    assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, run_records.INTERRUPTED)
     assert stored.finished_at is not None
+    assert [(r.levelname, r.getMessage(), r.exc_info) for r in caplog.records] == [
+        ("WARNING", f"prod: refresh #{stored.pk} interrupted by shutdown", None)
+    ]
+
+
+@pytest.mark.django_db
+def test_sigterm_stops_one_refresh_as_ctrl_c_does(monkeypatch, caplog):
+    from django.core.management import CommandError, call_command
+
+    from offsets.refresh import plan
+
+    def terminated(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the command's handler raises in here
+        raise AssertionError("SIGTERM did not stop the refresh")
+
+    monkeypatch.setattr(plan, "read_state_and_plan", terminated)
+    make.cluster("prod")
+
+    def survive(signum, frame):
+        """The test's own handler: without the command's, SIGTERM must not end pytest."""
+
+    before = signal.signal(signal.SIGTERM, survive)
+    try:
+        with caplog.at_level(logging.WARNING), pytest.raises(CommandError, match="Interrupted"):
+            call_command("refresh_offsets", cluster="prod", stdout=io.StringIO())
+        after = signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert after is survive  # the command put back the handler it found
+    run = RefreshRun.objects.get()
+    assert (run.status, run.error) == (RefreshRun.Status.FAILED, run_records.INTERRUPTED)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        f"prod: refresh #{run.pk} interrupted by shutdown"
+    ]
 
 
 @pytest.mark.django_db
@@ -551,7 +590,7 @@ def test_ctrl_c_while_spark_starts_fails_the_claimed_run(monkeypatch, kafka_answ
     with pytest.raises(CommandError, match="Interrupted"):
         call_command("refresh_offsets", cluster="prod")
     run = RefreshRun.objects.get()  # claimed by the command itself
-    assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+    assert (run.status, run.error) == (RefreshRun.Status.FAILED, run_records.INTERRUPTED)
 
 
 @pytest.mark.django_db
