@@ -365,11 +365,6 @@ SNAPSHOT_STALE_SECONDS = envint("SNAPSHOT_STALE_SECONDS", "1800")
 # Seconds between the pages' htmx polls of their tables; faster while a refresh runs.
 PAGE_POLL_SECONDS = envint("PAGE_POLL_SECONDS", "15")
 PAGE_POLL_SECONDS_WHILE_REFRESHING = envint("PAGE_POLL_SECONDS_WHILE_REFRESHING", "2")
-# A running refresh records a sign of life this often (0: never); one
-# RUNNING without a sign of life for REFRESH_ABANDONED_SECONDS lost its process and no longer
-# blocks a new one.
-REFRESH_HEARTBEAT_SECONDS = envint("REFRESH_HEARTBEAT_SECONDS", "30")
-REFRESH_ABANDONED_SECONDS = envint("REFRESH_ABANDONED_SECONDS", "300")
 # Refresh runs that ended more than this many days ago are deleted by the next refresh of their
 # cluster (0: keep them all); the cluster's last successful run stays whatever its age.
 REFRESH_RUN_RETENTION_DAYS = envint("REFRESH_RUN_RETENTION_DAYS", "30")

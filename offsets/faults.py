@@ -15,6 +15,9 @@ Points:
                          deleted (the offsets to commit back are stored on the edit), the
                          other partitions are not committed back yet
     apply-after-commit   Kafka acknowledged the write; the database does not know yet
+    refresh-reading      a refresh's Spark read task (in one of Spark's Python workers, which
+                         inherit the environment) is about to read its Kafka ranges: the
+                         refresh holds its claim mid-Spark, for a stop or a kill to meet
 """
 
 import logging
@@ -26,7 +29,12 @@ logger = logging.getLogger(__name__)
 
 PAUSE_ENV = "OFFSETS_FAULT_PAUSE"
 PAUSE_FILE_ENV = "OFFSETS_FAULT_PAUSE_FILE"
-POINTS = ("apply-before-commit", "apply-between-sink-steps", "apply-after-commit")
+POINTS = (
+    "apply-before-commit",
+    "apply-between-sink-steps",
+    "apply-after-commit",
+    "refresh-reading",
+)
 
 
 def pause_point(name: str) -> None:

@@ -31,6 +31,22 @@ SESSION_CONF = {
     "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
 }
 
+# --- Refresh claims (offsets.refresh.background) ---------------------------------------------
+
+# A refresh's claim on its cluster is a lease: the process running it renews it every
+# REFRESH_LEASE_RENEW_SECONDS (a thread of its own, beside Spark), and a claim whose lease ran
+# out is taken over by the next claim, a scheduler's round or a Refresh button's. The lease is
+# how long a killed scheduler's cluster waits: a scheduler round comes every second, so the
+# next scheduler refreshes it within the lease plus a round (the promise is 30 s). It is also
+# how long a live holder may go without reaching the database before it loses its claim: four
+# renewals, so a database busy or failing over for 15 s costs nothing, and a holder that lost
+# its claim anyway saves nothing (its save checks the claim under the cluster's lock).
+REFRESH_LEASE_SECONDS = 20
+# A renewal is one UPDATE of one row: every 5 s is nothing for the database, and leaves three
+# missed renewals' room inside the lease.
+REFRESH_LEASE_RENEW_SECONDS = 5
+
+
 # --- The read -------------------------------------------------------------------------------
 
 # A read task has a fixed cost (a Python worker, a consumer, a fetch session), so a topic read

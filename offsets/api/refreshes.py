@@ -26,7 +26,7 @@ class RefreshRunOutput(serializers.ModelSerializer):
     heartbeat_at = serializers.DateTimeField(
         read_only=True,
         allow_null=True,
-        help_text="A running refresh's last sign of life (every REFRESH_HEARTBEAT_SECONDS).",
+        help_text="A running refresh's last renewal of its lease: its last sign of life.",
     )
 
     class Meta:

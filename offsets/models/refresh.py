@@ -43,17 +43,19 @@ class RefreshRun(models.Model):
     error = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True)
     # The process running it, so that a run whose process is gone (killed, Ctrl-C) stops
-    # blocking new refreshes at once where it ran, not after REFRESH_ABANDONED_SECONDS. The
-    # host names the pid namespace too inside a container (background.process_host).
+    # blocking new refreshes at once where it ran, before its lease runs out. The host names
+    # the pid namespace too inside a container (background.process_host).
     host = models.CharField(max_length=255, blank=True)
     pid = models.IntegerField(null=True, blank=True)
     # When that process started (clock ticks since boot, /proc/<pid>/stat): pids wrap around,
     # and a new process holding the dead one's pid must not be taken for it.
     pid_started = models.BigIntegerField(null=True, blank=True)
-    # The running process's last sign of life (every REFRESH_HEARTBEAT_SECONDS): a run that
-    # gave none for REFRESH_ABANDONED_SECONDS lost its process, wherever it ran, while a long
-    # refresh that keeps beating is never taken for a dead one.
+    # The running process's last renewal of its lease (background.heartbeat), and when that
+    # lease runs out, both by the database's clock: a RUNNING run holds its cluster until then,
+    # and the next claim takes it over after (offsets.domain.leases). A long refresh that keeps
+    # renewing is never taken for a dead one; a killed one lets go within the lease.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

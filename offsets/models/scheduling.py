@@ -6,9 +6,9 @@ from django.db import models
 class SchedulerBeat(models.Model):
     """One running scheduler process: updated every round, deleted when it stops cleanly.
 
-    Refreshes themselves need no row here: each is claimed as a RUNNING RefreshRun under the
-    cluster's row lock (offsets.refresh.background.claim_refresh), which is what keeps two
-    schedulers from refreshing one cluster at once.
+    Refreshes themselves need no row here: each is claimed as a RUNNING RefreshRun holding a
+    lease on its cluster, under the cluster's row lock (offsets.refresh.background.claim_refresh),
+    which is what keeps two schedulers from refreshing one cluster at once.
     """
 
     host = models.CharField(max_length=255)

@@ -1,4 +1,5 @@
-"""Start a refresh in the background: one detached `manage.py refresh_offsets` per cluster."""
+"""Claims on a cluster's refresh, each a lease its process renews, and refreshes started in
+the background: one detached `manage.py refresh_offsets` per cluster."""
 
 import contextlib
 import functools
@@ -9,14 +10,17 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connections, transaction
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
+from django.db.models.functions import Now
 from django.utils import timezone
 
+from offsets import tuning
+from offsets.domain.leases import TakeOver, lease_expiry, take_over
 from offsets.history import store as history_store
 from offsets.models import Cluster, RefreshRun
 
@@ -58,8 +62,8 @@ def running_refresh(*, cluster: Cluster) -> RefreshRun | None:
 def start_refresh(*, cluster: Cluster, full: bool = False) -> RefreshRun | None:
     """Claim the cluster's refresh and launch it as a detached process; None if one is running.
 
-    The claim is a RUNNING RefreshRun created only when no other run of the cluster is
-    RUNNING; the process launched (`refresh_offsets --run-id`) fills in that same run.
+    The claim is a RUNNING RefreshRun holding a lease on the cluster (`claim_refresh`); the
+    process launched (`refresh_offsets --run-id`) renews it and fills in that same run.
     """
     run = claim_refresh(cluster=cluster, full=full)
     if run is None:
@@ -77,54 +81,109 @@ def start_refresh(*, cluster: Cluster, full: bool = False) -> RefreshRun | None:
     return run
 
 
+class LeaseLost(Exception):
+    """This refresh's claim was taken over while it ran: its results are not saved."""
+
+
 def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
-    now = timezone.now()
+    """Claim the cluster's refresh: a RUNNING run holding a lease on it (renewed by
+    `heartbeat`); None while another claim holds one.
+
+    Claims of a cluster take its lock, so two claims (two schedulers, a scheduler and a
+    button, on one machine or several) never both win. A running claim whose lease ran out,
+    or whose process is known to be gone, is taken over first (`_take_over`).
+    """
     with transaction.atomic():
         # Serialise claims of one cluster: a second claim waits here until this one commits,
         # and then sees the run created below instead of creating its own.
         cluster.lock()
-        # A run whose process gave no sign of life for this long lost it (killed, its machine
-        # gone): it must not block refreshes forever. Its last sign is its last heartbeat, or
-        # its start before the first one.
-        abandoned_before = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
-        silent = (
-            RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING)
-            .alias(last_sign=Coalesce("heartbeat_at", "started_at"))
-            .filter(last_sign__lt=abandoned_before)
-        )
-        candidates = list(silent.values_list("pk", flat=True))
-        silent.update(
-            status=RefreshRun.Status.FAILED,
-            finished_at=now,
-            error=(
-                f"Abandoned: no sign of life from its process for "
-                f"{settings.REFRESH_ABANDONED_SECONDS} s (it ended or was killed, or its host is "
-                "gone)."
-            ),
-        )
-        # Only the runs this update released: one whose heartbeat came after the look above
-        # is still writing its folder.
-        released = RefreshRun.objects.filter(
-            pk__in=candidates, status=RefreshRun.Status.FAILED, finished_at=now
-        )
-        _drop_history_once_committed(cluster, list(released.values_list("pk", flat=True)))
+        now = database_now(Cluster.objects.filter(pk=cluster.pk))
         for running in RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING):
-            if not process_gone(running):
+            if not _take_over(cluster, running, now=now):
                 return None
-            _drop_history_once_committed(cluster, [running.pk])
-            RefreshRun.objects.filter(pk=running.pk).update(
-                status=RefreshRun.Status.FAILED,
-                finished_at=now,
-                error=f"Abandoned: its process ({running.pid} on {running.host}) is gone.",
-            )
         return RefreshRun.objects.create(
             cluster=cluster,
             started_at=now,
             status=RefreshRun.Status.RUNNING,
             full=full,
             phase="starting",
+            lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
             **this_process(),
         )
+
+
+def _take_over(cluster: Cluster, running: RefreshRun, *, now: datetime) -> bool:
+    """End `running` as abandoned if its claim no longer holds (`domain.leases.take_over`);
+    return whether it was ended.
+
+    Compared and set in one statement on the lease it was judged by: a renewal that came
+    after the look leaves the claim holding, and a renewal after this update finds the run
+    no longer RUNNING.
+    """
+    why = take_over(running.lease_expires_at, now=now, process_gone=process_gone(running))
+    if why is None:
+        return False
+    ended = RefreshRun.objects.filter(
+        pk=running.pk,
+        status=RefreshRun.Status.RUNNING,
+        lease_expires_at=running.lease_expires_at,
+    ).update(status=RefreshRun.Status.FAILED, finished_at=now, error=abandoned(running, why))
+    if ended:
+        _drop_history_once_committed(cluster, [running.pk])
+    return bool(ended)
+
+
+def abandoned(run: RefreshRun, why: TakeOver) -> str:
+    """The error of a run taken over: what became of its process."""
+    process = f"its process ({run.pid} on {run.host})"
+    if why is TakeOver.PROCESS_GONE:
+        return f"Abandoned: {process} is gone."
+    return (
+        f"Abandoned: {process} stopped renewing its lease (killed, or cut off from the "
+        "database?); the next refresh took its cluster over."
+    )
+
+
+def holds_claim(run: RefreshRun, *, now: datetime) -> bool:
+    """Whether a RUNNING run still holds its cluster at `now` (the database's clock)."""
+    return take_over(run.lease_expires_at, now=now, process_gone=process_gone(run)) is None
+
+
+def hold_claim(cluster: Cluster, run_pk: int) -> None:
+    """Raise LeaseLost unless the run still holds its claim: the first step of its save's
+    transaction.
+
+    Under the cluster's lock, which every take-over takes too: none can come between this look
+    and the save's commit. A refresh taken over while it ran (its lease ran out while it was
+    cut off from the database, say) saves nothing beside the one that took its cluster over.
+    """
+    cluster.lock()
+    if not RefreshRun.objects.filter(pk=run_pk, status=RefreshRun.Status.RUNNING).exists():
+        raise LeaseLost(
+            f"This refresh's claim on {cluster.name} was taken over while it ran (its lease "
+            "ran out), so its results were not saved."
+        )
+
+
+def database_now(rows: QuerySet) -> datetime:
+    """The database's clock, read with the first of `rows`: every process judges leases by
+    it, whatever its own machine's clock says."""
+    now = rows.annotate(database_now=Now()).values_list("database_now", flat=True).first()
+    if now is None:
+        raise RefreshRun.DoesNotExist("nothing to read the database's clock with")
+    return now
+
+
+def renew_lease(run_pk: int) -> bool:
+    """Renew a running run's lease from now; False when it no longer runs (it ended, or it
+    was taken over)."""
+    now = database_now(RefreshRun.objects.filter(pk=run_pk))
+    return bool(
+        RefreshRun.objects.filter(pk=run_pk, status=RefreshRun.Status.RUNNING).update(
+            heartbeat_at=now,
+            lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
+        )
+    )
 
 
 def _drop_history_once_committed(cluster: Cluster, run_pks: list[int]) -> None:
@@ -140,29 +199,24 @@ def _drop_history_once_committed(cluster: Cluster, run_pks: list[int]) -> None:
 
 @contextlib.contextmanager
 def heartbeat(run: RefreshRun):
-    """Record a sign of life on the running `run` every REFRESH_HEARTBEAT_SECONDS while the
-    block runs, from a thread of its own (a refresh's main thread may wait minutes on Spark).
+    """Renew the running `run`'s lease every REFRESH_LEASE_RENEW_SECONDS while the block runs,
+    from a thread of its own (a refresh's main thread may wait minutes on Spark).
 
-    Without it, `claim_refresh` could only judge a run by its start: a refresh longer than
-    REFRESH_ABANDONED_SECONDS would be taken for a dead one and a second one started beside it,
-    and a run killed on another host blocked its cluster for that long. A beat that fails (a
-    busy or unreachable database) is logged and tried again at the next one.
+    The lease is what keeps the cluster this refresh's: without renewals the next claim takes
+    it over once it runs out. A renewal that fails (a busy or unreachable database) is logged
+    and tried again at the next one; once the run no longer runs (ended, or taken over) the
+    thread stops.
     """
-    interval = settings.REFRESH_HEARTBEAT_SECONDS
-    if interval <= 0:
-        yield
-        return
     stop = threading.Event()
 
     def beat() -> None:
         try:
-            while not stop.wait(interval):
+            while not stop.wait(tuning.REFRESH_LEASE_RENEW_SECONDS):
                 try:
-                    RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(
-                        heartbeat_at=timezone.now()
-                    )
+                    if not renew_lease(run.pk):
+                        return
                 except DatabaseError as exc:
-                    logger.warning("Could not record the heartbeat of refresh %s: %s", run.pk, exc)
+                    logger.warning("Could not renew the lease of refresh %s: %s", run.pk, exc)
         finally:
             connections.close_all()  # this thread's own connections
 
@@ -172,8 +226,8 @@ def heartbeat(run: RefreshRun):
         yield
     finally:
         stop.set()
-        # Not forever: a beat stuck on a database lock must not hold up the refresh's end (a
-        # late beat leaves a run that is no longer RUNNING alone).
+        # Not forever: a renewal stuck on a database lock must not hold up the refresh's end
+        # (a late renewal leaves a run that is no longer RUNNING alone).
         thread.join(timeout=10)
 
 
@@ -230,8 +284,8 @@ def pid_gone(host: str, pid: int | None, *, started: int | None = None) -> bool:
     process runs, no such live process, or one that started at another time than `started`
     (its pid was reused).
 
-    Another host's or container's process cannot be asked: its run blocks until its
-    heartbeats stop for REFRESH_ABANDONED_SECONDS.
+    Another host's or container's process cannot be asked: its run holds its cluster until
+    its lease runs out.
     """
     if not pid or host != process_host():
         return False

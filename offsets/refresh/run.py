@@ -10,17 +10,19 @@ they were.
 import functools
 import logging
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from offsets import connect_state
+from offsets import connect_state, tuning
 from offsets.alerts import evaluation
+from offsets.domain.leases import lease_expiry
 from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
@@ -80,23 +82,19 @@ def run_refresh(
     spark=None,
     now_ms: int | None = None,
     run: RefreshRun | None = None,
+    stopping: threading.Event | None = None,
 ) -> RefreshRun:
     """Refresh one cluster's results; return the recorded run (succeeded or failed).
 
-    `run` is a RUNNING run claimed beforehand (offsets.refresh.background.start_refresh
-    claims one so that two refreshes of a cluster never run at once); without it the
-    refresh records a new run.
+    `run` is a RUNNING run claimed beforehand (offsets.refresh.background.claim_refresh
+    claims one so that two refreshes of a cluster never run at once), whose lease the caller
+    renews; without it the refresh records a new run. `stopping` is set once the process
+    shuts down (the scheduler's stop cancels Spark's jobs): a refresh that fails then was
+    interrupted by the shutdown, and is recorded so.
     """
     say = progress or (lambda text: None)
     started = time.monotonic()
-    if run is None:
-        run = RefreshRun.objects.create(
-            cluster=cluster,
-            started_at=timezone.now(),
-            full=full,
-            phase="starting",
-            **background.this_process(),
-        )
+    run = run or _new_run(cluster, full=full)
     phase = _Phases(run, say, started)
     run_dir = history_store.run_folder(cluster, run.pk)
     try:
@@ -110,14 +108,37 @@ def run_refresh(
         _save(cluster, done, now_ms=now_ms, run_dir=run_dir, run_pk=run.pk, phase=phase)
         _succeeded(cluster, run, done)
     except KeyboardInterrupt:
-        # Ctrl-C: recorded, so that the run does not block the next refresh as "running".
+        # Ctrl-C or SIGTERM: recorded, so that the run does not hold its cluster meanwhile.
         shutil.rmtree(run_dir, ignore_errors=True)
-        run_records.record_interrupted(run, seconds=time.monotonic() - started)
+        _interrupted(cluster, run, run_records.INTERRUPTED, started)
         raise
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)
+        if stopping is not None and stopping.is_set():
+            # What Spark raised (SPARK_JOB_CANCELLED, a Py4J error of a gateway going away)
+            # is the shutdown's doing, not the cluster's: no traceback, one warning.
+            return _interrupted(cluster, run, run_records.STOPPED, started)
         _failed(cluster, run, exc)
     _finish(cluster, run, started, say)
+    return run
+
+
+def _new_run(cluster: Cluster, *, full: bool) -> RefreshRun:
+    """A RUNNING run of a refresh that was not claimed beforehand, with a lease of its own."""
+    now = background.database_now(Cluster.objects.filter(pk=cluster.pk))
+    return RefreshRun.objects.create(
+        cluster=cluster,
+        started_at=now,
+        full=full,
+        phase="starting",
+        lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
+        **background.this_process(),
+    )
+
+
+def _interrupted(cluster: Cluster, run: RefreshRun, error: str, started: float) -> RefreshRun:
+    run_records.record_interrupted(cluster, run, error=error, seconds=time.monotonic() - started)
+    run.refresh_from_db(fields=run_records.RUN_OUTCOME_FIELDS)
     return run
 
 
@@ -254,22 +275,29 @@ def _save(
             done.state, done.plan, done.inputs, done.sources, done.sinks
         )
         run_records.with_db_retries(
-            "saving the results", lambda: standalone.save(cluster, read, now_ms=now_ms)
+            "saving the results",
+            lambda: _holding_claim(
+                cluster, run_pk, lambda: standalone.save(cluster, read, now_ms=now_ms)
+            ),
         )
         history_store.compact_history_later(cluster, run_pk)
         return
     saved = run_records.with_db_retries(
         "saving the results",
-        lambda: store.save(
+        lambda: _holding_claim(
             cluster,
-            done.state,
-            done.plan,
-            done.sources,
-            done.sinks,
-            full=done.full,
-            now_ms=now_ms,
-            stored_rows=done.inputs.stored_rows,
-            only=done.sources.changed_keys,
+            run_pk,
+            lambda: store.save(
+                cluster,
+                done.state,
+                done.plan,
+                done.sources,
+                done.sinks,
+                full=done.full,
+                now_ms=now_ms,
+                stored_rows=done.inputs.stored_rows,
+                only=done.sources.changed_keys,
+            ),
         ),
     )
     _remember(cluster, done, saved)
@@ -277,6 +305,13 @@ def _save(
         history_store.drop_other_runs(cluster, keep=run_dir)
     else:
         history_store.compact_history_later(cluster, run_pk)
+
+
+@transaction.atomic
+def _holding_claim[T](cluster: Cluster, run_pk: int, save: Callable[[], T]) -> T:
+    """Save in one transaction with the check that this refresh still holds its claim."""
+    background.hold_claim(cluster, run_pk)
+    return save()
 
 
 def _remember(cluster: Cluster, done: Refreshed, saved: store.Saved) -> None:
@@ -315,7 +350,7 @@ def _failed(cluster: Cluster, run: RefreshRun, exc: Exception) -> None:
     run.status = RefreshRun.Status.FAILED
     run.error = run_records.describe_error(exc)
     run.phase = run_records.phase_text(f"failed: {run.error}")
-    if isinstance(exc, store.RefreshOvertaken):
+    if isinstance(exc, store.RefreshOvertaken | background.LeaseLost):
         logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
     elif not isinstance(exc, KafkaUnavailable | TopicNotFound):
         logger.exception("Refresh of %s failed", cluster.name)
@@ -325,11 +360,11 @@ def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) ->
     """Record the run's outcome, expire old runs, queue alerts and tell the caller how it went."""
     run.finished_at = timezone.now()
     run.seconds = time.monotonic() - started
-    # Only what this module decides: the run's heartbeat, host and pid are written by others
-    # meanwhile (background.heartbeat, the command taking a claimed run over).
-    run_records.with_db_retries(
-        "recording the run", lambda: run.save(update_fields=run_records.RUN_OUTCOME_FIELDS)
-    )
+    if not run_records.with_db_retries(
+        "recording the run", lambda: run_records.record_outcome(run)
+    ):
+        # Ended meanwhile: taken over, or marked interrupted by a stop. That record stands.
+        run.refresh_from_db(fields=run_records.RUN_OUTCOME_FIELDS)
     try:
         run_records.drop_expired_runs(cluster, now=run.finished_at)
     except OperationalError as exc:
@@ -340,6 +375,6 @@ def _finish(cluster: Cluster, run: RefreshRun, started: float, say: Progress) ->
     # fail the refresh.
     evaluation.evaluate_after_refresh(cluster=cluster)
     say(
-        f"[{run.seconds:6.1f}s] {run.status}: {run.records_read:,} records read, "
+        f"[{run.seconds or 0:6.1f}s] {run.status}: {run.records_read:,} records read, "
         f"{run.malformed:,} malformed{f'; {run.error}' if run.error else ''}"
     )

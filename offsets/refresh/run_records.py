@@ -22,8 +22,10 @@ logger = logging.getLogger(__name__)
 # another writer held the lock past the busy timeout) or the connection dropped (PostgreSQL
 # restarting). Minutes of Spark work are not thrown away for a database busy for a moment.
 DB_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
-# What a run stopped by Ctrl-C says (run_refresh, and refresh_offsets while Spark starts).
-INTERRUPTED = "Interrupted (Ctrl-C)."
+# What a run cut short by its process's shutdown says: a refresh_offsets stopped by Ctrl-C or
+# SIGTERM, and a scheduler stopped while it ran.
+INTERRUPTED = "Interrupted: its process was stopped (Ctrl-C or SIGTERM)."
+STOPPED = "Interrupted: the scheduler running it was stopped."
 
 # The fields of a RefreshRun that `run_refresh` fills in when the run ends.
 RUN_OUTCOME_FIELDS = [
@@ -40,16 +42,40 @@ RUN_OUTCOME_FIELDS = [
 ]
 
 
-def record_interrupted(run: RefreshRun, *, seconds: float) -> None:
-    """Record a run stopped by Ctrl-C as failed, so that it does not block the next refresh
-    as "running"."""
-    RefreshRun.objects.filter(pk=run.pk).update(
+def record_outcome(run: RefreshRun) -> bool:
+    """Record how `run` ended, unless it ended meanwhile; return whether it was recorded.
+
+    Only while it is RUNNING: a run taken over (its lease ran out) or marked interrupted by a
+    stop keeps what was recorded then. Only the outcome's fields: the run's lease, host and
+    pid are written by others meanwhile (background.heartbeat, the command taking a claimed
+    run over).
+    """
+    outcome = {field: getattr(run, field) for field in RUN_OUTCOME_FIELDS}
+    return bool(
+        RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(**outcome)
+    )
+
+
+def record_interrupted(
+    cluster: Cluster, run: RefreshRun, *, error: str, seconds: float | None = None
+) -> bool:
+    """Record a run cut short by its process's shutdown as failed, so that it does not hold
+    its cluster until its lease runs out, and say so in one line; return whether it was
+    recorded (not if it had ended already: whoever ended it said so).
+
+    A warning, not an error: nothing is wrong with the cluster, and what Spark raised on the
+    way (its cancelled job, a closed gateway) is the stop's doing, not worth a traceback.
+    """
+    recorded = RefreshRun.objects.filter(pk=run.pk, status=RefreshRun.Status.RUNNING).update(
         status=RefreshRun.Status.FAILED,
         finished_at=timezone.now(),
         seconds=seconds,
-        error=INTERRUPTED,
-        phase=f"failed: {INTERRUPTED}",
+        error=error,
+        phase=f"failed: {error}",
     )
+    if recorded:
+        logger.warning("%s: refresh #%s interrupted by shutdown", cluster.name, run.pk)
+    return bool(recorded)
 
 
 def drop_expired_runs(cluster: Cluster, *, now: datetime) -> int:

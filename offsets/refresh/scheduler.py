@@ -1,8 +1,9 @@
 """One process that keeps every cluster refreshed on its own period (`manage.py scheduler`).
 
 Each round it looks for due clusters (offsets.domain.schedule), claims each one's refresh as
-the Refresh button does (a RUNNING run created under the cluster's row lock: two schedulers,
-or a scheduler and a button, never refresh one cluster at once) and runs it on a thread of a
+the Refresh button does (a RUNNING run holding a lease on the cluster, created under its row
+lock: two schedulers, or a scheduler and a button, never refresh one cluster at once, and a
+killed one's claims are taken over once their leases run out) and runs it on a thread of a
 small pool, in the process's one Spark session. A slow or failing cluster holds one thread,
 never the rounds or the other clusters. After each refresh it settles the cluster's edits
 left "applying" by a dead process and sends the alerts that are due; retention is applied by
@@ -13,44 +14,34 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import connections
 from django.db.models import Max
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from offsets.alerts import delivery
 from offsets.domain.schedule import ClusterTurn, due_clusters
 from offsets.edits.reconcile import settle_stale
 from offsets.models import Cluster, RefreshRun, SchedulerBeat
-from offsets.refresh import background
+from offsets.refresh import background, run_records
 from offsets.refresh.run import run_refresh
 
 logger = logging.getLogger(__name__)
 
-STOPPED = "Interrupted: the scheduler running it was stopped."
-# How a run that a stop cut short is recorded, whether it was still RUNNING or its cancelled
-# Spark job had just failed it.
-STOPPED_FIELDS = {"error": STOPPED, "phase": f"failed: {STOPPED}"}
-
 
 def cluster_turns() -> list[ClusterTurn]:
     """What the schedule rules need of every cluster, in three queries."""
-    now = timezone.now()
     last = dict(RefreshRun.objects.values_list("cluster_id").annotate(last=Max("started_at")))
-    alive_since = now - timedelta(seconds=settings.REFRESH_ABANDONED_SECONDS)
-    running = set()
-    for run in (
-        RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING)
-        .alias(last_sign=Coalesce("heartbeat_at", "started_at"))
-        .filter(last_sign__gte=alive_since)
-    ):
-        # A run whose process is known to be gone (a scheduler killed mid-refresh) does not
-        # count: the claim marks it abandoned and starts the next one.
-        if not background.process_gone(run):
-            running.add(run.cluster_id)
+    # A run whose claim no longer holds (its lease ran out, or its process is known to be
+    # gone: a scheduler killed mid-refresh) does not count: the claim takes it over.
+    running = {
+        run.cluster_id
+        for run in RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING).annotate(
+            database_now=Now()
+        )
+        if background.holds_claim(run, now=run.database_now)
+    }
     return [
         ClusterTurn(
             cluster_id=pk,
@@ -109,11 +100,11 @@ class Scheduler:
     def _refresh(self, cluster: Cluster, run: RefreshRun) -> None:
         try:
             with background.heartbeat(run):
-                run = run_refresh(cluster=cluster, spark=self.spark, run=run)
-            if run.status == RefreshRun.Status.FAILED and self.stopping.is_set():
-                # `stop` cancelled its Spark jobs: that, not Spark's words for it, is why.
-                RefreshRun.objects.filter(pk=run.pk).update(**STOPPED_FIELDS)
-                run.error = STOPPED
+                run = run_refresh(
+                    cluster=cluster, spark=self.spark, run=run, stopping=self.stopping
+                )
+            if run.error == run_records.STOPPED:
+                return  # `stop` cut it short: said once, as a warning (record_interrupted)
             self.say(
                 f"{cluster.name}: refresh #{run.pk} {run.status} in {run.seconds or 0:.1f}s, "
                 f"{run.records_read:,} records" + (f"; error: {run.error}" if run.error else "")
@@ -141,12 +132,11 @@ class Scheduler:
         deadline = time.monotonic() + timeout
         for thread in self.busy.values():
             thread.join(max(0.0, deadline - time.monotonic()))
-        interrupted = RefreshRun.objects.filter(
-            status=RefreshRun.Status.RUNNING, **background.this_process()
-        ).update(
-            status=RefreshRun.Status.FAILED,
-            finished_at=timezone.now(),
-            **STOPPED_FIELDS,
+        interrupted = sum(
+            run_records.record_interrupted(run.cluster, run, error=run_records.STOPPED)
+            for run in RefreshRun.objects.filter(
+                status=RefreshRun.Status.RUNNING, **background.this_process()
+            ).select_related("cluster")
         )
         SchedulerBeat.objects.filter(pk=self.beat.pk).delete()
         return interrupted

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
+from offsets import faults
 from offsets.kafka import planner, reading
 
 NAME = "kafka-snapshot"
@@ -140,6 +141,7 @@ class KafkaSnapshotReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaRanges):
             return  # nothing to read: Spark's stand-in for an empty partition list
+        faults.pause_point("refresh-reading")
         from offsets.spark.partials import fold_messages
 
         folded = fold_messages(

@@ -1,20 +1,24 @@
 """Starting a refresh in the background: one claim per cluster, a detached process."""
 
 import io
+import logging
 import os
+import signal
 import socket
 import sys
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
+from offsets import tuning
+from offsets.domain.leases import TakeOver
 from offsets.history import store as history_store
 from offsets.models import RefreshRun
-from offsets.refresh import background
+from offsets.refresh import background, run_records
 from tests.support import factories as make
 
 
@@ -51,23 +55,37 @@ def test_a_run_of_another_cluster_does_not_block(launched):
     assert background.start_refresh(cluster=make.cluster("prod")) is not None
 
 
+def lease_ran_out(seconds_ago: float = 1) -> datetime:
+    return timezone.now() - timedelta(seconds=seconds_ago)
+
+
 @pytest.mark.django_db
-def test_a_run_that_outlived_its_process_no_longer_blocks(launched, settings):
-    settings.REFRESH_ABANDONED_SECONDS = 600
+def test_a_run_whose_lease_ran_out_is_taken_over(launched):
     cluster = make.cluster("prod")
-    stuck = make.run(cluster, RefreshRun.Status.RUNNING, ago=601)
+    stuck = make.run(
+        cluster,
+        RefreshRun.Status.RUNNING,
+        ago=60,
+        host="worker-2",
+        pid=4242,
+        lease_expires_at=lease_ran_out(),
+    )
     run = background.start_refresh(cluster=cluster)
     assert run is not None and run != stuck
+    assert run.lease_expires_at > run.started_at  # the new claim holds a lease of its own
     stuck.refresh_from_db()
     assert stuck.status == RefreshRun.Status.FAILED
-    assert stuck.error.startswith("Abandoned: no sign of life from its process for 600 s")
+    assert stuck.finished_at == run.started_at  # taken over as the new claim began
+    assert stuck.error == (
+        "Abandoned: its process (4242 on worker-2) stopped renewing its lease (killed, or cut "
+        "off from the database?); the next refresh took its cluster over."
+    )
 
 
 @pytest.mark.django_db
-def test_a_long_refresh_that_keeps_beating_is_not_taken_for_a_dead_one(launched, settings):
-    # Started two hours ago on another host (its process cannot be asked), last beat 10 s ago:
-    # judged by its start, as before heartbeats, a second refresh would start beside it.
-    settings.REFRESH_ABANDONED_SECONDS = 600
+def test_a_long_refresh_that_keeps_renewing_its_lease_is_not_taken_over(launched):
+    # Started two hours ago on another host (its process cannot be asked), lease renewed a
+    # moment ago: however long it runs, it keeps its cluster.
     cluster = make.cluster("prod")
     long_run = make.run(
         cluster,
@@ -75,24 +93,60 @@ def test_a_long_refresh_that_keeps_beating_is_not_taken_for_a_dead_one(launched,
         ago=7200,
         host="worker-2",
         pid=4242,
-        heartbeat_at=timezone.now() - timedelta(seconds=10),
+        lease_expires_at=timezone.now() + timedelta(seconds=15),
     )
     assert background.start_refresh(cluster=cluster) is None
     assert not launched
     long_run.refresh_from_db()
     assert long_run.status == RefreshRun.Status.RUNNING
 
-    # Its heartbeats stop (the host is gone): after REFRESH_ABANDONED_SECONDS it no longer blocks.
-    RefreshRun.objects.filter(pk=long_run.pk).update(
-        heartbeat_at=timezone.now() - timedelta(seconds=601)
-    )
+    # Its renewals stop (the host is gone): once its lease runs out, the next claim takes over.
+    RefreshRun.objects.filter(pk=long_run.pk).update(lease_expires_at=lease_ran_out())
     assert background.start_refresh(cluster=cluster) is not None
     long_run.refresh_from_db()
     assert long_run.status == RefreshRun.Status.FAILED
-    assert long_run.error == (
-        "Abandoned: no sign of life from its process for 600 s (it ended or was killed, or its "
-        "host is gone)."
-    )
+    assert "stopped renewing its lease" in long_run.error
+
+
+@pytest.mark.django_db
+def test_a_run_without_a_lease_holds_nothing(launched):
+    cluster = make.cluster("prod")
+    leaseless = make.run(cluster, RefreshRun.Status.RUNNING, host="worker-2", pid=7)
+    RefreshRun.objects.filter(pk=leaseless.pk).update(lease_expires_at=None)
+    assert background.start_refresh(cluster=cluster) is not None
+    assert RefreshRun.objects.get(pk=leaseless.pk).status == RefreshRun.Status.FAILED
+
+
+@pytest.mark.django_db
+def test_a_lease_renewed_after_the_look_is_not_taken_over(launched, monkeypatch):
+    """The take-over compares the lease it judged with the one stored, in its UPDATE: a
+    renewal landing between the two (another process's heartbeat) keeps the claim."""
+    cluster = make.cluster("prod")
+    holder = make.run(cluster, RefreshRun.Status.RUNNING, lease_expires_at=lease_ran_out())
+    judged = []
+
+    def renewed_meanwhile(expires_at, **kwargs):
+        judged.append(expires_at)
+        assert background.renew_lease(holder.pk)
+        return TakeOver.LEASE_EXPIRED
+
+    monkeypatch.setattr(background, "take_over", renewed_meanwhile)
+    assert background.start_refresh(cluster=cluster) is None
+    assert judged and not launched
+    holder.refresh_from_db()
+    assert holder.status == RefreshRun.Status.RUNNING and holder.lease_expires_at > judged[0]
+
+
+@pytest.mark.django_db
+def test_a_claim_still_held_passes_the_saves_check_and_one_taken_over_does_not(launched):
+    cluster = make.cluster("prod")
+    run = background.start_refresh(cluster=cluster)
+    background.hold_claim(cluster, run.pk)
+    RefreshRun.objects.filter(pk=run.pk).update(lease_expires_at=lease_ran_out())
+    background.hold_claim(cluster, run.pk)  # ran out, but nobody took it over: still its own
+    assert background.start_refresh(cluster=cluster) is not None
+    with pytest.raises(background.LeaseLost, match="claim on prod was taken over while it ran"):
+        background.hold_claim(cluster, run.pk)
 
 
 def wait_for(condition, seconds: float = 10.0) -> None:
@@ -102,33 +156,71 @@ def wait_for(condition, seconds: float = 10.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.fixture
+def quick_renewals(monkeypatch):
+    monkeypatch.setattr(tuning, "REFRESH_LEASE_RENEW_SECONDS", 0.05)
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_heartbeat_records_signs_of_life_while_its_block_runs(settings):
-    settings.REFRESH_HEARTBEAT_SECONDS = 0.05
+def test_a_heartbeat_renews_the_lease_while_its_block_runs(quick_renewals):
     cluster = make.cluster("prod")
     run = make.run(cluster, RefreshRun.Status.RUNNING, ago=5)
     done = make.run(cluster, ago=60)
 
-    def beat_of(row: RefreshRun):
-        return RefreshRun.objects.get(pk=row.pk).heartbeat_at
+    def lease_of(row: RefreshRun):
+        stored = RefreshRun.objects.get(pk=row.pk)
+        return stored.heartbeat_at, stored.lease_expires_at
 
+    first = lease_of(run)
     with background.heartbeat(run), background.heartbeat(done):
-        wait_for(lambda: beat_of(run) is not None)
-        first = beat_of(run)
-        wait_for(lambda: beat_of(run) > first)
-    last = beat_of(run)
+        wait_for(lambda: lease_of(run)[0] is not None)
+        renewed = lease_of(run)
+        wait_for(lambda: lease_of(run)[1] > renewed[1])
+    beat, expires = lease_of(run)
+    assert expires - beat == timedelta(seconds=tuning.REFRESH_LEASE_SECONDS)
+    assert expires > first[1]
     time.sleep(0.3)
-    assert beat_of(run) == last  # no beat after the block
-    assert beat_of(done) is None  # a run that is no longer RUNNING is left alone
+    assert lease_of(run) == (beat, expires)  # no renewal after the block
+    assert lease_of(done) == (None, None)  # a run that is no longer RUNNING is left alone
 
 
-@pytest.mark.django_db
-def test_heartbeats_can_be_switched_off(settings):
-    settings.REFRESH_HEARTBEAT_SECONDS = 0
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_stops_once_its_run_was_taken_over(quick_renewals):
     run = make.run(make.cluster("prod"), RefreshRun.Status.RUNNING, ago=5)
-    before = threading.active_count()
     with background.heartbeat(run):
-        assert threading.active_count() == before
+        wait_for(lambda: RefreshRun.objects.get(pk=run.pk).heartbeat_at is not None)
+        RefreshRun.objects.filter(pk=run.pk).update(status=RefreshRun.Status.FAILED)
+        wait_for(
+            lambda: not any(t.name == f"heartbeat-refresh-{run.pk}" for t in threading.enumerate())
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claims_take_an_expired_lease_over_exactly_once(launched):
+    cluster = make.cluster("prod")
+    stuck = make.run(
+        cluster, RefreshRun.Status.RUNNING, host="worker-2", pid=7, lease_expires_at=lease_ran_out()
+    )
+    results = []
+    barrier = threading.Barrier(4)
+
+    def start():
+        barrier.wait()
+        try:
+            results.append(background.start_refresh(cluster=cluster))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    [claimed] = [run for run in results if run is not None]
+    assert len(launched) == 1
+    assert list(RefreshRun.objects.filter(status=RefreshRun.Status.RUNNING)) == [claimed]
+    stuck.refresh_from_db()
+    assert stuck.status == RefreshRun.Status.FAILED and stuck.finished_at == claimed.started_at
 
 
 @pytest.mark.django_db
@@ -302,7 +394,9 @@ def test_a_run_whose_pid_was_reused_no_longer_blocks(launched):
 
 
 @pytest.mark.django_db
-def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp_path):
+def test_an_interrupted_refresh_is_recorded_as_failed_with_one_warning(
+    monkeypatch, settings, tmp_path, caplog
+):
     from offsets.refresh import plan, run
 
     settings.OFFSETS_HISTORY_PATH = str(tmp_path)
@@ -311,11 +405,46 @@ def test_an_interrupted_refresh_is_recorded_as_failed(monkeypatch, settings, tmp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(plan, "read_state_and_plan", ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
+    with caplog.at_level(logging.WARNING), pytest.raises(KeyboardInterrupt):
         run.run_refresh(cluster=make.cluster("prod"))
     stored = RefreshRun.objects.get()
-    assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+    assert (stored.status, stored.error) == (RefreshRun.Status.FAILED, run_records.INTERRUPTED)
     assert stored.finished_at is not None
+    assert [(r.levelname, r.getMessage(), r.exc_info) for r in caplog.records] == [
+        ("WARNING", f"prod: refresh #{stored.pk} interrupted by shutdown", None)
+    ]
+
+
+@pytest.mark.django_db
+def test_sigterm_stops_one_refresh_as_ctrl_c_does(monkeypatch, caplog):
+    from django.core.management import CommandError, call_command
+
+    from offsets.refresh import plan
+
+    def terminated(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the command's handler raises in here
+        raise AssertionError("SIGTERM did not stop the refresh")
+
+    monkeypatch.setattr(plan, "read_state_and_plan", terminated)
+    make.cluster("prod")
+
+    def survive(signum, frame):
+        """The test's own handler: without the command's, SIGTERM must not end pytest."""
+
+    before = signal.signal(signal.SIGTERM, survive)
+    try:
+        with caplog.at_level(logging.WARNING), pytest.raises(CommandError, match="Interrupted"):
+            call_command("refresh_offsets", cluster="prod", stdout=io.StringIO())
+        after = signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert after is survive  # the command put back the handler it found
+    run = RefreshRun.objects.get()
+    assert (run.status, run.error) == (RefreshRun.Status.FAILED, run_records.INTERRUPTED)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        f"prod: refresh #{run.pk} interrupted by shutdown"
+    ]
 
 
 @pytest.mark.django_db
@@ -461,7 +590,7 @@ def test_ctrl_c_while_spark_starts_fails_the_claimed_run(monkeypatch, kafka_answ
     with pytest.raises(CommandError, match="Interrupted"):
         call_command("refresh_offsets", cluster="prod")
     run = RefreshRun.objects.get()  # claimed by the command itself
-    assert (run.status, run.error) == (RefreshRun.Status.FAILED, "Interrupted (Ctrl-C).")
+    assert (run.status, run.error) == (RefreshRun.Status.FAILED, run_records.INTERRUPTED)
 
 
 @pytest.mark.django_db
@@ -539,12 +668,11 @@ def test_a_loop_skips_its_round_while_another_refresh_runs(fake_spark, monkeypat
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_command_beats_while_it_refreshes_spark_start_included(monkeypatch, settings):
+def test_the_command_beats_while_it_refreshes_spark_start_included(monkeypatch, quick_renewals):
     from django.core.management import call_command
 
     from offsets.management.commands import refresh_offsets
 
-    settings.REFRESH_HEARTBEAT_SECONDS = 0.05
     cluster = make.cluster("prod")
     beats = {}
 
@@ -573,11 +701,17 @@ def test_an_abandoned_runs_history_folder_goes_with_it(
     # A killed refresh cannot remove its folder, which may hold a Parquet file cut off
     # mid-write: every reader of the history and every merge would meet it.
     settings.OFFSETS_HISTORY_PATH = str(tmp_path)
-    settings.REFRESH_ABANDONED_SECONDS = 600
     cluster = make.cluster("prod")
     kept = make.run(cluster, RefreshRun.Status.SUCCEEDED, ago=900)
     if how == "silent":
-        killed = make.run(cluster, RefreshRun.Status.RUNNING, ago=601, host="worker-2", pid=7)
+        killed = make.run(
+            cluster,
+            RefreshRun.Status.RUNNING,
+            ago=601,
+            host="worker-2",
+            pid=7,
+            lease_expires_at=lease_ran_out(),
+        )
     else:
         killed = make.run(
             cluster,

@@ -35,8 +35,8 @@ from offsets.models import (
     SourceOffset,
 )
 from offsets.models.refresh import key_hash
+from offsets.refresh import background, sinks, store
 from offsets.refresh import plan as planning
-from offsets.refresh import sinks, store
 from offsets.refresh.results import ms_to_datetime
 from offsets.refresh.run import run_refresh
 from offsets.spark import merge
@@ -581,6 +581,42 @@ def test_a_refresh_that_another_one_overtook_saves_nothing(own_cluster, spark):
     ) == (sum(SourceOffset.objects.filter(cluster=own_cluster).values_list("commits", flat=True)))
     # Its history folder went with it: each commit is in the history once.
     assert_history_holds_every_commit_once(own_cluster)
+
+
+def test_a_refresh_whose_claim_was_taken_over_saves_nothing(own_cluster, spark):
+    """A holder cut off from the database past its lease (or paused that long) finds its claim
+    taken over when it comes to save: the refresh that took over is the one that saves."""
+    now_ms = int(time.time() * 1000)
+    assert run_refresh(cluster=own_cluster, spark=spark, now_ms=now_ms).status == "succeeded"
+    before = comparable(own_cluster)
+    logs = SourceOffset.objects.get(cluster=own_cluster, connector="file-source-app-logs")
+    produce(
+        own_cluster,
+        "connect-offsets",
+        [(bytes(logs.key_bytes), jackson.dumps({"position": n})) for n in (7, 8, 9)],
+    )
+    claimed = background.claim_refresh(cluster=own_cluster, full=False)
+    taken = []
+
+    def progress(text):
+        # Mid-refresh, its lease runs out and the next claim takes the cluster over.
+        if "computing offsets and history" in text and not taken:
+            RefreshRun.objects.filter(pk=claimed.pk).update(
+                lease_expires_at=timezone.now() - timedelta(seconds=1)
+            )
+            taken.append(background.claim_refresh(cluster=own_cluster, full=False))
+
+    run = run_refresh(
+        cluster=own_cluster, spark=spark, now_ms=now_ms + 1000, progress=progress, run=claimed
+    )
+    assert taken[0] is not None
+    # What the take-over recorded stands: the overtaken run's end did not write over it.
+    assert run.status == "failed" and "stopped renewing its lease" in run.error, run.error
+    stored = RefreshRun.objects.get(pk=claimed.pk)
+    assert (stored.status, stored.error) == (run.status, run.error)
+    assert comparable(own_cluster) == before  # its three new commits were not saved
+    assert RefreshRun.objects.get(pk=taken[0].pk).status == RefreshRun.Status.RUNNING
+    assert not history_store.run_folder(own_cluster, claimed.pk).exists()  # nor its history
 
 
 @pytest.mark.parametrize("broker_has_topic_ids", [True, False])

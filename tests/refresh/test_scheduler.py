@@ -4,7 +4,9 @@ In this process (Scheduler, the session's Spark and seeded demo): a slow cluster
 neither the rounds nor the other clusters, nor does a secured cluster registered with a wrong
 SASL password (the secured runtime's), and a stop marks the refresh still running. In a
 child process (the command itself): SIGKILL mid-refresh, a restart that settles the killed
-run and refreshes again, then SIGTERM that ends it within 10 s.
+run and refreshes again, then SIGTERM that ends it within 10 s; and SIGTERM or SIGINT while a
+refresh is held mid-Spark, which logs one warning and no traceback. Two schedulers at once:
+test_two_schedulers.py.
 """
 
 import signal
@@ -16,9 +18,10 @@ import time
 import pytest
 
 from offsets.models import RefreshRun, SchedulerBeat
+from offsets.refresh import run_records
 from offsets.refresh import scheduler as scheduling
 from tests.support import factories, secured_runtime
-from tests.support.child_cluster import child_cluster
+from tests.support.child_cluster import child_cluster, end_paused, paused_at
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -136,7 +139,7 @@ def test_a_stop_marks_the_refresh_still_running_as_interrupted(spark, blocked):
     assert scheduler.stop(timeout=0.5) == 1
 
     run.refresh_from_db()
-    assert (run.status, run.error) == ("failed", scheduling.STOPPED)
+    assert (run.status, run.error) == ("failed", run_records.STOPPED)
     assert not SchedulerBeat.objects.exists()
     assert scheduler.round() == []  # nothing starts once stopped
     release.set()
@@ -186,4 +189,45 @@ def test_the_command_survives_sigkill_and_stops_on_sigterm_within_ten_seconds(
     assert "Received SIGTERM: stopping." in out and "Stopped." in out
     # Nothing is left running: a refresh cut short says so.
     assert all(status != "running" for status, _ in runs())
-    assert all(error == scheduling.STOPPED for status, error in runs()[1:] if status == "failed")
+    assert all(error == run_records.STOPPED for status, error in runs()[1:] if status == "failed")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_mid_spark_logs_one_warning_and_no_traceback(fresh_kafka, tmp_path, stop):
+    """A container's stop (SIGTERM) or Ctrl-C (SIGINT, which Spark's context also handles)
+    cancels the refresh's Spark job: the run is interrupted, not failed, and says so once."""
+    child = child_cluster(fresh_kafka, tmp_path)
+    paused = tmp_path / "paused"
+    env = {
+        **child.env,
+        # The refresh's Spark read task waits there until the stop cancels its job.
+        **paused_at("refresh-reading", paused),
+        "LOG_FORMAT": "plain",
+    }
+    scheduler = subprocess.Popen(
+        [*child.manage, "scheduler", "--round-seconds", "0.5"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(paused.exists, timeout=180)
+        scheduler.send_signal(stop)
+        out, _ = scheduler.communicate(timeout=60)
+    finally:
+        if scheduler.poll() is None:  # the test failed before the stop: end it and its pipe
+            scheduler.kill()
+            out, _ = scheduler.communicate(timeout=30)
+        end_paused(paused)
+    with sqlite3.connect(child.database) as db:
+        [(run_id, status, error)] = db.execute(
+            "SELECT id, status, error FROM offsets_refreshrun"
+        ).fetchall()
+    assert (status, error) == ("failed", run_records.STOPPED)
+    assert scheduler.returncode == 0, out
+    lines = out.splitlines()
+    [warning] = [line for line in lines if "interrupted by shutdown" in line]
+    assert " WARNING " in warning and f"loop: refresh #{run_id} interrupted by shutdown" in warning
+    assert "Traceback" not in out, out
+    assert not [line for line in lines if " ERROR " in line or "SPARK_JOB_CANCELLED" in line], out

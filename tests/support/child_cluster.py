@@ -5,7 +5,9 @@ SQLite file, history and run folders, the cluster `loop` on the given broker, an
 written there.
 """
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -46,3 +48,16 @@ def child_cluster(bootstrap_servers: str, tmp_path: Path) -> ChildCluster:
         check=True,
     )
     return ChildCluster(env, manage, database)
+
+
+def paused_at(point: str, marker: Path) -> dict[str, str]:
+    """The environment that holds a child's work at a pause point (offsets/faults.py): the
+    process that reaches it writes its pid to `marker` and waits there until killed."""
+    return {"OFFSETS_FAULT_PAUSE": point, "OFFSETS_FAULT_PAUSE_FILE": str(marker)}
+
+
+def end_paused(marker: Path) -> None:
+    """End the process a pause point holds, if it still runs: a Spark Python worker held
+    there belongs to a JVM that may outlive its killed driver for a moment."""
+    with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+        os.kill(int(marker.read_text()), signal.SIGKILL)

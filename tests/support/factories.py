@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from offsets import tuning
 from offsets.history.reading import CommitPoint
 from offsets.models import (
     Cluster,
@@ -43,10 +44,12 @@ def run(
     **fields: object,
 ) -> RefreshRun:
     started = now() - timedelta(seconds=ago)
-    finished = (
-        None if status == RefreshRun.Status.RUNNING else started + timedelta(seconds=min(20, ago))
-    )
+    running = status == RefreshRun.Status.RUNNING
+    finished = None if running else started + timedelta(seconds=min(20, ago))
     defaults = {"records_read": 1234, "seconds": 20.0, "phase": "done" if finished else "reading"}
+    if running:
+        # Its lease just renewed, as a live process keeps it.
+        defaults["lease_expires_at"] = now() + timedelta(seconds=tuning.REFRESH_LEASE_SECONDS)
     return RefreshRun.objects.create(
         cluster=cluster,
         started_at=started,

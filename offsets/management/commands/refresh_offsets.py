@@ -1,10 +1,10 @@
+import contextlib
 import logging
 import signal
 import threading
 import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
 from offsets.alerts import delivery
 from offsets.edits.reconcile import settle_stale
@@ -16,6 +16,32 @@ from offsets.refresh.plan import has_read_before
 from offsets.refresh.run import run_refresh
 
 logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """While one refresh runs, SIGTERM stops it as Ctrl-C does: Spark's jobs cancelled, then
+    KeyboardInterrupt, so that its run is recorded as interrupted rather than left holding its
+    cluster until its lease runs out. (Only the main thread may set a signal's handler.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    from offsets.spark import session
+
+    spark = session.current_session()
+    # A session already stopped (or never started) has no job to cancel.
+    with contextlib.suppress(Exception):
+        if spark is not None:
+            spark.sparkContext.cancelAllJobs()
+    raise KeyboardInterrupt
 
 
 class Command(BaseCommand):
@@ -66,7 +92,8 @@ class Command(BaseCommand):
         try:
             # Spark starts with the first refresh that gets past Kafka (refresh.compute): a
             # loop keeps that session, and a cluster that does not answer never starts it.
-            self.refresh_rounds(found, full=full, every=every, claimed=claimed)
+            with contextlib.nullcontext() if every is not None else sigterm_as_ctrl_c():
+                self.refresh_rounds(found, full=full, every=every, claimed=claimed)
             if every is None:
                 # One refresh: its history merge (beside the next round in a loop) ends here.
                 history_store.wait_for_merges()
@@ -75,7 +102,7 @@ class Command(BaseCommand):
         finally:
             started = session.current_session()
             if started is not None and started is not before:
-                started.stop()
+                session.stop_when_idle(started)
 
     def first_run(
         self, cluster: Cluster, *, full: bool, every: float | None, run_id: int | None
@@ -151,10 +178,11 @@ class Command(BaseCommand):
         ).first()
         if run is None:
             raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
-        # This process runs it from now on (the process that claimed it only launched it).
-        RefreshRun.objects.filter(pk=run.pk).update(
-            phase="starting", heartbeat_at=timezone.now(), **background.this_process()
-        )
+        # This process runs it from now on (the process that claimed it only launched it), and
+        # renews its lease from here.
+        RefreshRun.objects.filter(pk=run.pk).update(phase="starting", **background.this_process())
+        if not background.renew_lease(run.pk):  # taken over while this process started
+            raise CommandError(f"No running refresh run #{run_id} of {cluster.name} to fill in.")
         return run
 
     def refresh_once(

@@ -40,13 +40,15 @@ class Command(BaseCommand):
             raise CommandError("--refreshes-at-once must be at least 1.")
         if round_seconds <= 0:
             raise CommandError("--round-seconds must be a positive number of seconds.")
-        from offsets.spark.session import get_spark
+        from offsets.spark.session import get_spark, stop_when_idle
 
         self.stop = threading.Event()
-        signal.signal(signal.SIGTERM, self.on_signal)
-        signal.signal(signal.SIGINT, self.on_signal)
+        self.handle_signals()
         self.say("Starting Spark...")
         spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+        # Again: Spark's context put its own SIGINT handler in place, which raises
+        # KeyboardInterrupt wherever the main thread is; a stop here goes through `stop`.
+        self.handle_signals()
         scheduler = Scheduler(spark=spark, refreshes_at_once=refreshes_at_once, say=self.say)
         self.say(
             f"Scheduler running: up to {refreshes_at_once} refreshes at once; "
@@ -60,12 +62,12 @@ class Command(BaseCommand):
             try:
                 interrupted = scheduler.stop(timeout=settings.SCHEDULER_STOP_SECONDS)
             except DatabaseError as exc:
-                # Its runs stay RUNNING until their heartbeats are REFRESH_ABANDONED_SECONDS old.
+                # Its runs stay RUNNING until their leases run out (tuning.REFRESH_LEASE_SECONDS).
                 logger.warning("Stopping without the database, which did not answer: %s", exc)
                 interrupted = 0
             if interrupted:
                 self.say(f"{interrupted} running refresh(es) marked interrupted.")
-            spark.stop()
+            stop_when_idle(spark)
         self.say("Stopped.")
 
     def round(self, scheduler: Scheduler) -> None:
@@ -81,6 +83,10 @@ class Command(BaseCommand):
     def say(self, text: str) -> None:
         # Through logging: one line a refresh in the deployment's format (LOG_FORMAT), masked.
         logger.info("%s", text)
+
+    def handle_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self.on_signal)
+        signal.signal(signal.SIGINT, self.on_signal)
 
     def on_signal(self, signum: int, frame: object) -> None:
         self.say(f"Received {signal.Signals(signum).name}: stopping.")

@@ -1,13 +1,14 @@
 """What the pages say about freshness: a cluster's latest refresh and latest success."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.timesince import timesince
 
 from offsets.domain import staleness as rules
+from offsets.domain.leases import lease_holds
 from offsets.models import (
     Cluster,
     RefreshRun,
@@ -69,20 +70,13 @@ class RefreshState:
 
     @property
     def silent_since(self) -> datetime | None:
-        """The running refresh's last sign of life (its last heartbeat, or its start), when it
-        has missed two heartbeats: its process may be gone. None otherwise (or when heartbeats
-        are off)."""
+        """The running refresh's last sign of life (its last renewal, or its start) once its
+        lease ran out: its process may be gone, and the next refresh takes its cluster over.
+        None otherwise."""
         run = self.running
-        interval = settings.REFRESH_HEARTBEAT_SECONDS
-        if run is None or interval <= 0:
+        if run is None or lease_holds(run.lease_expires_at, now=timezone.now()):
             return None
-        last = run.heartbeat_at or run.started_at
-        return last if timezone.now() - last > timedelta(seconds=2 * interval) else None
-
-    @property
-    def abandoned_after(self) -> int:
-        """Seconds without a sign of life after which a running refresh stops blocking."""
-        return settings.REFRESH_ABANDONED_SECONDS
+        return run.heartbeat_at or run.started_at
 
     @property
     def age_seconds(self) -> int | None:
