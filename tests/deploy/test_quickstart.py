@@ -84,3 +84,17 @@ def test_compose_env_asks_for_the_dashboards_host_name(tmp_path):
     done = compose_env(tmp_path)
     assert done.returncode == 2 and "DASHBOARD_HOST" in done.stdout
     assert not (tmp_path / "deploy" / "compose.env").exists()
+
+
+def test_the_scheduler_gets_the_spark_of_the_memory_budget_docs_deploy_states(tmp_path):
+    # docs/deploy.md, "Memory": the scheduler's container stays within its budget because its
+    # Spark runs two task slots (one Python worker each) and a 1 GB driver heap, whatever the
+    # host's cores; `local[*]` on a large host gave one worker per core and no stated bound.
+    done = compose_env(tmp_path, DASHBOARD_HOST="offsets.example.org")
+    assert done.returncode == 0, done.stdout + done.stderr
+    env = values(tmp_path / "deploy" / "compose.env")
+    assert env["SPARK_MASTER"] == "local[2]"
+    conf = dict(item.split("=", 1) for item in env["SPARK_CONF"].split(","))
+    assert conf["spark.driver.memory"] == "1g"
+    budget = (ROOT / "docs" / "deploy.md").read_text()
+    assert "`SPARK_MASTER=local[2]`" in budget and "`SPARK_CONF=spark.driver.memory=1g`" in budget
