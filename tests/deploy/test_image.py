@@ -9,8 +9,10 @@ stops a part of it (the database, the scheduler) starts it again before it ends.
 """
 
 import json
+import os
 import re
 import secrets
+import signal
 import subprocess
 import time
 import uuid
@@ -385,14 +387,15 @@ def _kill_mid_refresh(stack) -> tuple:
     """Kill the scheduler while a refresh runs; return that run.
 
     An incremental refresh here takes a second or two, about what `podman kill` takes to
-    reach the container: a run that ended before the kill did is no killed run, so the kill
-    is tried again on the next one.
+    reach the container, so the container's process is killed from the host (SIGKILL to the
+    pid podman reports, read before the run is awaited) the moment a run reads RUNNING. A run
+    that ended before the kill did is no killed run: the kill is tried again on the next one.
     """
     name = stack.names["scheduler"]
-    for _ in range(5):
-        run = _running_run(stack)
+    for _ in range(10):
         killed = podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip()
-        podman("kill", "--signal", "KILL", name)
+        run = _running_run(stack)
+        os.kill(int(killed), signal.SIGKILL)
         # Gone: exited, or already started again by compose's restart policy.
         wait_until(
             lambda: podman("inspect", "--format", "{{.State.Pid}}", name).stdout.strip(),
@@ -403,7 +406,7 @@ def _kill_mid_refresh(stack) -> tuple:
         if {pk: status for pk, status, *_ in stack.runs()}[run[0]] == "running":
             return run
         podman("start", stack.names["scheduler"])
-    raise AssertionError("Five refreshes in a row ended before the kill reached them.")
+    raise AssertionError("Ten refreshes in a row ended before the kill reached them.")
 
 
 def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(stack):
