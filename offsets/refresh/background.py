@@ -101,15 +101,20 @@ def claim_refresh(*, cluster: Cluster, full: bool) -> RefreshRun | None:
         for running in RefreshRun.objects.filter(cluster=cluster, status=RefreshRun.Status.RUNNING):
             if not _take_over(cluster, running, now=now):
                 return None
-        return RefreshRun.objects.create(
-            cluster=cluster,
-            started_at=now,
-            status=RefreshRun.Status.RUNNING,
-            full=full,
-            phase="starting",
-            lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
-            **this_process(),
-        )
+        return leased_run(cluster, full=full, now=now)
+
+
+def leased_run(cluster: Cluster, *, full: bool, now: datetime) -> RefreshRun:
+    """A new RUNNING run of this process, its lease starting `now` (the database's clock)."""
+    return RefreshRun.objects.create(
+        cluster=cluster,
+        started_at=now,
+        status=RefreshRun.Status.RUNNING,
+        full=full,
+        phase="starting",
+        lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
+        **this_process(),
+    )
 
 
 def _take_over(cluster: Cluster, running: RefreshRun, *, now: datetime) -> bool:

@@ -20,9 +20,8 @@ from pathlib import Path
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from offsets import connect_state, tuning
+from offsets import connect_state
 from offsets.alerts import evaluation
-from offsets.domain.leases import lease_expiry
 from offsets.history import store as history_store
 from offsets.kafka.errors import KafkaUnavailable, TopicNotFound
 from offsets.models import Cluster, RefreshRun
@@ -94,7 +93,9 @@ def run_refresh(
     """
     say = progress or (lambda text: None)
     started = time.monotonic()
-    run = run or _new_run(cluster, full=full)
+    if run is None:
+        now = background.database_now(Cluster.objects.filter(pk=cluster.pk))
+        run = background.leased_run(cluster, full=full, now=now)
     phase = _Phases(run, say, started)
     run_dir = history_store.run_folder(cluster, run.pk)
     try:
@@ -121,19 +122,6 @@ def run_refresh(
         _failed(cluster, run, exc)
     _finish(cluster, run, started, say)
     return run
-
-
-def _new_run(cluster: Cluster, *, full: bool) -> RefreshRun:
-    """A RUNNING run of a refresh that was not claimed beforehand, with a lease of its own."""
-    now = background.database_now(Cluster.objects.filter(pk=cluster.pk))
-    return RefreshRun.objects.create(
-        cluster=cluster,
-        started_at=now,
-        full=full,
-        phase="starting",
-        lease_expires_at=lease_expiry(now, seconds=tuning.REFRESH_LEASE_SECONDS),
-        **background.this_process(),
-    )
 
 
 def _interrupted(cluster: Cluster, run: RefreshRun, error: str, started: float) -> RefreshRun:
