@@ -15,6 +15,8 @@ from confluent_kafka.admin import AdminClient
 # leaves when its session times out (librdkafka's default session.timeout.ms is 45 s).
 GROUP_EMPTY_TIMEOUT = 60.0
 TIMEOUT = 30.0
+# How long a deleted topic may stay listed before it counts as re-created and is deleted again.
+RELISTED_AFTER = 3.0
 
 
 class NotEmptied(AssertionError):
@@ -54,22 +56,25 @@ def _delete_groups(admin: AdminClient) -> None:
 
 
 def _delete_topics(admin: AdminClient) -> None:
-    topics = _user_topics(admin)
-    if not topics:
-        return
-    for future in admin.delete_topics(topics, operation_timeout=TIMEOUT).values():
-        try:
-            future.result()
-        except KafkaException as error:
-            if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                raise
-    # The controller has removed them; wait until the broker's metadata says so too, or a
-    # test creating the same name at once would be told it exists.
+    # A client of the last test may still be stopping (a deleted connector's task is stopped
+    # after its DELETE answered), and its next metadata request re-creates a topic it reads:
+    # brokers auto-create by default. So a topic listed again a while after its deletion is
+    # deleted again, until none is listed or the deadline passes.
     deadline = time.monotonic() + TIMEOUT
-    while left := _user_topics(admin):
+    while topics := _user_topics(admin):
         if time.monotonic() > deadline:
-            raise NotEmptied(f"topics still listed after their deletion: {', '.join(left)}")
-        time.sleep(0.05)
+            raise NotEmptied(f"topics still listed after their deletion: {', '.join(topics)}")
+        for future in admin.delete_topics(topics, operation_timeout=TIMEOUT).values():
+            try:
+                future.result()
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise
+        # The controller has removed them; wait until the broker's metadata says so too, or a
+        # test creating the same name at once would be told it exists.
+        listed_until = min(deadline, time.monotonic() + RELISTED_AFTER)
+        while _user_topics(admin) and time.monotonic() < listed_until:
+            time.sleep(0.05)
 
 
 def _user_topics(admin: AdminClient) -> list[str]:
