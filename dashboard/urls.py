@@ -27,6 +27,11 @@ urlpatterns = [
         name="connector-offsets-json",
     ),
     path(
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/control-follow/",
+        control_views.connector_control_follow,
+        name="connector-control-follow",
+    ),
+    path(
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/control/<str:action>/",
         control_views.connector_control,
         name="connector-control",

@@ -1,4 +1,5 @@
-"""Stop, resume and restart a connector, and a cluster's Connect worker version, over REST.
+"""Stop, pause, resume and restart a connector (or one task), and a cluster's Connect worker
+version, over REST.
 
 Thin views: an input serializer validates, `offsets.edits.connector_control` acts and audits,
 an output serializer renders. Worker errors answer 404 (unknown connector), 409 (no worker
@@ -14,7 +15,7 @@ from rest_framework.response import Response
 
 from offsets.api.clusters import get_cluster
 from offsets.api.errors import errors, run_service
-from offsets.edits.connector_control import control_connector
+from offsets.edits.connector_control import ACTIONS, control_connector
 from offsets.kafka.connect_rest import ConnectRest
 
 
@@ -30,21 +31,37 @@ class ControlInput(serializers.Serializer):
 
 class ControlOutput(serializers.Serializer):
     connector = serializers.CharField()
-    action = serializers.ChoiceField(choices=["stop", "resume", "restart"])
+    action = serializers.ChoiceField(choices=list(ACTIONS))
     ok = serializers.BooleanField(help_text="The connector reached the asked state.")
+    warning = serializers.BooleanField(
+        help_text="After a restart: something failed again, or it is still restarting."
+    )
+    settled = serializers.BooleanField(
+        help_text="After a restart: followed to its end (running steadily, failed again, or "
+        "still restarting at the bound)."
+    )
     message = serializers.CharField()
     state = serializers.CharField(allow_null=True, help_text="The worker's connector state.")
     tasks = serializers.ListField(child=serializers.CharField(), help_text="Task states.")
     answer = serializers.CharField(help_text="The worker's answer to the request, masked.")
+    failed_again = serializers.SerializerMethodField()
+
+    def get_failed_again(self, outcome) -> list[dict[str, str]]:
+        """What FAILED after a restart: its name ("task 0"), its trace's first line."""
+        return [{"name": name, "first_line": line} for name, line, _ in outcome.failed_again]
 
 
-def _control(request: Request, cluster_name: str, connector_name: str, action: str) -> Response:
+def _control(
+    request: Request, cluster_name: str, connector_name: str, action: str, task: int | None = None
+) -> Response:
     cluster = get_cluster(request, cluster_name, connector_name)
     form = ControlInput(data=request.data)
     form.is_valid(raise_exception=True)
     options = form.validated_data
     if action != "restart":
         options = {"comment": options["comment"]}
+    if task is not None:
+        options["task"] = task
     outcome = run_service(
         lambda: control_connector(
             cluster=cluster, connector=connector_name, action=action, user=request.user, **options
@@ -67,16 +84,33 @@ def connector_stop(request: Request, cluster_name: str, connector_name: str) -> 
 
 @CONTROL_SCHEMA
 @api_view(["POST"])
+def connector_pause(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """Pause the connector (PUT .../pause: its tasks stay assigned) and wait for PAUSED."""
+    return _control(request, cluster_name, connector_name, "pause")
+
+
+@CONTROL_SCHEMA
+@api_view(["POST"])
 def connector_resume(request: Request, cluster_name: str, connector_name: str) -> Response:
-    """Resume the connector (PUT .../resume) and wait, up to 30 s, for RUNNING."""
+    """Resume the connector (PUT .../resume, from PAUSED or STOPPED) and wait for RUNNING."""
     return _control(request, cluster_name, connector_name, "resume")
 
 
 @CONTROL_SCHEMA
 @api_view(["POST"])
 def connector_restart(request: Request, cluster_name: str, connector_name: str) -> Response:
-    """Restart the connector (POST .../restart, optionally its tasks or only failed ones)."""
+    """Restart the connector (POST .../restart, optionally its tasks or only failed ones),
+    then follow it, up to 20 s, until it runs steadily or fails again."""
     return _control(request, cluster_name, connector_name, "restart")
+
+
+@CONTROL_SCHEMA
+@api_view(["POST"])
+def connector_task_restart(
+    request: Request, cluster_name: str, connector_name: str, task: int
+) -> Response:
+    """Restart one task (POST .../tasks/{task}/restart), then follow it like a restart."""
+    return _control(request, cluster_name, connector_name, "restart-task", task)
 
 
 class CapabilitiesOutput(serializers.Serializer):

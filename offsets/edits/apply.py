@@ -122,8 +122,14 @@ def stop_for_edit(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
     require_sight(user, edit)
     if edit.state not in (State.APPROVED, State.CONFLICT):
         raise EditStateConflict(f"Edit #{edit.pk} is {edit.state}, not approved.")
+    # Audited in the edit's history: the stop was done for it.
     outcome = control_connector(
-        cluster=edit.cluster, connector=edit.connector, action="stop", user=user, comment=comment
+        cluster=edit.cluster,
+        connector=edit.connector,
+        action="stop",
+        user=user,
+        comment=comment,
+        edit=edit,
     )
     if not outcome.ok:
         raise EditStateConflict(outcome.message)
@@ -168,7 +174,11 @@ def can_resume_after_apply(edit: OffsetEdit) -> bool:
 
 
 def resume_after_apply(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEdit:
-    """Resume the connector an applied edit left STOPPED; it starts from the new offsets."""
+    """Resume the connector an applied edit left STOPPED; it starts from the new offsets.
+
+    Audited in the edit's history (and the connector's log), so the edit's page says who
+    resumed it and when.
+    """
     require_sight(user, edit)
     if not can_resume_after_apply(edit):
         raise EditStateConflict(
@@ -179,5 +189,6 @@ def resume_after_apply(*, edit: OffsetEdit, user, comment: str = "") -> OffsetEd
         connector=edit.connector,
         user=user,
         comment=comment or f"Resumes the connector after edit #{edit.pk}.",
+        edit=edit,
     )
     return edit

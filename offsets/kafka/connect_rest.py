@@ -115,6 +115,8 @@ class ConnectorStatus:
     traces: tuple[str, ...] = ()
     # What is FAILED ("the connector", "task 0") with its masked trace, connector first.
     failures: tuple[tuple[str, str], ...] = ()
+    # Each part by name ("the connector", "task 0"): (name, state, masked trace), connector first.
+    parts: tuple[tuple[str, str, str], ...] = ()
 
     @classmethod
     def from_json(cls, body: dict) -> "ConnectorStatus":
@@ -133,6 +135,10 @@ class ConnectorStatus:
                     (name, mask_text(str(part.get("trace") or "")))
                     for name, part in parts
                     if part.get("state") == "FAILED"
+                ),
+                parts=tuple(
+                    (name, part["state"], mask_text(str(part.get("trace") or "")))
+                    for name, part in parts
                 ),
             )
         except (KeyError, TypeError, AttributeError) as exc:
@@ -266,6 +272,7 @@ class ConnectRest:
         self._call("PUT", f"/connectors/{_quote(name)}/pause")
 
     def resume(self, name: str) -> None:
+        """PUT .../resume: back to RUNNING from PAUSED or STOPPED."""
         self._call("PUT", f"/connectors/{_quote(name)}/resume")
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False):
@@ -274,6 +281,10 @@ class ConnectRest:
             {"includeTasks": str(include_tasks).lower(), "onlyFailed": str(only_failed).lower()}
         )
         return self._call("POST", f"/connectors/{_quote(name)}/restart?{query}")
+
+    def restart_task(self, name: str, task: int):
+        """POST /connectors/{name}/tasks/{task}/restart: that one task, wherever it runs."""
+        return self._call("POST", f"/connectors/{_quote(name)}/tasks/{int(task)}/restart")
 
     def delete(self, name: str) -> None:
         self._call("DELETE", f"/connectors/{_quote(name)}")

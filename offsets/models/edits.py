@@ -275,10 +275,13 @@ class AuditEvent(models.Model):
         RECONCILED = "reconciled"
         # A conflicted edit was staged again with the same inputs (details name the new one).
         RESTAGED = "restaged"
-        # A connector's state changed through the Connect REST API (no edit attached).
+        # A connector's state changed through the Connect REST API (with the edit whose page
+        # asked, if any).
         STOPPED = "stopped"
+        PAUSED = "paused"
         RESUMED = "resumed"
         RESTARTED = "restarted"
+        TASK_RESTARTED = "task-restarted"
         CONTROL_FAILED = "control-failed"
 
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="audit_events")

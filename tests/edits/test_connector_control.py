@@ -1,13 +1,16 @@
-"""Stop, resume, restart and the worker's version against a fake worker on loopback: the
-adapter's errors, auth and URL list, the API's and the page's answers, roles and audit."""
+"""Stop, pause, resume, restart (a connector or one task, followed until it settles) and the
+worker's version against a fake worker on loopback: the adapter's errors, auth and URL list,
+the API's and the page's answers, roles and audit."""
 
 import base64
+import re
 import urllib.parse
 
 import pytest
 from django.contrib.messages import get_messages
 from django.core.management import call_command
 
+from offsets.domain import restarts
 from offsets.edits import connector_control
 from offsets.kafka.connect_rest import (
     ConnectAuthFailed,
@@ -55,6 +58,9 @@ def cluster(worker):
 @pytest.fixture(autouse=True)
 def _fast_polls(monkeypatch):
     monkeypatch.setattr(connector_control, "POLL_SECONDS", 0.05)
+    # A restart is followed until it settles: no second-long waits against a fake worker.
+    monkeypatch.setattr(restarts, "SETTLE_SECONDS", 0.1)
+    monkeypatch.setattr(restarts, "GRACE_SECONDS", 0.0)
 
 
 def rest(url: str, **settings) -> ConnectRest:
@@ -176,9 +182,11 @@ def test_worker_errors_map_to_api_statuses(client, editor, worker, cluster, stat
 def test_viewers_may_not_control_connectors(client, user, worker, cluster):
     worker.connector(ODD, ODD_PATH)
     client.force_login(user)
-    assert client.post(control_url("stop")).status_code == 403
-    assert client.post("/clusters/c1/connectors/x/control/stop/").status_code == 403
-    assert not any(r["method"] == "PUT" for r in worker.requests)
+    for action in ("stop", "pause", "resume", "restart", "tasks/0/restart"):
+        assert client.post(control_url(action)).status_code == 403, action
+    for action in ("stop", "pause", "restart-task"):
+        assert client.post(f"/clusters/c1/connectors/x/control/{action}/").status_code == 403
+    assert not any(r["method"] in ("PUT", "POST") for r in worker.requests)
     client.logout()
     assert client.post(control_url("stop")).status_code == 401
 
@@ -226,15 +234,10 @@ def test_the_page_control_answers_htmx_with_the_card(client, editor, worker, clu
     assert response.status_code == 302
 
 
-def test_a_task_that_fails_again_after_a_restart_is_a_warning_naming_its_first_line(
-    client, editor, worker, cluster
-):
-    trace = (
-        "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file\n\tat x.y"
-    )
-    worker.answer(
-        "POST", "/connectors/plain/restart?includeTasks=false&onlyFailed=false", 204, None
-    )
+TRACE = "org.apache.kafka.connect.errors.ConnectException: Couldn't find or create file\n\tat x.y"
+
+
+def failing_task(worker) -> None:
     worker.answer(
         "GET",
         "/connectors/plain/status",
@@ -242,27 +245,123 @@ def test_a_task_that_fails_again_after_a_restart_is_a_warning_naming_its_first_l
         {
             "name": "plain",
             "connector": {"state": "RUNNING", "worker_id": "w:8083"},
-            "tasks": [{"id": 0, "state": "FAILED", "worker_id": "w:8083", "trace": trace}],
+            "tasks": [{"id": 0, "state": "FAILED", "worker_id": "w:8083", "trace": TRACE}],
         },
     )
+
+
+def test_a_task_that_fails_again_after_a_restart_is_a_warning_naming_its_first_line(
+    client, editor, worker, cluster
+):
+    worker.answer("POST", "/connectors/plain/restart?includeTasks=true&onlyFailed=true", 204, None)
+    failing_task(worker)
     client.force_login(editor)
+    restart = {"include_tasks": "on", "only_failed": "on"}
     response = client.post(
-        "/clusters/c1/connectors/plain/control/restart/", headers={"HX-Request": "true"}
+        "/clusters/c1/connectors/plain/control/restart/", restart, headers={"HX-Request": "true"}
     )
     html = response.content.decode()
     assert response.status_code == 200 and 'class="warning"' in html
     assert 'data-warning="true"' in html and 'class="notice"' not in html
     assert (
-        "The worker restarted the connector, but task 0 failed again: org.apache.kafka.connect."
-        "errors.ConnectException: Couldn&#x27;t find or create file (now RUNNING: FAILED)" in html
+        "Failed again: task 0: org.apache.kafka.connect.errors.ConnectException: Couldn&#x27;t "
+        "find or create file (now the connector RUNNING, task 0 FAILED)." in html
     )
+    # Final: the card stops following.
+    assert 'data-settled="true"' in html and "data-following" not in html
     # The whole trace is folded under it, its lines as lines.
     assert '<details class="task-trace" data-failed="task 0">' in html and r"\n\tat" not in html
     # Without htmx, the next page says the same as a warning.
-    response = client.post("/clusters/c1/connectors/plain/control/restart/")
+    response = client.post("/clusters/c1/connectors/plain/control/restart/", restart)
     assert response.status_code == 302
     [message] = get_messages(response.wsgi_request)
-    assert message.level_tag == "warning" and "task 0 failed again" in message.message
+    assert message.level_tag == "warning" and message.message.startswith("Failed again: task 0")
+
+
+def test_a_plain_restart_says_a_failed_task_is_still_failed_not_failed_again(
+    client, editor, worker, cluster
+):
+    worker.answer(
+        "POST", "/connectors/plain/restart?includeTasks=false&onlyFailed=false", 204, None
+    )
+    failing_task(worker)
+    client.force_login(editor)
+    body = client.post(control_url("restart", "plain")).json()
+    assert body["warning"] and body["settled"] and "Failed again" not in body["message"]
+    assert body["message"].startswith("task 0 is still FAILED: only the connector was restarted")
+    assert body["failed_again"] == [
+        {
+            "name": "task 0",
+            "first_line": "org.apache.kafka.connect.errors.ConnectException: Couldn't find or "
+            "create file",
+        }
+    ]
+
+
+def test_the_card_follows_a_restart_until_it_runs_steadily(client, editor, worker, cluster):
+    worker.connector("plain", "plain")
+    worker.answer("POST", "/connectors/plain/restart?includeTasks=true&onlyFailed=false", 202, None)
+    client.force_login(editor)
+    card = client.post(
+        "/clusters/c1/connectors/plain/control/restart/",
+        {"include_tasks": "on"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    # Just restarted: RUNNING is not yet steady, so the outcome polls the follow view.
+    assert 'data-settled="false"' in card and 'data-following="true"' in card
+    assert "Restarting: now the connector RUNNING, task 0 RUNNING" in card
+    follow = re.search(r'hx-get="([^"]+control-follow/[^"]+)"', card).group(1)
+    started = float(re.search(r"started=([0-9.]+)", follow).group(1))
+    assert "tasks_restarted=on" in follow and "running_since=" in follow
+    # A poll a while later, everything RUNNING since the restart: running, final.
+    steady = client.get(
+        "/clusters/c1/connectors/plain/control-follow/",
+        {"started": started - 30, "tasks_restarted": "on", "running_since": started - 29},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert 'data-settled="true"' in steady and 'class="notice"' in steady
+    assert "Running: the connector RUNNING, task 0 RUNNING, steady for" in steady
+    assert "hx-get" not in steady
+    # Never steady within the bound: "still restarting", as a warning.
+    worker.on_put["/connectors/plain/pause"]()
+    late = client.get(
+        "/clusters/c1/connectors/plain/control-follow/",
+        {"started": started - 60, "tasks_restarted": "on"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert "Still restarting after 60 s: now the connector PAUSED, task 0 PAUSED." in late
+    assert 'data-warning="true"' in late and "hx-get" not in late
+    # A follow that is not one is refused, and the follow needs sight of the connector.
+    bad = client.get("/clusters/c1/connectors/plain/control-follow/", {"started": "soon"})
+    assert bad.status_code == 400
+
+
+def test_pause_waits_for_paused_and_is_audited(client, editor, worker, cluster):
+    worker.connector(ODD, ODD_PATH)
+    client.force_login(editor)
+    body = client.post(control_url("pause"), {"comment": "quiet night"}).json()
+    assert body["ok"] and body["state"] == "PAUSED" and body["tasks"] == ["PAUSED"]
+    event = AuditEvent.objects.get(connector=ODD)
+    assert (event.action, event.comment) == ("paused", "quiet night")
+
+
+def test_one_task_restarts_through_its_own_endpoint(client, editor, worker, cluster):
+    worker.connector(ODD, ODD_PATH)
+    worker.answer("POST", f"/connectors/{ODD_PATH}/tasks/0/restart", 204, None)
+    client.force_login(editor)
+    body = client.post(control_url("tasks/0/restart")).json()
+    assert body["ok"] and body["action"] == "restart-task" and body["settled"]
+    assert body["message"].startswith("Running: task 0 RUNNING")
+    assert any(r["path"] == f"/connectors/{ODD_PATH}/tasks/0/restart" for r in worker.requests)
+    event = AuditEvent.objects.get(connector=ODD)
+    assert (event.action, event.details["task"]) == ("task-restarted", 0)
+    # The page: the task number is required, a number.
+    page = "/clusters/c1/connectors/plain/control/restart-task/"
+    worker.connector("plain", "plain")
+    answer = client.post(page, {"task": "x"}, headers={"HX-Request": "true"})
+    assert answer.status_code == 400 and "not a task number" in answer.content.decode()
+    answer = client.post(page, headers={"HX-Request": "true"})
+    assert answer.status_code == 400 and "Say which task" in answer.content.decode()
 
 
 def test_the_page_restarts_only_the_failed_tasks_when_asked(client, editor, worker, cluster):
@@ -349,7 +448,7 @@ def test_the_cards_buttons_keep_the_workers_answer_until_a_newer_refresh_offers_
     make.snapshot(cluster, "plain", target_state="STARTED", runtime_state="RUNNING")
     client.force_login(editor)
     page = client.get("/clusters/c1/connectors/plain/").content.decode()
-    assert f'"shown": "stop restart", "run": "{first.pk}"' in page
+    assert f'"shown": "stop pause restart", "run": "{first.pk}"' in page
     card = client.post(
         "/clusters/c1/connectors/plain/control/stop/", headers={"HX-Request": "true"}
     ).content.decode()
@@ -379,5 +478,5 @@ def test_the_cards_buttons_keep_the_workers_answer_until_a_newer_refresh_offers_
     assert response.status_code == 200
     assert html.lstrip().startswith('<div class="buttons" id="control-buttons">')
     assert ">Stop</button>" in html and ">Restart</button>" in html and "Resume" not in html
-    assert f'"shown": "stop restart", "run": "{third.pk}"' in html
-    assert poll(third.pk, "stop restart").status_code == 204
+    assert f'"shown": "stop pause restart", "run": "{third.pk}"' in html
+    assert poll(third.pk, "stop pause restart").status_code == 204

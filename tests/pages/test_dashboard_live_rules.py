@@ -43,16 +43,17 @@ def test_a_connectors_id_is_stable_valid_and_its_own_whatever_its_name():
 @pytest.mark.parametrize(
     ("target", "runtime", "expected"),
     [
-        ("STARTED", "RUNNING", ("stop", "restart")),  # no Resume on a running connector
-        ("STARTED", "FAILED", ("stop", "restart")),
+        ("STARTED", "RUNNING", ("stop", "pause", "restart")),  # no Resume on a running one
+        ("STARTED", "FAILED", ("stop", "pause", "restart")),
         ("PAUSED", "PAUSED", ("stop", "resume")),  # paused: nothing to restart
         ("PAUSED", "RUNNING", ("stop", "resume")),  # the pause not reached yet
         ("STOPPED", "STOPPED", ("resume",)),  # no Stop on a stopped connector
         ("STOPPED", None, ("resume",)),
         (None, "STOPPED", ("resume",)),  # a stop's outcome: only the state is known
-        (None, "RUNNING", ("stop", "restart")),  # a resume's or restart's outcome
-        ("STARTED", "UNASSIGNED", ("stop", "resume", "restart")),  # unknown: every control
-        (None, None, ("stop", "resume", "restart")),  # a control that failed: every control
+        (None, "RUNNING", ("stop", "pause", "restart")),  # a resume's or restart's outcome
+        (None, "PAUSED", ("stop", "resume")),  # a pause's outcome
+        ("STARTED", "UNASSIGNED", ("stop", "pause", "resume", "restart")),  # unknown: all
+        (None, None, ("stop", "pause", "resume", "restart")),  # a control that failed: all
     ],
 )
 def test_a_connector_is_offered_only_the_controls_its_state_makes_sensible(

@@ -93,7 +93,7 @@ class FakeWorker:
         )
 
     def connector(self, name: str, path_name: str, state: str = "RUNNING") -> None:
-        """A connector whose status follows stop and resume."""
+        """A connector whose status follows stop, pause and resume."""
 
         def status(state: str, tasks: list[str]) -> None:
             body = {
@@ -107,10 +107,11 @@ class FakeWorker:
         status(state, [state])
         self.on_put = {
             f"/connectors/{path_name}/stop": lambda: status("STOPPED", []),
+            f"/connectors/{path_name}/pause": lambda: status("PAUSED", ["PAUSED"]),
             f"/connectors/{path_name}/resume": lambda: status("RUNNING", ["RUNNING"]),
         }
-        self.answer("PUT", f"/connectors/{path_name}/stop", 202, b"")
-        self.answer("PUT", f"/connectors/{path_name}/resume", 202, b"")
+        for action in ("stop", "pause", "resume"):
+            self.answer("PUT", f"/connectors/{path_name}/{action}", 202, b"")
 
     def _handler(self):
         worker = self

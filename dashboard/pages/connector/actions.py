@@ -4,8 +4,8 @@ A pure rule over the states the last refresh (or the last control) saw. A state 
 not know (none yet, UNASSIGNED, RESTARTING) offers every control: the operator knows more.
 """
 
-STOP, RESUME, RESTART = "stop", "resume", "restart"
-ALL = (STOP, RESUME, RESTART)
+STOP, PAUSE, RESUME, RESTART = "stop", "pause", "resume", "restart"
+ALL = (STOP, PAUSE, RESUME, RESTART)
 # Target states its owner set on purpose, and what the worker then reports.
 HELD = {"PAUSED", "STOPPED"}
 
@@ -15,9 +15,10 @@ def offered(
 ) -> tuple[str, ...]:
     """The controls to offer, in the page's order.
 
-    Stop for a connector that is not already stopped; Resume only for a paused or stopped one;
-    Restart for a running or failed one (a paused or stopped one has no tasks worth
-    restarting); none for a deleted one.
+    Stop for a connector that is not already stopped; Pause (its tasks stay assigned) and
+    Restart, of the connector or one task, for a running or failed one (a paused or stopped
+    one has no tasks worth restarting); Resume only for a paused or stopped one; none for a
+    deleted one.
     """
     if deleted:
         return ()
@@ -27,5 +28,5 @@ def offered(
     if target in HELD or runtime == "PAUSED":
         return (STOP, RESUME)
     if runtime in ("RUNNING", "FAILED"):
-        return (STOP, RESTART)
+        return (STOP, PAUSE, RESTART)
     return ALL

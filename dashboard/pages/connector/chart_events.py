@@ -30,7 +30,13 @@ ControlRow = tuple[datetime, str, str]
 # An applied edit: (finished at, its id, what it did).
 EditRow = tuple[datetime, int, str]
 
-CONTROL_WORDS = {"stopped": "stopped", "resumed": "resumed", "restarted": "restarted"}
+CONTROL_WORDS = {
+    "stopped": "stopped",
+    "paused": "paused",
+    "resumed": "resumed",
+    "restarted": "restarted",
+    "task-restarted": "a task restarted",
+}
 
 
 def _when(at: datetime) -> str:
@@ -95,6 +101,7 @@ def chart_events(
 # The state a refresh sees once a control from the dashboard took effect.
 CONTROL_OUTCOMES = {
     "stopped": lambda target, runtime, failed: target == "STOPPED",
+    "paused": lambda target, runtime, failed: target == "PAUSED",
     "resumed": lambda target, runtime, failed: (
         target == "STARTED" and runtime == "RUNNING" and not failed
     ),

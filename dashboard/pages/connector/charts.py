@@ -21,8 +21,10 @@ from offsets.queries import snapshots
 # The dashboard's own controls worth a mark (a failed one changed nothing).
 CONTROL_ACTIONS = (
     AuditEvent.Action.STOPPED,
+    AuditEvent.Action.PAUSED,
     AuditEvent.Action.RESUMED,
     AuditEvent.Action.RESTARTED,
+    AuditEvent.Action.TASK_RESTARTED,
 )
 APPLIED = AuditEvent.Action.APPLIED
 RECONCILED = AuditEvent.Action.RECONCILED

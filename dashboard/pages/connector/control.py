@@ -1,7 +1,10 @@
-"""Stop, resume and restart a connector from its page, and show a cluster's Connect worker.
+"""Stop, pause, resume and restart a connector (or one task) from its page, follow a
+restart until it settles, and show a cluster's Connect worker.
 
 Thin views: look up (404), check the role (403), pass a form, call the service in
-`offsets.edits.connector_control`; htmx gets the control card back.
+`offsets.edits.connector_control`; htmx gets the control card back, and after a restart the
+card's outcome polls `connector_control_follow` until the restart ran steadily, failed again
+or the bound passed.
 """
 
 from django import forms
@@ -19,7 +22,12 @@ from dashboard.pages.connector import actions
 from dashboard.pages.edits.moves import move_targets
 from dashboard.pages.errors import refusal
 from dashboard.pages.htmx import poll_seconds
-from offsets.edits.connector_control import ACTIONS, control_connector
+from offsets.edits.connector_control import (
+    ACTIONS,
+    Following,
+    control_connector,
+    follow_restart,
+)
 from offsets.edits.errors import EditForbidden
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.kafka.connect_rest import ConnectRest, ConnectRestError
@@ -31,6 +39,8 @@ class ControlForm(forms.Form):
     include_tasks = forms.BooleanField(required=False)
     # With include_tasks: restart only what FAILED (Connect's onlyFailed).
     only_failed = forms.BooleanField(required=False)
+    # restart-task: which task (Connect numbers them from 0).
+    task = forms.IntegerField(required=False, min_value=0, max_value=100_000)
     # The page to go back to (the stage form's "stop first"), instead of the connector's.
     next = forms.CharField(required=False, max_length=2000)
 
@@ -39,21 +49,35 @@ class ControlForm(forms.Form):
         return url if url and url_has_allowed_host_and_scheme(url, allowed_hosts=None) else ""
 
 
+class FollowForm(forms.Form):
+    """A restart being followed, as the card's poll sends it back (times in epoch seconds)."""
+
+    started = forms.FloatField(min_value=0)
+    tasks_restarted = forms.BooleanField(required=False)
+    task = forms.IntegerField(required=False, min_value=0, max_value=100_000)
+    running_since = forms.FloatField(required=False, min_value=0)
+
+
 @require_POST
 @login_required
 def connector_control(
     request: HttpRequest, cluster_name: str, connector_name: str, action: str
 ) -> HttpResponse:
-    """Stop (waiting for STOPPED), resume or restart; htmx gets the control card back."""
+    """Stop (waiting for STOPPED), pause, resume, restart the connector or one task; htmx
+    gets the control card back."""
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
     if action not in ACTIONS:
         raise Http404(f"No action {action!r}.")
     if not can_control_connectors(request.user, cluster, connector_name):
-        raise PermissionDenied("Stopping, resuming and restarting needs the editor role.")
+        raise PermissionDenied(
+            "Stopping, pausing, resuming and restarting needs the editor or approver role."
+        )
     form = ControlForm(request.POST)
     outcome, error, status = None, "", 200
     if not form.is_valid():
-        error, status = "The comment is too long.", 400
+        error, status = "The comment is too long, or the task is not a task number.", 400
+    elif action == "restart-task" and form.cleaned_data["task"] is None:
+        error, status = "Say which task to restart (its number, from 0).", 400
     else:
         try:
             outcome = control_connector(
@@ -64,6 +88,10 @@ def connector_control(
                 comment=form.cleaned_data["comment"],
                 include_tasks=form.cleaned_data["include_tasks"],
                 only_failed=form.cleaned_data["only_failed"],
+                task=form.cleaned_data["task"] if action == "restart-task" else None,
+                # The card polls a restart (no request held for seconds); a page without
+                # htmx waits for the verdict to say it on the next page.
+                follow=not request.htmx or bool(form.cleaned_data["next"]),
             )
         except EditForbidden as exc:
             raise PermissionDenied(exc.message) from exc
@@ -78,6 +106,32 @@ def connector_control(
         return redirect(url)
     context = _card_context(request, cluster, connector_name, outcome, error)
     return render(request, "dashboard/_connector_control.html", context, status=status)
+
+
+@require_GET
+@login_required
+def connector_control_follow(
+    request: HttpRequest, cluster_name: str, connector_name: str
+) -> HttpResponse:
+    """The card's outcome after a restart, read again: it polls until the verdict is final."""
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
+    form = FollowForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse("Not a restart to follow.", status=400, content_type="text/plain")
+    following = Following(**form.cleaned_data)
+    outcome, error = None, ""
+    try:
+        outcome = follow_restart(
+            cluster=cluster, connector=connector_name, user=request.user, following=following
+        )
+    except EditForbidden as exc:
+        raise PermissionDenied(exc.message) from exc
+    except ConnectRestError as exc:
+        error, _ = refusal(exc, worker="")
+    context = {"cluster": cluster, "connector_name": connector_name, "outcome": outcome}
+    return render(
+        request, "dashboard/_connector_control.html#outcome", {**context, "follow_error": error}
+    )
 
 
 def _card_context(request: HttpRequest, cluster, connector_name: str, outcome, error: str) -> dict:

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from dashboard.pages.edits import import_export as import_export_views
+from dashboard.pages.edits import lists as list_views
 from dashboard.pages.edits import views as edit_views
 
 urlpatterns = [
@@ -11,8 +12,8 @@ urlpatterns = [
         edit_views.connector_edits,
         name="connector-edits",
     ),
-    path("clusters/<str:cluster_name>/edits/", edit_views.edit_list, name="edit-list"),
-    path("edits/awaiting/", edit_views.awaiting_approval, name="awaiting-approval"),
+    path("clusters/<str:cluster_name>/edits/", list_views.edit_list, name="edit-list"),
+    path("edits/awaiting/", list_views.awaiting_approval, name="awaiting-approval"),
     path("clusters/<str:cluster_name>/edits/<int:pk>/", edit_views.edit_detail, name="edit-detail"),
     path(
         "clusters/<str:cluster_name>/edits/<int:pk>/<str:action>/",

@@ -6,9 +6,9 @@ import logging
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -18,7 +18,6 @@ from dashboard.pages.edits.forms import (
     SOURCE_CHOICES,
     STORE_CHOICES,
     CommentForm,
-    EditFilterForm,
     OffsetsPageForm,
     PageForm,
     PrefillForm,
@@ -31,13 +30,15 @@ from dashboard.pages.htmx import htmx_target
 from offsets.domain.edits import CONNECTOR_STOPPED, check_stopped
 from offsets.edits.apply import can_resume_after_apply, controlled_since
 from offsets.edits.audit import audit_log
+from offsets.edits.connector_control import state_now
 from offsets.edits.kinds.move.kind import can_resume_on_target
+from offsets.edits.kinds.offset_changes.diff import TARGET_STATE_WARNING
 from offsets.edits.kinds.offset_changes.kind import can_commit_back
 from offsets.edits.kinds.sink_store.kind import editable_store
 from offsets.edits.live import current_offsets
 from offsets.edits.reconcile import is_stale, stale_after
 from offsets.edits.restage import can_restage
-from offsets.edits.roles import approves, can_approve, can_control_connectors, can_stage
+from offsets.edits.roles import approves, can_control_connectors, can_stage
 from offsets.edits.workflow import (
     SERVICE_ERRORS,
     ConnectorNotFound,
@@ -63,7 +64,6 @@ from offsets.kafka.errors import KafkaError
 from offsets.models import AuditEvent, Cluster, OffsetEdit
 from offsets.queries.clusters import cluster_for_user
 from offsets.rights import grants
-from offsets.rights.grants import visible_clusters
 
 logger = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ def edit_detail(request: HttpRequest, cluster_name: str, pk: int) -> HttpRespons
     diff = diff_context(edit, listing.cleaned_data["page"] if listing.is_valid() else 1)
     if htmx_target(request) == "edit-diff":
         return render(request, "edits/detail.html#diff", {"cluster": cluster, "edit": edit, **diff})
-    context = {**_detail_context(request, edit), **diff, "route": route_ahead(edit)}
+    context = {**_detail_context(request, edit), **diff}
     return render(request, "edits/detail.html", context)
 
 
@@ -317,11 +317,15 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     edit.refresh_from_db()
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
-        response = render(request, "edits/detail.html#status", context, status=status)
+        # The status panel, and the warnings beside the diff (a stop ends "stop it first").
+        html = render_to_string("edits/detail.html#status", context, request) + render_to_string(
+            "edits/detail.html#warnings", {**context, "oob": True}, request
+        )
+        response = HttpResponse(html, status=status)
         # The header's count of edits awaiting approval asks again.
         response["HX-Trigger"] = "edit-changed"
         return response
-    context = {**context, **diff_context(edit, 1), "route": route_ahead(edit)}
+    context = {**context, **diff_context(edit, 1)}
     return render(request, "edits/detail.html", context, status=status)
 
 
@@ -373,7 +377,43 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         "still_stopped": resumable,
         "restaged_as": edit.restaged_as.first(),
         **describe(edit),
+        **_now(request, edit, resumable),
     }
+
+
+# The states whose page offers to stop or resume the connector: it says its state now.
+NOW_STATES = (OffsetEdit.State.APPROVED, OffsetEdit.State.CONFLICT, OffsetEdit.State.APPLIED)
+
+
+def _now(request: HttpRequest, edit: OffsetEdit, resumable: bool) -> dict:
+    """What the edit's page says of now: the route an apply would take (a conflict's re-staged
+    edit takes the same), the connector's state read from its worker where the page offers
+    to stop or resume it, and the warnings and lock check without what no longer applies."""
+    route = route_ahead(edit)
+    warnings, checks = list(edit.warnings or []), list(edit.lock_checks or [])
+    context = {"route": route, "connector_now": None, "warnings": warnings, "checks": checks}
+    context["route_label"] = "Will be written" if edit.is_open else "Re-staged, it would be written"
+    resumed = edit.audit_events.filter(action=AuditEvent.Action.RESUMED).first()  # newest
+    context["resumed"] = resumed
+    asks = (
+        edit.state in NOW_STATES
+        and edit.cluster.connect_url
+        and not (edit.is_move or edit.is_removal)
+        and (edit.state != OffsetEdit.State.APPLIED or resumable or resumed is not None)
+    )
+    if not asks:
+        return context
+    now = state_now(cluster=edit.cluster, connector=edit.connector, user=request.user)
+    context["connector_now"] = now
+    if now.stopped:
+        context["warnings"] = [w for w in warnings if not w.startswith(TARGET_STATE_WARNING)]
+        context["checks"] = [
+            {**check, "now_stopped": True}
+            if check.get("name") == CONNECTOR_STOPPED and not check.get("passed")
+            else check
+            for check in checks
+        ]
+    return context
 
 
 def _confirm(action: str, edit: OffsetEdit) -> str:
@@ -393,6 +433,9 @@ def _confirm(action: str, edit: OffsetEdit) -> str:
         if edit.state == OffsetEdit.State.APPROVED
         else "Stop the connector through its Connect worker (waiting up to 30 s for STOPPED)?",
         "resume-connector": "Resume the connector? It starts from the offsets this edit wrote.",
+        "restage": f"Stage a new draft with the same inputs and cancel edit #{edit.pk}?"
+        if edit.state == OffsetEdit.State.APPROVED
+        else "",
         "reject": f"Reject edit #{edit.pk}? It cannot be approved or applied afterwards.",
         "cancel": f"Cancel edit #{edit.pk}? It cannot be submitted or applied afterwards.",
     }.get(action, "")
@@ -428,63 +471,3 @@ def _inputs(parameters: dict) -> list[tuple[str, object]]:
             value = [*value[:INPUT_ITEMS], f"and {len(value) - INPUT_ITEMS:,} more"]
         shown.append((name, value))
     return shown
-
-
-# --- The list of a cluster's edits ------------------------------------------------------------
-
-
-@require_GET
-@login_required
-def edit_list(request: HttpRequest, cluster_name: str) -> HttpResponse:
-    cluster = cluster_for_user(user=request.user, name=cluster_name)
-    may_approve = can_approve(request.user, cluster)
-    waiting_here = OffsetEdit.objects.filter(cluster=cluster, state=OffsetEdit.State.SUBMITTED)
-    form = EditFilterForm(request.GET)
-    # Each row's count of changes comes with the rows: one query, however many edits.
-    found = (
-        OffsetEdit.objects.filter(cluster=cluster)
-        .select_related("cluster", "target_cluster", "created_by")
-        .annotate(change_count=Count("changes"))
-    )
-    if form.is_valid():
-        if form.cleaned_data["state"]:
-            found = found.filter(state=form.cleaned_data["state"])
-        if form.cleaned_data["connector"]:
-            found = found.filter(connector=form.cleaned_data["connector"])
-    return render(
-        request,
-        "edits/list.html",
-        {
-            "cluster": cluster,
-            "form": form,
-            "edits": grants.only_visible_edits(request.user, found[:200]),
-            "audit_events": grants.only_visible_events(
-                request.user, cluster, audit_log(cluster=cluster)
-            ),
-            "can_stage": can_stage(request.user, cluster),
-            "may_approve": may_approve,
-            "awaiting_here": len(_awaiting(request.user, waiting_here)) if may_approve else 0,
-        },
-    )
-
-
-# --- The header's count of edits awaiting approval ---------------------------------------------
-
-
-@require_GET
-@login_required
-def awaiting_approval(request: HttpRequest) -> HttpResponse:
-    """How many submitted edits the user may approve (not their own, where their grants let
-    them approve), linking to the oldest's cluster. The header asks for it after loading."""
-    waiting = OffsetEdit.objects.filter(
-        state=OffsetEdit.State.SUBMITTED, cluster__in=visible_clusters(request.user)
-    ).order_by("submitted_at", "pk")
-    mine = _awaiting(request.user, waiting)
-    cluster = mine[0].cluster.name if mine else None
-    return render(request, "edits/_awaiting.html", {"count": len(mine), "cluster_name": cluster})
-
-
-def _awaiting(user, submitted) -> list[OffsetEdit]:
-    """The submitted edits `user` may approve: not their own, within their grants."""
-    found = submitted.exclude(created_by=user).select_related("cluster", "target_cluster")
-    return [edit for edit in found if approves(user, edit)]

@@ -95,7 +95,7 @@ class OfflineFileKind(EditKind):
                 current.sha256 == staged,
                 "The file holds the bytes it held when the edit was staged."
                 if current.sha256 == staged
-                else "The file changed since the edit was staged: stage it again.",
+                else "The file changed since the edit was staged: re-stage it with the same inputs.",
             ),
             CheckResult(
                 FILE_STILL,

@@ -217,6 +217,11 @@ def _store_warnings(cluster: Cluster, context: Connector) -> list[str]:
     ]
 
 
+# How the warning of a connector not stopped begins: its edit's page drops it once the
+# connector is STOPPED.
+TARGET_STATE_WARNING = "The connector's target state is "
+
+
 def _context_warnings(context: Connector) -> list[str]:
     warnings = []
     if context.deleted:
@@ -226,7 +231,7 @@ def _context_warnings(context: Connector) -> list[str]:
         )
     elif context.target_state != "STOPPED":
         warnings.append(
-            f"The connector's target state is {context.target_state}: stop it before applying "
+            f"{TARGET_STATE_WARNING}{context.target_state}: stop it before applying "
             "(the lock check refuses otherwise; PAUSED is not enough)."
         )
     if context.own_topic:

@@ -294,8 +294,11 @@ class OffsetChangesKind(EditKind):
         )
 
     def route_ahead(self, edit: OffsetEdit) -> writes.Route | None:
-        """How an open edit would be written if applied now (the worker is asked its version)."""
-        return writes.choose_route(edit) if edit.is_open else None
+        """How an open edit would be written if applied now, or a conflicted one once re-staged
+        with the same inputs (the worker is asked its version)."""
+        if edit.is_open or edit.state == State.CONFLICT:
+            return writes.choose_route(edit)
+        return None
 
 
 KIND = OffsetChangesKind()
