@@ -1,5 +1,6 @@
-"""Edits that never dead-end: Stop beside any failed connector-stopped check, re-stage a
-conflict with the same inputs (page and API), resume after apply, confirms, approvals shown."""
+"""Edits that never dead-end: Stop beside any failed connector-stopped check, the state now
+after it, re-stage after any failed lock check with the same inputs (page and API), resume
+after apply, confirms, approvals and one's own conflicts shown."""
 
 from types import SimpleNamespace
 
@@ -7,10 +8,11 @@ import pytest
 from django.core.paginator import Paginator
 from django.utils import timezone
 
+from dashboard.pages.edits import views as edit_views
 from offsets.domain.connectors import Connector
 from offsets.edits import apply as apply_module
 from offsets.edits import connector_control
-from offsets.edits.connector_control import ControlOutcome
+from offsets.edits.connector_control import ControlOutcome, StateNow
 from offsets.edits.kinds.offset_changes import kind as offset_changes
 from offsets.edits.live import CurrentOffsets
 from offsets.models import AuditEvent, OffsetEdit
@@ -304,3 +306,84 @@ def test_a_submitted_edit_says_who_must_approve_it(client, cluster, editor):
     assert 'id="awaiting-approver">Waiting for an approver other than erin' in response.text
     # The header's count asks again.
     assert response["HX-Trigger"] == "edit-changed"
+
+
+TARGET_WARNING = "The connector's target state is STARTED: stop it before applying (the lock..."
+
+
+def test_after_a_stop_the_conflicts_page_says_stopped_now_and_drops_what_no_longer_applies(
+    client, cluster, approver, worker, monkeypatch
+):
+    edit = conflict(cluster, approver)
+    OffsetEdit.objects.filter(pk=edit.pk).update(warnings=[TARGET_WARNING, "Another warning."])
+    client.force_login(approver)
+    before = client.get(url(edit)).content.decode()
+    assert "target state is STARTED" in before
+    assert 'class="fail" data-check="connector-stopped"' in before
+    monkeypatch.setattr(edit_views, "state_now", lambda **_: StateNow("STOPPED"))
+    response = client.post(url(edit, "stop-connector"), HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="connector-now" data-state="STOPPED"' in html
+    assert "The connector is now <strong>STOPPED (no tasks)</strong>" in html
+    # The route the re-staged edit takes (no worker answers here: the topic, directly).
+    assert "Re-staged, it would be written <strong>directly to the offsets topic" in html
+    assert 'class="was-fail" data-check="connector-stopped"' in html
+    assert "target state" not in html.split('id="edit-warnings-box"')[0]
+    # The warnings beside the diff come along out of band, without the target-state one.
+    warnings = html.split('<div id="edit-warnings-box" hx-swap-oob="true">')[1]
+    assert "Another warning." in warnings and "target state" not in warnings
+    page = client.get(url(edit)).content.decode()
+    assert '<dt>Re-staged, it would be written</dt><dd id="edit-route" data-via="topic">' in page
+    # An edit never written claims no way it was written.
+    cancelled = settled(make_edit(cluster, approver), "cancelled", [])
+    page = client.get(url(cancelled)).content.decode()
+    assert "<dt>Offsets topic</dt>" in page and "in one transaction" not in page
+
+
+def test_an_approved_edit_whose_lock_check_failed_is_re_staged_and_cancelled(
+    client, cluster, editor, staged
+):
+    changed = {"name": "file-as-staged", "passed": False, "message": "The file changed since..."}
+    edit = settled(make_edit(cluster, editor), "approved", [changed])
+    client.force_login(editor)
+    page = client.get(url(edit)).content.decode()
+    assert 'value="restage"' in page and 'id="restage-next"' in page
+    assert f"cancel edit #{edit.pk}?" in page  # the button asks first
+    response = client.post(url(edit, "restage"))
+    new = OffsetEdit.objects.exclude(pk=edit.pk).get()
+    assert response.status_code == 302 and new.restaged_from_id == edit.pk
+    edit.refresh_from_db()
+    assert edit.state == "cancelled"
+    event = AuditEvent.objects.get(edit=edit, action="restaged")
+    assert event.details["cancelled"] is True and event.details["restaged_as"] == new.pk
+    # An approved edit whose checks passed is no dead end: nothing to re-stage.
+    fine = settled(make_edit(cluster, editor), "approved", [STOPPED_PASSED])
+    assert client.post(url(fine, "restage"), HTTP_HX_REQUEST="true").status_code == 409
+
+
+def test_the_api_re_stages_an_edit_whose_lock_check_failed(client, cluster, editor, staged):
+    edit = settled(make_edit(cluster, editor), "approved", [STOPPED_FAILED])
+    client.force_login(editor)
+    response = client.post(f"/api/v1/edits/{edit.pk}/restage/", {}, content_type="application/json")
+    assert response.status_code == 201 and response.json()["restaged_from"] == edit.pk
+
+
+def test_editors_see_their_own_conflicts_in_the_header_and_the_list(
+    client, cluster, editor, approver, staged
+):
+    mine = conflict(cluster, editor)
+    conflict(cluster, approver)  # someone else's
+    client.force_login(editor)
+    header = client.get("/edits/awaiting/").content.decode()
+    assert "1 of your edits ended in a conflict" in header
+    assert 'href="/clusters/c1/edits/?state=conflict"' in header
+    listing = client.get("/clusters/c1/edits/?state=conflict").content.decode()
+    rows = {int(row.split('"', 1)[0]): row for row in listing.split('<tr data-edit="')[1:]}
+    assert "your edit: re-stage it" in rows[mine.pk]
+    assert listing.count("your edit: re-stage it") == 1
+    # Re-staged, it needs its author no more.
+    client.post(url(mine, "restage"))
+    assert "conflict" not in client.get("/edits/awaiting/").content.decode()
+    listing = client.get("/clusters/c1/edits/?state=conflict").content.decode()
+    assert "your edit: re-stage it" not in listing
