@@ -244,6 +244,9 @@ class StateNow:
     def words(self) -> str:
         if self.state is None:
             return f"unknown ({self.error})"
+        if self.state == "RUNNING" and not self.tasks:
+            # Just resumed: the worker starts the connector first, then its tasks.
+            return "RUNNING (its tasks not started yet)"
         return f"{self.state} ({', '.join(self.tasks) or 'no tasks'})"
 
 

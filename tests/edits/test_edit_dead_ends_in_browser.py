@@ -1,7 +1,9 @@
 """In Chromium against the REAL Connect worker, at 1400 px and 390 px: the edit path never
 dead-ends. Staging on a running connector says stop first; the edit staged anyway ends in a
 conflict, which offers Stop and "Re-stage with the same inputs"; the new edit is approved,
-applied, and the still STOPPED connector is resumed from its page. No console error."""
+applied, and the still STOPPED connector is resumed from its page. After Stop the page says
+"now STOPPED" and the route; the editor sees the conflict in the header; Resume is in the
+edit's history. No console error."""
 
 import os
 import uuid
@@ -116,14 +118,30 @@ def test_a_conflict_is_stopped_re_staged_approved_applied_and_resumed(
     assert page.locator("#lock-checks li.fail[data-check='nothing-moved']").count() == 1
     assert page.locator("button:text('Stop the connector')").count() == 1
     assert page.locator("button:text('Re-stage with the same inputs')").count() == 1
+    assert "target state is STARTED" in page.locator("#edit-warnings-box").inner_text()
     shots("3-conflict-stop-and-restage")
     page.click("button:text('Stop the connector')")
     page.wait_for_selector("#edit-status:not(:has(button[value='stop-connector']))", timeout=40_000)
     rest.wait_for_state(connector, "STOPPED")
+    # The page says the state it is in now and the way the re-staged edit is written; what
+    # the stop answered is gone: the target-state warning, the failed check's message.
+    now = page.locator("#connector-now[data-state='STOPPED']").inner_text()
+    assert "The connector is now STOPPED (no tasks)" in now
+    assert "Re-staged, it would be written through the Connect worker" in now
+    assert page.locator("#lock-checks li.was-fail[data-check='connector-stopped']").count() == 1
+    assert "target state" not in page.locator("#edit-warnings-box").inner_text()
+    assert page.locator("#timeline li[data-action='stopped']").count() == 1
+    shots("3b-conflict-after-stop")
     log_out(page)
 
-    # The editor re-stages with the same inputs: a new draft, diffed against the offsets now.
+    # The editor sees in the header that their edit ended in a conflict, and re-stages it
+    # with the same inputs: a new draft, diffed against the offsets now.
     log_in(page, live_server, "erin", "erin-password")
+    page.wait_for_selector("#own-conflicts")
+    assert page.locator("#own-conflicts").inner_text() == "1 of your edits ended in a conflict"
+    page.click("#own-conflicts")
+    page.wait_for_selector("#edit-list .awaiting-you:text('your edit: re-stage it')")
+    shots("3c-editor-sees-the-conflict")
     page.goto(first_url)
     page.click("button:text('Re-stage with the same inputs')")
     page.wait_for_selector("#restaged-from")
@@ -148,6 +166,11 @@ def test_a_conflict_is_stopped_re_staged_approved_applied_and_resumed(
     page.click("button:text('Resume the connector')")
     page.wait_for_selector("#edit-status:not(:has(#still-stopped))", timeout=40_000)
     rest.wait_for_state(connector, "RUNNING", tasks=1)
+    # Said, and in the edit's history.
+    assert page.locator("#resumed").inner_text().startswith("Resumed by abe at ")
+    assert page.locator("#connector-now[data-state='RUNNING']").count() == 1
+    assert page.locator("#timeline li[data-action='resumed']").count() == 1
+    shots("5b-resumed-in-history")
     # It starts from the new offsets: the whole file again.
     rest.wait_for_offsets(connector, lambda o: o and o[0]["offset"]["position"] == moved)
 

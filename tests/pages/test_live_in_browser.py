@@ -97,7 +97,7 @@ def test_the_connector_page_shows_facts_then_history_then_the_sensible_controls_
     )
     assert fields == ["state", "failed-tasks", "lag", "status"]
     # Running: no Resume; no other cluster to move to: no Move.
-    assert buttons(page) == ["Stop", "Restart"]
+    assert buttons(page) == ["Stop", "Pause", "Restart", "Restart task"]
     assert page.locator("#move-link").count() == 0
     shoot(page, f"connector-order-{width}")
 
@@ -303,7 +303,7 @@ def test_the_control_buttons_follow_the_state_a_newer_refresh_finds(
 ):
     settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
-    assert buttons(page) == ["Stop", "Restart"]
+    assert buttons(page) == ["Stop", "Pause", "Restart", "Restart task"]
     page.fill("#control-comment", "looking")
     # Someone paused it elsewhere; the next refresh says so: no Stop-and-Restart on a
     # paused connector after the poll, and the comment being typed stays.
