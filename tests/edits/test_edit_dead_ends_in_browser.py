@@ -127,7 +127,7 @@ def test_a_conflict_is_stopped_re_staged_approved_applied_and_resumed(
     # the stop answered is gone: the target-state warning, the failed check's message.
     now = page.locator("#connector-now[data-state='STOPPED']").inner_text()
     assert "The connector is now STOPPED (no tasks)" in now
-    assert "Re-staged, it would be written through the Connect worker" in now
+    assert "Re-staged with the same inputs, it would be written through the Connect worker" in now
     assert page.locator("#lock-checks li.was-fail[data-check='connector-stopped']").count() == 1
     assert "target state" not in page.locator("#edit-warnings-box").inner_text()
     assert page.locator("#timeline li[data-action='stopped']").count() == 1

@@ -327,14 +327,20 @@ def test_after_a_stop_the_conflicts_page_says_stopped_now_and_drops_what_no_long
     assert 'id="connector-now" data-state="STOPPED"' in html
     assert "The connector is now <strong>STOPPED (no tasks)</strong>" in html
     # The route the re-staged edit takes (no worker answers here: the topic, directly).
-    assert "Re-staged, it would be written <strong>directly to the offsets topic" in html
+    assert (
+        "Re-staged with the same inputs, it would be written <strong>directly to the offsets"
+        in html
+    )
     assert 'class="was-fail" data-check="connector-stopped"' in html
     assert "target state" not in html.split('id="edit-warnings-box"')[0]
+    # The route beside the diff comes along out of band, labelled for a conflict.
+    route = html.split('<div id="edit-route-facts" hx-swap-oob="true">')[1]
+    assert route.lstrip().startswith("<dt>Would be written</dt>")
     # The warnings beside the diff come along out of band, without the target-state one.
     warnings = html.split('<div id="edit-warnings-box" hx-swap-oob="true">')[1]
     assert "Another warning." in warnings and "target state" not in warnings
     page = client.get(url(edit)).content.decode()
-    assert '<dt>Re-staged, it would be written</dt><dd id="edit-route" data-via="topic">' in page
+    assert '<dt>Would be written</dt><dd id="edit-route" data-via="topic">' in page
     # An edit never written claims no way it was written.
     cancelled = settled(make_edit(cluster, approver), "cancelled", [])
     page = client.get(url(cancelled)).content.decode()

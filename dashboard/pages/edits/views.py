@@ -317,9 +317,11 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     edit.refresh_from_db()
     context = _detail_context(request, edit, action_error=message)
     if request.htmx:
-        # The status panel, and the warnings beside the diff (a stop ends "stop it first").
-        html = render_to_string("edits/detail.html#status", context, request) + render_to_string(
-            "edits/detail.html#warnings", {**context, "oob": True}, request
+        # The status panel, and beside the diff the warnings (a stop ends "stop it first")
+        # and the route (a conflict's is its re-staged edit's).
+        html = render_to_string("edits/detail.html#status", context, request) + "".join(
+            render_to_string(f"edits/detail.html#{part}", {**context, "oob": True}, request)
+            for part in ("warnings", "route")
         )
         response = HttpResponse(html, status=status)
         # The header's count of edits awaiting approval asks again.
@@ -392,7 +394,8 @@ def _now(request: HttpRequest, edit: OffsetEdit, resumable: bool) -> dict:
     route = route_ahead(edit)
     warnings, checks = list(edit.warnings or []), list(edit.lock_checks or [])
     context = {"route": route, "connector_now": None, "warnings": warnings, "checks": checks}
-    context["route_label"] = "Will be written" if edit.is_open else "Re-staged, it would be written"
+    # A conflict's route is its re-staged edit's (the status panel says so).
+    context["route_label"] = "Will be written" if edit.is_open else "Would be written"
     resumed = edit.audit_events.filter(action=AuditEvent.Action.RESUMED).first()  # newest
     context["resumed"] = resumed
     asks = (
