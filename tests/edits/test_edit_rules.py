@@ -131,7 +131,7 @@ def test_nothing_moved_passes_when_every_value_matches_and_names_what_moved_othe
     result = check_nothing_moved([Observed("a", b"1", b"1"), Observed("orders-0", 5, 9)])
     assert result.name == NOTHING_MOVED and not result.passed
     assert "orders-0: 5 at staging, 9 now" in result.message
-    assert "Stage the edit again" in result.message
+    assert "Re-stage it with the same inputs" in result.message
 
 
 def test_a_partition_deleted_since_staging_counts_as_moved():

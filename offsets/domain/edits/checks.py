@@ -139,7 +139,7 @@ def check_nothing_moved(observed: Iterable[Observed]) -> CheckResult:
         NOTHING_MOVED,
         False,
         f"{len(moved)} partition(s) moved since the edit was staged: {shown}{more}. "
-        "Stage the edit again.",
+        "Re-stage it with the same inputs: its diff is read again.",
     )
 
 
