@@ -13,6 +13,7 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 
 from dashboard.pages import statuses
+from offsets.domain import pauses
 from offsets.formats import jackson
 
 DASH = "\u2013"  # en dash: no value
@@ -96,13 +97,14 @@ def status_html(
     """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND,
     "no commit yet"), each titled with what it means (dashboard/pages/statuses.py).
 
-    `paused`: its owner paused or stopped the connector, so its stopped lag is shown as
-    "paused" rather than as ERR STOP.
+    `paused` (or the status PAUSED): its owner paused or stopped the connector, so its stopped
+    lag is shown as "paused" rather than as ERR STOP (offsets.domain.pauses).
     """
     badges = []
+    paused = paused or status == pauses.PAUSED
+    reasons = pauses.shown_reasons(reasons, paused=paused)
     if paused:
         badges.append(_badge(statuses.PAUSED, "status", "paused"))
-        reasons = [reason for reason in reasons if reason != "STOP"]
     elif status:
         badges.append(_badge(status, "status", status.lower()))
     for reason in reasons:
