@@ -13,7 +13,7 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 
 from dashboard.pages import statuses
-from offsets.domain import pauses
+from offsets.domain import epochs, pauses
 from offsets.formats import jackson
 
 DASH = "\u2013"  # en dash: no value
@@ -89,6 +89,19 @@ def compact_json(value: object) -> str:
     if value is None:
         return "null"
     return jackson.dumps_text(value)
+
+
+def moments_html(offset: object) -> SafeString:
+    """The moments an offset's fields hold (`offsets.domain.epochs`) as readable UTC dates,
+    shown beside the map whose numbers stay in full; "" for an offset holding none."""
+    found = epochs.moments(offset)
+    if not found:
+        return SafeString("")
+    dates = ", ".join(
+        f'{escape(name)} = <time datetime="{at:%Y-%m-%dT%H:%M:%S}Z">{at:%Y-%m-%d %H:%M:%S} UTC</time>'
+        for name, at in found
+    )
+    return SafeString(f'<span class="small muted" data-field="offset-moments">{dates}</span>')
 
 
 def status_html(

@@ -28,7 +28,9 @@ from dashboard.pages.edits.moves import move_targets
 from dashboard.pages.formatting import AgedHtml, attachment
 from dashboard.pages.forms import PartitionFilterForm
 from dashboard.pages.htmx import htmx_target, poll_seconds
+from offsets.domain import epochs
 from offsets.domain.connectors import mask_secrets
+from offsets.domain.history import progress_field
 from offsets.domain.mirrors import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
@@ -449,12 +451,15 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
             unit="the source's clock in the offset, behind the commit",
             durations=True,
         )
+    # A progress that is a time (a JDBC source's `timestamp`) is dated, never "1.79591G".
+    field = progress_field(partition.offset if isinstance(partition.offset, dict) else None)
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
         markers=rewind_markers(cluster, snapshot.name, numeric),
         title="Offset progress",
         unit="",
         zero_based=False,
+        moment_unit=epochs.series_unit(field or "", [point.progress for point in numeric]),
     )
     context["progress_commits"] = len(points)
     context["progress_not_numeric"] = bool(points) and not numeric
