@@ -15,6 +15,7 @@ register_converter(ConnectorNameConverter, "connector")
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("clusters/<str:cluster_name>/", views.cluster, name="cluster"),
     path("clusters/<str:cluster_name>/connectors/", views.connectors, name="connectors"),
     path(
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/",
