@@ -30,6 +30,7 @@ from dashboard.pages.forms import PartitionFilterForm
 from dashboard.pages.htmx import htmx_target, poll_seconds
 from offsets.domain import epochs
 from offsets.domain.connectors import mask_secrets
+from offsets.domain.download_names import export_name
 from offsets.domain.history import progress_field
 from offsets.domain.mirrors import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
@@ -479,7 +480,10 @@ def connector_offsets_json(
         jackson.dumps_text(document, indent=2) + "\n",
         content_type="application/json; charset=utf-8",
     )
-    response["Content-Disposition"] = attachment(f"{cluster.name}-{snapshot.name}-offsets.json")
+    name = export_name(
+        cluster.name, [snapshot.name], history=False, configmap=False, at=timezone.now()
+    )
+    response["Content-Disposition"] = attachment(name)
     if not_stored := snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot):
         response[snapshots.NOT_CURRENT_HEADER] = str(not_stored)
     return response
