@@ -101,7 +101,7 @@ def moments_html(offset: object) -> SafeString:
         f'{escape(name)} = <time datetime="{at:%Y-%m-%dT%H:%M:%S}Z">{at:%Y-%m-%d %H:%M:%S} UTC</time>'
         for name, at in found
     )
-    return SafeString(f'<span class="small muted" data-field="offset-moments">{dates}</span>')
+    return SafeString(f'<div class="small muted" data-field="offset-moments">{dates}</div>')
 
 
 def status_html(

@@ -1,12 +1,12 @@
 """The API's index at /api/v1/: its top collections, the shapes of the URLs below them and its
 OpenAPI schema, so that a caller starting at the root finds the rest."""
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from offsets.api.errors import errors
 
@@ -43,12 +43,13 @@ class IndexOutput(serializers.Serializer):
 @api_view(["GET"])
 def index(request: Request) -> Response:
     """The API's top collections, its URL templates and its schema."""
-    root = reverse("api-index")
-    schema = reverse("api-schema")
+    # Absolute, as DRF's own roots answer: the browsable API makes them links.
+    root = reverse("api-index", request=request)
+    schema = reverse("api-schema", request=request)
     return Response(
         {
-            "clusters": reverse("api-clusters"),
-            "edits": reverse("api-edits"),
+            "clusters": reverse("api-clusters", request=request),
+            "edits": reverse("api-edits", request=request),
             "schema": schema,
             "schema_json": f"{schema}?format=json",
             "templates": {name: root + template for name, template in TEMPLATES.items()},

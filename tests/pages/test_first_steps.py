@@ -52,11 +52,12 @@ def test_the_api_root_is_an_index_with_its_schema(logged_in_client):
     response = logged_in_client.get("/api/v1/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     body = response.json()
-    assert body["clusters"] == "/api/v1/clusters/"
-    assert body["edits"] == "/api/v1/edits/"
-    assert body["schema"] == "/api/v1/schema/"
-    assert body["schema_json"] == "/api/v1/schema/?format=json"
-    assert body["templates"]["connector"] == "/api/v1/clusters/{cluster}/connectors/{connector}/"
+    root = "http://testserver/api/v1/"
+    assert body["clusters"] == root + "clusters/"
+    assert body["edits"] == root + "edits/"
+    assert body["schema"] == root + "schema/"
+    assert body["schema_json"] == root + "schema/?format=json"
+    assert body["templates"]["connector"] == root + "clusters/{cluster}/connectors/{connector}/"
     # Every link of the index answers.
     for url in (body["clusters"], body["edits"], body["schema_json"]):
         assert logged_in_client.get(url).status_code == 200, url
@@ -65,7 +66,9 @@ def test_the_api_root_is_an_index_with_its_schema(logged_in_client):
 def test_the_api_index_s_templates_lead_to_its_routes(logged_in_client):
     templates = logged_in_client.get("/api/v1/", HTTP_ACCEPT="application/json").json()
     for name, template in templates["templates"].items():
-        url = template.format(cluster="prod", connector="jdbc-source")
+        url = template.format(cluster="prod", connector="jdbc-source").removeprefix(
+            "http://testserver"
+        )
         assert resolve(url).url_name.startswith("api-"), (name, url)
 
 
@@ -76,3 +79,12 @@ def test_the_api_index_needs_credentials(client):
 def test_the_api_index_is_in_the_schema(logged_in_client):
     schema = logged_in_client.get("/api/v1/schema/?format=json").json()
     assert "/api/v1/" in schema["paths"]
+
+
+def test_an_unknown_url_is_the_product_s_404_saying_what_is_not_there(logged_in_client):
+    response = logged_in_client.get("/no/such/page/")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "There is nothing at <code>/no/such/page/</code>." in html
+    assert "Resolver404" not in html
+    assert '<link rel="icon" href="/static/img/favicon.svg" type="image/svg+xml">' in html

@@ -79,7 +79,7 @@ def test_the_progress_field_is_the_one_the_progress_is_read_from():
 def test_an_offset_s_moments_are_written_beside_it_as_utc_dates():
     html = moments_html({"incrementing": 7, "timestamp": MS})
     assert '<time datetime="2026-11-28T23:31:04Z">2026-11-28 23:31:04 UTC</time>' in html
-    assert html.startswith('<span class="small muted" data-field="offset-moments">timestamp = ')
+    assert html.startswith('<div class="small muted" data-field="offset-moments">timestamp = ')
     assert moments_html({"position": MS}) == ""
 
 
