@@ -277,7 +277,7 @@ SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF],
     "style-src": [CSP.SELF],
-    "img-src": [CSP.SELF, "data:"],  # data: for the empty favicon
+    "img-src": [CSP.SELF],
     "connect-src": [CSP.SELF],
     # The provider too: the login and logout forms' redirects lead there.
     "form-action": [CSP.SELF]

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
-from dashboard import metrics
+from dashboard import favicon, metrics
 from dashboard.oidc import views as oidc_views
 from dashboard.pages.clusters import views
 from dashboard.pages.connector import control as control_views
@@ -15,6 +15,7 @@ register_converter(ConnectorNameConverter, "connector")
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("clusters/<str:cluster_name>/", views.cluster, name="cluster"),
     path("clusters/<str:cluster_name>/connectors/", views.connectors, name="connectors"),
     path(
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/",
@@ -64,6 +65,8 @@ urlpatterns = [
     path("api/v1/", include("offsets.api.urls")),
     # No login: a token or the caller's address (dashboard/metrics.py).
     path("metrics", metrics.metrics, name="metrics"),
+    # No login: browsers ask for it on every page, the login and error pages too.
+    path("favicon.ico", favicon.favicon, name="favicon"),
 ]
 
 # A database outage met outside a view (the session save) answers 503 too.

@@ -13,6 +13,7 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
 
 from dashboard.pages import statuses
+from offsets.domain import epochs, pauses
 from offsets.formats import jackson
 
 DASH = "\u2013"  # en dash: no value
@@ -90,19 +91,33 @@ def compact_json(value: object) -> str:
     return jackson.dumps_text(value)
 
 
+def moments_html(offset: object) -> SafeString:
+    """The moments an offset's fields hold (`offsets.domain.epochs`) as readable UTC dates,
+    shown beside the map whose numbers stay in full; "" for an offset holding none."""
+    found = epochs.moments(offset)
+    if not found:
+        return SafeString("")
+    dates = ", ".join(
+        f'{escape(name)} = <time datetime="{at:%Y-%m-%dT%H:%M:%S}Z">{at:%Y-%m-%d %H:%M:%S} UTC</time>'
+        for name, at in found
+    )
+    return SafeString(f'<div class="small muted" data-field="offset-moments">{dates}</div>')
+
+
 def status_html(
     status: str | None, reasons: list[str] | tuple[str, ...] = (), *, paused: bool = False
 ) -> SafeString:
     """The lag status as a coloured badge, then one badge per reason (STALL, STOP, REWIND,
     "no commit yet"), each titled with what it means (dashboard/pages/statuses.py).
 
-    `paused`: its owner paused or stopped the connector, so its stopped lag is shown as
-    "paused" rather than as ERR STOP.
+    `paused` (or the status PAUSED): its owner paused or stopped the connector, so its stopped
+    lag is shown as "paused" rather than as ERR STOP (offsets.domain.pauses).
     """
     badges = []
+    paused = paused or status == pauses.PAUSED
+    reasons = pauses.shown_reasons(reasons, paused=paused)
     if paused:
         badges.append(_badge(statuses.PAUSED, "status", "paused"))
-        reasons = [reason for reason in reasons if reason != "STOP"]
     elif status:
         badges.append(_badge(status, "status", status.lower()))
     for reason in reasons:

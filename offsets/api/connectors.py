@@ -1,7 +1,5 @@
 """One cluster's connectors as the last refresh saw them: list, detail, offsets, lag, history."""
 
-import re
-
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -11,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from offsets.api.errors import errors
+from offsets.api.parsers import QueryIntegerField
 from offsets.api.refreshes import RefreshRunOutput
 from offsets.domain.connectors import mask_secrets
 from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
@@ -73,6 +72,11 @@ class ConnectorOutput(serializers.ModelSerializer):
     last_commit_basis = serializers.CharField(
         read_only=True, allow_null=True, help_text=ConnectorSnapshot.LAST_COMMIT_BASIS_HELP
     )
+    paused_by_owner = serializers.BooleanField(
+        read_only=True,
+        help_text="Its owner paused or stopped it and nothing failed: its lag stops by design, "
+        "and the `PAUSED` status filter lists it, never `ERR` or `STOP`.",
+    )
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -101,6 +105,7 @@ class ConnectorOutput(serializers.ModelSerializer):
             "lag_ms",
             "lag_status",
             "status_reasons",
+            "paused_by_owner",
             "last_commit_at",
             "last_commit_basis",
             "malformed",
@@ -140,20 +145,6 @@ class ConnectorDetailOutput(ConnectorOutput):
 
     def get_config(self, snapshot: ConnectorSnapshot) -> dict[str, str | None]:
         return mask_secrets(snapshot.config)
-
-
-_INTEGER_TEXT = re.compile(r"-?[0-9]+")
-
-
-class QueryIntegerField(serializers.IntegerField):
-    """An integer query parameter written as one: DRF's IntegerField also takes "4.0" (it
-    drops a trailing ".0"), which the schema's `type: integer` does not allow; schemathesis
-    sent ?page=4.0 and got page 1 with a 200 instead of a 400."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, str) and not _INTEGER_TEXT.fullmatch(data):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class PartitionsInput(serializers.Serializer):

@@ -1,5 +1,7 @@
 """Offsets exported over REST: KIP-875, KIP-199, or a Strimzi offsets ConfigMap."""
 
+from django.utils import timezone
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -10,6 +12,7 @@ from rest_framework.response import Response
 
 from offsets.api.clusters import get_cluster, require_connector
 from offsets.api.errors import errors, run_service
+from offsets.domain.download_names import export_name
 from offsets.formats import strimzi
 from offsets.queries import offsets_export
 
@@ -88,8 +91,18 @@ def export(request: Request) -> Response:
     cluster = get_cluster(request, options["cluster"])
     for name in options["names"]:
         require_connector(request, cluster, name)
+    # Saved under the name the pages give the same export (offsets.domain.download_names).
+    name = export_name(
+        cluster.name,
+        options["names"],
+        history=options["from_beginning"],
+        configmap=options["shape"] == "strimzi",
+        at=timezone.now(),
+    )
+    headers = {"Content-Disposition": content_disposition_header(False, name)}
     if options["shape"] == "strimzi":
-        return Response(run_service(lambda: _configmap(request.user, cluster, options)))
+        configmap = run_service(lambda: _configmap(request.user, cluster, options))
+        return Response(configmap, headers=headers)
     if options["shape"] == "kip875":
         document = run_service(
             lambda: offsets_export.export_connector(
@@ -108,7 +121,7 @@ def export(request: Request) -> Response:
                 from_beginning=options["from_beginning"],
             )
         )
-    return Response(document)
+    return Response(document, headers=headers)
 
 
 def _configmap(user, cluster, options: dict) -> dict:

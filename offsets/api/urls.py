@@ -3,7 +3,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView
 
-from offsets.api import clusters, connector_control, connectors, moves, refreshes, removal
+from offsets.api import (
+    clusters,
+    connector_control,
+    connectors,
+    index,
+    moves,
+    refreshes,
+    removal,
+)
 from offsets.api.errors import errors
 
 
@@ -26,6 +34,7 @@ class SchemaView(SpectacularAPIView):
 CONNECTOR = "clusters/<str:cluster_name>/connectors/<connector:connector_name>/"
 
 urlpatterns = [
+    path("", index.index, name="api-index"),
     path("schema/", SchemaView.as_view(), name="api-schema"),
     path("clusters/", clusters.cluster_list, name="api-clusters"),
     path(

@@ -68,6 +68,14 @@ def progress_fields(names: tuple[str, ...]) -> tuple[str, ...]:
     return (*known, *(name for name in names if not name.lower().endswith("nanos")))
 
 
+def progress_field(offset: Mapping[str, object] | None) -> str | None:
+    """The name of the field `offset_progress` reads the progress from, if any."""
+    if not offset:
+        return None
+    fields = progress_fields(tuple(offset))
+    return next((name for name in fields if _number(offset[name]) is not None), None)
+
+
 def progress_of(offset: Mapping[str, object], fields: tuple[str, ...]) -> float | None:
     """`offset_progress(offset)`, given `progress_fields(tuple(offset))`."""
     for name in fields:

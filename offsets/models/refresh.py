@@ -11,6 +11,7 @@ import hashlib
 from django.db import models
 from django.db.models import Q
 
+from offsets.domain import pauses
 from offsets.domain.mirrors import is_mirror_source
 from offsets.domain.source_lag import has_source_clock
 from offsets.formats.status_records import TaskRow, task_rows
@@ -85,11 +86,6 @@ class ReadPosition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic}[{self.partition}] @ {self.next_offset}"
-
-
-# Target states an owner sets to pause or stop a connector on purpose (PUT /pause, /stop): a
-# connector in one is "paused", not an alarm.
-PLANNED_PAUSE_STATES = ("PAUSED", "STOPPED")
 
 
 class ConnectorSnapshot(models.Model):
@@ -195,7 +191,9 @@ class ConnectorSnapshot(models.Model):
     def paused_by_owner(self) -> bool:
         """Whether its owner paused or stopped it (its target state), and nothing failed: its
         lag then stops by design (the list's "problems first" order says the same)."""
-        return not self.deleted and self.target_state in PLANNED_PAUSE_STATES and not self.failed
+        return pauses.paused_by_owner(
+            target_state=self.target_state, deleted=self.deleted, failed=self.failed
+        )
 
     @property
     def first_task_error(self) -> str:

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from offsets.domain import pauses
 from offsets.models import (
     Cluster,
     CommitBucket,
@@ -31,8 +32,9 @@ from offsets.models import (
 from offsets.queries.snapshots import CONNECTOR_STATES, STATE_CHOICES
 
 PREFIX = "kafka_connect_offsets_"
-# A sink's status is Burrow's group status; its partitions' statuses say why it is ERR.
-CONNECTOR_LAG_STATUSES = ("OK", "WARN", "ERR")
+# A sink's status is Burrow's group status; its partitions' statuses say why it is ERR. One its
+# owner paused or stopped is PAUSED, never ERR (offsets.domain.pauses).
+CONNECTOR_LAG_STATUSES = ("OK", "WARN", "ERR", pauses.PAUSED)
 PARTITION_LAG_STATUSES = tuple(SinkPartitionLag.Status.values)
 REFRESH_OUTCOMES = (RefreshRun.Status.SUCCEEDED.value, RefreshRun.Status.FAILED.value)
 EDIT_STATES = tuple(OffsetEdit.State.values)
@@ -201,6 +203,8 @@ def _snapshots(names: dict[int, str]) -> list[ConnectorSnapshot]:
             "lag_ms",
             "lag_status",
             "upstream_cluster",
+            "target_state",
+            "failed_tasks",
         )
     )
 
@@ -346,7 +350,8 @@ def sink_families(
     )
     status = gauge(
         f"{kind}_lag_status",
-        f"The {noun}'s lag status by Burrow's rules: 1 for the current one, 0 for the others.",
+        f"The {noun}'s lag status by Burrow's rules (PAUSED: its owner paused or stopped it): "
+        "1 for the current one, 0 for the others.",
         [*CONNECTOR, "status"],
     )
     partitions = gauge(
@@ -361,7 +366,8 @@ def sink_families(
         if row.lag_ms is not None:
             seconds.add_metric(labels, row.lag_ms / 1000)
         if row.lag_status:
-            for value, hot in one_hot(row.lag_status, CONNECTOR_LAG_STATUSES):
+            shown = pauses.shown_status(row.lag_status, paused=row.paused_by_owner)
+            for value, hot in one_hot(shown, CONNECTOR_LAG_STATUSES):
                 status.add_metric([*labels, value], hot)
         counts = status_counts.get((row.cluster_id, row.name), {})
         for value in PARTITION_LAG_STATUSES:

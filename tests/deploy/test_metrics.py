@@ -195,6 +195,7 @@ def test_a_sink_has_its_lag_status_and_partitions(client, token, prod):
         frozenset({**sink, "status": "OK"}.items()): 0,
         frozenset({**sink, "status": "WARN"}.items()): 0,
         frozenset({**sink, "status": "ERR"}.items()): 1,
+        frozenset({**sink, "status": "PAUSED"}.items()): 0,
     }
     counts = {dict(k)["status"]: v for k, v in series(parsed, "sink_partitions", **sink).items()}
     assert counts == {"OK": 3, "WARN": 0, "STALL": 0, "STOP": 1, "REWIND": 0}
@@ -208,6 +209,34 @@ def test_a_sink_has_its_lag_status_and_partitions(client, token, prod):
     assert value(parsed, "sink_partition_lag_status", **clicks, status="STOP") == 1
     assert value(parsed, "sink_partition_lag_seconds", **clicks) is None
     assert value(parsed, "sink_partitions_unexported") == 0
+
+
+def test_a_sink_its_owner_paused_is_paused_never_err(client, token, prod):
+    make.snapshot(
+        prod,
+        "held-sink",
+        "sink",
+        runtime_state="STOPPED",
+        target_state="STOPPED",
+        lag_records=30,
+        lag_status="ERR",
+    )
+    make.snapshot(
+        prod,
+        "broken-sink",
+        "sink",
+        runtime_state="PAUSED",
+        target_state="PAUSED",
+        task_states={"0": "FAILED"},
+        lag_status="ERR",
+    )
+    parsed = scrape(client)
+    held = {"cluster": "prod", "connector": "held-sink"}
+    assert value(parsed, "sink_lag_status", **held, status="PAUSED") == 1
+    assert value(parsed, "sink_lag_status", **held, status="ERR") == 0
+    # A failure in a paused connector is still an error.
+    broken = {"cluster": "prod", "connector": "broken-sink"}
+    assert value(parsed, "sink_lag_status", **broken, status="ERR") == 1
 
 
 def test_past_the_cap_partition_series_are_dropped_and_counted(client, token, prod, settings):

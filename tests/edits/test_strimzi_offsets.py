@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 
 import pytest
 import yaml
@@ -208,8 +209,9 @@ def test_a_changed_configmap_from_the_page_stages_a_draft_with_its_diff(client, 
     response = client.get(f"/clusters/fresh/export/?connector={SINK}&format=strimzi")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/yaml"
-    assert response["Content-Disposition"] == (
-        f'attachment; filename="fresh-{SINK}-offsets-configmap.yaml"'
+    assert re.fullmatch(
+        rf'attachment; filename="fresh-{SINK}-offsets-configmap-\d{{8}}T\d{{4}}Z\.yaml"',
+        response["Content-Disposition"],
     )
     configmap = yaml.safe_load(response.content)
     offsets = json.loads(configmap["data"]["offsets.json"])

@@ -23,6 +23,8 @@ EXEMPT = {
     "admin:logout": "the admin's logout (sends an anonymous visitor to the admin login)",
     "metrics": "Prometheus has no session: a bearer token or an allowed address, closed by "
     "default (tests/deploy/test_metrics.py)",
+    "favicon": "the icon browsers ask for on every page, the login and error pages too "
+    "(tests/pages/test_error_pages_in_browser.py)",
 }
 # /healthz and /readyz are no URLs: a middleware answers them before the resolver, without a
 # login, with counts and never names (dashboard/health.py, tests/deploy/test_health.py).

@@ -130,6 +130,14 @@ def start_refresh(request: HttpRequest, cluster_name: str) -> HttpResponse:
 
 @require_GET
 @login_required
+def cluster(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    """A cluster's own URL leads to its connectors; one the user may not see answers 404."""
+    found = cluster_for_user(user=request.user, name=cluster_name)
+    return HttpResponseRedirect(reverse("connectors", args=[found.name]))
+
+
+@require_GET
+@login_required
 def connectors(request: HttpRequest, cluster_name: str) -> HttpResponse:
     cluster = cluster_for_user(user=request.user, name=cluster_name)
     form = ConnectorFilterForm(request.GET)

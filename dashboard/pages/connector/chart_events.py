@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from offsets.models.refresh import PLANNED_PAUSE_STATES
+from offsets.domain.pauses import PLANNED_PAUSE_STATES
 
 
 @dataclass(frozen=True)

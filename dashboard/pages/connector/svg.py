@@ -94,22 +94,22 @@ def line_chart(
     markers: Sequence[tuple[datetime, float, str] | tuple[datetime, float, str, str]] = (),
     zero_based: bool = True,
     durations: bool = False,
+    moment_unit: float | None = None,
     events: Sequence = (),
     width: int = WIDTH,
     height: int = HEIGHT,
 ) -> Chart:
     """Lay out a time series (oldest first) and optional labelled markers as a line chart.
 
-    A marker is (time, value, label) or (time, value, label, the URL it leads to); an event
-    (`chart_events.Event`) is drawn across the plot, the time axis reaching it. With
-    `durations`, values are seconds: the y axis steps and labels are durations.
+    A marker is (time, value, label[, URL]); an event (`chart_events.Event`) is drawn across the
+    plot. Values are seconds with `durations`, moments with `moment_unit` (dates label them).
     """
     bottom, right = height - BOTTOM, width - RIGHT
     points, marked, moments = _epoch_points(series, markers, events)
     if not points:
         return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
     values = [value for _, value, *_ in (*points, *marked)]
-    low, high, y_ticks, labels = _value_axis(values, zero_based=zero_based, durations=durations)
+    low, high, y_ticks, labels = _value_axis(values, zero_based, durations, moment_unit)
     left = _left_margin(labels)
     t0, t1 = _time_span([t for t, *_ in (*points, *marked, *moments)])
     frame = _Frame(left, right, bottom, t0, t1, low, high)
@@ -129,7 +129,7 @@ def line_chart(
         dots=[(x(t), y(value)) for t, value in thinned] if len(thinned) == 1 else [],
         markers=[Marker(x(t), y(value), *rest) for t, value, *rest in marked],
         events=[EventLine(x(t), event.kind, event.label, event.href) for t, event in moments],
-        hover=_hover(frame, thinned, unit, durations),
+        hover=_hover(frame, thinned, unit, durations, moment_unit),
         x_ticks=[Tick(x(t), label) for t, label in _time_ticks(t0, t1)],
         y_ticks=[Tick(y(v), label) for v, label in zip(y_ticks, labels, strict=True)],
         left=left,
@@ -159,13 +159,15 @@ def _epoch_points(
 
 
 def _value_axis(
-    values: list[float], *, zero_based: bool, durations: bool
+    values: list[float], zero_based: bool, durations: bool, moment_unit: float | None
 ) -> tuple[float, float, list[float], list[str]]:
-    """The y axis's low and high ends, its ticks and their labels."""
+    """The y axis's low and high ends, its ticks and their labels (dates for moments)."""
     low, high = (0.0 if zero_based else min(values)), max(values)
     if zero_based:
         low = min(low, min(values))
     low, high, y_ticks = _duration_axis(low, high) if durations else _nice_axis(low, high)
+    if moment_unit is not None:
+        return low, high, y_ticks, _moment_labels(y_ticks, moment_unit)
     return low, high, y_ticks, _labels(y_ticks, durations)
 
 
@@ -233,10 +235,14 @@ def _thin(series: Sequence[tuple[float, float]], limit: int) -> list[tuple[float
 
 
 def _hover(
-    frame: "_Frame", points: Sequence[tuple[float, float]], unit: str, durations: bool
+    frame: "_Frame",
+    points: Sequence[tuple[float, float]],
+    unit: str,
+    durations: bool,
+    moments: float | None = None,
 ) -> list[HoverPoint]:
     return [
-        HoverPoint(frame.x(t), frame.y(value), hover_label(t, value, unit, durations))
+        HoverPoint(frame.x(t), frame.y(value), hover_label(t, value, unit, durations, moments))
         for t, value in _spread(points, HOVER_POINTS)
     ]
 
@@ -249,11 +255,18 @@ def _spread(points: Sequence[tuple[float, float]], limit: int) -> list[tuple[flo
     return [points[round(index * step)] for index in range(limit)]
 
 
-def hover_label(t: float, value: float, unit: str, durations: bool) -> str:
-    """What a point says on hover: its time (UTC) and its value, exactly."""
+def hover_label(
+    t: float, value: float, unit: str, durations: bool, moments: float | None = None
+) -> str:
+    """What a point says on hover: its time (UTC) and its value, exactly (a moment in full
+    digits, with its date)."""
     when = datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
     if durations:
         return f"{when} UTC: {format_duration(value)}"
+    if moments is not None:
+        digits = str(int(value)) if value == int(value) else f"{value:.6f}".rstrip("0")
+        at = datetime.fromtimestamp(value * moments, tz=UTC)
+        return f"{when} UTC: {digits} ({at:%Y-%m-%d %H:%M:%S} UTC)"
     if value == int(value) and abs(value) < 1e15:
         shown = f"{int(value):,}"
     else:
@@ -353,6 +366,17 @@ def _labels(values: list[float], durations: bool) -> list[str]:
         return [format_duration(value) for value in values]
     for digits in range(3, 13):
         labels = [format_number(value, digits) for value in values]
+        if len(set(labels)) == len(labels):
+            break
+    return labels
+
+
+def _moment_labels(values: list[float], moments: float) -> list[str]:
+    """Axis labels of moments (in units of `moments` seconds) as UTC dates, as precise as it
+    takes for neighbours to differ."""
+    at = [datetime.fromtimestamp(value * moments, tz=UTC) for value in values]
+    for fmt in ("%Y-%m-%d", "%m-%d %H:%M", "%m-%d %H:%M:%S"):
+        labels = [moment.strftime(fmt) for moment in at]
         if len(set(labels)) == len(labels):
             break
     return labels

@@ -28,7 +28,10 @@ from dashboard.pages.edits.moves import move_targets
 from dashboard.pages.formatting import AgedHtml, attachment
 from dashboard.pages.forms import PartitionFilterForm
 from dashboard.pages.htmx import htmx_target, poll_seconds
+from offsets.domain import epochs
 from offsets.domain.connectors import mask_secrets
+from offsets.domain.download_names import export_name
+from offsets.domain.history import progress_field
 from offsets.domain.mirrors import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
@@ -449,12 +452,15 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
             unit="the source's clock in the offset, behind the commit",
             durations=True,
         )
+    # A progress that is a time (a JDBC source's `timestamp`) is dated, never "1.79591G".
+    field = progress_field(partition.offset if isinstance(partition.offset, dict) else None)
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
         markers=rewind_markers(cluster, snapshot.name, numeric),
         title="Offset progress",
         unit="",
         zero_based=False,
+        moment_unit=epochs.series_unit(field or "", [point.progress for point in numeric]),
     )
     context["progress_commits"] = len(points)
     context["progress_not_numeric"] = bool(points) and not numeric
@@ -474,7 +480,10 @@ def connector_offsets_json(
         jackson.dumps_text(document, indent=2) + "\n",
         content_type="application/json; charset=utf-8",
     )
-    response["Content-Disposition"] = attachment(f"{cluster.name}-{snapshot.name}-offsets.json")
+    name = export_name(
+        cluster.name, [snapshot.name], history=False, configmap=False, at=timezone.now()
+    )
+    response["Content-Disposition"] = attachment(name)
     if not_stored := snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot):
         response[snapshots.NOT_CURRENT_HEADER] = str(not_stored)
     return response

@@ -7,12 +7,14 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.pages.edits.diffs import preview_context
 from dashboard.pages.edits.forms import ExportForm, ImportForm
 from dashboard.pages.errors import READING_KAFKA
 from dashboard.pages.formatting import attachment
+from offsets.domain.download_names import export_name
 from offsets.edits.roles import can_stage
 from offsets.edits.workflow import ConnectorNotFound, EditInputError, import_document
 from offsets.formats import jackson, strimzi
@@ -105,10 +107,15 @@ def export_offsets(request: HttpRequest, cluster_name: str) -> HttpResponse:
         raise Http404(exc.message) from exc
     except KafkaError as exc:
         return JsonResponse({"error": str(exc)}, status=exc.http_status)
-    label = options["names"][0] if len(options["names"]) == 1 else "connectors"
-    suffix = "-history" if options["from_beginning"] else ""
     response = HttpResponse(jackson.dumps_text(document, indent=2), content_type="application/json")
-    response["Content-Disposition"] = attachment(f"{cluster.name}-{label}{suffix}-offsets.json")
+    name = export_name(
+        cluster.name,
+        options["names"],
+        history=options["from_beginning"],
+        configmap=False,
+        at=timezone.now(),
+    )
+    response["Content-Disposition"] = attachment(name)
     return response
 
 
@@ -131,6 +138,13 @@ def _export_configmap(user, cluster: Cluster, options: dict) -> HttpResponse:
         return JsonResponse({"error": str(exc)}, status=400)
     response = HttpResponse(strimzi.dump_yaml(configmap), content_type="application/yaml")
     response["Content-Disposition"] = attachment(
-        f"{cluster.name}-{connector}-offsets-configmap.yaml"
+        export_name(
+            cluster.name,
+            [connector],
+            history=False,
+            configmap=True,
+            at=timezone.now(),
+            extension="yaml",
+        )
     )
     return response

@@ -9,7 +9,7 @@ from django.db.models import (
     When,
 )
 
-from offsets.models.refresh import PLANNED_PAUSE_STATES
+from offsets.domain.pauses import PAUSED, PLANNED_PAUSE_STATES
 
 # Runtime states a connector can be in (AbstractStatus.State), plus "DELETED" for a connector
 # whose config is gone but whose offsets remain.
@@ -18,15 +18,21 @@ DELETED = "DELETED"
 STATE_CHOICES = (*CONNECTOR_STATES, DELETED)
 CONNECTOR_TYPES = ("source", "sink")
 # A connector's status is the worst of its partitions' (Burrow); STALL, STOP and REWIND are
-# shown as ERR at connector level, and kept as the reason beside it.
-LAG_STATUSES = ("OK", "WARN", "STALL", "STOP", "REWIND", "ERR")
+# shown as ERR at connector level, and kept as the reason beside it. PAUSED is the status of a
+# connector its owner paused or stopped (offsets.domain.pauses), whatever its lag.
+LAG_STATUSES = ("OK", "WARN", "STALL", "STOP", "REWIND", "ERR", PAUSED)
 ERR_REASONS = ("STALL", "STOP", "REWIND")
-SEVERITY_RANKS = {"OK": 1, "WARN": 2, "REWIND": 3, "STALL": 4, "STOP": 5, "ERR": 6}
+SEVERITY_RANKS = {PAUSED: 1, "OK": 2, "WARN": 3, "REWIND": 4, "STALL": 5, "STOP": 6, "ERR": 7}
+
+# `offsets.domain.pauses.paused_by_owner` as a database filter: the lists filter and count
+# in the database, and tests/pages/test_planned_pauses.py holds the two to the same answers.
+PLANNED_PAUSE = Q(target_state__in=PLANNED_PAUSE_STATES, deleted=False, failed_tasks=0) & ~Q(
+    runtime_state="FAILED"
+)
 
 # A connector's place in the "problems first" order, worst first; the first that matches
 # wins. A connector its owner paused or stopped (target state) is not running by design: it
 # comes after every real problem and is never a lag error. Deleted ones come last of all.
-PLANNED_PAUSE = Q(target_state__in=PLANNED_PAUSE_STATES)
 PROBLEMS = (
     ("failed", Q(runtime_state="FAILED") | Q(failed_tasks__gt=0)),
     ("lag ERR", Q(lag_status="ERR") & ~PLANNED_PAUSE),

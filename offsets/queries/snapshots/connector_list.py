@@ -11,6 +11,8 @@ from django.db.models import (
     When,
 )
 
+from offsets.domain import pauses
+from offsets.domain.pauses import PAUSED
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -21,6 +23,7 @@ from offsets.queries.snapshots.choices import (
     CONNECTOR_STATES,
     DELETED,
     ERR_REASONS,
+    PLANNED_PAUSE,
     order_by,
     problem_case,
     severity_case,
@@ -58,8 +61,14 @@ def connectors(
         rows = rows.filter(Q(runtime_state=state) | Q(failed_tasks__gt=0), deleted=False)
     elif state:
         rows = rows.filter(runtime_state=state, deleted=False)
-    if status in ("OK", "WARN", "ERR"):
-        rows = rows.filter(lag_status=status)
+    # A status filter lists the connectors whose badge says it: a planned pause shows (and
+    # is counted) as PAUSED, never as ERR or STOP (offsets.domain.pauses).
+    if status == PAUSED:
+        rows = rows.filter(PLANNED_PAUSE)
+    elif status in ("OK", "WARN", "ERR"):
+        rows = rows.filter(lag_status=status).exclude(PLANNED_PAUSE)
+    elif status == "STOP":
+        rows = rows.filter(_has_reason(status)).exclude(PLANNED_PAUSE)
     elif status in ERR_REASONS:
         rows = rows.filter(_has_reason(status))
     return rows.order_by(*order_by(CONNECTOR_SORTS, sort), "name")
@@ -110,7 +119,7 @@ def mirrors(*, cluster: Cluster) -> QuerySet[ConnectorSnapshot]:
 
 
 def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
-    """Why a connector is not OK: STALL, STOP or REWIND, from its partitions; for a sink
+    """Why a connector is not OK: STALL, STOP (not for a planned pause) or REWIND, from its partitions; for a sink
     lagging from where its consumer starts, "no commit yet"; for a mirror with upstream
     partitions it never copied from, "not copied yet"."""
     reasons = []
@@ -124,7 +133,7 @@ def status_reasons(snapshot: ConnectorSnapshot) -> list[str]:
             reasons.append("STALL")
         if snapshot.rewinds and "REWIND" not in reasons:
             reasons.append("REWIND")
-    return reasons
+    return pauses.shown_reasons(reasons, paused=snapshot.paused_by_owner)
 
 
 def with_partition_status(

@@ -13,6 +13,7 @@ from django.db.models import (
     Sum,
 )
 
+from offsets.domain import pauses
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -21,6 +22,7 @@ from offsets.models import (
 from offsets.queries.snapshots.choices import (
     DELETED,
     PAUSED_RANK,
+    PLANNED_PAUSE,
     STATE_CHOICES,
     problem_case,
     problem_label,
@@ -120,7 +122,8 @@ def connector_counts(cluster_ids: list[int], only: Q | None = None) -> dict[int,
     problems: dict[int, int] = {}
     for group in groups:
         cluster_id, kind, state, deleted, status, external, task_failed, problem = group[:8]
-        count, lag, tasks = group[8:]
+        paused, count, lag, tasks = group[8:]
+        status = pauses.shown_status(status, paused=paused)
         key = DELETED if deleted else "FAILED" if task_failed else state
         if not deleted:
             failed_tasks[cluster_id] = failed_tasks.get(cluster_id, 0) + (tasks or 0)
@@ -186,6 +189,7 @@ def _count_groups(cluster_ids: list[int], only: Q | None) -> QuerySet:
         .annotate(
             task_failed=ExpressionWrapper(Q(failed_tasks__gt=0), output_field=BooleanField()),
             problem=problem_case(),
+            paused=ExpressionWrapper(PLANNED_PAUSE, output_field=BooleanField()),
         )
         .values_list(
             "cluster_id",
@@ -196,6 +200,7 @@ def _count_groups(cluster_ids: list[int], only: Q | None) -> QuerySet:
             "offsets_managed_externally",
             "task_failed",
             "problem",
+            "paused",
         )
         .annotate(count=Count("pk"), lag=Sum("lag_records"), tasks=Sum("failed_tasks"))
         .order_by()
