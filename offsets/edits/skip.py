@@ -1,0 +1,38 @@
+"""Skip this record: a reviewed edit that moves one sink partition past the record it is stuck
+on, staged like any other edit (approved, lock-checked, applied with the connector stopped).
+
+The edit sets the partition to the record's offset + 1, an absolute offset rather than a shift
+of the committed one: the record shown may sit after the committed offset (the offsets before it
+deleted, or a transaction marker), and "past this record" is what was reviewed. Its comment,
+which the audit entry keeps too, names the topic, partition and offset and links to the record.
+"""
+
+from offsets.edits.workflow import OffsetChange, StageRequest, stage
+from offsets.models import Cluster, OffsetEdit
+
+
+def skip_comment(topic: str, partition: int, offset: int, link: str, comment: str = "") -> str:
+    said = f"Skip the record at {topic}-{partition} offset {offset}: {link}"
+    return f"{said}\n{comment}" if comment.strip() else said
+
+
+def stage_skip(
+    *,
+    cluster: Cluster,
+    connector: str,
+    user,
+    topic: str,
+    partition: int,
+    offset: int,
+    link: str,
+    comment: str = "",
+) -> OffsetEdit:
+    """Stage moving `connector`'s partition `topic`-`partition` to `offset` + 1."""
+    request = StageRequest(strategy="offset", value=offset + 1, partitions=((topic, partition),))
+    return stage(
+        cluster=cluster,
+        connector=connector,
+        user=user,
+        change=OffsetChange(request),
+        comment=skip_comment(topic, partition, offset, link, comment),
+    )
