@@ -4,13 +4,18 @@
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
-from rest_framework import serializers
-from rest_framework.decorators import api_view
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, parser_classes
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from offsets.api.edit_serializers import EditDetailOutput
 from offsets.api.errors import errors, run_service
 from offsets.domain.rights import Action
+from offsets.edits.roles import can_stage
+from offsets.edits.skip import stage_skip
 from offsets.queries import next_records as records
 from offsets.queries import snapshots
 from offsets.queries.clusters import cluster_for_user
@@ -18,7 +23,7 @@ from offsets.rights import gate
 from offsets.rights.gate import ROLE_NEEDED
 
 
-class PreviewOutput(serializers.Serializer):
+class RecordBytesOutput(serializers.Serializer):
     kind = serializers.ChoiceField(
         ["null", "empty", "text", "json", "hex"],
         help_text="text/json: UTF-8 text (JSON re-indented), masked; hex: bytes not text.",
@@ -33,15 +38,16 @@ class PreviewOutput(serializers.Serializer):
 
 class HeaderOutput(serializers.Serializer):
     name = serializers.CharField()
-    value = PreviewOutput()
+    value = RecordBytesOutput()
 
 
 class RecordOutput(serializers.Serializer):
     offset = serializers.IntegerField()
     timestamp_ms = serializers.IntegerField(allow_null=True)
-    timestamp_type = serializers.CharField()
-    key = PreviewOutput()
-    value = PreviewOutput()
+    timestamp_type = serializers.CharField(help_text="create time or log append time")
+    timestamp_text = serializers.CharField(help_text="The timestamp in UTC (ISO 8601).")
+    key = RecordBytesOutput()
+    value = RecordBytesOutput()
     headers = HeaderOutput(many=True)
 
 
@@ -97,3 +103,37 @@ def connector_next_records(request: Request, cluster_name: str, connector_name: 
         lambda: records.next_records(user=request.user, cluster=cluster, snapshot=snapshot)
     )
     return Response(NextRecordsOutput(result).data)
+
+
+class SkipInput(serializers.Serializer):
+    topic = serializers.CharField(max_length=249)
+    partition = serializers.IntegerField(min_value=0)
+    offset = serializers.IntegerField(min_value=0, help_text="The record's offset.")
+    comment = serializers.CharField(required=False, default="", allow_blank=True, max_length=5000)
+
+
+@extend_schema(
+    request=SkipInput,
+    responses={201: EditDetailOutput, **errors(400, 404, 409, 415, 503)},
+    summary="Skip a record: stage an edit moving its partition to the offset after it",
+)
+@api_view(["POST"])
+@parser_classes([JSONParser])
+def connector_skip_record(request: Request, cluster_name: str, connector_name: str) -> Response:
+    """Stage (as a draft, an editor) moving one of the sink's partitions to `offset` + 1; its
+    comment and audit entry name the record and link to it."""
+    cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
+    if not can_stage(request.user, cluster, connector_name):
+        raise PermissionDenied(ROLE_NEEDED[Action.STAGE])
+    data = SkipInput(data=request.data)
+    data.is_valid(raise_exception=True)
+    edit = run_service(
+        lambda: stage_skip(
+            cluster=cluster,
+            connector=connector_name,
+            user=request.user,
+            absolute=request.build_absolute_uri,
+            **data.validated_data,
+        )
+    )
+    return Response(EditDetailOutput(edit).data, status=status.HTTP_201_CREATED)

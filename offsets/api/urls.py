@@ -54,6 +54,11 @@ urlpatterns = [
         records.connector_next_records,
         name="api-connector-next-records",
     ),
+    path(
+        f"{CONNECTOR}next-records/skip/",
+        records.connector_skip_record,
+        name="api-connector-skip-record",
+    ),
     path(f"{CONNECTOR}stop/", connector_control.connector_stop, name="api-connector-stop"),
     path(f"{CONNECTOR}resume/", connector_control.connector_resume, name="api-connector-resume"),
     path(f"{CONNECTOR}restart/", connector_control.connector_restart, name="api-connector-restart"),

@@ -7,13 +7,31 @@ deleted, or a transaction marker), and "past this record" is what was reviewed. 
 which the audit entry keeps too, names the topic, partition and offset and links to the record.
 """
 
+from collections.abc import Callable
+
+from django.urls import reverse
+
 from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.models import Cluster, OffsetEdit
 
 
+def record_anchor(topic: str, partition: int) -> str:
+    """The id of a partition's record on the connector page."""
+    return f"record-{topic}-{partition}"
+
+
+def record_link(
+    absolute: Callable[[str], str], cluster: str, connector: str, topic: str, partition: int
+) -> str:
+    """The connector page with its next records shown, at the partition's record: where the
+    skipped record was seen. `absolute` makes a path a full URL (the request's host)."""
+    page = reverse("connector", args=[cluster, connector])
+    return absolute(f"{page}?records=show#{record_anchor(topic, partition)}")
+
+
 def skip_comment(topic: str, partition: int, offset: int, link: str, comment: str = "") -> str:
-    said = f"Skip the record at {topic}-{partition} offset {offset}: {link}"
-    return f"{said}\n{comment}" if comment.strip() else said
+    said = f"Skip the record at {topic}-{partition} offset {offset} (seen at {link})."
+    return f"{said} {comment.strip()}" if comment.strip() else said
 
 
 def stage_skip(
@@ -24,10 +42,11 @@ def stage_skip(
     topic: str,
     partition: int,
     offset: int,
-    link: str,
+    absolute: Callable[[str], str],
     comment: str = "",
 ) -> OffsetEdit:
     """Stage moving `connector`'s partition `topic`-`partition` to `offset` + 1."""
+    link = record_link(absolute, cluster.name, connector, topic, partition)
     request = StageRequest(strategy="offset", value=offset + 1, partitions=((topic, partition),))
     return stage(
         cluster=cluster,

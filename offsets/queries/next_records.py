@@ -8,6 +8,7 @@ viewer role (Action.READ_RECORDS): a user without it sees the positions and not 
 """
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from django.conf import settings
 
@@ -47,8 +48,16 @@ class NextRecord:
     error: str = ""
 
     @property
+    def timestamp_text(self) -> str:
+        """The record's timestamp in UTC, to the millisecond ("" when it has none)."""
+        if self.timestamp_ms is None or self.timestamp_ms < 0:
+            return ""
+        at = datetime.fromtimestamp(self.timestamp_ms / 1000, tz=UTC)
+        return at.isoformat(timespec="milliseconds").replace("+00:00", " UTC")
+
+    @property
     def anchor(self) -> str:
-        return f"record-{self.topic}-{self.partition}"
+        return f"record-{self.topic}-{self.partition}"  # as edits.skip.record_anchor
 
 
 @dataclass

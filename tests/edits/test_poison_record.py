@@ -65,6 +65,17 @@ def test_the_poison_record_is_shown_skipped_and_the_resumed_sink_delivers_what_f
         assert not api["may_read"] and api["partitions"][0]["record"] is None
         assert "record viewer role" in api["role_needed"]
 
+        # The API's skip needs the editor role, as the page's does.
+        client.force_login(record_viewer)
+        refused = client.post(
+            f"/api/v1{base}next-records/skip/",
+            {"topic": sink.topic, "partition": 0, "offset": sink.poison_offset},
+            content_type="application/json",
+        )
+        assert refused.status_code == 403 and "editor role" in refused.json()["detail"]
+        assert client.post(f"{base}next-records/skip/", {}).status_code == 403
+        client.force_login(editor)
+
         # Skip this record: staged as an edit to the offset after it; its page follows.
         response = client.post(
             f"{base}next-records/skip/",

@@ -3,17 +3,15 @@
 edit's page. Thin: look up (404), ask the services, render.
 """
 
-from urllib.parse import urlencode
-
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.pages.errors import READING_KAFKA, refusal
+from offsets.domain.rights import Action
 from offsets.edits.roles import can_stage
 from offsets.edits.skip import stage_skip
 from offsets.edits.workflow import SERVICE_ERRORS, EditForbidden
@@ -28,16 +26,6 @@ class SkipForm(forms.Form):
     partition = forms.IntegerField(min_value=0)
     offset = forms.IntegerField(min_value=0)
     comment = forms.CharField(required=False, max_length=5000)
-
-
-def record_link(
-    request: HttpRequest, cluster: str, connector: str, topic: str, partition: int
-) -> str:
-    """The connector page with its next records shown, at the partition's row: where the
-    skipped record was seen (the edit's comment and audit entry link to it)."""
-    page = reverse("connector", args=[cluster, connector])
-    anchor = records.NextRecord(topic, partition, None, 0, 0, "").anchor
-    return request.build_absolute_uri(f"{page}?{urlencode({'records': 'show'})}#{anchor}")
 
 
 @require_GET
@@ -66,6 +54,8 @@ def next_records(request: HttpRequest, cluster_name: str, connector_name: str) -
 def skip_record(request: HttpRequest, cluster_name: str, connector_name: str) -> HttpResponse:
     """Stage moving one partition past the record at `offset`; go to the edit's page."""
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=connector_name)
+    if not can_stage(request.user, cluster, connector_name):
+        raise PermissionDenied(gate.ROLE_NEEDED[Action.STAGE])
     form = SkipForm(request.POST)
     if not form.is_valid():
         return _refused(request, "Skipping a record needs its topic, partition and offset.", 400)
@@ -78,7 +68,7 @@ def skip_record(request: HttpRequest, cluster_name: str, connector_name: str) ->
             topic=topic,
             partition=partition,
             offset=form.cleaned_data["offset"],
-            link=record_link(request, cluster.name, connector_name, topic, partition),
+            absolute=request.build_absolute_uri,
             comment=form.cleaned_data["comment"],
         )
     except EditForbidden as exc:
