@@ -106,35 +106,42 @@ def next_records(*, user, cluster: Cluster, snapshot: ConnectorSnapshot) -> Next
         )
         position = record_preview.next_position(lag.committed, reset, lag.log_start, lag.log_end)
         row.position, row.note = position.offset, position.note
-        if may_read and row.position is not None:
-            _read(cluster, snapshot, row)
         result.rows.append(row)
+    if may_read:
+        _read(cluster, snapshot, [row for row in result.rows if row.position is not None])
     return result
 
 
-def _read(cluster: Cluster, snapshot: ConnectorSnapshot, row: NextRecord) -> None:
-    """Read the record at `row.position` into `row` (or say why there is none)."""
+def _read(cluster: Cluster, snapshot: ConnectorSnapshot, rows: list[NextRecord]) -> None:
+    """Read the record at each row's position into it (or say why there is none)."""
+    if not rows:
+        return
     isolation = str(snapshot.config.get("consumer.override.isolation.level") or "read_uncommitted")
     try:
-        record = kafka_records.record_at(
+        found = kafka_records.records_at(
             cluster.kafka_settings(),
-            row.topic,
-            row.partition,
-            row.position,
+            {(row.topic, row.partition): row.position for row in rows},
             isolation_level=isolation,
             timeout=settings.KAFKA_READ_TIMEOUT,
         )
     except KafkaError as error:  # a refusal (KafkaNotAuthorized) says which ACL is missing
-        row.error = str(error)
+        for row in rows:
+            row.error = str(error)
         return
+    for row in rows:
+        _fill(row, found[(row.topic, row.partition)])
+
+
+def _fill(row: NextRecord, record: kafka_records.RecordRead | None) -> None:
+    # Said after why the position is where it is, if it is not the committed offset.
     if record is None:
-        row.note = NOTHING_YET
+        row.note = f"{row.note} {NOTHING_YET}".strip()
         return
     if record.offset != row.position:
         row.note = (
-            f"No record at offset {row.position} (deleted by retention or compaction, or a "
-            f"transaction marker): the sink reads offset {record.offset} next."
-        )
+            f"{row.note} No record at offset {row.position} (deleted by retention or "
+            f"compaction, or a transaction marker): the sink reads offset {record.offset} next."
+        ).strip()
     row.offset = record.offset
     row.timestamp_ms = record.timestamp_ms
     row.timestamp_type = {1: "create time", 2: "log append time"}.get(record.timestamp_type, "")

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from offsets.kafka import admin, handles, producers
-from offsets.kafka.records import record_at
+from offsets.kafka.records import record_at, records_at
 from offsets.queries.next_records import next_records
 from tests.support import factories
 from tests.support.connect_rest import wait_until
@@ -78,3 +78,14 @@ def test_the_stuck_sinks_row_says_the_record_it_reads_is_past_the_marker(kafka, 
     (row,) = next_records(user=admin_user, cluster=cluster, snapshot=snapshot).rows
     assert (row.position, row.offset, row.value.text) == (7, 8, "v8")
     assert "No record at offset 7" in row.note and "reads offset 8 next" in row.note
+
+
+def test_one_read_answers_for_several_partitions_each_its_own(kafka):
+    first, second = _topic(kafka), _topic(kafka)
+    found = records_at(kafka, {(first, 0): 2, (second, 0): 0}, timeout=10)
+    assert {key: record.value for key, record in found.items()} == {
+        (first, 0): b"v2",
+        (second, 0): b"v0",
+    }
+    found = records_at(kafka, {(first, 0): 9, (second, 0): 5}, timeout=10)
+    assert found[(first, 0)] is None and found[(second, 0)].value == b"t5"

@@ -35,7 +35,7 @@ def no_kafka(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a record was read")
 
-    monkeypatch.setattr(next_records.kafka_records, "record_at", refuse)
+    monkeypatch.setattr(next_records.kafka_records, "records_at", refuse)
 
 
 def stuck_sink(cluster, status="STALL", **fields):
