@@ -108,6 +108,8 @@ def next_records(*, user, cluster: Cluster, snapshot: ConnectorSnapshot) -> Next
         row.position, row.note = position.offset, position.note
         result.rows.append(row)
     if may_read:
+        # The contents' own gate, asked before the read (the answer is known: `may` above).
+        gate.admit(user, Action.READ_RECORDS, cluster, snapshot.name)
         _read(cluster, snapshot, [row for row in result.rows if row.position is not None])
     return result
 
