@@ -11,6 +11,9 @@ from collections.abc import Callable
 
 from django.urls import reverse
 
+from offsets.edits.drafts import require_editor
+from offsets.edits.errors import EditInputError
+from offsets.edits.kinds.offset_changes.diff import preview_edit
 from offsets.edits.workflow import OffsetChange, StageRequest, stage
 from offsets.models import Cluster, OffsetEdit
 
@@ -45,9 +48,20 @@ def stage_skip(
     absolute: Callable[[str], str],
     comment: str = "",
 ) -> OffsetEdit:
-    """Stage moving `connector`'s partition `topic`-`partition` to `offset` + 1."""
+    """Stage moving `connector`'s partition `topic`-`partition` to `offset` + 1.
+
+    Refused when the sink already reads past it (a page shown before someone skipped it, or
+    the sink resumed): moving it back to `offset` + 1 would deliver records again."""
     link = record_link(absolute, cluster.name, connector, topic, partition)
     request = StageRequest(strategy="offset", value=offset + 1, partitions=((topic, partition),))
+    require_editor(user, cluster, connector)
+    (change,) = preview_edit(cluster=cluster, connector=connector, request=request).sink_changes
+    if change.before is not None and change.before > offset + 1:
+        raise EditInputError(
+            f"The sink already reads {topic}-{partition} at offset {change.before}, past the "
+            f"record at {offset}: skipping it would move the sink back. Nothing was staged.",
+            field="offset",
+        )
     return stage(
         cluster=cluster,
         connector=connector,

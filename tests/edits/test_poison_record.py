@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from offsets.kafka import groups
 from offsets.models import AuditEvent, OffsetEdit
 from offsets.rights.roles import RECORD_VIEWERS_GROUP, ensure_role_groups
 from tests.support.connect_rest import wait_until
@@ -109,5 +110,24 @@ def test_the_poison_record_is_shown_skipped_and_the_resumed_sink_delivers_what_f
         )
         assert lines == sink.before + sink.after
         rest.wait_for_state(name, "RUNNING", tasks=1)
+
+        # Once the sink reads past the record, skipping it again (a stale page) is refused:
+        # it would move the sink back.
+        end = sink.poison_offset + 1 + len(sink.after)
+        wait_until(
+            lambda: groups.committed_offsets(kafka, f"connect-{name}"),
+            lambda offsets: offsets.get((sink.topic, 0)) == end,
+            timeout=90,
+            what=f"the sink's group committed {end}",
+        )
+        stale = {"topic": sink.topic, "partition": 0, "offset": sink.poison_offset}
+        refused = client.post(f"{base}next-records/skip/", stale)
+        assert refused.status_code == 400
+        assert f"already reads {sink.topic}-0 at offset {end}" in refused.content.decode()
+        api = client.post(
+            f"/api/v1{base}next-records/skip/", stale, content_type="application/json"
+        )
+        assert api.status_code == 400 and "Nothing was staged" in api.json()["offset"][0]
+        assert OffsetEdit.objects.filter(cluster=cluster, connector=name).count() == 1
     finally:
         rest.delete(name)
