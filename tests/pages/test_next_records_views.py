@@ -140,3 +140,15 @@ def test_outside_the_grants_it_is_an_unknown_connector_and_a_viewer_may_not_skip
     assert client.post(url(cluster, "skip/"), body).status_code == 403
     api = client.post(f"/api/v1{url(cluster, 'skip/')}", body, content_type="application/json")
     assert api.status_code == 403
+
+
+def test_a_skip_without_its_record_is_bad_input(client, cluster, editor, no_kafka):
+    stuck_sink(cluster)
+    client.force_login(editor)
+    response = client.post(url(cluster, "skip/"), {"topic": "orders", "partition": "-1"})
+    assert response.status_code == 400
+    assert "needs its topic, partition and offset" in response.content.decode()
+    api = client.post(
+        f"/api/v1{url(cluster, 'skip/')}", {"topic": "orders"}, content_type="application/json"
+    )
+    assert api.status_code == 400 and set(api.json()) == {"partition", "offset"}
