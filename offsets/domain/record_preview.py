@@ -9,6 +9,7 @@ secret shows no value. Where a sink reads next before its first commit follows i
 `auto.offset.reset` (`reset_policy`, `next_position`).
 """
 
+import codecs
 import json
 from dataclasses import dataclass
 
@@ -56,21 +57,24 @@ def preview(data: bytes | None, *, text_cap: int = TEXT_CAP, hex_cap: int = HEX_
 
 
 def _shown(payload: bytes, *, text_cap: int, hex_cap: int) -> Preview:
+    # Only the bytes a preview can show are decoded and masked (a record may hold megabytes);
+    # a multi-byte character cut at the window's end is left out, not an error.
+    window = payload[: text_cap * 4]
+    truncated = len(window) < len(payload)
     try:
-        text = payload.decode("utf-8")
+        text = codecs.getincrementaldecoder("utf-8")().decode(window, final=not truncated)
     except UnicodeDecodeError:
         text = None
     if text is not None and _printable(text):
-        masked, kind = _masked_text(text)
-        if len(masked) > text_cap:
+        masked, kind = _masked_text(text, whole=not truncated)
+        if truncated or len(masked) > text_cap:
             # Cut between tokens, so that no secret is cut into something that no longer
-            # looks like one; an unbroken run is cut where the cap is.
-            return Preview(
-                kind,
-                prefix_between_tokens(masked, text_cap) or masked[:text_cap],
-                len(payload),
-                cut=True,
-            )
+            # looks like one. An unbroken run is cut where the cap is only when every rule
+            # saw the whole text; past the window it might be a secret's first part.
+            cut = prefix_between_tokens(masked, text_cap)
+            if not cut and not truncated:
+                cut = masked[:text_cap]
+            return Preview(kind, cut, len(payload), cut=True)
         return Preview(kind, masked, len(payload))
     shown = payload[:hex_cap]
     return Preview("hex", shown.hex(" "), len(payload), cut=len(payload) > hex_cap)
@@ -81,10 +85,10 @@ def _printable(text: str) -> bool:
     return all(char.isprintable() or char in "\t\r\n" for char in text)
 
 
-def _masked_text(text: str) -> tuple[str, str]:
-    """The text with secrets masked: a JSON document field by field, else as any text."""
+def _masked_text(text: str, *, whole: bool) -> tuple[str, str]:
+    """The text with secrets masked: a whole JSON document field by field, else as any text."""
     stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
+    if whole and stripped[:1] in ("{", "["):
         try:
             document = json.loads(text)
         except ValueError:

@@ -133,3 +133,23 @@ def test_before_a_first_commit_the_reset_policy_says_where_it_starts():
 def test_a_committed_offset_deleted_by_retention_resumes_by_the_reset_policy():
     gone = next_position(1, "earliest", 3, 10)
     assert gone.offset == 3 and "before the log start 3" in gone.note
+
+
+def test_a_record_of_megabytes_is_previewed_from_its_first_bytes_only():
+    big = ('{"password": "hunter2", "rows": [' + ", ".join(['"é"'] * 1_000_000) + "]}").encode()
+    shown = preview(big)
+    assert shown.cut and shown.size == len(big) and len(shown.text) <= TEXT_CAP
+    # Too long to parse whole: masked as text, the secret's label still found.
+    assert shown.kind == "text" and "hunter2" not in shown.text and MASK in shown.text
+
+
+def test_a_character_cut_at_the_window_is_left_out_not_an_error():
+    # "aé " is 4 bytes: the window of TEXT_CAP * 4 bytes ends inside an "é" after one "a".
+    shown = preview(("a" + "aé " * (TEXT_CAP * 3)).encode())
+    assert shown.kind == "text" and shown.cut and shown.text.startswith("aaé aé ")
+    assert len(shown.text) <= TEXT_CAP
+
+
+def test_past_the_window_an_unbroken_run_is_not_shown_in_part():
+    shown = preview(b"x" * (TEXT_CAP * 5))
+    assert shown.cut and shown.text == ""
