@@ -14,6 +14,7 @@ from django.conf import settings
 
 from offsets.domain import record_preview
 from offsets.domain.rights import Action
+from offsets.edits.skip import record_anchor
 from offsets.kafka import records as kafka_records
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, ConnectorSnapshot, SinkPartitionLag
@@ -22,7 +23,7 @@ from offsets.rights.grants import may
 
 # Statuses that make a sink "stuck" enough to show its next records.
 STUCK_STATUSES = (SinkPartitionLag.Status.STALL, SinkPartitionLag.Status.STOP)
-# Partitions read per request, most lagging first: each is one read of the broker.
+# Partitions read per request, most lagging first (by one consumer, in one bounded time).
 MAX_PARTITIONS = 20
 NOTHING_YET = "Nothing to read yet: the sink has read to the log end."
 
@@ -52,12 +53,15 @@ class NextRecord:
         """The record's timestamp in UTC, to the millisecond ("" when it has none)."""
         if self.timestamp_ms is None or self.timestamp_ms < 0:
             return ""
-        at = datetime.fromtimestamp(self.timestamp_ms / 1000, tz=UTC)
+        try:
+            at = datetime.fromtimestamp(self.timestamp_ms / 1000, tz=UTC)
+        except (ValueError, OverflowError, OSError):  # a producer may set any long
+            return "not a date"
         return at.isoformat(timespec="milliseconds").replace("+00:00", " UTC")
 
     @property
     def anchor(self) -> str:
-        return f"record-{self.topic}-{self.partition}"  # as edits.skip.record_anchor
+        return record_anchor(self.topic, self.partition)
 
 
 @dataclass

@@ -153,3 +153,13 @@ def test_a_character_cut_at_the_window_is_left_out_not_an_error():
 def test_past_the_window_an_unbroken_run_is_not_shown_in_part():
     shown = preview(b"x" * (TEXT_CAP * 5))
     assert shown.cut and shown.text == ""
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"), [(0, "1970-01-01T00:00:00.000 UTC"), (-1, ""), (2**62, "not a date")]
+)
+def test_a_records_timestamp_is_a_utc_date_when_it_is_one(ms, text):
+    from offsets.queries.next_records import NextRecord
+
+    row = NextRecord("t", 0, None, 0, 0, "STOP", timestamp_ms=ms)
+    assert row.timestamp_text == text
