@@ -5,6 +5,7 @@ from dashboard import favicon, metrics
 from dashboard.oidc import views as oidc_views
 from dashboard.pages.clusters import views
 from dashboard.pages.connector import control as control_views
+from dashboard.pages.connector import records as record_views
 from dashboard.pages.connector import views as connector_views
 from dashboard.pages.edits import moves as move_views
 from dashboard.pages.edits import removal as removal_views
@@ -41,6 +42,16 @@ urlpatterns = [
         "clusters/<str:cluster_name>/connectors/<connector:connector_name>/move/",
         move_views.connector_move,
         name="connector-move",
+    ),
+    path(
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/next-records/",
+        record_views.next_records,
+        name="connector-next-records",
+    ),
+    path(
+        "clusters/<str:cluster_name>/connectors/<connector:connector_name>/next-records/skip/",
+        record_views.skip_record,
+        name="connector-skip-record",
     ),
     path("clusters/<str:cluster_name>/worker/", control_views.cluster_worker, name="worker"),
     path(

@@ -25,6 +25,13 @@ FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 MIRROR_SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 TABLE_SOURCE = "dev.offsetsdashboard.connectors.TableSourceConnector"
 EXTERNAL_SINK = "dev.offsetsdashboard.connectors.ExternalOffsetsSinkConnector"
+MARKER_SINK = "dev.offsetsdashboard.connectors.MarkerFailingSinkConnector"
+# The payments topic's records before and after its poison record (payment 21), which the
+# payments sink fails on for good (a secret field in it shows the record's masking).
+PAYMENTS_BEFORE, PAYMENTS_AFTER = 20, 10
+POISON_PAYMENT = (
+    '{"payment": 21, "amount": "12,50 EUR", "card_token": "tok_live_4242", "note": "poison"}'
+)
 STRINGS = {
     "key.converter": "org.apache.kafka.connect.storage.StringConverter",
     "value.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -38,14 +45,16 @@ MIRROR_ALIAS = "upstream"
 REBALANCE_WAIT_SECONDS = 30
 CLICKS_PARTITIONS = 3
 
-# What a connector is meant to show. FLAPPING: paused and resumed in turns by `flap()`.
-RUNNING, PAUSED, STOPPED, FAILED, DELETED, FLAPPING = (
+# What a connector is meant to show. FLAPPING: paused and resumed in turns by `flap()`;
+# POISONED: FAILED by itself, on a record of its topic.
+RUNNING, PAUSED, STOPPED, FAILED, DELETED, FLAPPING, POISONED = (
     "RUNNING",
     "PAUSED",
     "STOPPED",
     "FAILED",
     "DELETED",
     "FLAPPING",
+    "POISONED",
 )
 
 
@@ -89,6 +98,10 @@ class LiveDemo:
         tasks write in transactions on this worker, so their topics end in a commit marker:
         the newest record's timestamp, for a lag in time, is found only on this one)."""
         return self.topic("clicks")
+
+    @property
+    def payments_topic(self) -> str:
+        return self.topic("payments")
 
     @property
     def source_files(self) -> dict[str, Path]:
@@ -211,6 +224,22 @@ class LiveDemo:
                 "FAILED sink (its file cannot be created): its lag grows from the failure",
             ),
             LiveConnector(
+                self.name("payments-sink"),
+                {
+                    "connector.class": MARKER_SINK,
+                    "tasks.max": "1",
+                    "topics": self.payments_topic,
+                    "file": str(self.path("payments.out")),
+                    "fail.on.value": POISON_PAYMENT,
+                    # One record a batch: the failing batch is the poison alone, so the
+                    # committed offset stops right at it.
+                    "consumer.override.max.poll.records": "1",
+                    **STRINGS,
+                },
+                POISONED,
+                "sink FAILED on one poison record: its page shows the record and Skip",
+            ),
+            LiveConnector(
                 self.name("retired-source"),
                 file_source("retired.log", self.topic("retired")),
                 DELETED,
@@ -229,9 +258,28 @@ class LiveDemo:
                 path.write_text("".join(f"{base} line {n}\n" for n in range(1, lines + 1)))
 
     def prepare_topics(self, kafka: dict) -> None:
-        """Create the clicks topic (3 partitions) unless it exists."""
-        if self.clicks_topic not in admin.topic_partition_counts(kafka):
+        """Create the clicks topic (3 partitions) and the payments topic (its records and
+        poison) unless they exist."""
+        existing = admin.topic_partition_counts(kafka)
+        if self.clicks_topic not in existing:
             admin.create_topics(kafka, [admin.TopicSpec(self.clicks_topic, CLICKS_PARTITIONS, {})])
+        if self.payments_topic not in existing:
+            admin.create_topics(kafka, [admin.TopicSpec(self.payments_topic, 1, {})])
+            poison_at = PAYMENTS_BEFORE + 1
+            values = {
+                n: f'{{"payment": {n}, "amount": "{n},00 EUR"}}'
+                for n in range(1, poison_at + 1 + PAYMENTS_AFTER)
+            }
+            values[poison_at] = POISON_PAYMENT
+            producer = producers.java_producer(kafka)
+            for n in range(1, poison_at + 1 + PAYMENTS_AFTER):
+                producer.produce(
+                    self.payments_topic,
+                    key=f"payment-{n}".encode(),
+                    value=values[n].encode(),
+                    on_delivery=producers.raise_on_delivery_error,
+                )
+            producer.flush(10)
 
     def ensure(self) -> dict[str, str]:
         """Create the connectors the worker lacks; return what happened to each one.
@@ -333,7 +381,7 @@ class LiveDemo:
     def intended(self) -> dict[str, str]:
         """The state each remaining connector should reach, as `ConnectorStatus.summary` says."""
         return {
-            connector.name: connector.intent
+            connector.name: FAILED if connector.intent == POISONED else connector.intent
             for connector in self.connectors()
             if connector.intent not in (DELETED, FLAPPING)
         }

@@ -9,6 +9,7 @@ from offsets.api import (
     connectors,
     index,
     moves,
+    records,
     refreshes,
     removal,
 )
@@ -50,6 +51,16 @@ urlpatterns = [
     path(f"{CONNECTOR}offsets/", connectors.connector_offsets, name="api-connector-offsets"),
     path(f"{CONNECTOR}lag/", connectors.connector_lag, name="api-connector-lag"),
     path(f"{CONNECTOR}history/", connectors.connector_history, name="api-connector-history"),
+    path(
+        f"{CONNECTOR}next-records/",
+        records.connector_next_records,
+        name="api-connector-next-records",
+    ),
+    path(
+        f"{CONNECTOR}next-records/skip/",
+        records.connector_skip_record,
+        name="api-connector-skip-record",
+    ),
     path(f"{CONNECTOR}stop/", connector_control.connector_stop, name="api-connector-stop"),
     path(f"{CONNECTOR}pause/", connector_control.connector_pause, name="api-connector-pause"),
     path(f"{CONNECTOR}resume/", connector_control.connector_resume, name="api-connector-resume"),

@@ -19,6 +19,9 @@ class Action(StrEnum):
     APPROVE = "approve"  # approve, reject, apply, reconcile
     CONTROL = "control"  # stop, resume, restart connectors
     REFRESH = "refresh"
+    # See the contents of the records a sink reads next: more sensitive than offsets, so only
+    # the record viewer role (and admin) has it; no other role implies it.
+    READ_RECORDS = "read_records"
 
 
 ROLE_ACTIONS: dict[str, frozenset[Action]] = {
@@ -26,6 +29,7 @@ ROLE_ACTIONS: dict[str, frozenset[Action]] = {
     "editor": frozenset({Action.VIEW, Action.STAGE, Action.CONTROL}),
     "approver": frozenset({Action.VIEW, Action.STAGE, Action.APPROVE, Action.CONTROL}),
     "refresh": frozenset({Action.VIEW, Action.REFRESH}),
+    "records": frozenset({Action.VIEW, Action.READ_RECORDS}),
     "admin": frozenset(Action),
 }
 

@@ -13,6 +13,7 @@ class Role(models.TextChoices):
     EDITOR = "editor", "editor (stages edits, stops and resumes connectors)"
     APPROVER = "approver", "approver (approves and applies others' edits)"
     REFRESH = "refresh", "refresh operator (starts refreshes)"
+    RECORDS = "records", "record viewer (sees the records a sink reads next)"
     ADMIN = "admin", "admin (all of the above)"
 
 

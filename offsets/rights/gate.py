@@ -21,6 +21,7 @@ ROLE_NEEDED = {
     Action.APPROVE: "Approving and applying edits needs the approver role.",
     Action.CONTROL: "Stopping, resuming and restarting connectors needs the editor role.",
     Action.REFRESH: "Starting a refresh needs the refresh operator role on the whole cluster.",
+    Action.READ_RECORDS: "Seeing records' contents needs the record viewer role.",
 }
 
 

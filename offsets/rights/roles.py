@@ -9,12 +9,14 @@ VIEWERS_GROUP = "Offset viewers"
 EDITORS_GROUP = "Offset editors"
 APPROVERS_GROUP = "Offset approvers"
 REFRESHERS_GROUP = "Refresh operators"
+RECORD_VIEWERS_GROUP = "Record viewers"
 # Each group's role, on every cluster (those added later included) and every connector.
 ROLE_GROUPS = {
     VIEWERS_GROUP: Role.VIEWER,
     EDITORS_GROUP: Role.EDITOR,
     APPROVERS_GROUP: Role.APPROVER,
     REFRESHERS_GROUP: Role.REFRESH,
+    RECORD_VIEWERS_GROUP: Role.RECORDS,
 }
 
 

@@ -2,6 +2,7 @@
 show, and its line writer makes their source offsets move as a refresh of the cluster sees."""
 
 import io
+import json
 import time
 import uuid
 
@@ -56,7 +57,7 @@ def test_it_creates_its_connectors_in_their_states_and_their_offsets_move(
 ):
     ns = f"t{uuid.uuid4().hex[:6]}-"
     output = live_demo(tmp_path, ns, duration=6)
-    assert "11 live connectors as intended." in output
+    assert "12 live connectors as intended." in output
 
     statuses = ConnectRest(live_cluster.connect_url).connectors()
     ours = {name: status for name, status in statuses.items() if name.startswith(ns)}
@@ -74,12 +75,17 @@ def test_it_creates_its_connectors_in_their_states_and_their_offsets_move(
         "archive-source": "STOPPED",
         "mirror-sink": "PAUSED",
         "orders-sink": "FAILED",
+        "payments-sink": "FAILED",
     }
     for name in ("app-logs-source", "mm2-upstream-source", "app-logs-sink"):
         assert ours[ns + name].tasks == ("RUNNING",)
     assert ours[ns + "orders-sink"].state == "RUNNING"  # the connector runs, its task failed
     assert ours[ns + "orders-sink"].tasks == ("FAILED",)
     assert "Couldn't find or create file" in ours[ns + "orders-sink"].traces[0]
+    # The payments sink fails on its poison record, the 21st: every payment before it written.
+    assert ours[ns + "payments-sink"].tasks == ("FAILED",)
+    written = (tmp_path / "live-demo" / f"{ns}payments.out").read_text().splitlines()
+    assert [json.loads(line)["payment"] for line in written] == list(range(1, 21))
 
     assert run_refresh(cluster=live_cluster, spark=spark).status == "succeeded"
     first = file_position(live_cluster, ns + "app-logs-source")
@@ -108,6 +114,8 @@ def test_it_creates_its_connectors_in_their_states_and_their_offsets_move(
     assert file_position(live_cluster, ns + "app-logs-source") > first
     paused_lag = SinkPartitionLag.objects.get(cluster=live_cluster, connector=ns + "mirror-sink")
     assert paused_lag.lag_records > 0  # the mirrored topic grows while its sink is paused
+    poisoned = SinkPartitionLag.objects.get(cluster=live_cluster, connector=ns + "payments-sink")
+    assert (poisoned.committed, poisoned.log_end) == (20, 31)  # stuck at the poison
 
 
 def test_a_live_commit_shows_in_the_api_while_refreshes_run_back_to_back(

@@ -1,7 +1,7 @@
 """Least privilege, proven on the secured runtime: a principal holding exactly SECURITY.md's
 viewing set refreshes a Connect cluster (Spark in local mode) over SASL_SSL and over mutual
-TLS, and the pages and the API show the offsets, the live state, the lag, the exports and
-/metrics; without one of its ACLs the refresh fails
+TLS, and the pages and the API show the offsets, the live state, the lag, the exports,
+/metrics and the record a sink reads next; without one of its ACLs the refresh fails
 with a message naming the missing permission, and stores nothing."""
 
 import uuid
@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from devkit.secured import create_acls, delete_acls
+from offsets.kafka.records import records_at
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -109,6 +110,9 @@ def assert_viewing_answers(cluster: Cluster, admin_client) -> None:
         == lag["lag_records"]
     )
     assert value(parsed, "source_partitions", cluster=cluster.name, connector=SOURCE) == 1
+    # The record a stuck sink reads next (shown to record viewers) is read with the same set.
+    record = records_at(cluster.kafka_settings(), {(DATA_TOPIC, 0): 0}, timeout=10)
+    assert record[(DATA_TOPIC, 0)].offset == 0
 
 
 def test_the_viewing_set_refreshes_over_sasl_ssl(

@@ -21,6 +21,7 @@ A, B = 1, 2
         ("editor", {Action.VIEW, Action.STAGE, Action.CONTROL}),
         ("approver", {Action.VIEW, Action.STAGE, Action.APPROVE, Action.CONTROL}),
         ("refresh", {Action.VIEW, Action.REFRESH}),
+        ("records", {Action.VIEW, Action.READ_RECORDS}),
         ("admin", set(Action)),
     ],
 )

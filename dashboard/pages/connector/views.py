@@ -36,7 +36,7 @@ from offsets.domain.mirrors import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
 from offsets.models import Cluster, ConnectorSnapshot
-from offsets.queries import snapshots
+from offsets.queries import next_records, snapshots
 from offsets.queries.clusters import cluster_for_user, hide_unseen_upstreams
 from offsets.rights import gate
 from offsets.rights.grants import visible_clusters
@@ -204,6 +204,9 @@ def _whole_page_context(
         ),
         **_figures(cached, request.user, span),
         "control_run": cached.run,
+        # A stuck sink offers its next records, read when asked (not on every poll).
+        "stuck_sink": next_records.is_stuck(snapshot, {snapshot.worst_partition_status}),
+        "show_records": request.GET.get("records") == "show",
         "chart_ranges": chart_ranges.RANGES,
         "chart_range": span,
     }
