@@ -34,6 +34,7 @@ def sample_params(*, cluster: str, connector: str, edit_pk: int, admin_pk: int) 
         "connector_name": connector,
         "connector": connector,
         "pk": edit_pk,
+        "task": 0,
         "action": "approve",
         # The admin's own patterns.
         "object_id": str(admin_pk),
