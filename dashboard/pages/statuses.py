@@ -27,8 +27,13 @@ MEANINGS = {
 # A sink's "last commit": Kafka's OffsetFetch answers offsets, not when they were committed.
 SINK_LAST_COMMIT = (
     "When a refresh first saw the group's committed offsets as they are now: Kafka keeps no "
-    "commit times, so the commit came after the refresh before it (or before the dashboard "
-    "first read the group)."
+    "commit times, so the commit came after the refresh before it."
+)
+# A sink whose offsets no refresh saw move: the first read dates nothing but itself.
+SINK_FIRST_READ = (
+    "No refresh has seen the group's committed offsets move: they are as the dashboard first "
+    "read them, at this time. Kafka keeps no commit times, so the last commit happened at or "
+    "before it, possibly much earlier."
 )
 
 

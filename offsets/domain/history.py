@@ -154,6 +154,35 @@ def committed_moved_at(
     return sampled_at
 
 
+def committed_move_seen(
+    previous: tuple[int | None, datetime | None, bool] | None, committed: int | None
+) -> bool:
+    """Whether a refresh saw a sink partition's committed offset move to what it is now.
+
+    True when the refresh before read another offset (or none): the commit happened between
+    the two. False when this refresh is the first to read the partition (or the row predates
+    dated moves): the offset is unchanged since at least then, and nothing says it moved
+    then. Carried while the offset stays put, like `committed_moved_at`.
+    """
+    if committed is None or previous is None:
+        return False
+    if previous[0] is None:
+        return True  # the refresh before read no commit
+    if previous[1] is None:
+        return False  # a row stored before moves were dated
+    if previous[0] == committed:
+        return previous[2]
+    return True
+
+
 def last_moved_at(moves: Sequence[datetime | None]) -> datetime | None:
     """A sink's last commit as the refreshes saw it: the latest move of any partition."""
     return max((moved for moved in moves if moved is not None), default=None)
+
+
+def last_move_seen(moves: Sequence[tuple[datetime | None, bool]]) -> bool:
+    """Whether a refresh saw a sink's last move (`last_moved_at`) happen: some partition with
+    the latest date moved between two refreshes. Otherwise that date is only the first read
+    of an offset that was already there."""
+    latest = last_moved_at([moved for moved, _ in moves])
+    return latest is not None and any(moved == latest and seen for moved, seen in moves)

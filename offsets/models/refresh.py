@@ -125,6 +125,9 @@ class ConnectorSnapshot(models.Model):
     # Sources: partitions and their commits. Sinks: topic-partitions and lag.
     partitions = models.IntegerField(default=0)
     last_commit_at = models.DateTimeField(null=True, blank=True)
+    # A sink's: whether a refresh saw its last commit happen (its offsets moved between two
+    # refreshes), or only first read the offsets as they are (unchanged since at least then).
+    last_commit_seen = models.BooleanField(default=False)
     rewinds = models.IntegerField(default=0)
     stalled_partitions = models.IntegerField(default=0)
     drifted_partitions = models.IntegerField(default=0)
@@ -159,8 +162,10 @@ class ConnectorSnapshot(models.Model):
 
     LAST_COMMIT_BASIS_HELP = (
         "What `last_commit_at` is: `record` for a source (the time of its last offset record), "
-        "`offset moved` for a sink (the refresh that first saw its group's committed offsets "
-        "as they are now: Kafka keeps no commit times), null without one."
+        "`offset moved` for a sink whose offsets a refresh saw move (the refresh that first saw "
+        "them as they are now: the commit came after the refresh before it; Kafka keeps no "
+        "commit times), `first read` for a sink whose offsets are unchanged since at least "
+        "then (the first refresh that read them; no move was seen), null without one."
     )
 
     @property
@@ -168,7 +173,9 @@ class ConnectorSnapshot(models.Model):
         """What its `last_commit_at` is (`LAST_COMMIT_BASIS_HELP`)."""
         if self.last_commit_at is None:
             return None
-        return "offset moved" if self.type == "sink" else "record"
+        if self.type != "sink":
+            return "record"
+        return "offset moved" if self.last_commit_seen else "first read"
 
     @property
     def lag_tracked(self) -> bool:
@@ -373,6 +380,9 @@ class SinkPartitionLag(models.Model):
         help_text="When a refresh first saw `committed` as it is now (Kafka keeps no commit "
         "times); null when never committed.",
     )
+    # Whether that refresh saw the offset move (the one before read another), or was the
+    # first to read it (the offset is unchanged since at least then).
+    committed_move_seen = models.BooleanField(default=False)
     # A mirror's upstream cluster (registered name); "" for a sink.
     upstream = models.CharField(max_length=63, blank=True)
     log_start = models.BigIntegerField()

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from offsets import connect_state
-from offsets.domain.history import committed_moved_at
+from offsets.domain.history import committed_move_seen, committed_moved_at
 from offsets.domain.masking import mask_text
 from offsets.formats.offset_records import parse_offset_record
 from offsets.models import (
@@ -231,17 +231,25 @@ def save(
 
 def _replace_sink_lags(cluster: Cluster, lags: list[SinkPartitionLag]) -> None:
     """Replace the cluster's sink partition lags, each dated with its committed offset's
-    last move (`committed_moved_at`) from the rows it replaces."""
+    last move (`committed_moved_at`) and whether a refresh saw it (`committed_move_seen`)
+    from the rows it replaces."""
     previous = {
-        (connector, topic, partition): (committed, moved)
-        for connector, topic, partition, committed, moved in SinkPartitionLag.objects.filter(
+        (connector, topic, partition): (committed, moved, seen)
+        for connector, topic, partition, committed, moved, seen in SinkPartitionLag.objects.filter(
             cluster=cluster
-        ).values_list("connector", "topic", "partition", "committed", "committed_moved_at")
+        ).values_list(
+            "connector",
+            "topic",
+            "partition",
+            "committed",
+            "committed_moved_at",
+            "committed_move_seen",
+        )
     }
     for lag in lags:
-        lag.committed_moved_at = committed_moved_at(
-            previous.get((lag.connector, lag.topic, lag.partition)), lag.committed, lag.sampled_at
-        )
+        before = previous.get((lag.connector, lag.topic, lag.partition))
+        lag.committed_moved_at = committed_moved_at(before, lag.committed, lag.sampled_at)
+        lag.committed_move_seen = committed_move_seen(before, lag.committed)
     SinkPartitionLag.objects.filter(cluster=cluster).delete()
     SinkPartitionLag.objects.bulk_create(lags)
 

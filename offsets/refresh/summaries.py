@@ -11,7 +11,7 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from offsets.domain.connectors import Connector
-from offsets.domain.history import LagStatus, connector_lag_status, last_moved_at
+from offsets.domain.history import LagStatus, connector_lag_status, last_move_seen, last_moved_at
 from offsets.domain.state_history import State, state_changes
 from offsets.models import (
     Cluster,
@@ -330,16 +330,19 @@ def _offsets_fields(
     lagging = (connector.type == "sink" and not unread) or bool(
         mirror and mirror.cluster and not mirror.error
     )
-    last_commit = entry.last
+    last_commit, seen = entry.last, False
     if connector.type == "sink":
-        # Kafka keeps no commit times: a sink's is when a refresh last saw its offsets move.
-        moves = [lag.committed_moved_at for lag in sink_lags]
-        last_commit = last_moved_at(moves) if lagging else None
+        # Kafka keeps no commit times: a sink's is when a refresh last saw its offsets move,
+        # or first read them as they are (`seen` False: unchanged since at least then).
+        moves = [(lag.committed_moved_at, lag.committed_move_seen) for lag in sink_lags]
+        last_commit = last_moved_at([moved for moved, _ in moves]) if lagging else None
+        seen = lagging and last_move_seen(moves)
     return {
         "partitions": _sink_partitions(connector, sink_lags, sinks)
         if connector.type == "sink"
         else entry.partitions,
         "last_commit_at": last_commit,
+        "last_commit_seen": seen,
         "rewinds": entry.rewinds,
         "stalled_partitions": entry.stalled,
         "offsets_managed_externally": external,

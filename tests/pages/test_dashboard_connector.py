@@ -517,8 +517,10 @@ def test_an_edit_settled_as_applied_by_reconciling_is_marked_and_a_failed_one_is
 def test_the_last_commit_in_the_strip_counts_on_between_polls(logged_in_client, prod):
     # static/js/live.js ticks every element with data-age-seconds from the age written here.
     moved = timezone.now() - timedelta(seconds=75)
-    ConnectorSnapshot.objects.filter(cluster=prod).update(last_commit_at=moved)
-    for page, words in ((SOURCE, ""), (SINK, "offset moved ")):
+    ConnectorSnapshot.objects.filter(cluster=prod).update(
+        last_commit_at=moved, last_commit_seen=True
+    )
+    for page, words in ((SOURCE, ""), (SINK, "offset moved, seen ")):
         html = logged_in_client.get(page).content.decode()
         strip = html.split('data-field="last-commit">')[1].split("</dd>")[0]
         assert re.search(words + r'<span data-age-seconds="7[5-9]">1m 1[5-9]s</span> ago', strip)
