@@ -3,7 +3,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from drf_spectacular.views import SpectacularAPIView
 
-from offsets.api import clusters, connector_control, connectors, moves, refreshes, removal
+from offsets.api import (
+    clusters,
+    connector_control,
+    connectors,
+    history,
+    moves,
+    refreshes,
+    removal,
+)
 from offsets.api.errors import errors
 
 
@@ -40,7 +48,7 @@ urlpatterns = [
     ),
     path(f"{CONNECTOR}offsets/", connectors.connector_offsets, name="api-connector-offsets"),
     path(f"{CONNECTOR}lag/", connectors.connector_lag, name="api-connector-lag"),
-    path(f"{CONNECTOR}history/", connectors.connector_history, name="api-connector-history"),
+    path(f"{CONNECTOR}history/", history.connector_history, name="api-connector-history"),
     path(f"{CONNECTOR}stop/", connector_control.connector_stop, name="api-connector-stop"),
     path(f"{CONNECTOR}resume/", connector_control.connector_resume, name="api-connector-resume"),
     path(f"{CONNECTOR}restart/", connector_control.connector_restart, name="api-connector-restart"),

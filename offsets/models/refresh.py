@@ -288,7 +288,8 @@ class CommitBucket(models.Model):
 
 
 class RewindEvent(models.Model):
-    """A committed source offset that went backwards (e.g. a restart that lost progress)."""
+    """A committed source offset that went backwards (e.g. a restart that lost progress, or
+    an offset edit)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rewinds")
     connector = models.CharField(max_length=249)
@@ -300,6 +301,15 @@ class RewindEvent(models.Model):
     kafka_offset = models.BigIntegerField()
     from_progress = models.FloatField()
     to_progress = models.FloatField()
+    # The applied offset edit that wrote this rewind (offsets.domain.edit_rewinds): its work,
+    # not an alarm. Null: no edit explains it.
+    edit = models.ForeignKey(
+        "offsets.OffsetEdit",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="rewinds_written",
+    )
 
     class Meta:
         ordering = ["-at"]

@@ -159,22 +159,53 @@ def test_a_partition_search_with_ten_thousand_partitions_makes_a_fixed_number_of
         logged_in_client.get("/clusters/prod/connectors/big/")
 
 
-def test_a_rewind_an_applied_edit_caused_links_to_that_edit(
+def test_a_rewind_an_applied_edit_wrote_links_to_that_edit(
     logged_in_client, prod, partition_history, editor
 ):
     points = make.history(60, rewind_at=30)
     partition_history.points.extend(points)
-    edit = make_edit(prod, editor, connector="jdbc-source")
-    # Applied between the commit before the rewind and the rewind itself.
-    finished = points[29].at + (points[30].at - points[29].at) / 2
-    OffsetEdit.objects.filter(pk=edit.pk).update(state="applied", finished_at=finished)
+    rewound = SourceOffset.objects.get(connector="jdbc-source", rewinds=1)
+    rewind = points[30]
+
+    def applied(value: int, started: timedelta, finished: timedelta) -> OffsetEdit:
+        edit = make_edit(prod, editor, connector="jdbc-source")
+        edit.changes.update(key_bytes=bytes(rewound.key_bytes), after={"id": value})
+        OffsetEdit.objects.filter(pk=edit.pk).update(
+            state="applied",
+            apply_started_at=rewind.at + started,
+            finished_at=rewind.at + finished,
+        )
+        return edit
+
+    # The worker wrote the record after the apply's start and before its finish was recorded.
+    edit = applied(int(rewind.progress), timedelta(seconds=-2), timedelta(seconds=3))
+    # Another value, or a window that ended before the record: no explanation.
+    applied(int(rewind.progress) + 1, timedelta(seconds=-2), timedelta(seconds=3))
+    applied(int(rewind.progress), timedelta(minutes=-5), timedelta(minutes=-4))
     html = logged_in_client.get(
         SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
     ).content.decode()
-    assert f'<a href="/clusters/prod/edits/{edit.pk}/" class="marker-link">' in html
-    assert f"<title>rewind by edit #{edit.pk}</title>" in html
+    assert html.count('data-marker="edit"') == 1 and 'data-marker="rewind"' not in html
+    assert f'<a href="/clusters/prod/edits/{edit.pk}/" class="marker-link"' in html
+    assert f"<title>edit #{edit.pk} moved the offset back at " in html
+    assert "1 moved back by an edit" in html and " 1 rewind" not in html
     # Hovering a point of the line names its time and value.
     assert html.count('<circle class="hover"') == 60
+
+
+def test_a_rewind_no_edit_wrote_stays_a_rewind(logged_in_client, prod, partition_history, editor):
+    points = make.history(60, rewind_at=30)
+    partition_history.points.extend(points)
+    edit = make_edit(prod, editor, connector="jdbc-source")
+    # Applied between the commits, but it wrote another partition.
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        state="applied", apply_started_at=points[29].at, finished_at=points[30].at
+    )
+    html = logged_in_client.get(
+        SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
+    ).content.decode()
+    assert html.count('data-marker="rewind"') == 1 and "marker-link" not in html
+    assert "no edit explains it</title>" in html and " 1 rewind" in html
 
 
 def test_the_commit_rate_chart_draws_every_bucket(logged_in_client, prod):

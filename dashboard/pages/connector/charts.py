@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from dashboard.pages.connector import svg as charts
 from dashboard.pages.connector.chart_events import Event, chart_events
-from dashboard.pages.connector.rewind_links import edit_for_rewind
+from offsets.domain.edit_rewinds import edit_for_rewind
+from offsets.edits.writes import edit_writes
 from offsets.models import (
     AuditEvent,
     Cluster,
@@ -106,23 +107,23 @@ def lag_charts(
     }
 
 
-def rewind_markers(cluster: Cluster, connector: str, points: list) -> list[tuple]:
-    """A marker per rewind, naming (and linking to) the applied edit that caused it."""
+def rewind_markers(cluster: Cluster, connector: str, key_hash: str, points: list) -> list[tuple]:
+    """A marker per rewind of a partition: one an applied edit wrote names (and links to) it
+    (`edit_for_rewind`: the same rule that keeps it out of the REWIND status)."""
     if not any(point.rewind for point in points):
         return []  # no rewind, no edit to look for
-    applied = list(
-        OffsetEdit.objects.filter(
-            cluster=cluster, connector=connector, state=OffsetEdit.State.APPLIED
-        ).values_list("finished_at", "pk")
-    )
+    writes = edit_writes(cluster, [connector]).get(connector, [])
     markers = []
-    for previous, point in zip([None, *points], points, strict=False):
+    for point in points:
         if not point.rewind:
             continue
-        pk = edit_for_rewind(previous.at if previous else None, point.at, applied)
-        label, href = "rewind", ""
-        if pk is not None:
-            label = f"rewind by edit #{pk}"
-            href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
-        markers.append((point.at, point.progress, label, href))
+        when = f"{point.at:%Y-%m-%d %H:%M:%S} UTC"
+        pk = edit_for_rewind(key_hash, point.at, point.progress, writes)
+        if pk is None:
+            markers.append((point.at, point.progress, f"rewind at {when}: no edit explains it"))
+            continue
+        href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
+        markers.append(
+            (point.at, point.progress, f"edit #{pk} moved the offset back at {when}", href)
+        )
     return markers

@@ -85,6 +85,16 @@ class Chart:
     def empty(self) -> bool:
         return self.values == 0
 
+    @property
+    def rewinds(self) -> int:
+        """Markers of rewinds no edit explains (the alarms)."""
+        return sum(not marker.href for marker in self.markers)
+
+    @property
+    def edit_rewinds(self) -> int:
+        """Markers of rewinds an applied edit wrote (each links to it)."""
+        return sum(bool(marker.href) for marker in self.markers)
+
 
 def line_chart(
     series: Sequence[tuple[datetime, float]],

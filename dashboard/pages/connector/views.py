@@ -286,6 +286,7 @@ def _fragments(
     def compute() -> dict[str, object]:
         context: dict[str, object] = {
             "connector": snapshot,
+            "cluster": cluster,
             "config": sorted(mask_secrets(snapshot.config).items()),
             "tasks": snapshot.tasks(),
             "upstream_visible": upstream_visible,
@@ -451,7 +452,7 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
         )
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
-        markers=rewind_markers(cluster, snapshot.name, numeric),
+        markers=rewind_markers(cluster, snapshot.name, partition.key_hash, numeric),
         title="Offset progress",
         unit="",
         zero_based=False,

@@ -1,0 +1,48 @@
+"""What the source edits applied (or being applied) wrote, and when: for naming the edit
+behind a rewind (offsets.domain.edit_rewinds)."""
+
+from collections import defaultdict
+from datetime import datetime
+
+from offsets.domain.edit_rewinds import CLOCK_SLACK, EditWrite
+from offsets.domain.history import offset_progress
+from offsets.models import Cluster, OffsetEdit, OffsetEditChange
+from offsets.models.refresh import key_hash
+
+# An edit being applied may already have written; an applied one did. One that failed,
+# conflicted or was never applied is no explanation.
+WRITING_STATES = (OffsetEdit.State.APPLYING, OffsetEdit.State.APPLIED)
+
+
+def edit_writes(
+    cluster: Cluster, connectors: list[str] | None = None, since: datetime | None = None
+) -> dict[str, list[EditWrite]]:
+    """By connector, the writes of its source edits applied or being applied (of these
+    `connectors`, None: all of the cluster's); with `since`, those whose window reaches it."""
+    edits = OffsetEdit.objects.filter(
+        cluster=cluster,
+        connector_type=OffsetEdit.ConnectorType.SOURCE,
+        state__in=WRITING_STATES,
+        apply_started_at__isnull=False,
+    )
+    if connectors is not None:
+        edits = edits.filter(connector__in=connectors)
+    if since is not None:
+        edits = edits.exclude(finished_at__lt=since - CLOCK_SLACK)
+    windows = {
+        pk: (connector, started, finished)
+        for pk, connector, started, finished in edits.values_list(
+            "pk", "connector", "apply_started_at", "finished_at"
+        )
+    }
+    progress: dict[int, dict[str, float]] = defaultdict(dict)
+    for pk, key, after in OffsetEditChange.objects.filter(
+        edit_id__in=list(windows), is_delete=False, key_bytes__isnull=False
+    ).values_list("edit_id", "key_bytes", "after"):
+        value = offset_progress(after)
+        if value is not None:
+            progress[pk][key_hash(bytes(key))] = value
+    writes: dict[str, list[EditWrite]] = defaultdict(list)
+    for pk, (connector, started, finished) in windows.items():
+        writes[connector].append(EditWrite(pk, started, finished, progress[pk]))
+    return writes
