@@ -4,8 +4,10 @@ offset progress."""
 
 from datetime import datetime
 
+from django.conf import settings
 from django.urls import reverse
 
+from dashboard.pages.connector import chart_ranges
 from dashboard.pages.connector import svg as charts
 from dashboard.pages.connector.chart_events import Event, chart_events
 from offsets.domain.edit_rewinds import edit_for_rewind
@@ -18,6 +20,7 @@ from offsets.models import (
     OffsetEdit,
 )
 from offsets.queries import snapshots
+from offsets.queries.snapshots.choices import MAX_COMMIT_BUCKETS, MAX_LAG_SAMPLES
 
 # The dashboard's own controls worth a mark (a failed one changed nothing).
 CONTROL_ACTIONS = (
@@ -30,15 +33,24 @@ RECONCILED = AuditEvent.Action.RECONCILED
 
 
 def history_charts(
-    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None
+    cluster: Cluster, snapshot: ConnectorSnapshot, span: chart_ranges.ChartRange
 ) -> dict[str, charts.Chart]:
-    """The commit chart, and the lag charts of a sink or a mirror with an upstream, from
-    `since` on (None: all of their history)."""
-    events = connector_events(cluster, snapshot.name, since)
-    context = {"commit_chart": commit_chart(cluster, snapshot, since, events)}
+    """The commit chart, and the lag charts of a sink or a mirror with an upstream, over the
+    range `span` ending at the refresh the page shows: each in buckets wide enough to draw it
+    whole, named on the chart."""
+    until = snapshot.updated_at
+    since = span.since(until)
     lag_tracked = snapshot.type == "sink" and not snapshot.offsets_managed_externally
-    if lag_tracked or snapshot.upstream_cluster:
-        context.update(lag_charts(cluster, snapshot, since, events))
+    lagging = lag_tracked or bool(snapshot.upstream_cluster)
+    # Each chart's buckets fit what it draws: from the range's start or its oldest data.
+    starts = [
+        max(start, since) if start and since else start
+        for start in snapshots.history_start(cluster=cluster, connector=snapshot.name, lag=lagging)
+    ]
+    events = connector_events(cluster, snapshot.name, since)
+    context = {"commit_chart": commit_chart(cluster, snapshot, since, starts[0], until, events)}
+    if lagging:
+        context.update(lag_charts(cluster, snapshot, since, starts[1], until, events))
     return context
 
 
@@ -74,33 +86,65 @@ def connector_events(cluster: Cluster, connector: str, since: datetime | None) -
 
 
 def commit_chart(
-    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None, events: list[Event]
+    cluster: Cluster,
+    snapshot: ConnectorSnapshot,
+    since: datetime | None,
+    start: datetime | None,
+    until: datetime,
+    events: list[Event],
 ) -> charts.Chart:
-    buckets = snapshots.commit_buckets(cluster=cluster, connector=snapshot.name, since=since)
+    """Commits per bucket from `since` (None: all kept), the first drawn at `start`."""
+    width = chart_ranges.bucket_width(
+        until - (start or until), settings.COMMIT_BUCKET_SECONDS, MAX_COMMIT_BUCKETS
+    )
+    buckets = snapshots.commit_buckets(
+        cluster=cluster, connector=snapshot.name, since=since, width=width
+    )
     return charts.line_chart(
         [(bucket.start, bucket.commits) for bucket in buckets],
-        title="Offset commits per bucket",
+        title="Offset commits",
         unit="commits",
+        bucket=f"per {chart_ranges.width_label(width)}",
         events=events if buckets else (),
     )
 
 
 def lag_charts(
-    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None, events: list[Event]
+    cluster: Cluster,
+    snapshot: ConnectorSnapshot,
+    since: datetime | None,
+    start: datetime | None,
+    until: datetime,
+    events: list[Event],
 ) -> dict[str, charts.Chart]:
-    series = snapshots.lag_series(cluster=cluster, connector=snapshot.name, since=since)
+    """Lag in records and in time from `since` (None: all kept), the first drawn at `start`:
+    each sample, or the worst of each bucket when the range holds too many to draw."""
+    width = chart_ranges.bucket_width(
+        until - (start or until), settings.LAG_SAMPLE_SECONDS or 1, MAX_LAG_SAMPLES
+    )
+    series = snapshots.lag_series(
+        cluster=cluster, connector=snapshot.name, since=since, width=width
+    )
+    if width <= settings.LAG_SAMPLE_SECONDS:
+        bucket = "a sample per refresh, at most one a " + chart_ranges.width_label(
+            settings.LAG_SAMPLE_SECONDS
+        )
+    else:
+        bucket = f"worst per {chart_ranges.width_label(width)}"
     timed = [(point.at, point.lag_ms / 1000) for point in series if point.lag_ms is not None]
     return {
         "lag_chart": charts.line_chart(
             [(point.at, point.lag_records) for point in series],
             title="Lag (records, all partitions)",
             unit="records",
+            bucket=bucket,
             events=events if series else (),
         ),
         "lag_time_chart": charts.line_chart(
             timed,
             title="Lag (time, worst partition)",
             unit="time behind the newest record",
+            bucket=bucket,
             durations=True,
             events=events if timed else (),
         ),

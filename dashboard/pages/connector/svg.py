@@ -64,6 +64,8 @@ class Chart:
 
     title: str
     unit: str
+    # What each point is: its bucket ("per 5 min", "worst per hour") or "every commit".
+    bucket: str = ""
     width: int = WIDTH
     height: int = HEIGHT
     line: str = ""  # SVG path data of the series
@@ -101,6 +103,7 @@ def line_chart(
     *,
     title: str,
     unit: str = "",
+    bucket: str = "",
     markers: Sequence[tuple[datetime, float, str] | tuple[datetime, float, str, str]] = (),
     zero_based: bool = True,
     durations: bool = False,
@@ -115,9 +118,11 @@ def line_chart(
     `durations`, values are seconds: the y axis steps and labels are durations.
     """
     bottom, right = height - BOTTOM, width - RIGHT
+    # What the chart is, drawn or empty.
+    shape = dict(title=title, unit=unit, bucket=bucket, width=width, height=height)
     points, marked, moments = _epoch_points(series, markers, events)
     if not points:
-        return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
+        return Chart(**shape, bottom=bottom, right=right)
     values = [value for _, value, *_ in (*points, *marked)]
     low, high, y_ticks, labels = _value_axis(values, zero_based=zero_based, durations=durations)
     left = _left_margin(labels)
@@ -128,10 +133,7 @@ def line_chart(
     x, y = frame.x, frame.y
     area = f"{line} L{x(thinned[-1][0])},{bottom} L{x(thinned[0][0])},{bottom} Z"
     return Chart(
-        title=title,
-        unit=unit,
-        width=width,
-        height=height,
+        **shape,
         line=line,
         area=area,
         points=len(thinned),
