@@ -134,9 +134,18 @@ class TaskOutput(serializers.Serializer):
 class ConnectorDetailOutput(ConnectorOutput):
     config = serializers.SerializerMethodField(help_text="Secret values masked.")
     tasks = TaskOutput(many=True)
+    failed_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the worker wrote the FAILED status the connector (or its first failed "
+        "task) has now: the status topic record's timestamp; null when none is failing or the "
+        "record has no time.",
+    )
 
     class Meta(ConnectorOutput.Meta):
-        fields = [*ConnectorOutput.Meta.fields, "task_states", "tasks", "trace", "config"]
+        fields = [
+            *ConnectorOutput.Meta.fields,
+            *("task_states", "tasks", "trace", "failed_at", "config"),
+        ]
 
     def get_config(self, snapshot: ConnectorSnapshot) -> dict[str, str | None]:
         return mask_secrets(snapshot.config)

@@ -113,6 +113,9 @@ class ConnectorSnapshot(models.Model):
     # Tasks the refresh saw FAILED: Connect leaves the connector RUNNING when only a task
     # fails, so the state filter and the overview count these too.
     failed_tasks = models.IntegerField(default=0)
+    # When the worker wrote the FAILED status the connector (or its first failed task) has
+    # now: the status record's timestamp; null when not failing or the record has no time.
+    failed_at = models.DateTimeField(null=True, blank=True)
     task_count = models.IntegerField(null=True, blank=True)
     deleted = models.BooleanField(default=False)
     mirrormaker2 = models.BooleanField(default=False)
@@ -447,12 +450,15 @@ class ConnectorStateChange(models.Model):
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="state_changes")
     connector = models.CharField(max_length=249)
-    at = models.DateTimeField()  # the refresh that saw it
+    at = models.DateTimeField()  # the refresh that saw it, or a failure's status record
     target_state = models.CharField(max_length=16, blank=True)
     runtime_state = models.CharField(max_length=16, blank=True)
     failed_tasks = models.IntegerField(default=0)
     # Whether the refresh before saw the connector at all.
     first_seen = models.BooleanField(default=False)
+    # Whether `at` is the status record's time of a failure (when the worker wrote FAILED),
+    # not the refresh that saw the change.
+    at_from_status = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["at"]

@@ -77,7 +77,14 @@ def connector_events(cluster: Cluster, connector: str, since: datetime | None) -
             controls.append((at, action, actor))
     return chart_events(
         list(
-            states.values_list("at", "target_state", "runtime_state", "failed_tasks", "first_seen")
+            states.values_list(
+                "at",
+                "target_state",
+                "runtime_state",
+                "failed_tasks",
+                "first_seen",
+                "at_from_status",
+            )
         ),
         controls,
         edits,
