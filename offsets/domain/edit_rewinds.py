@@ -19,7 +19,7 @@ CLOCK_SLACK = timedelta(seconds=1)
 
 @dataclass(frozen=True)
 class EditWrite:
-    """What an applied (or applying) edit wrote, and when it could have been written."""
+    """What an edit whose apply began wrote, and when it could have been written."""
 
     edit: int
     started_at: datetime

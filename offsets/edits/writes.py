@@ -1,5 +1,5 @@
-"""What the source edits applied (or being applied) wrote, and when: for naming the edit
-behind a rewind (offsets.domain.edit_rewinds)."""
+"""What the source edits whose apply began wrote, and when: for naming the edit behind a
+rewind (offsets.domain.edit_rewinds)."""
 
 from collections import defaultdict
 from datetime import datetime
@@ -9,15 +9,16 @@ from offsets.domain.history import offset_progress
 from offsets.models import Cluster, OffsetEdit, OffsetEditChange
 from offsets.models.refresh import key_hash
 
-# An edit being applied may already have written; an applied one did. One that failed,
-# conflicted or was never applied is no explanation.
-WRITING_STATES = (OffsetEdit.State.APPLYING, OffsetEdit.State.APPLIED)
+# An edit being applied may already have written; an applied one did; one that failed after
+# its apply began may have (a read-back that disagreed), and only its own values in its own
+# window match. One never claimed for an apply wrote nothing.
+WRITING_STATES = (OffsetEdit.State.APPLYING, OffsetEdit.State.APPLIED, OffsetEdit.State.FAILED)
 
 
 def edit_writes(
     cluster: Cluster, connectors: list[str] | None = None, since: datetime | None = None
 ) -> dict[str, list[EditWrite]]:
-    """By connector, the writes of its source edits applied or being applied (of these
+    """By connector, the writes of its source edits whose apply began (of these
     `connectors`, None: all of the cluster's); with `since`, those whose window reaches it."""
     edits = OffsetEdit.objects.filter(
         cluster=cluster,

@@ -170,11 +170,13 @@ def test_a_rewind_an_applied_edit_wrote_links_to_that_edit(
     rewound = SourceOffset.objects.get(connector="jdbc-source", rewinds=1)
     rewind = points[30]
 
-    def applied(value: int, started: timedelta, finished: timedelta) -> OffsetEdit:
+    def applied(
+        value: int, started: timedelta, finished: timedelta, state: str = "applied"
+    ) -> OffsetEdit:
         edit = make_edit(prod, editor, connector="jdbc-source")
         edit.changes.update(key_bytes=bytes(rewound.key_bytes), after={"id": value})
         OffsetEdit.objects.filter(pk=edit.pk).update(
-            state="applied",
+            state=state,
             apply_started_at=rewind.at + started,
             finished_at=rewind.at + finished,
         )
@@ -185,6 +187,8 @@ def test_a_rewind_an_applied_edit_wrote_links_to_that_edit(
     # Another value, or a window that ended before the record: no explanation.
     applied(int(rewind.progress) + 1, timedelta(seconds=-2), timedelta(seconds=3))
     applied(int(rewind.progress), timedelta(minutes=-5), timedelta(minutes=-4))
+    # One whose apply never wrote (a lock check found the offsets moved): no explanation.
+    applied(int(rewind.progress), timedelta(seconds=-2), timedelta(seconds=3), "conflict")
     html = logged_in_client.get(
         SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
     ).content.decode()
