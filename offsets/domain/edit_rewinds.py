@@ -8,9 +8,11 @@ the offsets were read back. So the record's time falls inside that window, and i
 the one the edit wrote for that partition. An edit written straight to Kafka is the same.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from offsets.domain.history import LagPoint
 
 # The record's time is the worker's clock, in whole milliseconds; the window's ends are the
 # dashboard's: a second either side covers the rounding and clocks kept by NTP.
@@ -49,3 +51,48 @@ def edit_for_rewind(
         and (write.finished_at is None or at <= write.finished_at + slack)
     ]
     return max(matched, default=None)
+
+
+def sink_key(topic: str, partition: int) -> str:
+    """A sink's topic-partition as an `EditWrite.progress` key."""
+    return f"{partition}:{topic}"
+
+
+def edit_for_sink_drop(
+    key: str,
+    earlier: tuple[datetime | None, int],
+    later: tuple[datetime | None, int],
+    writes: Sequence[EditWrite],
+    slack: timedelta = CLOCK_SLACK,
+) -> int | None:
+    """The edit (its id) that moved a sink partition's committed offset back between two lag
+    samples, (sampled at, committed) each: its write window overlaps the time between them
+    and it set the offset at or below the later one (the sink may have read on from it since)
+    and below the earlier one. None when none did: a rewind to look at."""
+    (earlier_at, before), (later_at, after) = earlier, later
+    matched = [
+        write.edit
+        for write in writes
+        if (target := write.progress.get(key)) is not None
+        and target <= after < before
+        and (later_at is None or write.started_at - slack <= later_at)
+        and (
+            earlier_at is None
+            or write.finished_at is None
+            or earlier_at <= write.finished_at + slack
+        )
+    ]
+    return max(matched, default=None)
+
+
+def sink_drops_edited(
+    key: str, writes: Sequence[EditWrite]
+) -> Callable[[LagPoint, LagPoint], bool]:
+    """`partition_lag_status`'s `edited` for one sink partition: whether one of these edits
+    moved its committed offset back between two samples (`edit_for_sink_drop`)."""
+
+    def edited(earlier: LagPoint, later: LagPoint) -> bool:
+        pair = ((earlier.at, earlier.committed), (later.at, later.committed))
+        return edit_for_sink_drop(key, *pair, writes) is not None
+
+    return edited

@@ -3,8 +3,8 @@
 import functools
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -92,9 +92,20 @@ ERROR_STATUSES = {LagStatus.STALL, LagStatus.STOP, LagStatus.REWIND}
 class LagPoint:
     committed: int
     lag: int
+    # When it was sampled: what edits it may follow, not what the rules compare.
+    at: datetime | None = field(default=None, compare=False)
 
 
-def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagStatus:
+def _no_edit(earlier: LagPoint, later: LagPoint) -> bool:
+    return False
+
+
+def partition_lag_status(
+    window: Sequence[LagPoint],
+    *,
+    consuming: bool,
+    edited: Callable[[LagPoint, LagPoint], bool] = _no_edit,
+) -> LagStatus:
     """Evaluate one partition's last N lag samples (oldest first) with Burrow's rules.
 
     Burrow's order (evaluator `calculatePartitionStatus`) adapted to what Connect exposes:
@@ -104,7 +115,7 @@ def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagS
     1. No lag now: OK.
     2. Lag and the connector is not consuming: STOP.
     3. The lag was zero at some point in the window: OK.
-    4. The committed offset went backwards: REWIND.
+    4. The committed offset went backwards, and no offset edit moved it (`edited`): REWIND.
     5. The committed offset never moved: STALL.
     6. The offset moves but the lag grew at every sample: WARN.
     """
@@ -117,7 +128,10 @@ def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagS
     if len(window) < 2:
         return LagStatus.OK
     pairs = list(itertools.pairwise(window))
-    if any(later.committed < earlier.committed for earlier, later in pairs):
+    if any(
+        later.committed < earlier.committed and not edited(earlier, later)
+        for earlier, later in pairs
+    ):
         return LagStatus.REWIND
     if all(later.committed == earlier.committed for earlier, later in pairs):
         return LagStatus.STALL

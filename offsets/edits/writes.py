@@ -4,7 +4,7 @@ rewind (offsets.domain.edit_rewinds)."""
 from collections import defaultdict
 from datetime import datetime
 
-from offsets.domain.edit_rewinds import CLOCK_SLACK, EditWrite
+from offsets.domain.edit_rewinds import CLOCK_SLACK, EditWrite, sink_key
 from offsets.domain.history import offset_progress
 from offsets.models import Cluster, OffsetEdit, OffsetEditChange
 from offsets.models.refresh import key_hash
@@ -16,13 +16,20 @@ WRITING_STATES = (OffsetEdit.State.APPLYING, OffsetEdit.State.APPLIED, OffsetEdi
 
 
 def edit_writes(
-    cluster: Cluster, connectors: list[str] | None = None, since: datetime | None = None
+    cluster: Cluster,
+    connectors: list[str] | None = None,
+    since: datetime | None = None,
+    *,
+    sinks: bool = False,
 ) -> dict[str, list[EditWrite]]:
-    """By connector, the writes of its source edits whose apply began (of these
-    `connectors`, None: all of the cluster's); with `since`, those whose window reaches it."""
+    """By connector, the writes of its source edits (with `sinks`, its sink edits) whose apply
+    began, of these `connectors` (None: all of the cluster's); with `since`, those whose
+    window reaches it. A source's partitions are its keys' hashes, a sink's its
+    topic-partitions (`sink_key`)."""
+    kind = OffsetEdit.ConnectorType.SINK if sinks else OffsetEdit.ConnectorType.SOURCE
     edits = OffsetEdit.objects.filter(
         cluster=cluster,
-        connector_type=OffsetEdit.ConnectorType.SOURCE,
+        connector_type=kind,
         state__in=WRITING_STATES,
         apply_started_at__isnull=False,
     )
@@ -37,11 +44,15 @@ def edit_writes(
         )
     }
     progress: dict[int, dict[str, float]] = defaultdict(dict)
-    for pk, key, after in OffsetEditChange.objects.filter(
-        edit_id__in=list(windows), is_delete=False, key_bytes__isnull=False
-    ).values_list("edit_id", "key_bytes", "after"):
+    for pk, key, topic, partition, after in OffsetEditChange.objects.filter(
+        edit_id__in=list(windows), is_delete=False
+    ).values_list("edit_id", "key_bytes", "topic", "kafka_partition", "after"):
         value = offset_progress(after)
-        if value is not None:
+        if value is None:
+            continue
+        if sinks and partition is not None:
+            progress[pk][sink_key(topic, partition)] = value
+        elif not sinks and key is not None:
             progress[pk][key_hash(bytes(key))] = value
     writes: dict[str, list[EditWrite]] = defaultdict(list)
     for pk, (connector, started, finished) in windows.items():
