@@ -88,7 +88,10 @@ class TopicsFollower:
                 read = self._read_on()
             configs_topic, status_topic = self.topics
             self.configs.add((r.key, r.value) for r in read.records if r.topic == configs_topic)
-            self.statuses.add((r.key, r.value) for r in read.records if r.topic == status_topic)
+            # With each record's timestamp: when the worker wrote a state (a failure's time).
+            self.statuses.add(
+                (r.key, r.value, r.timestamp_ms) for r in read.records if r.topic == status_topic
+            )
             self.positions.update(read.ends)
             self.topic_ids = read.topic_ids
             self.records_read += len(read.records)

@@ -326,7 +326,8 @@ def partition_history(monkeypatch):
 
     def fake(**kwargs):
         calls.append(kwargs)
-        return points
+        since = kwargs.get("since")
+        return [point for point in points if since is None or point.at >= since]
 
     monkeypatch.setattr(history, "partition_history", fake)
     return types.SimpleNamespace(points=points, calls=calls)

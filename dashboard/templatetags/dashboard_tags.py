@@ -26,9 +26,10 @@ register.filter("dom_id", live.dom_id)
 
 
 @register.simple_tag
-def sink_commit_title() -> str:
-    """What a sink's "offset moved" time means (statuses.SINK_LAST_COMMIT)."""
-    return statuses.SINK_LAST_COMMIT
+def sink_commit_title(snapshot) -> str:
+    """What a sink's last commit time means: a move a refresh saw (statuses.SINK_LAST_COMMIT)
+    or only the first read of offsets already there (statuses.SINK_FIRST_READ)."""
+    return statuses.SINK_LAST_COMMIT if snapshot.last_commit_seen else statuses.SINK_FIRST_READ
 
 
 @register.filter

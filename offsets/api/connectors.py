@@ -21,7 +21,7 @@ from offsets.rights.grants import connector_filter
 MAX_PAGE_SIZE = 1000
 
 
-def _get_connector(request: Request, cluster_name: str, name: str) -> ConnectorSnapshot:
+def get_connector(request: Request, cluster_name: str, name: str) -> ConnectorSnapshot:
     """The connector's snapshot, its cluster in `.cluster`; 404 if either is unknown."""
     cluster = cluster_for_user(user=request.user, name=cluster_name, connector=name)
     snapshot = snapshots.get_connector(cluster_name=cluster.name, name=name)
@@ -139,9 +139,18 @@ class TaskOutput(serializers.Serializer):
 class ConnectorDetailOutput(ConnectorOutput):
     config = serializers.SerializerMethodField(help_text="Secret values masked.")
     tasks = TaskOutput(many=True)
+    failed_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the worker wrote the FAILED status the connector (or its first failed "
+        "task) has now: the status topic record's timestamp; null when none is failing or the "
+        "record has no time.",
+    )
 
     class Meta(ConnectorOutput.Meta):
-        fields = [*ConnectorOutput.Meta.fields, "task_states", "tasks", "trace", "config"]
+        fields = [
+            *ConnectorOutput.Meta.fields,
+            *("task_states", "tasks", "trace", "failed_at", "config"),
+        ]
 
     def get_config(self, snapshot: ConnectorSnapshot) -> dict[str, str | None]:
         return mask_secrets(snapshot.config)
@@ -272,64 +281,6 @@ class LagOutput(serializers.Serializer):
     partitions = SinkPartitionOutput(many=True)
 
 
-class HistoryInput(serializers.Serializer):
-    partition = serializers.RegexField(
-        r"^[0-9a-f]{40}$", required=False, help_text="A source partition's key_hash."
-    )
-    since = serializers.DateTimeField(required=False, help_text="Commits of the partition since.")
-
-
-class BucketOutput(serializers.Serializer):
-    start = serializers.DateTimeField()
-    commits = serializers.IntegerField()
-
-
-class LagPointOutput(serializers.Serializer):
-    at = serializers.DateTimeField()
-    lag_records = serializers.IntegerField()
-    lag_ms = serializers.IntegerField(allow_null=True)
-
-
-class RewindOutput(serializers.Serializer):
-    at = serializers.DateTimeField()
-    topic = serializers.CharField()
-    key_hash = serializers.CharField()
-    partition = serializers.DictField()
-    kafka_partition = serializers.IntegerField()
-    kafka_offset = serializers.IntegerField()
-    from_progress = serializers.FloatField()
-    to_progress = serializers.FloatField()
-
-
-class CommitPointOutput(serializers.Serializer):
-    at = serializers.DateTimeField()
-    progress = serializers.FloatField(allow_null=True)
-    offset = serializers.DictField(allow_null=True)
-    kafka_offset = serializers.IntegerField()
-    rewind = serializers.BooleanField()
-    position_age_ms = serializers.IntegerField(
-        allow_null=True,
-        help_text="The source position's age at this commit (CDC and JDBC-style offsets).",
-    )
-
-
-class PartitionHistoryOutput(serializers.Serializer):
-    key_hash = serializers.CharField()
-    partition = serializers.DictField()
-    commits = CommitPointOutput(many=True)
-
-
-class HistoryOutput(serializers.Serializer):
-    commit_buckets = BucketOutput(many=True)
-    rewinds = RewindOutput(many=True)
-    lag_samples = LagPointOutput(many=True)
-    partition_history = PartitionHistoryOutput(required=False)
-
-
-# -------------------------------------------------------------------------------------------
-# Views.
-
-
 @extend_schema(
     operation_id="clusters_connectors_list",
     parameters=[ConnectorListInput],
@@ -362,7 +313,7 @@ def connector_list(request: Request, cluster_name: str) -> Response:
 def connector_detail(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One connector: states, tasks, masked config, offsets and lag summary."""
     return Response(
-        ConnectorDetailOutput(_get_connector(request, cluster_name, connector_name)).data
+        ConnectorDetailOutput(get_connector(request, cluster_name, connector_name)).data
     )
 
 
@@ -370,7 +321,7 @@ def connector_detail(request: Request, cluster_name: str, connector_name: str) -
 @api_view(["GET"])
 def connector_partitions(request: Request, cluster_name: str, connector_name: str) -> Response:
     """One page of the connector's source partitions or sink topic-partitions."""
-    snapshot = _get_connector(request, cluster_name, connector_name)
+    snapshot = get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     sink = snapshot.type == "sink"
     sorts = snapshots.SINK_PARTITION_SORTS if sink else snapshots.PARTITION_SORTS
@@ -409,7 +360,7 @@ def connector_offsets(request: Request, cluster_name: str, connector_name: str) 
     The stored ones: a partition whose newer offset could not be stored (`source_partitions`
     says which) holds its older one here, and the X-Newer-Offsets-Not-Stored header counts them.
     """
-    snapshot = _get_connector(request, cluster_name, connector_name)
+    snapshot = get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     response = Response(snapshots.export_document(cluster=cluster, snapshot=snapshot))
     if not_stored := snapshots.newer_offsets_not_stored(cluster=cluster, snapshot=snapshot):
@@ -425,7 +376,7 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
 
     Other sources have no such lag: their partitions list is empty.
     """
-    snapshot = _get_connector(request, cluster_name, connector_name)
+    snapshot = get_connector(request, cluster_name, connector_name)
     cluster = snapshot.cluster
     partitions = snapshots.sink_partitions(cluster=cluster, connector=snapshot.name)
     if snapshot.upstream_hidden:  # a mirror's partitions lag behind its hidden upstream
@@ -446,46 +397,3 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
             "partitions": SinkPartitionOutput(partitions, many=True).data,
         }
     )
-
-
-@extend_schema(parameters=[HistoryInput], responses={200: HistoryOutput, **errors(400, 404)})
-@api_view(["GET"])
-def connector_history(request: Request, cluster_name: str, connector_name: str) -> Response:
-    """Commits per time bucket, rewinds, lag over time and, for `?partition=`, its commits."""
-    snapshot = _get_connector(request, cluster_name, connector_name)
-    cluster = snapshot.cluster
-    params = HistoryInput(data=request.query_params)
-    params.is_valid(raise_exception=True)
-    body = {
-        "commit_buckets": BucketOutput(
-            snapshots.commit_buckets(cluster=cluster, connector=snapshot.name), many=True
-        ).data,
-        "rewinds": RewindOutput(
-            snapshots.rewinds(cluster=cluster, connector=snapshot.name, limit=1000), many=True
-        ).data,
-        "lag_samples": LagPointOutput(
-            snapshots.lag_series(cluster=cluster, connector=snapshot.name), many=True
-        ).data,
-    }
-    key_hash = params.validated_data.get("partition")
-    if key_hash:
-        partition = snapshots.get_source_partition(
-            cluster=cluster, connector=snapshot.name, key_hash=key_hash
-        )
-        if partition is None:
-            raise Http404(f"No partition {key_hash} in {snapshot.name}.")
-        from offsets.history import reading as history
-
-        points = history.partition_history(
-            cluster=cluster,
-            connector=snapshot.name,
-            key_hash=key_hash,
-            since=params.validated_data.get("since"),
-            connector_class=snapshot.connector_class,
-        )
-        body["partition_history"] = {
-            "key_hash": key_hash,
-            "partition": partition.partition,
-            "commits": CommitPointOutput(points, many=True).data,
-        }
-    return Response(body)

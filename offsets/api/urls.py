@@ -7,6 +7,7 @@ from offsets.api import (
     clusters,
     connector_control,
     connectors,
+    history,
     index,
     moves,
     records,
@@ -50,7 +51,7 @@ urlpatterns = [
     ),
     path(f"{CONNECTOR}offsets/", connectors.connector_offsets, name="api-connector-offsets"),
     path(f"{CONNECTOR}lag/", connectors.connector_lag, name="api-connector-lag"),
-    path(f"{CONNECTOR}history/", connectors.connector_history, name="api-connector-history"),
+    path(f"{CONNECTOR}history/", history.connector_history, name="api-connector-history"),
     path(
         f"{CONNECTOR}next-records/",
         records.connector_next_records,

@@ -98,6 +98,9 @@ class Connector:
     config: dict = field(default_factory=dict)
     # Each task's worker and trace: {task: {"worker_id": str, "trace": str}}.
     task_details: dict[int, dict[str, str]] = field(default_factory=dict)
+    # When the worker wrote the FAILED status it has now (the status record's timestamp, ms):
+    # the connector's own, else its first failed task's; None when not failing or unknown.
+    failed_at_ms: int | None = None
     # A MirrorSourceConnector's upstream partitions, as its task configs assign them; None
     # when it has no task configs (or is no mirror).
     mirror_partitions: frozenset[tuple[str, int]] | None = None
@@ -137,6 +140,10 @@ class Connector:
     @property
     def runtime_task_details(self) -> dict[int, dict[str, str]]:
         return {} if self.deleted else self.task_details
+
+    @property
+    def runtime_failed_at_ms(self) -> int | None:
+        return None if self.deleted else self.failed_at_ms
 
     def tasks(self) -> list[TaskRow]:
         """Its running tasks in order, each with its state, worker and masked trace."""
@@ -186,11 +193,25 @@ def connector_from(
             }
             for task_id, task in tasks
         },
+        failed_at_ms=failed_at_ms(status),
         mirror_partitions=assigned_partitions(config.task_configs)
         if config and is_mirror_source(properties)
         else None,
         **_offsets_place(name, kind, properties, worker_offsets_topic),
     )
+
+
+def failed_at_ms(status: ConnectorStatus | None) -> int | None:
+    """When the worker wrote the failure a connector has now, by the status topic's record
+    timestamps: its own FAILED record's, else its earliest FAILED task's (when it began to
+    fail). None when nothing is FAILED or the records carry no time."""
+    if status is None:
+        return None
+    if status.state == "FAILED":
+        return status.written_ms
+    times = [task.written_ms for task in status.tasks.values() if task.state == "FAILED"]
+    known = [written for written in times if written is not None]
+    return min(known) if known and len(known) == len(times) else None
 
 
 def _offsets_place(

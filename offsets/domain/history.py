@@ -3,8 +3,8 @@
 import functools
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
@@ -100,9 +100,20 @@ ERROR_STATUSES = {LagStatus.STALL, LagStatus.STOP, LagStatus.REWIND}
 class LagPoint:
     committed: int
     lag: int
+    # When it was sampled: what edits it may follow, not what the rules compare.
+    at: datetime | None = field(default=None, compare=False)
 
 
-def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagStatus:
+def _no_edit(earlier: LagPoint, later: LagPoint) -> bool:
+    return False
+
+
+def partition_lag_status(
+    window: Sequence[LagPoint],
+    *,
+    consuming: bool,
+    edited: Callable[[LagPoint, LagPoint], bool] = _no_edit,
+) -> LagStatus:
     """Evaluate one partition's last N lag samples (oldest first) with Burrow's rules.
 
     Burrow's order (evaluator `calculatePartitionStatus`) adapted to what Connect exposes:
@@ -112,7 +123,7 @@ def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagS
     1. No lag now: OK.
     2. Lag and the connector is not consuming: STOP.
     3. The lag was zero at some point in the window: OK.
-    4. The committed offset went backwards: REWIND.
+    4. The committed offset went backwards, and no offset edit moved it (`edited`): REWIND.
     5. The committed offset never moved: STALL.
     6. The offset moves but the lag grew at every sample: WARN.
     """
@@ -125,7 +136,10 @@ def partition_lag_status(window: Sequence[LagPoint], *, consuming: bool) -> LagS
     if len(window) < 2:
         return LagStatus.OK
     pairs = list(itertools.pairwise(window))
-    if any(later.committed < earlier.committed for earlier, later in pairs):
+    if any(
+        later.committed < earlier.committed and not edited(earlier, later)
+        for earlier, later in pairs
+    ):
         return LagStatus.REWIND
     if all(later.committed == earlier.committed for earlier, later in pairs):
         return LagStatus.STALL
@@ -162,6 +176,35 @@ def committed_moved_at(
     return sampled_at
 
 
+def committed_move_seen(
+    previous: tuple[int | None, datetime | None, bool] | None, committed: int | None
+) -> bool:
+    """Whether a refresh saw a sink partition's committed offset move to what it is now.
+
+    True when the refresh before read another offset (or none): the commit happened between
+    the two. False when this refresh is the first to read the partition (or the row predates
+    dated moves): the offset is unchanged since at least then, and nothing says it moved
+    then. Carried while the offset stays put, like `committed_moved_at`.
+    """
+    if committed is None or previous is None:
+        return False
+    if previous[0] is None:
+        return True  # the refresh before read no commit
+    if previous[1] is None:
+        return False  # a row stored before moves were dated
+    if previous[0] == committed:
+        return previous[2]
+    return True
+
+
 def last_moved_at(moves: Sequence[datetime | None]) -> datetime | None:
     """A sink's last commit as the refreshes saw it: the latest move of any partition."""
     return max((moved for moved in moves if moved is not None), default=None)
+
+
+def last_move_seen(moves: Sequence[tuple[datetime | None, bool]]) -> bool:
+    """Whether a refresh saw a sink's last move (`last_moved_at`) happen: some partition with
+    the latest date moved between two refreshes. Otherwise that date is only the first read
+    of an offset that was already there."""
+    latest = last_moved_at([moved for moved, _ in moves])
+    return latest is not None and any(moved == latest and seen for moved, seen in moves)

@@ -5,6 +5,7 @@ replaces finds the pauses, stops, failures and returns to running that the chart
 """
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 
@@ -16,6 +17,10 @@ class State(NamedTuple):
     def key(self) -> tuple[str, str, bool]:
         # One more failed task is no new event: the connector was failing already.
         return (self.target_state, self.runtime_state, self.failed_tasks > 0)
+
+    @property
+    def failing(self) -> bool:
+        return self.runtime_state == "FAILED" or self.failed_tasks > 0
 
 
 def state_changes(
@@ -30,3 +35,18 @@ def state_changes(
         if before is None or before.key() != state.key():
             changes.append((name, state, before is None))
     return changes
+
+
+def change_time(
+    state: State, failed_at: datetime | None, seen_at: datetime
+) -> tuple[datetime, bool]:
+    """When a state change happened, and whether the status topic says so.
+
+    A failure is dated by the status record the worker wrote FAILED in (its Kafka timestamp,
+    `failed_at`), never after the refresh that saw it (`seen_at`: the worker's clock may run
+    ahead). Any other change, or a failure whose record has no time, is dated by the refresh
+    that saw it: it happened after the refresh before.
+    """
+    if state.failing and failed_at is not None:
+        return min(failed_at, seen_at), True
+    return seen_at, False

@@ -130,6 +130,8 @@ class TaskStatus:
     trace: str | None
     worker_id: str | None
     generation: int
+    # The record's Kafka timestamp (ms): when the worker wrote this state; None unknown.
+    written_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ class ConnectorStatus:
     generation: int | None
     tasks: dict[int, TaskStatus] = field(default_factory=dict)
     topics: frozenset[str] = frozenset()
+    # The connector record's Kafka timestamp (ms): when the worker wrote `state`.
+    written_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,7 @@ class _Status:
     trace: str | None
     worker_id: str | None
     generation: int
+    written_ms: int | None = None
 
 
 class _Skip(Exception):
@@ -174,7 +179,11 @@ class _Skip(Exception):
         self.detail = detail
 
 
-def fold_status_records(records: Iterable[tuple[bytes | None, bytes | None]]) -> StatusSnapshot:
+# A status-topic record as read: (key, value), or (key, value, its Kafka timestamp in ms).
+StatusRecord = tuple[bytes | None, bytes | None] | tuple[bytes | None, bytes | None, int | None]
+
+
+def fold_status_records(records: Iterable[StatusRecord]) -> StatusSnapshot:
     """Fold status-topic records, in the order read, into each connector's latest status.
 
     On read the runtime keeps the LAST record per connector or task whatever its generation:
@@ -197,13 +206,15 @@ class StatusFold:
         self._folded = _Folded()
         self._malformed: list[MalformedStatusRecord] = []
 
-    def add(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> None:
-        for raw_key, raw_value in records:
+    def add(self, records: Iterable[StatusRecord]) -> None:
+        for raw_key, raw_value, *timestamp in records:
             # StringDeserializer: undecodable bytes become U+FFFD rather than an error.
             key = None if raw_key is None else bytes(raw_key).decode("utf-8", "replace")
             value_bytes = None if raw_value is None else bytes(raw_value)
             try:
-                _fold_record(self._folded, key, value_bytes)
+                # Kafka says -1 for a record without a timestamp (message format v0).
+                written_ms = timestamp[0] if timestamp and (timestamp[0] or 0) >= 0 else None
+                _fold_record(self._folded, key, value_bytes, written_ms)
             except _Skip as skip:
                 self._malformed.append(
                     MalformedStatusRecord(skip.reason, skip.detail, key, value_bytes)
@@ -226,8 +237,10 @@ class _Folded:
     topics: dict[str, dict[str, None]] = field(default_factory=dict)
 
 
-def _fold_record(folded: _Folded, key: str | None, value_bytes: bytes | None) -> None:
-    """Apply one record to the fold, or raise _Skip."""
+def _fold_record(
+    folded: _Folded, key: str | None, value_bytes: bytes | None, written_ms: int | None = None
+) -> None:
+    """Apply one record, written at `written_ms` (its timestamp), to the fold, or raise _Skip."""
     if key is None:
         raise _Skip(StatusMalformedReason.KEY_NULL, "the key is null")
     if key.startswith(CONNECTOR_STATUS_PREFIX):
@@ -239,13 +252,13 @@ def _fold_record(folded: _Folded, key: str | None, value_bytes: bytes | None) ->
             folded.connectors.pop(name, None)
             folded.tasks.pop(name, None)
         else:
-            folded.connectors[name] = _parse_status(value_bytes)
+            folded.connectors[name] = _parse_status(value_bytes, written_ms)
     elif key.startswith(TASK_STATUS_PREFIX):
         name, task = _task_id(key)
         if value_bytes is None:
             folded.tasks.get(name, {}).pop(task, None)
         else:
-            status = asdict(_parse_status(value_bytes))
+            status = asdict(_parse_status(value_bytes, written_ms))
             folded.tasks.setdefault(name, {})[task] = TaskStatus(
                 connector=name, task=task, **status
             )
@@ -279,11 +292,12 @@ def _connector_statuses(folded: _Folded) -> dict[str, ConnectorStatus]:
             generation=status.generation if status else None,
             tasks=dict(sorted(connector_tasks.items())),
             topics=frozenset(connector_topics),
+            written_ms=status.written_ms if status else None,
         )
     return snapshot
 
 
-def _parse_status(value_bytes: bytes) -> _Status:
+def _parse_status(value_bytes: bytes, written_ms: int | None = None) -> _Status:
     # parseConnectorStatus / parseTaskStatus: state must name an enum constant, trace and
     # worker_id are cast to String (null allowed), generation is cast to Long (required).
     mapping = _object(value_bytes)
@@ -294,7 +308,11 @@ def _parse_status(value_bytes: bytes) -> _Status:
     if not isinstance(generation, int) or isinstance(generation, bool):
         raise _Skip(StatusMalformedReason.VALUE_BAD_FIELD, "'generation' should be an integer")
     return _Status(
-        state, _optional_str(mapping, "trace"), _optional_str(mapping, "worker_id"), generation
+        state,
+        _optional_str(mapping, "trace"),
+        _optional_str(mapping, "worker_id"),
+        generation,
+        written_ms,
     )
 
 

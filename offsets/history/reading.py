@@ -114,14 +114,16 @@ def partition_history(
         # A refresh merged or dropped run folders after they were listed (the merged folder
         # is in place before any is deleted): list them again.
         rows = _key_rows(cluster, connector, key_hash)
-    if since is not None:
-        since_ms = int(since.timestamp() * 1000)
-        rows = [row for row in rows if row["timestamp_ms"] >= since_ms]
     rows.sort(key=lambda row: (row["timestamp_ms"], row["kafka_offset"]))
     points: list[CommitPoint] = []
     previous: float | None = None
+    # A commit before `since` still tells whether the first one after it went back.
+    since_ms = None if since is None else int(since.timestamp() * 1000)
     for row in rows:
         progress = row["progress"]
+        if since_ms is not None and row["timestamp_ms"] < since_ms:
+            previous = progress if progress is not None else previous
+            continue
         offset = json.loads(row["offset_json"]) if row["offset_json"] else None
         points.append(
             CommitPoint(

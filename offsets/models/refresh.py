@@ -109,6 +109,9 @@ class ConnectorSnapshot(models.Model):
     # Tasks the refresh saw FAILED: Connect leaves the connector RUNNING when only a task
     # fails, so the state filter and the overview count these too.
     failed_tasks = models.IntegerField(default=0)
+    # When the worker wrote the FAILED status the connector (or its first failed task) has
+    # now: the status record's timestamp; null when not failing or the record has no time.
+    failed_at = models.DateTimeField(null=True, blank=True)
     task_count = models.IntegerField(null=True, blank=True)
     deleted = models.BooleanField(default=False)
     mirrormaker2 = models.BooleanField(default=False)
@@ -121,6 +124,9 @@ class ConnectorSnapshot(models.Model):
     # Sources: partitions and their commits. Sinks: topic-partitions and lag.
     partitions = models.IntegerField(default=0)
     last_commit_at = models.DateTimeField(null=True, blank=True)
+    # A sink's: whether a refresh saw its last commit happen (its offsets moved between two
+    # refreshes), or only first read the offsets as they are (unchanged since at least then).
+    last_commit_seen = models.BooleanField(default=False)
     rewinds = models.IntegerField(default=0)
     stalled_partitions = models.IntegerField(default=0)
     drifted_partitions = models.IntegerField(default=0)
@@ -155,8 +161,10 @@ class ConnectorSnapshot(models.Model):
 
     LAST_COMMIT_BASIS_HELP = (
         "What `last_commit_at` is: `record` for a source (the time of its last offset record), "
-        "`offset moved` for a sink (the refresh that first saw its group's committed offsets "
-        "as they are now: Kafka keeps no commit times), null without one."
+        "`offset moved` for a sink whose offsets a refresh saw move (the refresh that first saw "
+        "them as they are now: the commit came after the refresh before it; Kafka keeps no "
+        "commit times), `first read` for a sink whose offsets are unchanged since at least "
+        "then (the first refresh that read them; no move was seen), null without one."
     )
 
     @property
@@ -164,7 +172,9 @@ class ConnectorSnapshot(models.Model):
         """What its `last_commit_at` is (`LAST_COMMIT_BASIS_HELP`)."""
         if self.last_commit_at is None:
             return None
-        return "offset moved" if self.type == "sink" else "record"
+        if self.type != "sink":
+            return "record"
+        return "offset moved" if self.last_commit_seen else "first read"
 
     @property
     def lag_tracked(self) -> bool:
@@ -279,7 +289,8 @@ class CommitBucket(models.Model):
 
 
 class RewindEvent(models.Model):
-    """A committed source offset that went backwards (e.g. a restart that lost progress)."""
+    """A committed source offset that went backwards (e.g. a restart that lost progress, or
+    an offset edit)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rewinds")
     connector = models.CharField(max_length=249)
@@ -291,6 +302,15 @@ class RewindEvent(models.Model):
     kafka_offset = models.BigIntegerField()
     from_progress = models.FloatField()
     to_progress = models.FloatField()
+    # The applied offset edit that wrote this rewind (offsets.domain.edit_rewinds): its work,
+    # not an alarm. Null: no edit explains it.
+    edit = models.ForeignKey(
+        "offsets.OffsetEdit",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="rewinds_written",
+    )
 
     class Meta:
         ordering = ["-at"]
@@ -371,6 +391,9 @@ class SinkPartitionLag(models.Model):
         help_text="When a refresh first saw `committed` as it is now (Kafka keeps no commit "
         "times); null when never committed.",
     )
+    # Whether that refresh saw the offset move (the one before read another), or was the
+    # first to read it (the offset is unchanged since at least then).
+    committed_move_seen = models.BooleanField(default=False)
     # A mirror's upstream cluster (registered name); "" for a sink.
     upstream = models.CharField(max_length=63, blank=True)
     log_start = models.BigIntegerField()
@@ -425,12 +448,15 @@ class ConnectorStateChange(models.Model):
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="state_changes")
     connector = models.CharField(max_length=249)
-    at = models.DateTimeField()  # the refresh that saw it
+    at = models.DateTimeField()  # the refresh that saw it, or a failure's status record
     target_state = models.CharField(max_length=16, blank=True)
     runtime_state = models.CharField(max_length=16, blank=True)
     failed_tasks = models.IntegerField(default=0)
     # Whether the refresh before saw the connector at all.
     first_seen = models.BooleanField(default=False)
+    # Whether `at` is the status record's time of a failure (when the worker wrote FAILED),
+    # not the refresh that saw the change.
+    at_from_status = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["at"]

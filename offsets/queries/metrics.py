@@ -294,7 +294,9 @@ def source_families(
         CONNECTOR,
     )
     rewinds = gauge(
-        "source_rewinds", "Committed offsets of the source that went backwards.", CONNECTOR
+        "source_rewinds",
+        "Committed offsets of the source that went backwards, not written by an offset edit.",
+        CONNECTOR,
     )
     drift = gauge(
         "source_key_drift_partitions",

@@ -1,6 +1,7 @@
 """The sinks' lag: each sink partition's lag in records and in time, rated with Burrow's rules."""
 
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -13,8 +14,10 @@ from offsets.domain.connectors import (
     sink_offset_reset,
     sink_topics,
 )
+from offsets.domain.edit_rewinds import EditWrite, sink_drops_edited, sink_key
 from offsets.domain.history import LagPoint, LagStatus, partition_lag_status
 from offsets.domain.masking import mask_text
+from offsets.edits.writes import edit_writes
 from offsets.kafka import admin, reading
 from offsets.kafka.errors import KafkaError
 from offsets.models import Cluster, LagSample, SinkPartitionLag
@@ -76,6 +79,8 @@ def database_reads(cluster: Cluster, connectors: list[Connector]) -> dict:
         "recent": recent_samples(cluster, names),
         "known": known_time_lags(cluster),
         "stores": store_settings(cluster, connectors),
+        # The sink edits that may have moved a committed offset back within the window.
+        "writes": edit_writes(cluster, names, sinks=True) if names else {},
     }
 
 
@@ -109,12 +114,11 @@ def sample_sinks(
     recent: RecentSamples,
     known: KnownTimeLags | None = None,
     stores: dict[str, StoreSetting] | None = None,
+    writes: dict[str, list[EditWrite]] | None = None,
 ) -> SinkResults:
-    """Sample every sink partition's lag and rate it with `recent` (`recent_samples`), each
-    sink's offsets read from its store (`stores`: those an admin set; Connect's group else).
-
-    Reads Kafka and the stores, not the database: it runs beside the Spark phase.
-    """
+    """Sample every sink partition's lag and rate it with `recent` (`recent_samples`) and the
+    sinks' edits (`writes`), each sink's offsets read from its store (`stores`: those an admin
+    set; Connect's group else). Reads Kafka and the stores, not the database (beside Spark)."""
     stores = stores or {}
     sinks = sink_connectors(connectors)
     deleted = deleted_sinks(connectors)
@@ -149,6 +153,7 @@ def sample_sinks(
                 lag_ms=lags_ms.get((connector.name, tp)),
                 recent=recent.get((connector.name, *tp), []),
                 sampled_at=sampled_at,
+                writes=(writes or {}).get(connector.name, ()),
             )
     return results
 
@@ -308,25 +313,27 @@ def add_partition(
     lag_ms: int | None,
     recent: list[LagPoint],
     sampled_at: datetime,
+    writes: Sequence[EditWrite] = (),
 ) -> None:
     """Add one partition's current lag and its sample to `results`: a sink's group's
     (`group`), or a mirror's upstream partition (`upstream`, its cluster).
 
     A sink's partition its group never committed lags from where the consumer starts
     (`consumer_position`): a sink just created, paused or failing before its first commit
-    has records waiting all the same, rated by the same rules.
-    """
+    has records waiting all the same, rated by the same rules; an offset a sink edit moved
+    back (`writes`, `sink_drops_edited`) is no REWIND."""
     low, high = marks
     lag = max(high - position, 0)
     if lag == 0:
         lag_ms = 0
-    window = [*recent[-(settings.LAG_WINDOW_SAMPLES - 1) :], LagPoint(position, lag)]
+    window = [*recent[-(settings.LAG_WINDOW_SAMPLES - 1) :], LagPoint(position, lag, sampled_at)]
+    topic, partition = tp
+    edited = sink_drops_edited(sink_key(topic, partition), writes)
     status = (
         LagStatus.OK
         if connector.name in results.externally_managed
-        else partition_lag_status(window, consuming=connector.consuming)
+        else partition_lag_status(window, consuming=connector.consuming, edited=edited)
     )
-    topic, partition = tp
     measured = {
         "cluster": cluster,
         "connector": connector.name,
@@ -362,11 +369,13 @@ def recent_samples(cluster: Cluster, connectors: list[str]) -> RecentSamples:
             cluster=cluster, connector__in=connectors, sampled_at__gte=times[-1]
         )
         .order_by("sampled_at")
-        .values_list("connector", "topic", "partition", "committed", "log_end", "lag_records")
+        .values_list(
+            "connector", "topic", "partition", "committed", "log_end", "lag_records", "sampled_at"
+        )
     )
-    for connector, topic, partition, committed, high, lag in samples:
+    for connector, topic, partition, committed, high, lag, at in samples:
         position = committed if committed is not None else high - lag
-        window[(connector, topic, partition)].append(LagPoint(position, lag))
+        window[(connector, topic, partition)].append(LagPoint(position, lag, at))
     return window
 
 

@@ -10,8 +10,10 @@ from django.db import transaction
 from django.db.models import Count
 
 from offsets import connect_state
-from offsets.domain.history import committed_moved_at
+from offsets.domain.edit_rewinds import edit_for_rewind
+from offsets.domain.history import committed_move_seen, committed_moved_at
 from offsets.domain.masking import mask_text
+from offsets.edits.writes import edit_writes
 from offsets.formats.offset_records import parse_offset_record
 from offsets.models import (
     Cluster,
@@ -120,10 +122,11 @@ def save_source_offsets(
 
 
 def _rewinds_by_key(cluster: Cluster) -> dict[tuple[str, str], int]:
-    """The cluster's stored rewinds counted by key: {(topic, key_hash): rewinds}."""
+    """The cluster's stored rewinds no edit wrote, counted by key: {(topic, key_hash):
+    rewinds}. A rewind an applied edit explains is the edit's work, not an alarm."""
     return {
         (topic, key_hash): count
-        for topic, key_hash, count in RewindEvent.objects.filter(cluster=cluster)
+        for topic, key_hash, count in RewindEvent.objects.filter(cluster=cluster, edit=None)
         .values("topic", "key_hash")
         .annotate(n=Count("id"))
         .values_list("topic", "key_hash", "n")
@@ -231,17 +234,25 @@ def save(
 
 def _replace_sink_lags(cluster: Cluster, lags: list[SinkPartitionLag]) -> None:
     """Replace the cluster's sink partition lags, each dated with its committed offset's
-    last move (`committed_moved_at`) from the rows it replaces."""
+    last move (`committed_moved_at`) and whether a refresh saw it (`committed_move_seen`)
+    from the rows it replaces."""
     previous = {
-        (connector, topic, partition): (committed, moved)
-        for connector, topic, partition, committed, moved in SinkPartitionLag.objects.filter(
+        (connector, topic, partition): (committed, moved, seen)
+        for connector, topic, partition, committed, moved, seen in SinkPartitionLag.objects.filter(
             cluster=cluster
-        ).values_list("connector", "topic", "partition", "committed", "committed_moved_at")
+        ).values_list(
+            "connector",
+            "topic",
+            "partition",
+            "committed",
+            "committed_moved_at",
+            "committed_move_seen",
+        )
     }
     for lag in lags:
-        lag.committed_moved_at = committed_moved_at(
-            previous.get((lag.connector, lag.topic, lag.partition)), lag.committed, lag.sampled_at
-        )
+        before = previous.get((lag.connector, lag.topic, lag.partition))
+        lag.committed_moved_at = committed_moved_at(before, lag.committed, lag.sampled_at)
+        lag.committed_move_seen = committed_move_seen(before, lag.committed)
     SinkPartitionLag.objects.filter(cluster=cluster).delete()
     SinkPartitionLag.objects.bulk_create(lags)
 
@@ -267,16 +278,29 @@ def mark_unstorable(cluster: Cluster, unstorable: list[dict], *, full: bool) -> 
 
 
 def _add_rewinds(cluster: Cluster, rewinds: list[dict]) -> None:
-    """Store this run's rewinds (a rewind found again by a full refresh is kept once)."""
+    """Store this run's rewinds (a rewind found again by a full refresh is kept once), each
+    with the edit that wrote it when one did (`edit_for_rewind`)."""
+    if not rewinds:
+        return
+    times = {id(row): ms_to_datetime(row["timestamp_ms"]) for row in rewinds}
+    writes = edit_writes(
+        cluster, sorted({row["connector"] for row in rewinds}), since=min(times.values())
+    )
     RewindEvent.objects.bulk_create(
         (
             RewindEvent(
+                edit_id=edit_for_rewind(
+                    row["key_hash"],
+                    times[id(row)],
+                    row["to_progress"],
+                    writes.get(row["connector"], ()),
+                ),
                 cluster=cluster,
                 connector=row["connector"],
                 topic=row["topic"],
                 key_hash=row["key_hash"],
                 partition=json.loads(row["partition_json"]),
-                at=ms_to_datetime(row["timestamp_ms"]),
+                at=times[id(row)],
                 kafka_partition=row["kafka_partition"],
                 kafka_offset=row["kafka_offset"],
                 from_progress=row["from_progress"],

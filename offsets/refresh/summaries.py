@@ -11,8 +11,8 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from offsets.domain.connectors import Connector
-from offsets.domain.history import LagStatus, connector_lag_status, last_moved_at
-from offsets.domain.state_history import State, state_changes
+from offsets.domain.history import LagStatus, connector_lag_status, last_move_seen, last_moved_at
+from offsets.domain.state_history import State, change_time, state_changes
 from offsets.models import (
     Cluster,
     ConnectorSnapshot,
@@ -223,18 +223,24 @@ def _record_state_changes(cluster: Cluster, said: list[dict], at: datetime) -> N
         for fields in said
         if not fields["deleted"]
     }
-    ConnectorStateChange.objects.bulk_create(
-        ConnectorStateChange(
-            cluster=cluster,
-            connector=name,
-            at=at,
-            target_state=state.target_state,
-            runtime_state=state.runtime_state,
-            failed_tasks=state.failed_tasks,
-            first_seen=first_seen,
+    failed_at = {fields["name"]: fields["failed_at"] for fields in said if not fields["deleted"]}
+    changes = []
+    for name, state, first_seen in state_changes(previous, current):
+        # A failure is dated by the status record that says it, not the refresh that saw it.
+        when, from_status = change_time(state, failed_at[name], at)
+        changes.append(
+            ConnectorStateChange(
+                cluster=cluster,
+                connector=name,
+                at=when,
+                target_state=state.target_state,
+                runtime_state=state.runtime_state,
+                failed_tasks=state.failed_tasks,
+                first_seen=first_seen,
+                at_from_status=from_status,
+            )
         )
-        for name, state, first_seen in state_changes(previous, current)
-    )
+    ConnectorStateChange.objects.bulk_create(changes)
 
 
 def drop_expired_state_changes(cluster: Cluster, *, now_ms: int) -> None:
@@ -303,6 +309,7 @@ def _connector_fields(connector: Connector) -> dict:
         "task_states": {str(k): v for k, v in connector.runtime_tasks.items()},
         "task_details": {str(k): v for k, v in connector.runtime_task_details.items()},
         "failed_tasks": sum(state == "FAILED" for state in connector.runtime_tasks.values()),
+        "failed_at": ms_to_datetime(connector.runtime_failed_at_ms),
         "task_count": connector.task_count,
         "deleted": connector.deleted,
         "mirrormaker2": connector.mirrormaker2,
@@ -330,16 +337,19 @@ def _offsets_fields(
     lagging = (connector.type == "sink" and not unread) or bool(
         mirror and mirror.cluster and not mirror.error
     )
-    last_commit = entry.last
+    last_commit, seen = entry.last, False
     if connector.type == "sink":
-        # Kafka keeps no commit times: a sink's is when a refresh last saw its offsets move.
-        moves = [lag.committed_moved_at for lag in sink_lags]
-        last_commit = last_moved_at(moves) if lagging else None
+        # Kafka keeps no commit times: a sink's is when a refresh last saw its offsets move,
+        # or first read them as they are (`seen` False: unchanged since at least then).
+        moves = [(lag.committed_moved_at, lag.committed_move_seen) for lag in sink_lags]
+        last_commit = last_moved_at([moved for moved, _ in moves]) if lagging else None
+        seen = lagging and last_move_seen(moves)
     return {
         "partitions": _sink_partitions(connector, sink_lags, sinks)
         if connector.type == "sink"
         else entry.partitions,
         "last_commit_at": last_commit,
+        "last_commit_seen": seen,
         "rewinds": entry.rewinds,
         "stalled_partitions": entry.stalled,
         "offsets_managed_externally": external,

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 from dashboard.pages.connector.chart_events import Event, chart_events, control_event, state_event
-from offsets.domain.state_history import State, state_changes
+from offsets.domain.state_history import State, change_time, state_changes
 
 AT = datetime(2026, 11, 27, 12, 0, 5, tzinfo=UTC)
 
@@ -121,3 +121,26 @@ def test_a_refresh_keeps_a_state_only_when_it_changed_or_is_new():
         ("new", State("STARTED", "RUNNING", 0), True),
         ("paused", State("PAUSED", "PAUSED", 0), False),
     ]
+
+
+def test_a_failure_with_its_status_records_time_is_dated_by_it():
+    event = state_event((AT, "STARTED", "RUNNING", 1, True, True))
+    assert event == Event(
+        AT, "failed", "1 task FAILED at 2026-11-27 12:00:05 UTC (the worker's status record)"
+    )
+    fallback = state_event((AT, "STARTED", "FAILED", 0, True, False)).label
+    assert fallback == (
+        "connector FAILED (first seen by the refresh of 2026-11-27 12:00:05 UTC; "
+        "the status record has no time)"
+    )
+
+
+def test_only_a_failure_takes_its_status_records_time_never_after_the_refresh():
+    seen, wrote = AT, AT - timedelta(minutes=2)
+    assert change_time(State("STARTED", "RUNNING", 1), wrote, seen) == (wrote, True)
+    assert change_time(State("STARTED", "FAILED", 0), wrote, seen) == (wrote, True)
+    assert change_time(State("STARTED", "RUNNING", 1), None, seen) == (seen, False)
+    assert change_time(State("PAUSED", "PAUSED", 0), wrote, seen) == (seen, False)
+    # The worker's clock ahead of the dashboard's: no later than the refresh that saw it.
+    later = AT + timedelta(seconds=3)
+    assert change_time(State("STARTED", "FAILED", 0), later, seen) == (seen, True)

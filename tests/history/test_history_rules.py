@@ -8,8 +8,10 @@ from offsets.domain.history import (
     PROGRESS_FIELDS,
     LagPoint,
     LagStatus,
+    committed_move_seen,
     committed_moved_at,
     connector_lag_status,
+    last_move_seen,
     last_moved_at,
     offset_progress,
     partition_lag_status,
@@ -127,6 +129,35 @@ def test_a_sink_partitions_commit_is_dated_by_the_refresh_that_first_saw_it(
     previous, committed, expected
 ):
     assert committed_moved_at(previous, committed, AT + timedelta(minutes=1)) == expected
+
+
+@pytest.mark.parametrize(
+    ("previous", "committed", "seen"),
+    [
+        # The first read of a partition saw no move, whatever its offset.
+        (None, 7, False),
+        # A move between two refreshes was seen, from no commit too.
+        ((5, AT, False), 7, True),
+        ((None, None, False), 7, True),
+        # A row stored before moves were dated.
+        ((7, None, False), 7, False),
+        ((9, AT, False), 7, True),
+        # Unchanged: what the refresh before knew stays.
+        ((7, AT, False), 7, False),
+        ((7, AT, True), 7, True),
+        # Never committed: nothing moved.
+        ((5, AT, True), None, False),
+    ],
+)
+def test_a_sink_partitions_move_is_seen_only_between_two_reads(previous, committed, seen):
+    assert committed_move_seen(previous, committed) is seen
+
+
+def test_a_sinks_last_move_is_seen_when_a_latest_partition_moved():
+    later = AT + timedelta(seconds=3)
+    assert last_move_seen([(AT, True), (later, False)]) is False
+    assert last_move_seen([(AT, False), (later, True), (later, False)]) is True
+    assert last_move_seen([(None, False)]) is False
 
 
 def test_a_sinks_last_commit_is_its_latest_partition_move():

@@ -60,3 +60,23 @@ def test_a_deleted_connector_keeps_what_the_status_topic_says_for_the_lock_check
     connector = summary(status(), deleted=True)
     assert connector.task_states == {0: "RUNNING", 1: "FAILED"}
     assert not check_stopped(connector).passed
+
+
+def test_a_failure_is_dated_by_the_status_record_the_worker_wrote_it_in():
+    def task(task_id: int, state: str, written_ms: int | None) -> TaskStatus:
+        return TaskStatus("jdbc-sink", task_id, state, None, "w", 3, written_ms)
+
+    def failing(state: str, *tasks: TaskStatus) -> ConnectorStatus:
+        return ConnectorStatus(
+            "jdbc-sink", state, None, "w", 3, {t.task: t for t in tasks}, written_ms=500
+        )
+
+    # The connector's own FAILED record, else the earliest failed task's.
+    assert summary(failing("FAILED", task(0, "FAILED", 900))).failed_at_ms == 500
+    tasks = (task(0, "FAILED", 900), task(1, "RUNNING", 100), task(2, "FAILED", 700))
+    assert summary(failing("RUNNING", *tasks)).failed_at_ms == 700
+    # Nothing failing, or a failed task whose record has no time: unknown.
+    assert summary(failing("RUNNING", task(0, "RUNNING", 900))).failed_at_ms is None
+    unknown = (task(0, "FAILED", 900), task(1, "FAILED", None))
+    assert summary(failing("RUNNING", *unknown)).failed_at_ms is None
+    assert summary(failing("FAILED"), deleted=True).runtime_failed_at_ms is None

@@ -248,3 +248,19 @@ def test_a_tasks_worker_and_trace_are_kept_with_its_state():
     tasks = fold_status_records(records).connectors["c"].tasks
     assert (tasks[0].worker_id, tasks[0].trace) == ("w1:8083", None)
     assert (tasks[1].state, tasks[1].worker_id, tasks[1].trace) == ("FAILED", "w2:8083", "E: boom")
+
+
+def test_each_status_keeps_when_the_worker_wrote_it():
+    """A record's Kafka timestamp is when the worker wrote the state (a failure's time)."""
+    snapshot = fold_status_records(
+        [
+            (b"status-connector-c", status("RUNNING"), 1_000),
+            (b"status-task-c-0", status("RUNNING"), 2_000),
+            (b"status-task-c-0", status("FAILED"), 3_000),
+            (b"status-task-c-1", status("RUNNING"), -1),  # no timestamp (format v0)
+            (b"status-task-c-2", status("RUNNING")),  # read without one
+        ]
+    )
+    connector = snapshot.connectors["c"]
+    assert connector.written_ms == 1_000
+    assert [task.written_ms for task in connector.tasks.values()] == [3_000, None, None]

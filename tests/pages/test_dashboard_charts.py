@@ -181,3 +181,44 @@ def test_an_event_is_drawn_across_the_plot_and_the_time_axis_reaches_it():
     assert last.x == chart.right
     assert chart.left < first.x < last.x
     assert charts.line_chart([], title="t", events=[stop]).events == []
+
+
+@pytest.mark.parametrize(
+    ("span", "stored", "width"),
+    [
+        # Few enough stored buckets: drawn as stored.
+        (timedelta(hours=1), 300, 300),
+        (timedelta(hours=24), 300, 300),
+        # A week of five-minute buckets is 2,016: summed by the hour.
+        (timedelta(days=7), 300, 3600),
+        (timedelta(days=2), 60, 600),
+        (timedelta(hours=4), 60, 60),
+        # Beyond a week a bucket: whole multiples of the stored width.
+        (timedelta(days=3000), 300, 900_000),
+        # A stored width only some listed ones are multiples of: the first of those.
+        (timedelta(hours=10), 45, 900),
+        (timedelta(0), 300, 300),
+    ],
+)
+def test_a_charts_bucket_is_the_narrowest_that_draws_its_range(span, stored, width):
+    assert chart_ranges.bucket_width(span, stored, 288) == width
+
+
+@pytest.mark.parametrize(
+    ("seconds", "label"),
+    [
+        (60, "minute"),
+        (300, "5 min"),
+        (3600, "hour"),
+        (21600, "6 h"),
+        (86400, "day"),
+        (604800, "7 days"),
+        (45, "45 s"),
+    ],
+)
+def test_a_bucket_names_its_width(seconds, label):
+    assert chart_ranges.width_label(seconds) == label
+
+
+def test_a_chart_names_its_bucket():
+    assert line_chart(series([1, 2]), title="Commits", bucket="per 5 min").bucket == "per 5 min"

@@ -1,5 +1,6 @@
 """One connector: partitions, lag, charts, config, tasks and the JSON export."""
 
+import dataclasses
 import json
 import re
 from datetime import timedelta
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from offsets.models import (
     AuditEvent,
+    CommitBucket,
     ConnectorSnapshot,
     ConnectorStateChange,
     OffsetEdit,
@@ -154,27 +156,63 @@ def test_a_partition_search_with_ten_thousand_partitions_makes_a_fixed_number_of
             HTTP_HX_TARGET="partitions",
         ).content.decode()
     assert "1,000 partitions matching" in html
-    # The charts' events add two: the states the refreshes saw change, the audit's.
-    with django_assert_max_num_queries(16):
+    # The charts' events add two: the states the refreshes saw change, the audit's; where
+    # the commit buckets start (the chart's bucket width), one.
+    with django_assert_max_num_queries(17):
         logged_in_client.get("/clusters/prod/connectors/big/")
 
 
-def test_a_rewind_an_applied_edit_caused_links_to_that_edit(
+def test_a_rewind_an_applied_edit_wrote_links_to_that_edit(
     logged_in_client, prod, partition_history, editor
 ):
     points = make.history(60, rewind_at=30)
     partition_history.points.extend(points)
-    edit = make_edit(prod, editor, connector="jdbc-source")
-    # Applied between the commit before the rewind and the rewind itself.
-    finished = points[29].at + (points[30].at - points[29].at) / 2
-    OffsetEdit.objects.filter(pk=edit.pk).update(state="applied", finished_at=finished)
+    rewound = SourceOffset.objects.get(connector="jdbc-source", rewinds=1)
+    rewind = points[30]
+
+    def applied(
+        value: int, started: timedelta, finished: timedelta, state: str = "applied"
+    ) -> OffsetEdit:
+        edit = make_edit(prod, editor, connector="jdbc-source")
+        edit.changes.update(key_bytes=bytes(rewound.key_bytes), after={"id": value})
+        OffsetEdit.objects.filter(pk=edit.pk).update(
+            state=state,
+            apply_started_at=rewind.at + started,
+            finished_at=rewind.at + finished,
+        )
+        return edit
+
+    # The worker wrote the record after the apply's start and before its finish was recorded.
+    edit = applied(int(rewind.progress), timedelta(seconds=-2), timedelta(seconds=3))
+    # Another value, or a window that ended before the record: no explanation.
+    applied(int(rewind.progress) + 1, timedelta(seconds=-2), timedelta(seconds=3))
+    applied(int(rewind.progress), timedelta(minutes=-5), timedelta(minutes=-4))
+    # One whose apply never wrote (a lock check found the offsets moved): no explanation.
+    applied(int(rewind.progress), timedelta(seconds=-2), timedelta(seconds=3), "conflict")
     html = logged_in_client.get(
         SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
     ).content.decode()
-    assert f'<a href="/clusters/prod/edits/{edit.pk}/" class="marker-link">' in html
-    assert f"<title>rewind by edit #{edit.pk}</title>" in html
+    assert html.count('data-marker="edit"') == 1 and 'data-marker="rewind"' not in html
+    assert f'<a href="/clusters/prod/edits/{edit.pk}/" class="marker-link"' in html
+    assert f"<title>edit #{edit.pk} moved the offset back at " in html
+    assert "1 moved back by an edit" in html and " 1 rewind" not in html
     # Hovering a point of the line names its time and value.
     assert html.count('<circle class="hover"') == 60
+
+
+def test_a_rewind_no_edit_wrote_stays_a_rewind(logged_in_client, prod, partition_history, editor):
+    points = make.history(60, rewind_at=30)
+    partition_history.points.extend(points)
+    edit = make_edit(prod, editor, connector="jdbc-source")
+    # Applied between the commits, but it wrote another partition.
+    OffsetEdit.objects.filter(pk=edit.pk).update(
+        state="applied", apply_started_at=points[29].at, finished_at=points[30].at
+    )
+    html = logged_in_client.get(
+        SOURCE, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="progress"
+    ).content.decode()
+    assert html.count('data-marker="rewind"') == 1 and "marker-link" not in html
+    assert "no edit explains it</title>" in html and " 1 rewind" in html
 
 
 def test_the_commit_rate_chart_draws_every_bucket(logged_in_client, prod):
@@ -189,8 +227,8 @@ def test_the_progress_chart_loads_by_htmx_and_marks_rewinds(
     page = logged_in_client.get(SOURCE).content.decode()
     # The page defers the chart (it reads Parquet) to a request of its own.
     assert (
-        'id="progress" class="progress" hx-get="/clusters/prod/connectors/jdbc-source/" hx-trigger="load"'
-        in page
+        'id="progress" class="progress" hx-get="/clusters/prod/connectors/jdbc-source/?range=24h"'
+        ' hx-trigger="load"' in page
     )
     assert not partition_history.calls
 
@@ -206,6 +244,8 @@ def test_the_progress_chart_loads_by_htmx_and_marks_rewinds(
             "cluster": prod,
             "connector": "jdbc-source",
             "key_hash": rewound.key_hash,
+            "since": ConnectorSnapshot.objects.get(name="jdbc-source").updated_at
+            - timedelta(hours=24),
             "connector_class": "io.example.SourceConnector",
         }
     ]
@@ -447,6 +487,58 @@ def test_the_charts_offer_ranges_kept_across_polls_and_a_bad_one_falls_back(logg
     assert 'data-range="24h" aria-current="true"' in bogus
 
 
+def bucket(html: str, chart: str) -> str:
+    figure = html.split(f'data-chart="{chart}"')[1].split("</figure>")[0]
+    return re.search(r'data-field="bucket">([^<]+)<', figure).group(1)
+
+
+def test_every_chart_of_a_source_follows_the_range_and_names_its_bucket(
+    logged_in_client, prod, partition_history
+):
+    # Three hours of commits, a minute apart, each with its source position's age.
+    points = [
+        dataclasses.replace(point, position_age_ms=1000 * index)
+        for index, point in enumerate(make.history(180))
+    ]
+    partition_history.points.extend(points)
+    progress = {"HX-Request": "true", "HX-Target": "progress"}
+    for range_, drawn in (("1h", range(59, 62)), ("24h", [180]), ("all", [180])):
+        page = logged_in_client.get(SOURCE + f"?range={range_}").content.decode()
+        assert f'?range={range_}" hx-trigger="load"' in page
+        assert bucket(page, "commits") == "per 5 min"
+        html = logged_in_client.get(SOURCE + f"?range={range_}", headers=progress)
+        html = html.content.decode()
+        assert path_points(html, "progress") in drawn
+        assert path_points(html, "position-age") in drawn
+        assert bucket(html, "progress") == "every commit"
+        assert bucket(html, "position-age") == "at each commit"
+        # Its poll and the partitions' "chart" links keep the range.
+        assert f"&amp;range={range_}" in html.split('id="progress"')[1].split(">")[0]
+        assert f'id="chart-range-value" name="range" value="{range_}"' in html
+
+
+def test_a_long_range_sums_the_charts_buckets_to_draw_all_of_it(logged_in_client, prod):
+    # Two days of lag samples, a minute apart: more than a chart draws one by one.
+    make.lag_samples(prod, "s3-sink", "orders", 1, 2 * 24 * 60)
+    html = logged_in_client.get(SINK + "?range=7d").content.decode()
+    assert bucket(html, "lag") == bucket(html, "lag-time") == "worst per 10 min"
+    # Two days of ten minutes: every sample is in a drawn bucket, the oldest one too.
+    assert 288 <= path_points(html, "lag") <= 290
+    hour = logged_in_client.get(SINK + "?range=1h").content.decode()
+    assert bucket(hour, "lag") == "a sample per refresh, at most one a minute"
+    # Each sample of the hour: these 60 and the fixture's 12 (taken apart from them).
+    assert 71 <= path_points(hour, "lag") <= 73
+    # A week of five-minute commit buckets: summed by the hour.
+    CommitBucket.objects.filter(connector="jdbc-source").delete()
+    make.commit_buckets(prod, "jdbc-source", 7 * 24 * 12)
+    source = logged_in_client.get(SOURCE + "?range=7d").content.decode()
+    assert bucket(source, "commits") == "per hour"
+    assert 168 <= path_points(source, "commits") <= 170
+    assert bucket(logged_in_client.get(SOURCE + "?range=1h").content.decode(), "commits") == (
+        "per 5 min"
+    )
+
+
 def test_the_charts_mark_a_pause_a_failure_a_control_and_an_applied_edit(
     logged_in_client, prod, admin_user
 ):
@@ -520,8 +612,10 @@ def test_an_edit_settled_as_applied_by_reconciling_is_marked_and_a_failed_one_is
 def test_the_last_commit_in_the_strip_counts_on_between_polls(logged_in_client, prod):
     # static/js/live.js ticks every element with data-age-seconds from the age written here.
     moved = timezone.now() - timedelta(seconds=75)
-    ConnectorSnapshot.objects.filter(cluster=prod).update(last_commit_at=moved)
-    for page, words in ((SOURCE, ""), (SINK, "offset moved ")):
+    ConnectorSnapshot.objects.filter(cluster=prod).update(
+        last_commit_at=moved, last_commit_seen=True
+    )
+    for page, words in ((SOURCE, ""), (SINK, "offset moved, seen ")):
         html = logged_in_client.get(page).content.decode()
         strip = html.split('data-field="last-commit">')[1].split("</dd>")[0]
         assert re.search(words + r'<span data-age-seconds="7[5-9]">1m 1[5-9]s</span> ago', strip)

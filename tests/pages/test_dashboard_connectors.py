@@ -98,12 +98,33 @@ def test_a_sink_that_manages_its_offsets_outside_connect_shows_no_lag(logged_in_
 
 def test_a_sinks_last_commit_is_when_a_refresh_saw_its_offsets_move(logged_in_client, prod):
     moved = timezone.now() - timedelta(minutes=4, seconds=10)
-    ConnectorSnapshot.objects.filter(cluster=prod, name="gamma-sink").update(last_commit_at=moved)
+    ConnectorSnapshot.objects.filter(cluster=prod, name="gamma-sink").update(
+        last_commit_at=moved, last_commit_seen=True
+    )
     html = logged_in_client.get(URL).content.decode()
     row = html.split('data-connector="gamma-sink"')[1].split("</tr>")[0]
     cell = row.split('data-field="last-commit">')[1].split("</td>")[0]
-    assert "moved</span>" in cell and "4m 1" in cell
+    assert ">moved</span>" in cell and "4m 1" in cell
     assert f'title="{escape(statuses.SINK_LAST_COMMIT)}"' in cell
+
+
+def test_a_sinks_first_read_is_not_worded_as_a_move(logged_in_client, prod):
+    """Offsets no refresh saw move are as the first read found them: no move is implied."""
+    read = timezone.now() - timedelta(minutes=4, seconds=10)
+    ConnectorSnapshot.objects.filter(cluster=prod, name="gamma-sink").update(
+        last_commit_at=read, last_commit_seen=False
+    )
+    html = logged_in_client.get(URL).content.decode()
+    row = html.split('data-connector="gamma-sink"')[1].split("</tr>")[0]
+    cell = row.split('data-field="last-commit">')[1].split("</td>")[0]
+    assert ">unchanged since first read</span>" in cell and "4m 1" in cell
+    assert ">moved<" not in cell
+    assert f'title="{escape(statuses.SINK_FIRST_READ)}"' in cell
+    page = logged_in_client.get(f"/clusters/{prod.name}/connectors/gamma-sink/").content.decode()
+    strip = page.split('data-field="last-commit">')[1].split("</dd>")[0]
+    assert f"unchanged since at least {read:%H:%M:%S} UTC" in strip and "moved" not in strip
+    body = logged_in_client.get(f"/api/v1/clusters/{prod.name}/connectors/gamma-sink/").json()
+    assert body["last_commit_basis"] == "first read"
 
 
 def test_a_running_connector_with_a_failed_task_says_so_in_the_list(logged_in_client, prod):

@@ -230,7 +230,7 @@ def test_since_when_a_sinks_last_commit_a_chosen_range_and_marks_on_its_charts(
     settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     now = make.now()
     ConnectorSnapshot.objects.filter(cluster=cluster, name="orders-sink").update(
-        last_commit_at=now - timedelta(seconds=75)
+        last_commit_at=now - timedelta(seconds=75), last_commit_seen=True
     )
     make.lag_samples(cluster, "orders-sink", "orders", 3, 30)
     for minutes, target, runtime, failed in (
@@ -247,7 +247,7 @@ def test_since_when_a_sinks_last_commit_a_chosen_range_and_marks_on_its_charts(
         )
     page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
     commit = page.locator("#facts [data-field='last-commit']")
-    assert commit.inner_text().startswith("offset moved 1m ")
+    assert commit.inner_text().startswith("offset moved, seen 1m ")
     assert "Kafka keeps no commit times" in commit.locator("span[title]").first.get_attribute(
         "title"
     )

@@ -84,15 +84,17 @@ def test_the_connectors_list_makes_a_fixed_number_of_queries(
         # connector from the cache of that run: cached,
         # the snapshot costs no query; computed, one more than a join with the cluster would,
         # and one to count the partitions whose newer offset could not be stored; the charts'
-        # events, two: the states the refreshes saw change, the controls and applied edits.
-        ("jdbc", "", {}, (15, 5)),
+        # events, two: the states the refreshes saw change, the controls and applied edits;
+        # where its commit buckets start (the chart's bucket width), one.
+        ("jdbc", "", {}, (16, 5)),
         # The partials read which run is on show (one query) where the page reads the refresh.
         ("jdbc", "?page=3", {**HTMX, "HX-Target": "partitions"}, (9, 5)),
         ("jdbc", "?sort=-last_commit", {**HTMX, "HX-Target": "partitions"}, (9, 5)),
         # A sink's partition status is cached with the page's charts. One more query, cached
         # or not, reads where its offsets live (its SinkOffsetsStore setting: an admin's, which
-        # changes without a refresh, like the cluster's settings); the charts' events, two.
-        ("s3", "", {}, (14, 6)),
+        # changes without a refresh, like the cluster's settings); the charts' events, two;
+        # where its commit buckets and lag samples start (the charts' bucket widths), two.
+        ("s3", "", {}, (16, 6)),
         ("s3", "?page=2&sort=-status", {**HTMX, "HX-Target": "partitions"}, (8, 5)),
     ],
 )
@@ -117,7 +119,8 @@ def test_a_connector_page_with_a_worker_url_reads_the_users_roles_once(
     # may: their permissions and their groups', two queries, whatever the size.
     big["cluster"].connect_url = "http://connect:8083"
     big["cluster"].save()
-    for limit in (16, 6):  # computed (the charts' events: two), then cached
+    # Computed (the charts' events: two; where the commit buckets start: one), then cached.
+    for limit in (17, 6):
         with django_assert_max_num_queries(limit):
             response = logged_in_client.get("/clusters/prod/connectors/jdbc/")
         assert response.status_code == 200

@@ -129,4 +129,8 @@ def test_debeziums_postgres_connector_shows_its_position_age_at_each_commit(
         HTTP_HX_REQUEST="true",
         HTTP_HX_TARGET="progress",
     ).content.decode()
-    assert "Source position age at each commit" in chart and 'id="position-age-note"' in chart
+    assert (
+        '>Source position age <span class="chart-bucket" data-field="bucket">at each commit<'
+        in chart
+    )
+    assert 'id="position-age-note"' in chart

@@ -267,8 +267,15 @@ def test_a_committing_sinks_last_commit_follows_its_offsets_moving(
     try:
         first = refresh_after_commit(3)
         assert first.committed == 3 and first.committed_moved_at == first.sampled_at
+        # The first read saw no move: the offsets are as it found them, since at least then.
+        assert not first.committed_move_seen
         snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=connector)
         assert snapshot.last_commit_at == first.committed_moved_at
+        assert snapshot.last_commit_basis == "first read"
+        page = logged_in_client.get(f"/clusters/{cluster.name}/connectors/{connector}/")
+        strip = page.content.decode().split('data-field="last-commit">')[1].split("</dd>")[0]
+        assert f"unchanged since at least {first.committed_moved_at:%H:%M:%S} UTC" in strip
+        assert "moved" not in strip
         producer = producers.java_producer(kafka)
         for value in ("d", "e"):
             producer.produce(topic, value=value.encode())
@@ -277,6 +284,7 @@ def test_a_committing_sinks_last_commit_follows_its_offsets_moving(
     finally:
         rest.delete(connector)
     assert second.committed_moved_at == second.sampled_at > first.committed_moved_at
+    assert second.committed_move_seen
     snapshot = ConnectorSnapshot.objects.get(cluster=cluster, name=connector)
     assert snapshot.last_commit_at == second.committed_moved_at
     # Running at both refreshes: one state kept, when first seen (the charts' marks).
@@ -284,7 +292,7 @@ def test_a_committing_sinks_last_commit_follows_its_offsets_moving(
     assert [(s.runtime_state, s.first_seen) for s in states] == [("RUNNING", True)]
     page = logged_in_client.get(f"/clusters/{cluster.name}/connectors/{connector}/")
     strip = page.content.decode().split('data-field="last-commit">')[1].split("</dd>")[0]
-    assert "offset moved " in strip and " ago" in strip
+    assert "offset moved, seen " in strip and " ago" in strip
     assert f"{second.committed_moved_at:%H:%M:%S} UTC" in strip
     listed = logged_in_client.get(f"/clusters/{cluster.name}/connectors/?type=sink")
     row = listed.content.decode().split(f'data-connector="{connector}"')[1].split("</tr>")[0]

@@ -23,8 +23,9 @@ class Event:
     href: str = ""
 
 
-# A state change as stored: (at, target state, runtime state, failed tasks, first seen).
-StateRow = tuple[datetime, str, str, int, bool]
+# A state change as stored: (at, target state, runtime state, failed tasks, first seen,
+# whether `at` is a failure's status record time), the last left out for a refresh's time.
+StateRow = tuple[datetime, str, str, int, bool] | tuple[datetime, str, str, int, bool, bool]
 # A control from the dashboard's audit log: (at, action, who).
 ControlRow = tuple[datetime, str, str]
 # An applied edit: (finished at, its id, what it did).
@@ -44,8 +45,10 @@ def _when(at: datetime) -> str:
 
 
 def state_event(row: StateRow) -> Event | None:
-    """What a refresh saw change, or None for a connector first seen running as it should."""
-    at, target, runtime, failed_tasks, first_seen = row
+    """What a refresh saw change, or None for a connector first seen running as it should.
+    A failure is dated by the status record the worker wrote it in when that has a time; any
+    other change by the refresh that saw it."""
+    at, target, runtime, failed_tasks, first_seen, *from_status = row
     if runtime == "FAILED":
         kind, what = "failed", "connector FAILED"
     elif failed_tasks:
@@ -58,7 +61,12 @@ def state_event(row: StateRow) -> Event | None:
         kind, what = "running", "running again"
     else:
         kind, what = "state", f"{target or '?'} / {runtime or '?'}"
+    if kind == "failed" and from_status and from_status[0]:
+        return Event(at, kind, f"{what} at {_when(at)} (the worker's status record)")
     seen = "first seen by the refresh" if first_seen else "seen by the refresh"
+    if kind == "failed":
+        # No time in the status record: the refresh's is the only one, and a late one.
+        return Event(at, kind, f"{what} ({seen} of {_when(at)}; the status record has no time)")
     return Event(at, kind, f"{what} ({seen} of {_when(at)})")
 
 

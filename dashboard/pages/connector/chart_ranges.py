@@ -3,6 +3,7 @@
 Pure: the view reads the choice from the query string and asks for the data since then.
 """
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -36,3 +37,30 @@ def chart_range(value: str | None) -> ChartRange:
     """The range a query string asks for; the default for none or one not offered (a stale
     bookmark or a typo is no reason for an error page)."""
     return _BY_KEY.get(value or "", DEFAULT)
+
+
+# The widths a chart's bucket may have, in seconds: each says itself plainly ("per 5 min").
+WIDTHS = (60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800)
+
+
+def bucket_width(span: timedelta, stored: int, max_points: int) -> int:
+    """The narrowest bucket, in seconds, that draws `span` in at most `max_points` buckets: a
+    multiple of the `stored` width (what the data holds), one of WIDTHS when one fits."""
+    needed = span.total_seconds() / max_points
+    for width in WIDTHS:
+        if width >= max(needed, stored) and width % stored == 0:
+            return width
+    return stored * max(1, math.ceil(needed / stored))
+
+
+def width_label(seconds: int) -> str:
+    """A bucket's width as its chart names it: "minute", "5 min", "hour", "6 h", "day"."""
+    for unit, one, many in (
+        (86400, "day", "{} days"),
+        (3600, "hour", "{} h"),
+        (60, "minute", "{} min"),
+    ):
+        if seconds % unit == 0:
+            count = seconds // unit
+            return one if count == 1 else many.format(count)
+    return f"{seconds} s"

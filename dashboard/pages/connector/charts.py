@@ -4,11 +4,14 @@ offset progress."""
 
 from datetime import datetime
 
+from django.conf import settings
 from django.urls import reverse
 
+from dashboard.pages.connector import chart_ranges
 from dashboard.pages.connector import svg as charts
 from dashboard.pages.connector.chart_events import Event, chart_events
-from dashboard.pages.connector.rewind_links import edit_for_rewind
+from offsets.domain.edit_rewinds import edit_for_rewind
+from offsets.edits.writes import edit_writes
 from offsets.models import (
     AuditEvent,
     Cluster,
@@ -17,6 +20,7 @@ from offsets.models import (
     OffsetEdit,
 )
 from offsets.queries import snapshots
+from offsets.queries.snapshots.choices import MAX_COMMIT_BUCKETS, MAX_LAG_SAMPLES
 
 # The dashboard's own controls worth a mark (a failed one changed nothing).
 CONTROL_ACTIONS = (
@@ -31,15 +35,24 @@ RECONCILED = AuditEvent.Action.RECONCILED
 
 
 def history_charts(
-    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None
+    cluster: Cluster, snapshot: ConnectorSnapshot, span: chart_ranges.ChartRange
 ) -> dict[str, charts.Chart]:
-    """The commit chart, and the lag charts of a sink or a mirror with an upstream, from
-    `since` on (None: all of their history)."""
-    events = connector_events(cluster, snapshot.name, since)
-    context = {"commit_chart": commit_chart(cluster, snapshot, since, events)}
+    """The commit chart, and the lag charts of a sink or a mirror with an upstream, over the
+    range `span` ending at the refresh the page shows: each in buckets wide enough to draw it
+    whole, named on the chart."""
+    until = snapshot.updated_at
+    since = span.since(until)
     lag_tracked = snapshot.type == "sink" and not snapshot.offsets_managed_externally
-    if lag_tracked or snapshot.upstream_cluster:
-        context.update(lag_charts(cluster, snapshot, since, events))
+    lagging = lag_tracked or bool(snapshot.upstream_cluster)
+    # Each chart's buckets fit what it draws: from the range's start or its oldest data.
+    starts = [
+        max(start, since) if start and since else start
+        for start in snapshots.history_start(cluster=cluster, connector=snapshot.name, lag=lagging)
+    ]
+    events = connector_events(cluster, snapshot.name, since)
+    context = {"commit_chart": commit_chart(cluster, snapshot, since, starts[0], until, events)}
+    if lagging:
+        context.update(lag_charts(cluster, snapshot, since, starts[1], until, events))
     return context
 
 
@@ -66,7 +79,14 @@ def connector_events(cluster: Cluster, connector: str, since: datetime | None) -
             controls.append((at, action, actor))
     return chart_events(
         list(
-            states.values_list("at", "target_state", "runtime_state", "failed_tasks", "first_seen")
+            states.values_list(
+                "at",
+                "target_state",
+                "runtime_state",
+                "failed_tasks",
+                "first_seen",
+                "at_from_status",
+            )
         ),
         controls,
         edits,
@@ -75,56 +95,88 @@ def connector_events(cluster: Cluster, connector: str, since: datetime | None) -
 
 
 def commit_chart(
-    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None, events: list[Event]
+    cluster: Cluster,
+    snapshot: ConnectorSnapshot,
+    since: datetime | None,
+    start: datetime | None,
+    until: datetime,
+    events: list[Event],
 ) -> charts.Chart:
-    buckets = snapshots.commit_buckets(cluster=cluster, connector=snapshot.name, since=since)
+    """Commits per bucket from `since` (None: all kept), the first drawn at `start`."""
+    width = chart_ranges.bucket_width(
+        until - (start or until), settings.COMMIT_BUCKET_SECONDS, MAX_COMMIT_BUCKETS
+    )
+    buckets = snapshots.commit_buckets(
+        cluster=cluster, connector=snapshot.name, since=since, width=width
+    )
     return charts.line_chart(
         [(bucket.start, bucket.commits) for bucket in buckets],
-        title="Offset commits per bucket",
+        title="Offset commits",
         unit="commits",
+        bucket=f"per {chart_ranges.width_label(width)}",
         events=events if buckets else (),
     )
 
 
 def lag_charts(
-    cluster: Cluster, snapshot: ConnectorSnapshot, since: datetime | None, events: list[Event]
+    cluster: Cluster,
+    snapshot: ConnectorSnapshot,
+    since: datetime | None,
+    start: datetime | None,
+    until: datetime,
+    events: list[Event],
 ) -> dict[str, charts.Chart]:
-    series = snapshots.lag_series(cluster=cluster, connector=snapshot.name, since=since)
+    """Lag in records and in time from `since` (None: all kept), the first drawn at `start`:
+    each sample, or the worst of each bucket when the range holds too many to draw."""
+    width = chart_ranges.bucket_width(
+        until - (start or until), settings.LAG_SAMPLE_SECONDS or 1, MAX_LAG_SAMPLES
+    )
+    series = snapshots.lag_series(
+        cluster=cluster, connector=snapshot.name, since=since, width=width
+    )
+    if width <= settings.LAG_SAMPLE_SECONDS:
+        bucket = "a sample per refresh, at most one a " + chart_ranges.width_label(
+            settings.LAG_SAMPLE_SECONDS
+        )
+    else:
+        bucket = f"worst per {chart_ranges.width_label(width)}"
     timed = [(point.at, point.lag_ms / 1000) for point in series if point.lag_ms is not None]
     return {
         "lag_chart": charts.line_chart(
             [(point.at, point.lag_records) for point in series],
             title="Lag (records, all partitions)",
             unit="records",
+            bucket=bucket,
             events=events if series else (),
         ),
         "lag_time_chart": charts.line_chart(
             timed,
             title="Lag (time, worst partition)",
             unit="time behind the newest record",
+            bucket=bucket,
             durations=True,
             events=events if timed else (),
         ),
     }
 
 
-def rewind_markers(cluster: Cluster, connector: str, points: list) -> list[tuple]:
-    """A marker per rewind, naming (and linking to) the applied edit that caused it."""
+def rewind_markers(cluster: Cluster, connector: str, key_hash: str, points: list) -> list[tuple]:
+    """A marker per rewind of a partition: one an applied edit wrote names (and links to) it
+    (`edit_for_rewind`: the same rule that keeps it out of the REWIND status)."""
     if not any(point.rewind for point in points):
         return []  # no rewind, no edit to look for
-    applied = list(
-        OffsetEdit.objects.filter(
-            cluster=cluster, connector=connector, state=OffsetEdit.State.APPLIED
-        ).values_list("finished_at", "pk")
-    )
+    writes = edit_writes(cluster, [connector]).get(connector, [])
     markers = []
-    for previous, point in zip([None, *points], points, strict=False):
+    for point in points:
         if not point.rewind:
             continue
-        pk = edit_for_rewind(previous.at if previous else None, point.at, applied)
-        label, href = "rewind", ""
-        if pk is not None:
-            label = f"rewind by edit #{pk}"
-            href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
-        markers.append((point.at, point.progress, label, href))
+        when = f"{point.at:%Y-%m-%d %H:%M:%S} UTC"
+        pk = edit_for_rewind(key_hash, point.at, point.progress, writes)
+        if pk is None:
+            markers.append((point.at, point.progress, f"rewind at {when}: no edit explains it"))
+            continue
+        href = reverse("edit-detail", kwargs={"cluster_name": cluster.name, "pk": pk})
+        markers.append(
+            (point.at, point.progress, f"edit #{pk} moved the offset back at {when}", href)
+        )
     return markers

@@ -64,6 +64,8 @@ class Chart:
 
     title: str
     unit: str
+    # What each point is: its bucket ("per 5 min", "worst per hour") or "every commit".
+    bucket: str = ""
     width: int = WIDTH
     height: int = HEIGHT
     line: str = ""  # SVG path data of the series
@@ -85,12 +87,23 @@ class Chart:
     def empty(self) -> bool:
         return self.values == 0
 
+    @property
+    def rewinds(self) -> int:
+        """Markers of rewinds no edit explains (the alarms)."""
+        return sum(not marker.href for marker in self.markers)
+
+    @property
+    def edit_rewinds(self) -> int:
+        """Markers of rewinds an applied edit wrote (each links to it)."""
+        return sum(bool(marker.href) for marker in self.markers)
+
 
 def line_chart(
     series: Sequence[tuple[datetime, float]],
     *,
     title: str,
     unit: str = "",
+    bucket: str = "",
     markers: Sequence[tuple[datetime, float, str] | tuple[datetime, float, str, str]] = (),
     zero_based: bool = True,
     durations: bool = False,
@@ -105,9 +118,11 @@ def line_chart(
     plot. Values are seconds with `durations`, moments with `moment_unit` (dates label them).
     """
     bottom, right = height - BOTTOM, width - RIGHT
+    # What the chart is, drawn or empty.
+    shape = dict(title=title, unit=unit, bucket=bucket, width=width, height=height)
     points, marked, moments = _epoch_points(series, markers, events)
     if not points:
-        return Chart(title=title, unit=unit, width=width, height=height, bottom=bottom, right=right)
+        return Chart(**shape, bottom=bottom, right=right)
     values = [value for _, value, *_ in (*points, *marked)]
     low, high, y_ticks, labels = _value_axis(values, zero_based, durations, moment_unit)
     left = _left_margin(labels)
@@ -118,10 +133,7 @@ def line_chart(
     x, y = frame.x, frame.y
     area = f"{line} L{x(thinned[-1][0])},{bottom} L{x(thinned[0][0])},{bottom} Z"
     return Chart(
-        title=title,
-        unit=unit,
-        width=width,
-        height=height,
+        **shape,
         line=line,
         area=area,
         points=len(thinned),

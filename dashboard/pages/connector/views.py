@@ -7,6 +7,7 @@ from fragments cached per refresh run (`dashboard/pages/cache.py`).
 """
 
 from collections.abc import Callable
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -102,7 +103,7 @@ def connector_detail(request: HttpRequest, cluster_name: str, connector_name: st
     # Every part that changes with a refresh polls on its own (facts, charts, partitions).
     poll = poll_seconds(refresh is not None and refresh.running is not None)
     if target == "progress":
-        context = _progress_context(cached, form.cleaned_data["partition"])
+        context = _progress_context(cached, form.cleaned_data["partition"], span)
         context["poll_seconds"] = poll
         return render(request, "dashboard/connector.html#progress", context)
     if target == "control-buttons":
@@ -213,7 +214,7 @@ def _whole_page_context(
     if snapshot.type == "source":
         if form.cleaned_data["partition"]:
             # A link followed without htmx: draw the chosen partition's chart in the page.
-            context.update(_progress_context(cached, form.cleaned_data["partition"]))
+            context.update(_progress_context(cached, form.cleaned_data["partition"], span))
         else:
             context["progress_deferred"] = True
     return context
@@ -292,12 +293,13 @@ def _fragments(
     def compute() -> dict[str, object]:
         context: dict[str, object] = {
             "connector": snapshot,
+            "cluster": cluster,
             "config": sorted(mask_secrets(snapshot.config).items()),
             "tasks": snapshot.tasks(),
             "upstream_visible": upstream_visible,
             "chart_range": span,
             # The range ends at the refresh the page shows, as the rest of it does.
-            **history_charts(cluster, snapshot, span.since(snapshot.updated_at)),
+            **history_charts(cluster, snapshot, span),
         }
         if snapshot.type == "source":
             context["rewinds"] = snapshots.rewinds(cluster=cluster, connector=snapshot.name)
@@ -413,19 +415,25 @@ def _upstream_lags(cluster: Cluster, snapshot: ConnectorSnapshot) -> dict[str, o
     }
 
 
-def _progress_context(cached: _ConnectorCache, key_hash: str) -> dict:
-    """The chosen partition's committed offsets over time, rewinds marked."""
+def _progress_context(
+    cached: _ConnectorCache, key_hash: str, span: chart_ranges.ChartRange
+) -> dict:
+    """The chosen partition's committed offsets over the chosen range, rewinds marked."""
     cluster, snapshot = cached.cluster, cached.snapshot
-    context = {"cluster": cluster, "connector": snapshot}
+    context = {"cluster": cluster, "connector": snapshot, "chart_range": span}
     context.update(
         cached.get(
-            "progress", {"partition": key_hash}, lambda: _progress(cluster, snapshot, key_hash)
+            "progress",
+            {"partition": key_hash, "range": span.key},
+            lambda: _progress(cluster, snapshot, key_hash, span.since(snapshot.updated_at)),
         )
     )
     return context
 
 
-def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> dict:
+def _progress(
+    cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str, since: datetime | None
+) -> dict:
     if key_hash:
         partition = snapshots.get_source_partition(
             cluster=cluster, connector=snapshot.name, key_hash=key_hash
@@ -444,6 +452,7 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
         cluster=cluster,
         connector=snapshot.name,
         key_hash=partition.key_hash,
+        since=since,
         connector_class=snapshot.connector_class,
     )
     numeric = [point for point in points if point.progress is not None]
@@ -451,17 +460,19 @@ def _progress(cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str) -> d
     if aged:
         context["age_chart"] = charts.line_chart(
             [(point.at, point.position_age_ms / 1000) for point in aged],
-            title="Source position age at each commit",
+            title="Source position age",
             unit="the source's clock in the offset, behind the commit",
+            bucket="at each commit",
             durations=True,
         )
     # A progress that is a time (a JDBC source's `timestamp`) is dated, never "1.79591G".
     field = progress_field(partition.offset if isinstance(partition.offset, dict) else None)
     context["progress_chart"] = charts.line_chart(
         [(point.at, point.progress) for point in numeric],
-        markers=rewind_markers(cluster, snapshot.name, numeric),
+        markers=rewind_markers(cluster, snapshot.name, partition.key_hash, numeric),
         title="Offset progress",
         unit="",
+        bucket="every commit",
         zero_based=False,
         moment_unit=epochs.series_unit(field or "", [point.progress for point in numeric]),
     )

@@ -112,33 +112,72 @@ class Bucket:
 
 
 def commit_buckets(
-    *, cluster: Cluster, connector: str, since: datetime | None = None
+    *, cluster: Cluster, connector: str, since: datetime | None = None, width: int | None = None
 ) -> list[Bucket]:
     """Commits per bucket, oldest first, with empty buckets filled in as zero; with `since`,
-    the buckets that start then or later."""
+    the buckets that start then or later. With `width` (seconds, a multiple of the stored
+    COMMIT_BUCKET_SECONDS), the stored buckets summed into buckets that wide, aligned on the
+    epoch (a chart of a week draws hours, not 2,016 five-minute buckets)."""
     buckets = CommitBucket.objects.filter(cluster=cluster, connector=connector)
     if since is not None:
         buckets = buckets.filter(bucket_start__gte=since)
-    rows = list(
-        buckets.order_by("-bucket_start").values_list("bucket_start", "commits")[
-            :MAX_COMMIT_BUCKETS
-        ]
-    )
-    rows.reverse()
+    stored = settings.COMMIT_BUCKET_SECONDS
+    if width is not None and width > stored:
+        # The width keeps the buckets under MAX_COMMIT_BUCKETS: every stored row is read.
+        summed: dict[datetime, int] = {}
+        for start, commits in buckets.order_by("bucket_start").values_list(
+            "bucket_start", "commits"
+        ):
+            slot = _epoch_floor(start, width)
+            summed[slot] = summed.get(slot, 0) + commits
+        rows = list(summed.items())
+    else:
+        width = stored
+        rows = list(
+            buckets.order_by("-bucket_start").values_list("bucket_start", "commits")[
+                :MAX_COMMIT_BUCKETS
+            ]
+        )
+        rows.reverse()
     if not rows:
         return []
-    width = timedelta(seconds=settings.COMMIT_BUCKET_SECONDS)
+    step = timedelta(seconds=width)
     by_start = dict(rows)
     first, last = rows[0][0], rows[-1][0]
     filled = []
     at = first
     while at <= last and len(filled) < MAX_COMMIT_BUCKETS:
         filled.append(Bucket(at, by_start.get(at, 0)))
-        at += width
+        at += step
     if len(filled) < len(rows):
         # Buckets not aligned on the width (a changed setting): show them as stored.
         return [Bucket(start, commits) for start, commits in rows]
     return filled
+
+
+def _epoch_floor(at: datetime, width: int) -> datetime:
+    """The start of the `width`-second bucket, counted from the epoch, that holds `at`."""
+    seconds = int(at.timestamp())
+    return datetime.fromtimestamp(seconds - seconds % width, tz=at.tzinfo)
+
+
+def history_start(*, cluster: Cluster, connector: str, lag: bool) -> list[datetime | None]:
+    """The oldest commit bucket kept of the connector and, with `lag`, its oldest lag sample:
+    where each chart's history starts."""
+    starts = [
+        CommitBucket.objects.filter(cluster=cluster, connector=connector)
+        .order_by("bucket_start")
+        .values_list("bucket_start", flat=True)
+        .first()
+    ]
+    if lag:
+        starts.append(
+            LagSample.objects.filter(cluster=cluster, connector=connector)
+            .order_by("sampled_at")
+            .values_list("sampled_at", flat=True)
+            .first()
+        )
+    return starts
 
 
 @dataclass(frozen=True)
@@ -149,20 +188,29 @@ class LagPoint:
 
 
 def lag_series(
-    *, cluster: Cluster, connector: str, since: datetime | None = None
+    *, cluster: Cluster, connector: str, since: datetime | None = None, width: int | None = None
 ) -> list[LagPoint]:
     """A sink's or mirror's total lag (records) and worst lag (time) at each refresh, oldest
-    first; with `since`, the samples taken then or later."""
+    first; with `since`, the samples taken then or later. With `width` (seconds), the worst
+    of each `width`-second bucket (aligned on the epoch), dated by its start: peaks survive."""
     samples = LagSample.objects.filter(cluster=cluster, connector=connector)
     if since is not None:
         samples = samples.filter(sampled_at__gte=since)
-    rows = list(
-        samples.values("sampled_at")
-        .annotate(records=Sum("lag_records"), ms=Max("lag_ms"))
-        .order_by("-sampled_at")[:MAX_LAG_SAMPLES]
-    )
-    rows.reverse()
-    return [LagPoint(r["sampled_at"], r["records"] or 0, r["ms"]) for r in rows]
+    per_sample = samples.values("sampled_at").annotate(records=Sum("lag_records"), ms=Max("lag_ms"))
+    if width is None or width <= settings.LAG_SAMPLE_SECONDS:
+        rows = list(per_sample.order_by("-sampled_at")[:MAX_LAG_SAMPLES])
+        rows.reverse()
+        return [LagPoint(r["sampled_at"], r["records"] or 0, r["ms"]) for r in rows]
+    worst: dict[datetime, LagPoint] = {}
+    for row in per_sample.order_by("sampled_at"):
+        slot = _epoch_floor(row["sampled_at"], width)
+        before = worst.get(slot)
+        records, ms = row["records"] or 0, row["ms"]
+        if before is not None:
+            records = max(records, before.lag_records)
+            ms = before.lag_ms if ms is None else max(ms, before.lag_ms or 0)
+        worst[slot] = LagPoint(slot, records, ms)
+    return list(worst.values())
 
 
 def export_entries(*, cluster: Cluster, snapshot: ConnectorSnapshot) -> list[PartitionOffset]:
