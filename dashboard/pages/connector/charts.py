@@ -5,12 +5,15 @@ offset progress."""
 from datetime import datetime
 
 from django.conf import settings
+from django.http import Http404
 from django.urls import reverse
 
 from dashboard.pages.connector import chart_ranges
 from dashboard.pages.connector import svg as charts
 from dashboard.pages.connector.chart_events import Event, chart_events
+from offsets.domain import epochs
 from offsets.domain.edit_rewinds import edit_for_rewind
+from offsets.domain.history import progress_field
 from offsets.edits.writes import edit_writes
 from offsets.models import (
     AuditEvent,
@@ -180,3 +183,55 @@ def rewind_markers(cluster: Cluster, connector: str, key_hash: str, points: list
             (point.at, point.progress, f"edit #{pk} moved the offset back at {when}", href)
         )
     return markers
+
+
+def partition_progress(
+    cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str, since: datetime | None
+) -> dict:
+    """A source partition's offset progress (rewinds marked) and position age since `since`:
+    the one asked for by its key hash, else the page's default one."""
+    if key_hash:
+        partition = snapshots.get_source_partition(
+            cluster=cluster, connector=snapshot.name, key_hash=key_hash
+        )
+        if partition is None:
+            raise Http404(f"No partition {key_hash} in {snapshot.name}.")
+    else:
+        partition = snapshots.default_chart_partition(cluster=cluster, connector=snapshot.name)
+    context: dict[str, object] = {"chart_partition": partition}
+    if partition is None:
+        return context
+    # The history service reads Parquet; import it here so the pages load without pyarrow work.
+    from offsets.history import reading as history
+
+    points = history.partition_history(
+        cluster=cluster,
+        connector=snapshot.name,
+        key_hash=partition.key_hash,
+        since=since,
+        connector_class=snapshot.connector_class,
+    )
+    numeric = [point for point in points if point.progress is not None]
+    aged = [point for point in points if point.position_age_ms is not None]
+    if aged:
+        context["age_chart"] = charts.line_chart(
+            [(point.at, point.position_age_ms / 1000) for point in aged],
+            title="Source position age",
+            unit="the source's clock in the offset, behind the commit",
+            bucket="at each commit",
+            durations=True,
+        )
+    # A progress that is a time (a JDBC source's `timestamp`) is dated, never "1.79591G".
+    field = progress_field(partition.offset if isinstance(partition.offset, dict) else None)
+    context["progress_chart"] = charts.line_chart(
+        [(point.at, point.progress) for point in numeric],
+        markers=rewind_markers(cluster, snapshot.name, partition.key_hash, numeric),
+        title="Offset progress",
+        unit="",
+        bucket="every commit",
+        zero_based=False,
+        moment_unit=epochs.series_unit(field or "", [point.progress for point in numeric]),
+    )
+    context["progress_commits"] = len(points)
+    context["progress_not_numeric"] = bool(points) and not numeric
+    return context

@@ -7,7 +7,6 @@ from fragments cached per refresh run (`dashboard/pages/cache.py`).
 """
 
 from collections.abc import Callable
-from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -22,17 +21,14 @@ from django.views.decorators.http import require_GET
 
 from dashboard.pages import cache as page_cache
 from dashboard.pages.connector import actions, chart_ranges
-from dashboard.pages.connector import svg as charts
-from dashboard.pages.connector.charts import history_charts, rewind_markers
+from dashboard.pages.connector.charts import history_charts, partition_progress
 from dashboard.pages.connector.store_hints import store_hint
 from dashboard.pages.edits.moves import move_targets
 from dashboard.pages.formatting import AgedHtml, attachment
 from dashboard.pages.forms import PartitionFilterForm
 from dashboard.pages.htmx import htmx_target, poll_seconds
-from offsets.domain import epochs
 from offsets.domain.connectors import mask_secrets
 from offsets.domain.download_names import export_name
-from offsets.domain.history import progress_field
 from offsets.domain.mirrors import suggested_upstream
 from offsets.edits.roles import can_control_connectors, can_stage
 from offsets.formats import jackson
@@ -425,59 +421,11 @@ def _progress_context(
         cached.get(
             "progress",
             {"partition": key_hash, "range": span.key},
-            lambda: _progress(cluster, snapshot, key_hash, span.since(snapshot.updated_at)),
+            lambda: partition_progress(
+                cluster, snapshot, key_hash, span.since(snapshot.updated_at)
+            ),
         )
     )
-    return context
-
-
-def _progress(
-    cluster: Cluster, snapshot: ConnectorSnapshot, key_hash: str, since: datetime | None
-) -> dict:
-    if key_hash:
-        partition = snapshots.get_source_partition(
-            cluster=cluster, connector=snapshot.name, key_hash=key_hash
-        )
-        if partition is None:
-            raise Http404(f"No partition {key_hash} in {snapshot.name}.")
-    else:
-        partition = snapshots.default_chart_partition(cluster=cluster, connector=snapshot.name)
-    context: dict[str, object] = {"chart_partition": partition}
-    if partition is None:
-        return context
-    # The history service reads Parquet; import it here so the pages load without pyarrow work.
-    from offsets.history import reading as history
-
-    points = history.partition_history(
-        cluster=cluster,
-        connector=snapshot.name,
-        key_hash=partition.key_hash,
-        since=since,
-        connector_class=snapshot.connector_class,
-    )
-    numeric = [point for point in points if point.progress is not None]
-    aged = [point for point in points if point.position_age_ms is not None]
-    if aged:
-        context["age_chart"] = charts.line_chart(
-            [(point.at, point.position_age_ms / 1000) for point in aged],
-            title="Source position age",
-            unit="the source's clock in the offset, behind the commit",
-            bucket="at each commit",
-            durations=True,
-        )
-    # A progress that is a time (a JDBC source's `timestamp`) is dated, never "1.79591G".
-    field = progress_field(partition.offset if isinstance(partition.offset, dict) else None)
-    context["progress_chart"] = charts.line_chart(
-        [(point.at, point.progress) for point in numeric],
-        markers=rewind_markers(cluster, snapshot.name, partition.key_hash, numeric),
-        title="Offset progress",
-        unit="",
-        bucket="every commit",
-        zero_based=False,
-        moment_unit=epochs.series_unit(field or "", [point.progress for point in numeric]),
-    )
-    context["progress_commits"] = len(points)
-    context["progress_not_numeric"] = bool(points) and not numeric
     return context
 
 
