@@ -311,6 +311,25 @@ def test_a_submitted_edit_says_who_must_approve_it(client, cluster, editor):
 TARGET_WARNING = "The connector's target state is STARTED: stop it before applying (the lock..."
 
 
+@pytest.mark.parametrize(
+    ("now", "offered"),
+    [(StateNow("RUNNING", ("RUNNING",)), True), (StateNow("PAUSED", ("PAUSED",)), True),
+     (StateNow("STOPPED"), False), (StateNow(None, error="no answer"), False)],
+    ids=["running", "paused", "stopped", "worker-silent"],
+)  # fmt: skip
+def test_an_approved_edit_offers_stop_before_its_first_apply_while_the_connector_runs(
+    client, cluster, approver, monkeypatch, now, offered
+):
+    # No lock check yet: the worker's state now decides, so that the approver stops it
+    # before applying instead of after an apply the lock check refuses.
+    edit = settled(make_edit(cluster, approver), "approved", [])
+    monkeypatch.setattr(edit_views, "state_now", lambda **_: now)
+    client.force_login(approver)
+    html = client.get(url(edit)).content.decode()
+    assert ('value="stop-connector"' in html) is offered
+    assert 'value="apply"' in html
+
+
 def test_after_a_stop_the_conflicts_page_says_stopped_now_and_drops_what_no_longer_applies(
     client, cluster, approver, worker, monkeypatch
 ):
@@ -393,3 +412,14 @@ def test_editors_see_their_own_conflicts_in_the_header_and_the_list(
     assert "conflict" not in client.get("/edits/awaiting/").content.decode()
     listing = client.get("/clusters/c1/edits/?state=conflict").content.decode()
     assert "your edit: re-stage it" not in listing
+
+
+def test_a_link_in_an_edits_comment_is_clickable_and_the_rest_stays_text(client, cluster, approver):
+    # Skip this record writes the record's link into the comment.
+    edit = make_edit(cluster, approver)
+    comment = "Skip it (seen at http://dash.example/c/x/?records=show#r-0). <b>no</b>"
+    OffsetEdit.objects.filter(pk=edit.pk).update(comment=comment)
+    client.force_login(approver)
+    html = client.get(url(edit)).content.decode()
+    assert '<a href="http://dash.example/c/x/?records=show#r-0"' in html
+    assert "<b>no</b>" not in html and "&lt;b&gt;no&lt;/b&gt;" in html

@@ -30,7 +30,7 @@ from dashboard.pages.htmx import htmx_target
 from offsets.domain.edits import CONNECTOR_STOPPED, check_stopped
 from offsets.edits.apply import can_resume_after_apply, controlled_since
 from offsets.edits.audit import audit_log
-from offsets.edits.connector_control import state_now
+from offsets.edits.connector_control import StateNow, state_now
 from offsets.edits.kinds.move.kind import can_resume_on_target
 from offsets.edits.kinds.offset_changes.diff import TARGET_STATE_WARNING
 from offsets.edits.kinds.offset_changes.kind import can_commit_back
@@ -341,7 +341,9 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("submit", "Submit for approval", "primary"))
     if edit.state == state.SUBMITTED and approves(user, edit) and not is_author:
         buttons.append(("approve", "Approve", "primary"))
-    if _connector_runs(edit) and can_control_connectors(user, *where):
+    resumable = can_resume_after_apply(edit)
+    now = _now(request, edit, resumable)
+    if _offers_stop(edit, now["connector_now"]) and can_control_connectors(user, *where):
         buttons.append(("stop-connector", "Stop the connector", "danger"))
     if edit.state == state.APPROVED and approves(user, edit):
         buttons.append(("apply", "Apply now", "danger"))
@@ -358,7 +360,6 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("resume-target", f"Resume on {edit.target_cluster.name}", "primary"))
     if can_restage(edit) and can_stage(user, *where):
         buttons.append(("restage", "Re-stage with the same inputs", "primary"))
-    resumable = can_resume_after_apply(edit)
     if resumable and can_control_connectors(user, *where):
         buttons.append(("resume-connector", "Resume the connector", "primary"))
     return {
@@ -379,7 +380,7 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         "still_stopped": resumable,
         "restaged_as": edit.restaged_as.first(),
         **describe(edit),
-        **_now(request, edit, resumable),
+        **now,
     }
 
 
@@ -442,6 +443,16 @@ def _confirm(action: str, edit: OffsetEdit) -> str:
         "reject": f"Reject edit #{edit.pk}? It cannot be approved or applied afterwards.",
         "cancel": f"Cancel edit #{edit.pk}? It cannot be submitted or applied afterwards.",
     }.get(action, "")
+
+
+def _offers_stop(edit: OffsetEdit, now: StateNow | None) -> bool:
+    """Whether the page offers to stop the connector: the last lock check failed because it
+    runs, or an approved edit's worker says it is not stopped now, so that the approver
+    stops it before applying rather than after an apply the lock check refuses."""
+    if _connector_runs(edit):
+        return True
+    runs_now = now is not None and now.state is not None and not now.stopped
+    return edit.state == OffsetEdit.State.APPROVED and runs_now
 
 
 def _connector_runs(edit: OffsetEdit) -> bool:
