@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from offsets.api.errors import errors
 from offsets.api.parsers import QueryIntegerField
 from offsets.api.refreshes import RefreshRunOutput
+from offsets.domain import pauses
 from offsets.domain.connectors import mask_secrets
 from offsets.models import ConnectorSnapshot, SinkPartitionLag, SourceOffset
 from offsets.queries import snapshots
@@ -36,6 +37,13 @@ def _sorts(sorts: dict[str, str]) -> list[str]:
 
 # -------------------------------------------------------------------------------------------
 # Serializers.
+
+
+# A planned pause is never an error, in the API as on the pages and in /metrics.
+LAG_STATUS_HELP = (
+    "OK, WARN or ERR by Burrow's rules; PAUSED when its owner paused or stopped it and "
+    "nothing failed (its lag stops by design); null before its first lag sample."
+)
 
 
 class FreshnessOutput(serializers.Serializer):
@@ -68,6 +76,7 @@ class ConnectorListInput(serializers.Serializer):
 
 
 class ConnectorOutput(serializers.ModelSerializer):
+    lag_status = serializers.SerializerMethodField(help_text=LAG_STATUS_HELP)
     status_reasons = serializers.SerializerMethodField()
     last_commit_basis = serializers.CharField(
         read_only=True, allow_null=True, help_text=ConnectorSnapshot.LAST_COMMIT_BASIS_HELP
@@ -115,6 +124,9 @@ class ConnectorOutput(serializers.ModelSerializer):
             "updated_at",
             "url",
         ]
+
+    def get_lag_status(self, snapshot: ConnectorSnapshot) -> str | None:
+        return pauses.shown_status(snapshot.lag_status, paused=snapshot.paused_by_owner)
 
     def get_status_reasons(self, snapshot: ConnectorSnapshot) -> list[str]:
         return snapshots.status_reasons(snapshot)
@@ -253,7 +265,7 @@ class OffsetsOutput(serializers.Serializer):
 class LagOutput(serializers.Serializer):
     lag_records = serializers.IntegerField(allow_null=True)
     lag_ms = serializers.IntegerField(allow_null=True)
-    lag_status = serializers.CharField(allow_blank=True)
+    lag_status = serializers.CharField(allow_null=True, allow_blank=True, help_text=LAG_STATUS_HELP)
     status_reasons = serializers.ListField(child=serializers.CharField())
     offsets_managed_externally = serializers.BooleanField()
     uncommitted_partitions = serializers.IntegerField(
@@ -385,7 +397,7 @@ def connector_lag(request: Request, cluster_name: str, connector_name: str) -> R
         {
             "lag_records": snapshot.lag_records,
             "lag_ms": snapshot.lag_ms,
-            "lag_status": snapshot.lag_status,
+            "lag_status": pauses.shown_status(snapshot.lag_status, paused=snapshot.paused_by_owner),
             "status_reasons": snapshots.status_reasons(snapshot),
             "offsets_managed_externally": snapshot.offsets_managed_externally,
             "uncommitted_partitions": snapshot.uncommitted_partitions,

@@ -167,9 +167,10 @@ def test_a_paused_mirror_lags_by_what_was_produced_upstream_and_resumed_is_ok(
         body = logged_in_client.get(
             f"/api/v1/clusters/{cluster.name}/connectors/{CONNECTOR}/lag/"
         ).json()
+        # Paused by its owner: PAUSED, never an error (its stored, measured status is ERR).
         assert (body["lag_records"], body["lag_status"], body["upstream_cluster"]) == (
             5,
-            "ERR",
+            "PAUSED",
             upstream.name,
         )
         assert [
@@ -184,7 +185,8 @@ def test_a_paused_mirror_lags_by_what_was_produced_upstream_and_resumed_is_ok(
         labels = {"cluster": cluster.name, "connector": CONNECTOR}
         assert value(parsed, "mirror_lag_records", **labels) == 5
         assert value(parsed, "mirror_lag_seconds", **labels) == 3.0
-        assert value(parsed, "mirror_lag_status", **labels, status="ERR") == 1
+        assert value(parsed, "mirror_lag_status", **labels, status="PAUSED") == 1
+        assert value(parsed, "mirror_lag_status", **labels, status="ERR") == 0
         assert (
             value(parsed, "mirror_partition_lag_records", **labels, topic=TOPIC, partition="0") == 4
         )
@@ -279,7 +281,11 @@ def test_a_mirror_created_paused_lags_by_every_record_upstream_not_copied_yet(
         assert snapshot.uncommitted_partitions == len(WAITING)
 
         # The list, the page and the API agree, and say why.
-        listed = logged_in_client.get(f"/clusters/{cluster.name}/connectors/?status=STOP")
+        # Created paused by its owner: listed as PAUSED, not under STOP or ERR.
+        for status in ("STOP", "ERR"):
+            listed = logged_in_client.get(f"/clusters/{cluster.name}/connectors/?status={status}")
+            assert f'data-connector="{PAUSED_CONNECTOR}"' not in listed.content.decode()
+        listed = logged_in_client.get(f"/clusters/{cluster.name}/connectors/?status=PAUSED")
         row = listed.content.decode().split(f'data-connector="{PAUSED_CONNECTOR}"')[1]
         row = row.split("</tr>")[0]
         assert f'data-field="lag-records">{total}<' in row
@@ -292,8 +298,8 @@ def test_a_mirror_created_paused_lags_by_every_record_upstream_not_copied_yet(
         body = logged_in_client.get(
             f"/api/v1/clusters/{cluster.name}/connectors/{PAUSED_CONNECTOR}/lag/"
         ).json()
-        assert (body["lag_records"], body["lag_status"]) == (total, "ERR")
-        assert body["status_reasons"] == ["STOP", "not copied yet"]
+        assert (body["lag_records"], body["lag_status"]) == (total, "PAUSED")
+        assert body["status_reasons"] == ["not copied yet"]
         assert body["uncommitted_partitions"] == len(WAITING)
         assert [(p["partition"], p["committed"], p["lag_records"]) for p in body["partitions"]] == [
             (p, None, n) for p, n in WAITING.items()

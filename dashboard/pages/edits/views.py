@@ -331,8 +331,8 @@ def edit_action(request: HttpRequest, cluster_name: str, pk: int, action: str) -
     return render(request, "edits/detail.html", context, status=status)
 
 
-def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = "") -> dict:
-    user = request.user
+def _buttons(user, edit: OffsetEdit, now: StateNow | None, resumable: bool) -> list:
+    """The actions the edit's page offers this user now: (action, label, style)."""
     is_author = edit.created_by_id == user.pk
     state = OffsetEdit.State
     where = (edit.cluster, edit.connector)
@@ -341,9 +341,7 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("submit", "Submit for approval", "primary"))
     if edit.state == state.SUBMITTED and approves(user, edit) and not is_author:
         buttons.append(("approve", "Approve", "primary"))
-    resumable = can_resume_after_apply(edit)
-    now = _now(request, edit, resumable)
-    if _offers_stop(edit, now["connector_now"]) and can_control_connectors(user, *where):
+    if _offers_stop(edit, now) and can_control_connectors(user, *where):
         buttons.append(("stop-connector", "Stop the connector", "danger"))
     if edit.state == state.APPROVED and approves(user, edit):
         buttons.append(("apply", "Apply now", "danger"))
@@ -362,6 +360,16 @@ def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = 
         buttons.append(("restage", "Re-stage with the same inputs", "primary"))
     if resumable and can_control_connectors(user, *where):
         buttons.append(("resume-connector", "Resume the connector", "primary"))
+    return buttons
+
+
+def _detail_context(request: HttpRequest, edit: OffsetEdit, action_error: str = "") -> dict:
+    user = request.user
+    is_author = edit.created_by_id == user.pk
+    state = OffsetEdit.State
+    resumable = can_resume_after_apply(edit)
+    now = _now(request, edit, resumable)
+    buttons = _buttons(user, edit, now["connector_now"], resumable)
     return {
         "cluster": edit.cluster,
         "edit": edit,
