@@ -7,10 +7,11 @@ seconds, milliseconds or microseconds: a file position, a log sequence number or
 incrementing id can reach those numbers, but not under a name like these.
 """
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+
+from offsets.domain.history import finite_number
 
 # 2000-01-01 and 2100-01-01 in seconds since the epoch: the moments an offset plausibly holds.
 _FIRST, _LAST = 946_684_800, 4_102_444_800
@@ -33,20 +34,10 @@ def names_a_time(name: str) -> bool:
     return bool(words & _TIME_WORDS) and not words & _FRACTION_WORDS
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def unit_of(value: object) -> float | None:
     """Seconds per unit of `value` read as a moment between 2000 and 2100 (1 for seconds,
     0.001 for ms, 0.000001 for µs); None for a value that is no such moment in any of them."""
-    number = _number(value)
+    number = finite_number(value)
     if number is None:
         return None
     for unit in _UNITS:

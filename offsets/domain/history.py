@@ -26,7 +26,8 @@ PROGRESS_FIELDS = (
 )
 
 
-def _number(value: object) -> float | None:
+def finite_number(value: object) -> float | None:
+    """A JSON number as a finite float (None: not a number, a boolean, or too wide)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -47,11 +48,11 @@ def offset_progress(offset: Mapping[str, object] | None) -> float | None:
     if not offset:
         return None
     for name in PROGRESS_FIELDS:
-        number = _number(offset.get(name))
+        number = finite_number(offset.get(name))
         if number is not None:
             return number
     for name, value in offset.items():
-        number = _number(value)
+        number = finite_number(value)
         if number is not None and not name.lower().endswith("nanos"):
             return number
     return None
@@ -73,13 +74,13 @@ def progress_field(offset: Mapping[str, object] | None) -> str | None:
     if not offset:
         return None
     fields = progress_fields(tuple(offset))
-    return next((name for name in fields if _number(offset[name]) is not None), None)
+    return next((name for name in fields if finite_number(offset[name]) is not None), None)
 
 
 def progress_of(offset: Mapping[str, object], fields: tuple[str, ...]) -> float | None:
     """`offset_progress(offset)`, given `progress_fields(tuple(offset))`."""
     for name in fields:
-        number = _number(offset[name])
+        number = finite_number(offset[name])
         if number is not None:
             return number
     return None
