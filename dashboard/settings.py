@@ -336,6 +336,16 @@ KAFKA_RUNTIME_PLUGINS = Path(
 SPARK_MASTER = os.getenv("SPARK_MASTER", "local[*]")
 # Extra Spark settings as "key=value,key=value", e.g. "spark.executor.memory=2g".
 SPARK_CONF = dict(item.split("=", 1) for item in envlist("SPARK_CONF", "") if "=" in item)
+# Spark Connect (docs/refresh.md): SPARK_REMOTE=sc://host:15002 runs every refresh on that
+# server, with no Spark JVM in this process. SPARK_REMOTE_FILE names a file holding the URL
+# instead, for one with ";token=..." that stays out of the environment and the process list.
+SPARK_REMOTE = envsecret("SPARK_REMOTE", "")
+if SPARK_REMOTE and not SPARK_REMOTE.startswith("sc://"):
+    raise ImproperlyConfigured("SPARK_REMOTE must be a Spark Connect URL: sc://host:port")
+if SPARK_REMOTE and os.getenv("SPARK_MASTER"):
+    raise ImproperlyConfigured(
+        "SPARK_MASTER and SPARK_REMOTE both set: a refresh runs on one Spark, set only one"
+    )
 
 # Where the refresh keeps the full per-commit history (Parquet): a local directory. On a Spark
 # cluster, one mounted at the same path on every executor, the refresh's driver and the web

@@ -31,6 +31,12 @@ SESSION_CONF = {
     "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
 }
 
+# A Spark Connect session's retries of a call the server did not answer (PySpark's
+# DefaultPolicy's arguments, milliseconds): 0.25 + 0.5 + 1 + 2 + 4 s, so a refresh whose
+# server is down fails in about 8 s, and a server that restarts within that is waited for.
+# PySpark's own default waits ten minutes, a refresh's whole lease many times over.
+CONNECT_RETRIES = {"max_retries": 5, "initial_backoff": 250, "backoff_multiplier": 2.0}
+
 # --- Refresh claims (offsets.refresh.background) ---------------------------------------------
 
 # A refresh's claim on its cluster is a lease: the process running it renews it every

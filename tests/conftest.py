@@ -344,6 +344,25 @@ def spark():
 
 
 @pytest.fixture(scope="session")
+def spark_connect(tmp_path_factory):
+    """A Spark Connect server (tests/support/spark_connect.py) for the whole test run.
+
+    Once per session and reused, as the standalone master is started once: its JVM takes
+    5-10 s to start on the project's machine, and each test only opens a session of its own
+    on it (a refresh's child process). A test that stops it (a fault) starts it again on the
+    same port before it ends.
+    """
+    from tests.support.spark_cluster import java_and_pyspark_missing
+    from tests.support.spark_connect import connect_server
+
+    missing = java_and_pyspark_missing()
+    if missing is not None:
+        pytest.skip(f"No Spark Connect server: {missing}")
+    with connect_server(tmp_path_factory.mktemp("spark-connect")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def refresh_history_dir(tmp_path_factory) -> Path:
     """Where the session's refreshes keep their per-commit history (Parquet)."""
     return tmp_path_factory.mktemp("history")

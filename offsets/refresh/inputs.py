@@ -82,10 +82,13 @@ def _recall(cluster: Cluster, own_topics: dict[str, str]) -> memory.Remembered |
 def start_spark():
     """The process's Spark session, started now if it is not yet: a refresh starts Spark only
     once Kafka has answered, so that one of an unreachable cluster fails in seconds."""
+    from offsets.spark.errors import ConnectUnreachable
     from offsets.spark.session import get_spark
 
     try:
-        return get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+        return get_spark(settings.SPARK_MASTER, settings.SPARK_CONF, settings.SPARK_REMOTE)
+    except ConnectUnreachable:
+        raise  # one line already, naming the server
     except Exception as exc:
         raise RuntimeError(f"Spark could not start: {exc}") from exc
 

@@ -38,6 +38,7 @@ from offsets.refresh import (
 )
 from offsets.refresh.inputs import MergeInputs, merge_inputs
 from offsets.refresh.results import SinkResults, SourcePlan, SourceResults
+from offsets.spark.errors import ConnectUnreachable
 
 logger = logging.getLogger(__name__)
 
@@ -340,6 +341,9 @@ def _failed(cluster: Cluster, run: RefreshRun, exc: Exception) -> None:
     run.phase = run_records.phase_text(f"failed: {run.error}")
     if isinstance(exc, store.RefreshOvertaken | background.LeaseLost):
         logger.warning("Refresh of %s dropped: %s", cluster.name, exc)
+    elif isinstance(exc, ConnectUnreachable):
+        # The server's outage, said in the run's one line: no traceback of this process's.
+        logger.warning("Refresh of %s failed: %s", cluster.name, run.error)
     elif not isinstance(exc, KafkaUnavailable | TopicNotFound):
         logger.exception("Refresh of %s failed", cluster.name)
 

@@ -167,4 +167,9 @@ def describe_error(exc: BaseException) -> str:
         match = re.search(rf"{name}: (.+)", text)
         if match:
             return match.group(1).strip()
+    # A Spark Connect call's gRPC failure (a server gone mid-refresh) is a multi-line dump
+    # whose first line says nothing; its details say what happened.
+    details = re.search(r'details = "(.+?)"', text)
+    if details and text.startswith("<_"):
+        return f"Spark Connect: {details.group(1)}"[:500]
     return text.splitlines()[0][:500] if "\n" in text else text[:500]

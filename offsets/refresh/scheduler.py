@@ -126,9 +126,12 @@ class Scheduler:
     def stop(self, *, timeout: float) -> int:
         """Stop within `timeout` seconds: cancel Spark's jobs, wait for the refreshes to end,
         and mark the runs still going as interrupted. Return how many were."""
+        from offsets.spark import session
+
         self.stopping.set()
-        if self.busy:
-            self.spark.sparkContext.cancelAllJobs()
+        spark = self.spark or session.current_session()
+        if self.busy and spark is not None:
+            session.cancel_jobs(spark)
         deadline = time.monotonic() + timeout
         for thread in self.busy.values():
             thread.join(max(0.0, deadline - time.monotonic()))

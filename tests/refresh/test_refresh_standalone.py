@@ -24,7 +24,6 @@ import time
 import uuid
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from django.conf import settings as django_settings
 from django.urls import reverse
@@ -32,15 +31,10 @@ from django.urls import reverse
 from devkit.demo import DemoOptions, build_demo
 from devkit.demo_writer import write_demo
 from devkit.secured import create_acls
-from offsets.history import store as history_store
 from offsets.models import (
     Cluster,
-    CommitBucket,
-    ConnectorSnapshot,
     KeyDrift,
-    LagSample,
     MalformedCount,
-    ReadPosition,
     RefreshRun,
     RewindEvent,
     SinkPartitionLag,
@@ -51,6 +45,7 @@ from tests.support import secured_runtime
 from tests.support.connect_rest import canonical
 from tests.support.connect_topics import write_records
 from tests.support.db_faults import database_url
+from tests.support.refresh_digest import COMPARED, GARBAGE, history_rows, stored_rows
 from tests.support.spark_cluster import (
     StandaloneCluster,
     java_and_pyspark_missing,
@@ -75,54 +70,11 @@ pytestmark = [
 EXECUTOR_CONF = "spark.executor.memory=512m,spark.executor.cores=1,spark.cores.max=2"
 CHILD_SECONDS = 300
 
-# Records no Connect runtime would use, so that malformed counts are compared too.
-GARBAGE = [
-    ("connect-offsets", b"not json at all", b'{"position":1}', None),
-    ("connect-offsets", b'["garbage-source",{"n":1}]', b"not json", None),
-    ("connect-offsets", b'["garbage-source",{"n":2}]', b"[1,2,3]", None),
-]
-
 # The secured worker's connectors of this test (the worker is shared: names of its own).
 RUN = uuid.uuid4().hex[:8]
 SECURED_SOURCE = f"ssa-{RUN}-source"
 SECURED_SINK = f"ssa-{RUN}-sink"
 SECURED_DATA = f"ssa-{RUN}-data"
-
-# Per-row fields that differ between two refreshes of equal results: keys, and the wall clock.
-IGNORED = {"id", "cluster_id", "updated_at"}
-COMPARED = (
-    SourceOffset,
-    KeyDrift,
-    RewindEvent,
-    CommitBucket,
-    MalformedCount,
-    SinkPartitionLag,
-    LagSample,
-    ConnectorSnapshot,
-    ReadPosition,
-)
-
-
-def stored_rows(model, cluster: Cluster) -> list[dict]:
-    rows = [
-        {
-            name: bytes(value) if isinstance(value, memoryview) else value
-            for name, value in row.items()
-            if name not in IGNORED
-        }
-        for row in model.objects.filter(cluster=cluster).values()
-    ]
-    return sorted(rows, key=repr)
-
-
-def history_rows(cluster: Cluster) -> list[dict]:
-    history_store.wait_for_merges()  # a merge going on shows its commits twice for a moment
-    rows = [
-        row
-        for path in history_store.history_path(cluster).glob("run=*/connector=*/*.parquet")
-        for row in pq.read_table(path).to_pylist()
-    ]
-    return sorted(rows, key=lambda row: (row["topic"], row["kafka_partition"], row["kafka_offset"]))
 
 
 def refresh_on_the_cluster(

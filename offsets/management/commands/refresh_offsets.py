@@ -40,7 +40,7 @@ def _terminate(signum: int, frame: object) -> None:
     # A session already stopped (or never started) has no job to cancel.
     with contextlib.suppress(Exception):
         if spark is not None:
-            spark.sparkContext.cancelAllJobs()
+            session.cancel_jobs(spark)
     raise KeyboardInterrupt
 
 

@@ -40,15 +40,21 @@ class Command(BaseCommand):
             raise CommandError("--refreshes-at-once must be at least 1.")
         if round_seconds <= 0:
             raise CommandError("--round-seconds must be a positive number of seconds.")
-        from offsets.spark.session import get_spark, stop_when_idle
+        from offsets.spark.session import current_session, get_spark, stop_when_idle
 
         self.stop = threading.Event()
         self.handle_signals()
-        self.say("Starting Spark...")
-        spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
-        # Again: Spark's context put its own SIGINT handler in place, which raises
-        # KeyboardInterrupt wherever the main thread is; a stop here goes through `stop`.
-        self.handle_signals()
+        if settings.SPARK_REMOTE:
+            # Each refresh connects (again, after a server's restart): a server down now
+            # fails its refreshes, not the scheduler.
+            spark = None
+            self.say("Refreshes run on Spark Connect (SPARK_REMOTE).")
+        else:
+            self.say("Starting Spark...")
+            spark = get_spark(settings.SPARK_MASTER, settings.SPARK_CONF)
+            # Again: Spark's context put its own SIGINT handler in place, which raises
+            # KeyboardInterrupt wherever the main thread is; a stop here goes through `stop`.
+            self.handle_signals()
         scheduler = Scheduler(spark=spark, refreshes_at_once=refreshes_at_once, say=self.say)
         self.say(
             f"Scheduler running: up to {refreshes_at_once} refreshes at once; "
@@ -67,7 +73,9 @@ class Command(BaseCommand):
                 interrupted = 0
             if interrupted:
                 self.say(f"{interrupted} running refresh(es) marked interrupted.")
-            stop_when_idle(spark)
+            spark = spark or current_session()
+            if spark is not None:
+                stop_when_idle(spark)
         self.say("Stopped.")
 
     def round(self, scheduler: Scheduler) -> None:

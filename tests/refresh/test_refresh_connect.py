@@ -1,0 +1,229 @@
+"""The refresh over Spark Connect (SPARK_REMOTE) stores exactly what local mode stores, and
+fails in one line when the server is down or cannot see the history folder.
+
+The server is the session's (`spark_connect`: pyspark's own SparkConnectServer on loopback,
+in local[2], asking for a token). The refreshes run in a child process
+(tests/support/connect_refresh.py) with SPARK_REMOTE_FILE naming the URL with its token, the
+way the scheduler and refresh_offsets run them: the child holds no Spark JVM, the Kafka reads
+and the merge run in the server's tasks, and the results land in the same database and history
+folder as a local-mode refresh of the same topics, here.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from devkit.demo import DemoOptions, build_demo
+from devkit.demo_writer import write_demo
+from offsets.history import store as history_store
+from offsets.models import (
+    Cluster,
+    KeyDrift,
+    MalformedCount,
+    RefreshRun,
+    RewindEvent,
+    SinkPartitionLag,
+    SourceOffset,
+)
+from offsets.refresh.run import run_refresh
+from tests.support.connect_topics import write_records
+from tests.support.db_faults import database_url
+from tests.support.refresh_digest import (
+    COMPARED,
+    GARBAGE,
+    RUN_FIELDS,
+    history_rows,
+    stored_rows,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.engine_independent(
+        "its rows are committed only so that the child process sees them; what it compares is"
+        " Spark Connect's and local mode's results, stored by the same refresh code that the"
+        " scheduler, refresh-fault and load tests run on PostgreSQL"
+    ),
+]
+
+CHILD_SECONDS = 300
+# Commits that come after the full refreshes: the incremental refreshes read only these.
+LATER = [
+    ("connect-offsets", b'["later-source",{"n":1}]', b'{"position":1}', None),
+    ("connect-offsets", b'["later-source",{"n":1}]', b'{"position":2}', None),
+    ("connect-offsets", b'["later-source",{"n":2}]', b'{"position":7}', None),
+]
+
+
+def child(
+    server, steps: list[str], history: str, log: Path, cwd: Path | None = None
+) -> subprocess.Popen:
+    """A child process that runs `steps` (connect_refresh.py) on the server, in `cwd`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("SPARK_MASTER", "SPARK_REMOTE", "SPARK_CONF")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        DATABASE_URL=database_url(),
+        OFFSETS_HISTORY_PATH=history,
+        SPARK_REMOTE_FILE=str(server.url_file),
+        PYTHONPATH=str(django_settings.BASE_DIR),
+    )
+    with log.open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.support.connect_refresh", *steps],
+            cwd=cwd or django_settings.BASE_DIR,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+
+
+def wait_paused(process: subprocess.Popen) -> None:
+    line = process.stdout.readline()
+    assert line.strip() == "paused", line
+
+
+def report_of(process: subprocess.Popen, log: Path) -> dict:
+    out, _ = process.communicate("\n", timeout=CHILD_SECONDS)
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+    assert process.returncode == 0, f"the child failed:\n{tail}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def seed(kafka_servers: str) -> int:
+    end_ms = int(time.time() * 1000) // 60_000 * 60_000
+    kafka = {"bootstrap.servers": kafka_servers}
+    write_demo(kafka, build_demo(DemoOptions(end_ms=end_ms, hours=2, seed=7)))
+    write_records(kafka, GARBAGE)
+    return end_ms
+
+
+def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
+    fresh_kafka, spark, settings, tmp_path, spark_connect
+):
+    end_ms = seed(fresh_kafka)
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
+    local = Cluster.objects.create(name="local", bootstrap_servers=fresh_kafka)
+    remote = Cluster.objects.create(name="connect", bootstrap_servers=fresh_kafka)
+    clocks = [end_ms + 60_000, end_ms + 120_000]
+    log = tmp_path / "child.log"
+
+    run = run_refresh(cluster=local, spark=spark, full=True, now_ms=clocks[0])
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    steps = [f"connect:full:{clocks[0]}", "pause", f"connect:incremental:{clocks[1]}"]
+    process = child(spark_connect, steps, settings.OFFSETS_HISTORY_PATH, log)
+    try:
+        wait_paused(process)
+        write_records({"bootstrap.servers": fresh_kafka}, LATER)
+        run = run_refresh(cluster=local, spark=spark, full=False, now_ms=clocks[1])
+        assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+        report = report_of(process, log)
+    finally:
+        process.kill()
+    assert [r["status"] for r in report["runs"]] == ["succeeded"] * 2, report["runs"]
+    assert [r["full"] for r in report["runs"]] == [True, False]
+    assert report["connect"] and not report["jvm"], report
+
+    # The data holds what there is to compare: drift, a rewind, a stall, malformed records,
+    # lagging sinks, a history, and the later commits.
+    assert KeyDrift.objects.filter(cluster=local).exists()
+    assert RewindEvent.objects.filter(cluster=local).exists()
+    assert SourceOffset.objects.filter(cluster=local, stalled=True).exists()
+    assert MalformedCount.objects.filter(cluster=local).count() == len(GARBAGE)
+    assert SinkPartitionLag.objects.filter(cluster=local, lag_records__gt=0).exists()
+    assert SourceOffset.objects.filter(cluster=local, connector="later-source").count() == 2
+    for model in COMPARED:
+        expected = stored_rows(model, local)
+        assert expected, model.__name__
+        assert stored_rows(model, remote) == expected, model.__name__
+    local_run, remote_run = (
+        RefreshRun.objects.filter(cluster=cluster).latest("pk") for cluster in (local, remote)
+    )
+    assert not remote_run.full and remote_run.records_read > 0
+    for field in RUN_FIELDS:
+        assert getattr(remote_run, field) == getattr(local_run, field), field
+    history = history_rows(local)
+    commits = {(row["topic"], row["kafka_partition"], row["kafka_offset"]) for row in history}
+    assert history and len(commits) == len(history)
+    assert history_rows(remote) == history
+
+
+def test_a_refresh_with_the_connect_server_down_fails_in_one_line_and_the_next_succeeds(
+    fresh_kafka, settings, tmp_path, spark_connect
+):
+    """The server refuses connections as the refresh starts: its run fails with one line that
+    names the server (no traceback, no token), stores nothing, and the same process's next
+    refresh connects again once the server is back."""
+    end_ms = seed(fresh_kafka)
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
+    cluster = Cluster.objects.create(name="down", bootstrap_servers=fresh_kafka)
+    log = tmp_path / "child.log"
+    steps = [f"down:full:{end_ms}", "pause", f"down:full:{end_ms}"]
+    spark_connect.stop()
+    process = None
+    try:
+        process = child(spark_connect, steps, settings.OFFSETS_HISTORY_PATH, log)
+        wait_paused(process)
+        # Nothing half-stored: no results, no history folder of the failed run.
+        assert not SourceOffset.objects.filter(cluster=cluster).exists()
+        assert not list(history_store.history_path(cluster).glob("run=*"))
+    finally:
+        spark_connect.start()
+    try:
+        report = report_of(process, log)
+    finally:
+        process.kill()
+    failed, succeeded = report["runs"]
+    assert failed["status"] == "failed"
+    error = failed["error"]
+    assert "\n" not in error and "Traceback" not in error
+    assert error.startswith(
+        f"The Spark Connect server at localhost:{spark_connect.port} did not answer:"
+    )
+    assert "Connection refused" in error, error
+    assert succeeded["status"] == "succeeded", succeeded
+    assert SourceOffset.objects.filter(cluster=cluster).exists()
+    # The token is in no error, no page-facing phase, and neither process's log.
+    seen = {
+        "error": error,
+        "phase": failed["phase"],
+        "child log": log.read_text(errors="replace"),
+        "server log": spark_connect.log.read_text(errors="replace"),
+    }
+    assert not [what for what, text in seen.items() if spark_connect.token in text]
+    assert "Traceback" not in seen["child log"]
+
+
+def test_a_history_folder_the_server_cannot_see_fails_the_refresh_with_a_clear_line(
+    fresh_kafka, settings, tmp_path, spark_connect
+):
+    """The read tasks write the history into OFFSETS_HISTORY_PATH on the server's side: a
+    path that is not the same storage there (here a relative one, which the server's tasks
+    resolve in their own folder) fails the refresh before any read, saying so."""
+    end_ms = seed(fresh_kafka)
+    cluster = Cluster.objects.create(name="unseen", bootstrap_servers=fresh_kafka)
+    log = tmp_path / "child.log"
+    process = child(spark_connect, [f"unseen:full:{end_ms}"], "history", log, cwd=tmp_path)
+    try:
+        report = report_of(process, log)
+    finally:
+        process.kill()
+    [run] = report["runs"]
+    assert run["status"] == "failed"
+    assert run["error"] == (
+        "The Spark Connect server's tasks cannot see OFFSETS_HISTORY_PATH=history: it must be "
+        "storage shared with the server, mounted at the same path (docs/refresh.md)"
+    )
+    assert not SourceOffset.objects.filter(cluster=cluster).exists()
+    assert [path.name for path in (tmp_path / "history").iterdir()] == []

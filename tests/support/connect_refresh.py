@@ -1,0 +1,56 @@
+"""Run refreshes of clusters on the Spark Connect server of SPARK_REMOTE (or SPARK_REMOTE_FILE)
+and report how they went: a child process of the Spark Connect tests.
+
+    python -m tests.support.connect_refresh CLUSTER:full:NOW_MS CLUSTER:incremental:NOW_MS ...
+
+A child, because a Python process that opens a Spark Connect session turns PySpark's
+functions into Connect's for good (PySpark's SPARK_CONNECT_MODE_ENABLED), and the test's own
+process runs local mode. Each refresh is the one the scheduler and refresh_offsets run: no
+session is passed, so the refresh connects (`offsets.refresh.inputs.start_spark`). A step
+`pause` prints "paused" and waits for a line on stdin (a fault test changes the server
+meanwhile). The report is the last line of stdout, as JSON.
+"""
+
+import json
+import sys
+
+
+def main(steps: list[str]) -> dict:
+    import django
+
+    django.setup()
+    from pyspark.core.context import SparkContext
+
+    from offsets.models import Cluster
+    from offsets.refresh.run import run_refresh
+    from offsets.spark import session
+
+    runs = []
+    try:
+        for step in steps:
+            if step == "pause":
+                print("paused", flush=True)
+                sys.stdin.readline()
+                continue
+            name, how, now_ms = step.split(":")
+            run = run_refresh(
+                cluster=Cluster.objects.get(name=name), full=how == "full", now_ms=int(now_ms)
+            )
+            runs.append(
+                {"status": run.status, "error": run.error, "full": run.full, "phase": run.phase}
+            )
+        spark = session.current_session()
+        return {
+            "runs": runs,
+            "connect": spark is not None and session.is_connect(spark),
+            # No Spark JVM in this process: no gateway to one was ever opened.
+            "jvm": SparkContext._gateway is not None,
+        }
+    finally:
+        spark = session.current_session()
+        if spark is not None:
+            session.stop_when_idle(spark)
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1:])), flush=True)
