@@ -173,6 +173,9 @@ def _connect(url: str, conf: dict[str, str]) -> SparkSession:
                 return _session
             except Exception as exc:
                 logger.info("A new Spark Connect session: the last one failed (%s)", exc)
+                # Not released on the server: one that is down or forgot it would only make
+                # the release wait out its retries too.
+                _session.release_session_on_close = False
                 _session.stop()  # best effort: it does not raise
                 _session = None
         _session = _new_connect_session(url, conf)

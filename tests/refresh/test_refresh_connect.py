@@ -11,6 +11,8 @@ folder as a local-mode refresh of the same topics, here.
 
 import json
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -31,7 +33,9 @@ from offsets.models import (
     SinkPartitionLag,
     SourceOffset,
 )
+from offsets.refresh import run_records
 from offsets.refresh.run import run_refresh
+from tests.support.child_cluster import child_cluster
 from tests.support.connect_topics import write_records
 from tests.support.db_faults import database_url
 from tests.support.refresh_digest import (
@@ -227,3 +231,64 @@ def test_a_history_folder_the_server_cannot_see_fails_the_refresh_with_a_clear_l
     )
     assert not SourceOffset.objects.filter(cluster=cluster).exists()
     assert [path.name for path in (tmp_path / "history").iterdir()] == []
+
+
+def wait_for(condition, *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s"
+        time.sleep(0.3)
+
+
+def test_the_scheduler_on_spark_connect_outlives_a_restart_of_the_server(
+    fresh_kafka, tmp_path, spark_connect
+):
+    """`manage.py scheduler` with SPARK_REMOTE_FILE starts no Spark of its own, refreshes on
+    the server, fails its rounds in one line while the server is down, opens a new session
+    once it is back (the restarted server forgot the old one), and stops on SIGTERM."""
+    child = child_cluster(fresh_kafka, tmp_path)
+    with sqlite3.connect(child.database) as db:
+        db.execute("UPDATE offsets_cluster SET refresh_every_seconds = 1")
+    env = {key: value for key, value in child.env.items() if key != "SPARK_MASTER"}
+    env.update(SPARK_REMOTE_FILE=str(spark_connect.url_file), LOG_FORMAT="plain")
+
+    def runs() -> list[tuple]:
+        with sqlite3.connect(child.database) as db:
+            return db.execute("SELECT status, error FROM offsets_refreshrun ORDER BY id").fetchall()
+
+    def succeeded() -> int:
+        return sum(status == "succeeded" for status, _ in runs())
+
+    scheduler = subprocess.Popen(
+        [*child.manage, "scheduler", "--round-seconds", "0.5"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: succeeded() >= 1, timeout=180)
+        spark_connect.stop()
+        try:
+            wait_for(lambda: runs()[-1][0] == "failed", timeout=120)
+        finally:
+            spark_connect.start()
+        before = succeeded()
+        wait_for(lambda: succeeded() > before, timeout=180)
+        scheduler.send_signal(signal.SIGTERM)
+        out, _ = scheduler.communicate(timeout=60)
+    finally:
+        if scheduler.poll() is None:  # the test failed before the stop: end it and its pipe
+            scheduler.kill()
+            out, _ = scheduler.communicate(timeout=30)
+    assert scheduler.returncode == 0, out
+    assert "Refreshes run on Spark Connect (SPARK_REMOTE)." in out and "Stopped." in out
+    assert "Starting Spark" not in out
+    # The SIGTERM may cut a last round short (STOPPED); the others failed on the server.
+    errors = [e for status, e in runs() if status == "failed" and e != run_records.STOPPED]
+    assert errors
+    for error in errors:
+        # Down between refreshes, or gone mid-refresh: one line either way.
+        assert "\n" not in error and "Spark Connect" in error, error
+    assert "Traceback" not in out, out
+    assert spark_connect.token not in out

@@ -23,7 +23,7 @@ import re
 import pytest
 
 BROKER_FIXTURES = frozenset({"kafka_runtime", "_scratch_kafka", "secured_kafka"})
-SPARK_FIXTURES = frozenset({"spark"})
+SPARK_FIXTURES = frozenset({"spark", "spark_connect"})
 BROWSER_FIXTURES = frozenset({"browser"})
 # Real transactions (commits other connections see), query counts, sequences.
 ENGINE_FIXTURES = frozenset(
