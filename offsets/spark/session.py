@@ -226,7 +226,7 @@ def connect_error(url: str, exc: BaseException) -> str:
     details = re.search(r'details = "(.*?)"', text)
     reason = details.group(1) if details else (text.strip().splitlines() or [type(exc).__name__])[0]
     where = urlsplit(url.split(";", 1)[0]).netloc
-    return f"The Spark Connect server at {where} did not answer: {reason}"
+    return f"The Spark Connect server at {where}: {reason}"
 
 
 def _check_history_visible(spark: SparkSession) -> None:

@@ -11,6 +11,7 @@ folder as a local-mode refresh of the same topics, here.
 
 import json
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -35,7 +36,7 @@ from offsets.models import (
 )
 from offsets.refresh import run_records
 from offsets.refresh.run import run_refresh
-from tests.support.child_cluster import child_cluster
+from tests.support.child_cluster import child_cluster, end_paused, paused_at
 from tests.support.connect_topics import write_records
 from tests.support.db_faults import database_url
 from tests.support.refresh_digest import (
@@ -45,6 +46,7 @@ from tests.support.refresh_digest import (
     history_rows,
     stored_rows,
 )
+from tests.support.spark_connect import connect_server
 
 pytestmark = [
     pytest.mark.integration,
@@ -94,6 +96,8 @@ def child(
 
 
 def wait_paused(process: subprocess.Popen) -> None:
+    ready, _, _ = select.select([process.stdout], [], [], CHILD_SECONDS)
+    assert ready, f"the child did not pause within {CHILD_SECONDS} s"
     line = process.stdout.readline()
     assert line.strip() == "paused", line
 
@@ -192,9 +196,7 @@ def test_a_refresh_with_the_connect_server_down_fails_in_one_line_and_the_next_s
     assert failed["status"] == "failed"
     error = failed["error"]
     assert "\n" not in error and "Traceback" not in error
-    assert error.startswith(
-        f"The Spark Connect server at localhost:{spark_connect.port} did not answer:"
-    )
+    assert error.startswith(f"The Spark Connect server at localhost:{spark_connect.port}:")
     assert "Connection refused" in error, error
     assert succeeded["status"] == "succeeded", succeeded
     assert SourceOffset.objects.filter(cluster=cluster).exists()
@@ -292,3 +294,45 @@ def test_the_scheduler_on_spark_connect_outlives_a_restart_of_the_server(
         assert "\n" not in error and "Spark Connect" in error, error
     assert "Traceback" not in out, out
     assert spark_connect.token not in out
+
+
+def test_a_connect_server_killed_mid_refresh_fails_the_run_in_one_line(
+    fresh_kafka, settings, tmp_path
+):
+    """The server dies (SIGKILL, its Python workers too) while a read task runs: the run fails
+    with one line (gRPC's details; the log keeps the traceback of an error met mid-query),
+    stores nothing, and the next refresh succeeds on the server restarted.
+
+    A server of its own (one more JVM start, ~8 s): its Python workers pause every read
+    (OFFSETS_FAULT_PAUSE, which they inherit from the server), which the session's server
+    must not do to the other tests.
+    """
+    end_ms = seed(fresh_kafka)
+    settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
+    cluster = Cluster.objects.create(name="killed", bootstrap_servers=fresh_kafka)
+    paused = tmp_path / "paused"
+    log = tmp_path / "child.log"
+    root = tmp_path / "server"
+    root.mkdir()
+    with connect_server(root, **paused_at("refresh-reading", paused)) as server:
+        steps = [f"killed:full:{end_ms}", "pause", f"killed:full:{end_ms}"]
+        process = child(server, steps, settings.OFFSETS_HISTORY_PATH, log)
+        try:
+            # The read task's Python worker reached the pause point (or the child gave up).
+            wait_for(lambda: paused.exists() or process.poll() is not None, timeout=120)
+            assert paused.exists(), log.read_text(errors="replace")[-2000:]
+            server.kill()
+            end_paused(paused)
+            wait_paused(process)
+            assert not SourceOffset.objects.filter(cluster=cluster).exists()
+            assert not list(history_store.history_path(cluster).glob("run=*"))
+            server.extra_env = {}
+            server.start()
+            report = report_of(process, log)
+        finally:
+            process.kill()
+    failed, succeeded = report["runs"]
+    assert failed["status"] == "failed"
+    assert "\n" not in failed["error"] and "Spark Connect" in failed["error"], failed["error"]
+    assert succeeded["status"] == "succeeded", succeeded
+    assert SourceOffset.objects.filter(cluster=cluster).exists()

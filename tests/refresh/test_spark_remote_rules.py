@@ -70,7 +70,7 @@ def test_a_refused_connection_is_one_line_naming_the_server_not_its_token():
 
     text = connect_error(URL, Exception(GRPC_DUMP))
     assert text == (
-        "The Spark Connect server at spark.example.com:15002 did not answer: failed to connect "
+        "The Spark Connect server at spark.example.com:15002: failed to connect "
         "to all addresses; last error: UNKNOWN: ipv4:10.0.0.7:15002: Failed to connect to "
         "remote host: Connection refused"
     )

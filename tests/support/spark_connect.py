@@ -13,8 +13,10 @@ are the server's, apart from the refresh's process), which asks every client for
 import contextlib
 import os
 import secrets
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,6 +41,8 @@ class ConnectServer:
     token: str
     process: subprocess.Popen | None = field(default=None, repr=False)
     starts: int = 0
+    # More of the server's environment, which its Python workers inherit (a pause point).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -64,7 +68,11 @@ class ConnectServer:
         env.update(
             SPARK_HOME=str(home),
             SPARK_LOCAL_IP="127.0.0.1",
+            # The server's Python workers: this interpreter, with the project's dependencies
+            # and the refresh's Python version (a server's Python must match its clients').
+            PYSPARK_PYTHON=sys.executable,
             SPARK_CONNECT_AUTHENTICATE_TOKEN=self.token,
+            **self.extra_env,
         )
         command = [
             str(home / "bin" / "spark-submit"),
@@ -108,6 +116,12 @@ class ConnectServer:
         self.stop()
         raise RuntimeError(f"The Spark Connect server did not listen on {self.port}:\n{tail}")
 
+    def kill(self) -> None:
+        """SIGKILL the server and every process of its session (its Python workers): a crash."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(STOP_SECONDS)
+
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return
@@ -120,9 +134,11 @@ class ConnectServer:
 
 
 @contextlib.contextmanager
-def connect_server(root: Path) -> Iterator[ConnectServer]:
+def connect_server(root: Path, **extra_env: str) -> Iterator[ConnectServer]:
     """Start a Spark Connect server on a free loopback port, and stop it on the way out."""
-    server = ConnectServer(root=root, port=free_port(), token=secrets.token_urlsafe(16))
+    server = ConnectServer(
+        root=root, port=free_port(), token=secrets.token_urlsafe(16), extra_env=extra_env
+    )
     server.start()
     try:
         yield server
