@@ -142,6 +142,7 @@ def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
     assert [r["status"] for r in report["runs"]] == ["succeeded"] * 2, report["runs"]
     assert [r["full"] for r in report["runs"]] == [True, False]
     assert report["connect"] and not report["jvm"], report
+    print(f"\nthe refreshing process's peak RSS over Spark Connect: {report['max_rss_mb']:.0f} MB")
 
     # The data holds what there is to compare: drift, a rewind, a stall, malformed records,
     # lagging sinks, a history, and the later commits.

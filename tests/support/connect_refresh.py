@@ -12,6 +12,7 @@ meanwhile). The report is the last line of stdout, as JSON.
 """
 
 import json
+import resource
 import sys
 
 
@@ -45,6 +46,8 @@ def main(steps: list[str]) -> dict:
             "connect": spark is not None and session.is_connect(spark),
             # No Spark JVM in this process: no gateway to one was ever opened.
             "jvm": SparkContext._gateway is not None,
+            # This process's peak resident memory (Linux: KiB), for docs/performance.md.
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         }
     finally:
         spark = session.current_session()
