@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from django.conf import settings as django_settings
 
 from devkit.demo import DemoOptions, build_demo
 from devkit.demo_writer import write_demo
+from devkit.secured import create_acls
 from offsets.history import store as history_store
 from offsets.models import (
     Cluster,
@@ -36,6 +38,7 @@ from offsets.models import (
 )
 from offsets.refresh import run_records
 from offsets.refresh.run import run_refresh
+from tests.support import secured_runtime
 from tests.support.child_cluster import child_cluster, end_paused, paused_at
 from tests.support.connect_topics import write_records
 from tests.support.db_faults import database_url
@@ -47,6 +50,7 @@ from tests.support.refresh_digest import (
     stored_rows,
 )
 from tests.support.spark_connect import connect_server
+from tests.support.worker_files import file_source, write_lines
 
 pytestmark = [
     pytest.mark.integration,
@@ -337,3 +341,58 @@ def test_a_connect_server_killed_mid_refresh_fails_the_run_in_one_line(
     assert "\n" not in failed["error"] and "Spark Connect" in failed["error"], failed["error"]
     assert succeeded["status"] == "succeeded", succeeded
     assert SourceOffset.objects.filter(cluster=cluster).exists()
+
+
+def test_a_secured_cluster_refreshes_over_spark_connect_and_no_secret_shows(
+    secured_kafka, tmp_path, spark_connect, monkeypatch
+):
+    """The secured runtime's Connect cluster over SASL_SSL as the dashboard's SCRAM user,
+    which holds SECURITY.md's viewing set only: the server's tasks read with the credentials
+    the read's options carry, and neither the SCRAM password, the worker's REST password nor
+    the Connect token shows in the server's log, the child's log or the run."""
+    # A source of its own (the worker is shared), so that the full refresh reads commits.
+    source, data = f"sca-{uuid.uuid4().hex[:8]}-source", f"sca-{uuid.uuid4().hex[:8]}-data"
+    rest = secured_kafka.rest()
+    write_lines(tmp_path / "in.txt", ["one", "two"])
+    rest.create(source, file_source(tmp_path / "in.txt", data))
+    rest.wait_for_offsets(source, lambda o: o and o[0]["offset"]["position"] == 8)
+    bindings = secured_runtime.viewing_acls(
+        f"User:{secured_runtime.DASHBOARD_USER}",
+        connect_topics=secured_runtime.WORKER_TOPICS.values(),
+        data_topics=[data],
+        sink_groups=[],
+    ).values()
+    create_acls(secured_kafka.setup, list(bindings))
+    client_settings = secured_kafka.sasl()
+    del client_settings["bootstrap.servers"]
+    secured_runtime.register(
+        "secured-connect",
+        secured_kafka.info.sasl_bootstrap,
+        client_settings,
+        secured_kafka,
+        monkeypatch,
+    )
+    log = tmp_path / "child.log"
+    history = str(tmp_path / "history")
+    process = child(
+        spark_connect, [f"secured-connect:full:{int(time.time() * 1000)}"], history, log
+    )
+    try:
+        report = report_of(process, log)
+    finally:
+        process.kill()
+    [run] = report["runs"]
+    assert run["status"] == "succeeded", run
+    stored = SourceOffset.objects.get(cluster__name="secured-connect", connector=source)
+    assert json.loads(stored.offset_text) == {"position": 8}
+    secrets = [
+        secured_kafka.users.passwords[secured_runtime.DASHBOARD_USER],
+        secured_kafka.rest_password,
+        spark_connect.token,
+    ]
+    seen = {
+        "child log": log.read_text(errors="replace"),
+        "server log": spark_connect.log.read_text(errors="replace"),
+        "run": json.dumps(run),
+    }
+    assert not [what for what, text in seen.items() for secret in secrets if secret in text]
