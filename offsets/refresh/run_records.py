@@ -15,6 +15,7 @@ from django.utils import timezone
 from offsets import connect_state
 from offsets.domain.masking import mask_text
 from offsets.models import Cluster, RefreshRun
+from offsets.spark.errors import python_worker_error
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +170,8 @@ def describe_error(exc: BaseException) -> str:
             return match.group(1).strip()
     # A Spark Connect call's gRPC failure (a server gone mid-refresh) is a multi-line dump
     # whose first line says nothing; its details say what happened.
+    if worker := python_worker_error(text):
+        return worker[:500]
     details = re.search(r'details = "(.+?)"', text)
     if details and text.startswith("<_"):
         return f"Spark Connect: {details.group(1)}"[:500]

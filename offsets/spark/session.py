@@ -18,7 +18,7 @@ from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from offsets import tuning
-from offsets.spark.errors import ConnectUnreachable
+from offsets.spark.errors import ConnectUnreachable, python_worker_error
 from offsets.spark.kafka_source import KafkaSnapshotSource
 
 logger = logging.getLogger(__name__)
@@ -222,9 +222,13 @@ CONNECT_SESSION_CONF = {
 def connect_error(url: str, exc: BaseException) -> str:
     """One line for a failed Spark Connect call: the server's host and port (never the URL's
     parameters, which may hold a token) and gRPC's details rather than its multi-line dump."""
-    text = str(exc)
+    text = str(exc).strip()
     details = re.search(r'details = "(.*?)"', text)
-    reason = details.group(1) if details else (text.strip().splitlines() or [type(exc).__name__])[0]
+    reason = (
+        python_worker_error(text)
+        or (details and details.group(1))
+        or (text.splitlines() or [type(exc).__name__])[0]
+    )
     where = urlsplit(url.split(";", 1)[0]).netloc
     return f"The Spark Connect server at {where}: {reason}"
 

@@ -94,3 +94,25 @@ def test_spark_conf_of_the_servers_own_is_refused_before_connecting():
         "spark.sql.* are the Spark Connect server's own; set them where it starts"
     )
     assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+
+
+def test_a_failed_python_task_says_what_it_raised_not_only_that_it_failed():
+    # As PySpark words it: where first, the Python trace after.
+    text = (
+        "An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n"
+        '  File "worker.py", line 3460, in main\n'
+        "    check_python_version(infile)\n"
+        "pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python "
+        "in worker has different version: 3.11 than that in driver: 3.12.\n"
+    )
+    expected = (
+        "A Spark Python worker failed: PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python "
+        "in worker has different version: 3.11 than that in driver: 3.12."
+    )
+    assert describe_error(Exception(text)) == expected
+    from offsets.spark.session import connect_error
+
+    assert connect_error(URL, Exception(text)) == (
+        f"The Spark Connect server at spark.example.com:15002: {expected}"
+    )
