@@ -44,7 +44,7 @@ BENCH_ARGS ?=
 # environment that turns that off (PYTHONDONTWRITEBYTECODE) is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres helm bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-scheduler-fleet bench-masking bench-scale lint format clean
+.PHONY: help install kafka-runtime system-deps demo demo-stop image lock test test-image test-fast test-postgres helm bench bench-refresh bench-pages bench-load bench-loop bench-live bench-live-scale bench-scheduler-fleet bench-masking bench-scale bench-connect lint format clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -181,6 +181,13 @@ bench-scale: install kafka-runtime ## ~10M offsets records: refresh vs kcat, loc
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
 	$(PY) -m tests.bench.bench_scale
+
+bench-connect: install kafka-runtime ## ~10M offsets records: the full refresh over Spark Connect vs local[2] vs kcat, the scheduler's memory with SPARK_REMOTE vs local (not in make bench)
+	@command -v kcat >/dev/null || command -v kafkacat >/dev/null || { \
+	  echo "Installing Debian's kcat for the raw-read figure..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
+	$(PY) -m tests.bench.bench_connect $(BENCH_ARGS)
 
 bench-pages: install kafka-runtime ## Time the pages and htmx partials on 1,000 connectors / 10,000 partitions
 	$(PY) -m tests.bench.bench_pages

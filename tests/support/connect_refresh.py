@@ -38,7 +38,13 @@ def main(steps: list[str]) -> dict:
                 cluster=Cluster.objects.get(name=name), full=how == "full", now_ms=int(now_ms)
             )
             runs.append(
-                {"status": run.status, "error": run.error, "full": run.full, "phase": run.phase}
+                {
+                    "status": run.status,
+                    "error": run.error,
+                    "full": run.full,
+                    "phase": run.phase,
+                    "seconds": run.seconds,
+                }
             )
         spark = session.current_session()
         return {
