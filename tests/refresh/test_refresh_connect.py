@@ -12,6 +12,7 @@ folder as a local-mode refresh of the same topics, here.
 import json
 import os
 import select
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -29,10 +30,13 @@ from devkit.secured import create_acls
 from offsets.history import store as history_store
 from offsets.models import (
     Cluster,
+    ConnectorSnapshot,
     KeyDrift,
     MalformedCount,
+    MirrorUpstream,
     RefreshRun,
     RewindEvent,
+    SinkOffsetsStore,
     SinkPartitionLag,
     SourceOffset,
 )
@@ -63,6 +67,12 @@ pytestmark = [
 ]
 
 CHILD_SECONDS = 300
+MIRROR = "mm2-us-east-source"
+STORED_SINK = "s3-sink-orders"
+STANDALONE_FILE = (
+    Path(__file__).resolve().parents[1]
+    / "support/fixtures/standalone/two-sources-one-reset.offsets"
+)
 # Commits that come after the full refreshes: the incremental refreshes read only these.
 LATER = [
     ("connect-offsets", b'["later-source",{"n":1}]', b'{"position":1}', None),
@@ -121,19 +131,56 @@ def seed(kafka_servers: str) -> int:
     return end_ms
 
 
+def every_kind(kafka: str, tmp_path: Path) -> list[Cluster]:
+    """The local and Connect pairs: two clusters of the same topics whose mirror's upstream
+    and whose sink's group (the demo's) are on a third registered cluster, then two
+    standalone workers of one offsets file."""
+    upstream = Cluster.objects.create(name="upstream", bootstrap_servers=kafka)
+    pair = []
+    for name in ("local", "connect"):
+        cluster = Cluster.objects.create(name=name, bootstrap_servers=kafka)
+        MirrorUpstream.objects.create(cluster=cluster, source_alias="us-east", upstream=upstream)
+        SinkOffsetsStore.objects.create(
+            cluster=cluster,
+            connector=STORED_SINK,
+            kind=SinkOffsetsStore.Kind.REMOTE_GROUP,
+            group_id=f"connect-{STORED_SINK}",
+            group_cluster=upstream,
+        )
+        pair.append(cluster)
+    offsets_file = tmp_path / "connect.offsets"
+    shutil.copy(STANDALONE_FILE, offsets_file)
+    for name in ("local-file", "connect-file"):
+        pair.append(
+            Cluster.objects.create(
+                name=name, kind=Cluster.Kind.STANDALONE, offsets_file=str(offsets_file)
+            )
+        )
+    return pair
+
+
 def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
     fresh_kafka, spark, settings, tmp_path, spark_connect
 ):
+    """Every kind of cluster: Connect's topics with a mirror whose upstream is registered and a
+    sink whose offsets are another cluster's group (read beside Spark's part, in the
+    refreshing process), and a standalone worker's offsets file (read with no Spark at all)."""
     end_ms = seed(fresh_kafka)
     settings.OFFSETS_HISTORY_PATH = str(tmp_path / "history")
-    local = Cluster.objects.create(name="local", bootstrap_servers=fresh_kafka)
-    remote = Cluster.objects.create(name="connect", bootstrap_servers=fresh_kafka)
+    local, remote, local_file, remote_file = every_kind(fresh_kafka, tmp_path)
     clocks = [end_ms + 60_000, end_ms + 120_000]
     log = tmp_path / "child.log"
 
     run = run_refresh(cluster=local, spark=spark, full=True, now_ms=clocks[0])
     assert run.status == RefreshRun.Status.SUCCEEDED, run.error
-    steps = [f"connect:full:{clocks[0]}", "pause", f"connect:incremental:{clocks[1]}"]
+    run = run_refresh(cluster=local_file, full=True, now_ms=clocks[0])
+    assert run.status == RefreshRun.Status.SUCCEEDED, run.error
+    steps = [
+        f"connect:full:{clocks[0]}",
+        f"connect-file:full:{clocks[0]}",
+        "pause",
+        f"connect:incremental:{clocks[1]}",
+    ]
     process = child(spark_connect, steps, settings.OFFSETS_HISTORY_PATH, log)
     try:
         wait_paused(process)
@@ -143,8 +190,8 @@ def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
         report = report_of(process, log)
     finally:
         process.kill()
-    assert [r["status"] for r in report["runs"]] == ["succeeded"] * 2, report["runs"]
-    assert [r["full"] for r in report["runs"]] == [True, False]
+    assert [r["status"] for r in report["runs"]] == ["succeeded"] * 3, report["runs"]
+    assert [r["full"] for r in report["runs"]] == [True, True, False]
     assert report["connect"] and not report["jvm"], report
     print(f"\nthe refreshing process's peak RSS over Spark Connect: {report['max_rss_mb']:.0f} MB")
 
@@ -156,10 +203,17 @@ def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
     assert MalformedCount.objects.filter(cluster=local).count() == len(GARBAGE)
     assert SinkPartitionLag.objects.filter(cluster=local, lag_records__gt=0).exists()
     assert SourceOffset.objects.filter(cluster=local, connector="later-source").count() == 2
+    assert SinkPartitionLag.objects.filter(cluster=local, connector=MIRROR).exists()
+    store = ConnectorSnapshot.objects.get(cluster=local, name=STORED_SINK).offsets_store
+    assert store == f"group connect-{STORED_SINK} on cluster upstream", store
     for model in COMPARED:
         expected = stored_rows(model, local)
         assert expected, model.__name__
         assert stored_rows(model, remote) == expected, model.__name__
+    for model in (SourceOffset, ConnectorSnapshot):
+        expected = stored_rows(model, local_file)
+        assert expected, model.__name__
+        assert stored_rows(model, remote_file) == expected, model.__name__
     local_run, remote_run = (
         RefreshRun.objects.filter(cluster=cluster).latest("pk") for cluster in (local, remote)
     )
