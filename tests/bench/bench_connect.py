@@ -175,6 +175,8 @@ def same_results(first: str, second: str) -> dict[str, bool]:
 def scheduler_peak(label: str, cluster: str, mode: dict, log: Path) -> tuple[int, float]:
     """Start `manage.py scheduler` in `mode` with only `cluster` due; return its peak tree RSS
     until that cluster's first refresh ended, and the refresh's seconds."""
+    from django.db import OperationalError
+
     from offsets.models import Cluster, RefreshRun
 
     Cluster.objects.filter(name=cluster).update(refresh_every_seconds=3600)
@@ -187,10 +189,17 @@ def scheduler_peak(label: str, cluster: str, mode: dict, log: Path) -> tuple[int
             stderr=subprocess.STDOUT,
         )
     ended = RefreshRun.objects.filter(cluster__name=cluster, finished_at__isnull=False)
+
+    def done() -> bool:
+        try:
+            return ended.exists()
+        except OperationalError:  # SQLite: the scheduler's save holds the lock for a while
+            return False
+
     try:
         with Peak(scheduler=scheduler.pid) as peak:
             deadline = time.monotonic() + CHILD_SECONDS
-            while not ended.exists():
+            while not done():
                 if scheduler.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"{label}: the scheduler ended or hung; see {log}")
                 time.sleep(1)
