@@ -350,9 +350,19 @@ def test_the_scheduler_refreshes_on_the_compose_spark_connect_server_and_holds_n
             )
             return any(records for (records,) in read) and _shows_three_rows(stack, connector)
 
-        wait_until(
-            refreshed_on_the_server, bool, timeout=180, what="a refresh on the Spark Connect server"
-        )
+        try:
+            wait_until(
+                refreshed_on_the_server,
+                bool,
+                timeout=180,
+                what="a refresh on the Spark Connect server",
+            )
+        except AssertionError as timed_out:
+            tails = [podman("logs", "--tail", "30", name, check=False) for name in peaks]
+            raise AssertionError(
+                f"{timed_out}\nThe runs: {stack.runs()[-5:]}\nThe server's and the scheduler's "
+                f"logs:\n{''.join(tail.stdout + tail.stderr for tail in tails)}"
+            ) from None
         print(
             f"stored by a refresh on Spark Connect {time.monotonic() - started:.0f} s after "
             f"compose up; memory (usage / resident MB) at most: server {peaks[server]}, "
