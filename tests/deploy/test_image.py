@@ -326,6 +326,7 @@ def test_the_scheduler_refreshes_on_the_compose_spark_connect_server_and_holds_n
     token = re.search(r"^SPARK_CONNECT_AUTHENTICATE_TOKEN=(.+)$", remote_env, re.MULTILINE)[1]
     rest = ConnectRest(kafka_runtime.connect_url)
     connector = f"ct-remote-{RUN}"
+    before = max((run[0] for run in stack.runs()), default=0)
     started = time.monotonic()
     try:
         stack.compose(
@@ -367,7 +368,8 @@ def test_the_scheduler_refreshes_on_the_compose_spark_connect_server_and_holds_n
             f"stored by a refresh on Spark Connect {time.monotonic() - started:.0f} s after "
             f"compose up; memory (usage / resident MB) at most: server {peaks[server]}, "
             f"scheduler {peaks[scheduler]}; after it: server {stack.memory_mb(server)}, "
-            f"scheduler {stack.memory_mb(scheduler)}"
+            f"scheduler {stack.memory_mb(scheduler)}; the runs since (id, status, error): "
+            f"{[(pk, status, error[:90]) for pk, status, error, _ in stack.runs() if pk > before]}"
         )
         processes = podman("exec", scheduler, "ps", "-eo", "comm=").stdout.split()
         assert "java" not in processes and "python" in processes, processes
