@@ -4,8 +4,9 @@ clone, with podman-compose: both images built, compose.env written, PostgreSQL, 
 session's broker and worker, all on the host's network, with DEBUG off and JSON logs.
 
 `make test-image` runs this module (and the other container tests); CI runs it as a step of
-its own. The deployment is made once for the module and taken down at its end; a test that
-stops a part of it (the database, the scheduler) starts it again before it ends.
+its own. The deployment (tests/support/compose_stack.py) is made once for the module and taken
+down at its end; a test that stops or changes a part of it (the database, the scheduler, the
+scheduler moved onto compose's Spark Connect server) puts it back before it ends.
 """
 
 import functools
