@@ -4,20 +4,18 @@ clone, with podman-compose: both images built, compose.env written, PostgreSQL, 
 session's broker and worker, all on the host's network, with DEBUG off and JSON logs.
 
 `make test-image` runs this module (and the other container tests); CI runs it as a step of
-its own. The deployment is made once for the module and taken down at its end; a test that
-stops a part of it (the database, the scheduler) starts it again before it ends.
+its own. The deployment (tests/support/compose_stack.py) is made once for the module and taken
+down at its end; a test that stops or changes a part of it (the database, the scheduler, the
+scheduler moved onto compose's Spark Connect server) puts it back before it ends.
 """
 
+import functools
 import json
 import os
 import re
-import secrets
 import signal
-import subprocess
 import time
-import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx
 import psycopg
@@ -26,152 +24,16 @@ import pytest
 from devkit import embedded_config
 from devkit.embedded import free_port
 from offsets.refresh.run_records import STOPPED
+from tests.support.compose_stack import CLUSTER, CONFIG_SECRET, RUN, Stack
 from tests.support.connect_rest import ConnectRest, wait_until
-from tests.support.podman import fresh_clone, podman, sandbox_env
+from tests.support.podman import fresh_clone, podman
 from tests.support.worker_files import STRING_CONVERTERS
 
 # Only `make test-image` runs these: they need podman and build the images.
 pytestmark = pytest.mark.container
 
-RUN = uuid.uuid4().hex[:8]
-CLUSTER = f"ct-{RUN}"
 PERIOD = 5  # the cluster's refresh period, seconds
-# Secrets that must never reach a log line: the worker's REST password, the database
-# password (compose-env draws it), and a password inside a connector's config (read from
-# Connect's config topic).
-CONNECT_PASSWORD = "Zq7ConnectPw" + secrets.token_hex(4)
-CONFIG_SECRET = "Zq7ConfigPw" + secrets.token_hex(4)
 UID = "10001"
-
-
-class Stack:
-    """One deployment made by deploy/quickstart in a clone, and what the tests need of it."""
-
-    def __init__(self, clone: Path, kafka_runtime) -> None:
-        self.clone = clone
-        self.project = f"ct-{RUN}"  # compose's project: the containers' and volumes' prefix
-        self.pg_port = free_port()
-        self.web_port = free_port()
-        self.base = f"http://127.0.0.1:{self.web_port}"
-        self.env = {
-            **sandbox_env(),
-            "COMPOSE_PROJECT_NAME": self.project,
-            "DASHBOARD_HOST": "127.0.0.1",
-            "CLUSTER": CLUSTER,
-            "BOOTSTRAP_SERVERS": kafka_runtime.bootstrap_servers,
-            "CONNECT_URL": kafka_runtime.connect_url,
-            "ADMIN_EMAIL": "ops@example.com",
-        }
-        self.env_file = clone / "deploy" / "compose.env"
-        self.kafka = kafka_runtime
-        self.names: dict[str, str] = {}
-        self.database_url = ""
-        self.database_password = ""
-        self.token = ""
-
-    def run(self, *command: str, timeout: float = 120) -> str:
-        """A command in the clone, as the operator's shell runs it; its output."""
-        done = subprocess.run(
-            command, cwd=self.clone, env=self.env, capture_output=True, text=True, timeout=timeout
-        )
-        output = done.stdout + done.stderr
-        assert done.returncode == 0, f"{' '.join(command)}:\n{output[-4000:]}"
-        return output
-
-    def write_env_file(self) -> None:
-        """compose.env as an operator of this host makes it: compose-env, then edited.
-
-        The database listens on a port of its own and the web server on loopback over plain
-        HTTP; the worker's REST password is there for add_cluster. A killed scheduler's run is
-        taken over once its lease runs out (a container started again has a new pid namespace).
-        """
-        self.run("deploy/compose-env")
-        values = dict(
-            line.split("=", 1) for line in self.env_file.read_text().splitlines() if "=" in line
-        )
-        self.database_password = values["POSTGRES_PASSWORD"]
-        self.database_url = (
-            f"postgres://offsets:{self.database_password}@127.0.0.1:{self.pg_port}/offsets"
-        )
-        values |= {
-            "PGPORT": str(self.pg_port),
-            "DATABASE_URL": self.database_url,
-            "SECURE_SSL_REDIRECT": "false",
-            "SECURE_COOKIES": "false",
-            "SECURE_HSTS_SECONDS": "0",
-            "SECURE_PROXY_SSL_HEADER": "false",
-            "WEB_BIND": f"127.0.0.1:{self.web_port}",
-            "WEB_WORKERS": "1",
-            "CONNECT_PASSWORD": CONNECT_PASSWORD,
-        }
-        self.env_file.write_text("".join(f"{key}={value}\n" for key, value in values.items()))
-
-    @property
-    def secrets(self) -> tuple[str, ...]:
-        return CONNECT_PASSWORD, self.database_password, CONFIG_SECRET
-
-    def deploy(self) -> str:
-        """Run the README's steps; the container of each service; their output."""
-        output = self.run("deploy/quickstart", timeout=1500)
-        for service in ("postgres", "web", "scheduler"):
-            self.names[service] = podman(
-                "ps", "--all", "--format", "{{.Names}}",
-                "--filter", f"label=com.docker.compose.project={self.project}",
-                "--filter", f"label=com.docker.compose.service={service}",
-            ).stdout.split()[0]  # fmt: skip
-        return output
-
-    def compose(self, *args: str, timeout: float = 180) -> str:
-        return self.run(
-            "var/podman-compose/bin/podman-compose", "-f", "deploy/compose.yaml", *args,
-            timeout=timeout,
-        )  # fmt: skip
-
-    def run_once(self, *args: str) -> str:
-        """A one-shot container of the image (a manage.py command), as the steps run them."""
-        return self.compose("run", "--rm", "-T", "migrate", *args)
-
-    def wait_for_postgres(self) -> None:
-        wait_until(
-            lambda: podman(
-                "exec", self.names["postgres"], "pg_isready", "--host=127.0.0.1",
-                f"--port={self.pg_port}", check=False,
-            ).returncode,
-            lambda code: code == 0,
-            timeout=60,
-            what="PostgreSQL to accept connections",
-        )  # fmt: skip
-
-    def logs(self, *parts: str, since: str = "") -> str:
-        """What the containers of `parts` (all of them by default) wrote, both streams."""
-        names = [self.names[part] for part in parts or self.names]
-        options = ["--since", since] if since else []
-        written = [podman("logs", *options, name, check=False) for name in names]
-        return "".join(done.stdout + done.stderr for done in written)
-
-    def api(self, path: str) -> httpx.Response:
-        return httpx.get(
-            f"{self.base}/api/v1{path}",
-            headers={"Authorization": f"Token {self.token}"},
-            timeout=10,
-        )
-
-    def query(self, sql: str, *params) -> list[tuple]:
-        with psycopg.connect(self.database_url.replace("postgres://", "postgresql://")) as db:
-            return db.execute(sql, params).fetchall()
-
-    def runs(self) -> list[tuple]:
-        """The cluster's refresh runs, oldest first: (id, status, error, host)."""
-        return self.query(
-            "SELECT r.id, r.status, r.error, r.host FROM offsets_refreshrun r "
-            "JOIN offsets_cluster c ON c.id = r.cluster_id WHERE c.name = %s ORDER BY r.id",
-            CLUSTER,
-        )
-
-    def remove(self) -> None:
-        """Take the deployment down, its volumes with it."""
-        if (self.clone / "var" / "podman-compose" / "bin" / "podman-compose").exists():
-            self.compose("down", "--volumes", timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -225,9 +87,8 @@ def test_the_web_process_runs_as_non_root_and_serves_with_debug_off(stack):
     assert missing.status_code == 404 and "Traceback" not in missing.text
 
 
-def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_runtime):
-    rest = ConnectRest(kafka_runtime.connect_url)
-    connector = f"ct-source-{RUN}"
+def _commit_three_rows(rest: ConnectRest, connector: str) -> None:
+    """A table source that commits its three rows' offsets, once they are committed."""
     rest.create(
         connector,
         {
@@ -241,20 +102,28 @@ def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_ru
             **STRING_CONVERTERS,
         },
     )
+    wait_until(
+        lambda: rest.offsets(connector)["offsets"],
+        lambda offsets: [e["offset"].get("incrementing") for e in offsets] == [3],
+        timeout=60,
+        what="the table source's last row committed",
+    )
+
+
+def _shows_three_rows(stack, connector: str) -> bool:
+    """Whether the dashboard's API shows the table source's last committed row."""
+    answer = stack.api(f"/clusters/{CLUSTER}/connectors/{connector}/partitions/")
+    partitions = answer.json().get("source_partitions", []) if answer.is_success else []
+    return [p["offset"].get("incrementing") for p in partitions] == [3]
+
+
+def test_a_commit_on_the_worker_shows_within_the_clusters_period(stack, kafka_runtime):
+    rest = ConnectRest(kafka_runtime.connect_url)
+    connector = f"ct-source-{RUN}"
     try:
-        wait_until(
-            lambda: rest.offsets(connector)["offsets"],
-            lambda offsets: [e["offset"].get("incrementing") for e in offsets] == [3],
-            timeout=60,
-            what="the table source's last row committed",
-        )
+        _commit_three_rows(rest, connector)
         committed = time.monotonic()
-
-        def shown() -> bool:
-            answer = stack.api(f"/clusters/{CLUSTER}/connectors/{connector}/partitions/")
-            partitions = answer.json().get("source_partitions", []) if answer.is_success else []
-            return [p["offset"].get("incrementing") for p in partitions] == [3]
-
+        shown = functools.partial(_shows_three_rows, stack, connector)
         wait_until(shown, bool, timeout=120, what="the commit in the dashboard's API")
         print(f"commit shown by the scheduled refresh {time.monotonic() - committed:.1f} s later")
     finally:
@@ -438,3 +307,79 @@ def test_a_scheduler_killed_mid_refresh_and_started_again_leaves_nothing_stuck(s
     assert "pid namespace" in killed_host
     assert error.startswith("Abandoned: its process (1 on"), error
     assert "stopped renewing its lease" in error or error.endswith(") is gone."), error
+
+
+def test_the_scheduler_refreshes_on_the_compose_spark_connect_server_and_holds_no_jvm(
+    stack, kafka_runtime
+):
+    """docs/deploy.md's Spark Connect setup on this deployment: `deploy/compose-env
+    --spark-connect` on its compose.env (the server on a port of the test's own), then the
+    profile's server and the scheduler made anew together, as the docs' command makes them. A
+    commit on the worker is stored by a refresh on that server (its tasks read Kafka and write
+    the history on the shared volume, which the scheduler merges), and the scheduler's container
+    runs no JVM. The scheduler goes back to its own Spark at the end. In this module's
+    deployment rather than one of its own: the image tests' budget pays for one compose project.
+    """
+    local_env = stack.env_file.read_text()
+    stack.run("deploy/compose-env", "--spark-connect")
+    remote_env = stack.env_file.read_text().replace(":15002", f":{free_port()}")
+    stack.env_file.write_text(remote_env)
+    token = re.search(r"^SPARK_CONNECT_AUTHENTICATE_TOKEN=(.+)$", remote_env, re.MULTILINE)[1]
+    rest = ConnectRest(kafka_runtime.connect_url)
+    connector = f"ct-remote-{RUN}"
+    before = max((run[0] for run in stack.runs()), default=0)
+    started = time.monotonic()
+    try:
+        stack.compose(
+            "--profile", "spark-connect", "up", "-d", "--no-deps", "--force-recreate",
+            "spark-connect", "scheduler",
+        )  # fmt: skip
+        server, scheduler = stack.containers("spark-connect")[0], stack.names["scheduler"]
+        namespace = podman("exec", scheduler, "readlink", "/proc/1/ns/pid").stdout
+        host = f"%(pid namespace {re.search(r'[0-9]+', namespace)[0]})"
+        _commit_three_rows(rest, connector)
+        peaks = {server: (0, 0), scheduler: (0, 0)}
+
+        def refreshed_on_the_server() -> bool:
+            for name, peak in peaks.items():
+                peaks[name] = tuple(map(max, peak, stack.memory_mb(name)))
+            read = stack.query(
+                "SELECT r.records_read FROM offsets_refreshrun r JOIN offsets_cluster c "
+                "ON c.id = r.cluster_id WHERE c.name = %s AND r.status = 'succeeded' "
+                "AND r.host LIKE %s",
+                CLUSTER,
+                host,
+            )
+            return any(records for (records,) in read) and _shows_three_rows(stack, connector)
+
+        try:
+            wait_until(
+                refreshed_on_the_server,
+                bool,
+                timeout=180,
+                what="a refresh on the Spark Connect server",
+            )
+        except AssertionError as timed_out:
+            tails = [podman("logs", "--tail", "30", name, check=False) for name in peaks]
+            raise AssertionError(
+                f"{timed_out}\nThe runs: {stack.runs()[-5:]}\nThe server's and the scheduler's "
+                f"logs:\n{''.join(tail.stdout + tail.stderr for tail in tails)}"
+            ) from None
+        print(
+            f"stored by a refresh on Spark Connect {time.monotonic() - started:.0f} s after "
+            f"compose up; memory (usage / resident MB) at most: server {peaks[server]}, "
+            f"scheduler {peaks[scheduler]}; after it: server {stack.memory_mb(server)}, "
+            f"scheduler {stack.memory_mb(scheduler)}; the runs since (id, status, error): "
+            f"{[(pk, status, error[:90]) for pk, status, error, _ in stack.runs() if pk > before]}"
+        )
+        processes = podman("exec", scheduler, "ps", "-eo", "comm=").stdout.split()
+        assert "java" not in processes and "python" in processes, processes
+        # The server's JVM is its container's first process: a stop's SIGTERM reaches it.
+        assert podman("exec", server, "ps", "-o", "comm=", "-p", "1").stdout.strip() == "java"
+        assert token not in stack.logs("scheduler") + podman("logs", server).stderr
+    finally:
+        rest.delete(connector)
+        stack.env_file.write_text(local_env)
+        for name in stack.containers("spark-connect"):
+            podman("rm", "--force", name, timeout=60)
+        stack.compose("up", "-d", "--no-deps", "--force-recreate", "scheduler")

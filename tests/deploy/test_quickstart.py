@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 STEPS_MARK = "# The steps\n"
 
@@ -33,13 +35,13 @@ def test_the_readme_fits_in_twelve_kilobytes():
     assert len((ROOT / "README.md").read_bytes()) <= 12 * 1024
 
 
-def compose_env(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def compose_env(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     deploy = tmp_path / "deploy"
     deploy.mkdir(parents=True, exist_ok=True)
     for name in ("compose-env", "compose.env.example"):
         shutil.copy2(ROOT / "deploy" / name, deploy / name)
     return subprocess.run(
-        [str(deploy / "compose-env")],
+        [str(deploy / "compose-env"), *args],
         env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,
         text=True,
@@ -98,3 +100,60 @@ def test_the_scheduler_gets_the_spark_of_the_memory_budget_docs_deploy_states(tm
     assert conf["spark.driver.memory"] == "1g"
     budget = (ROOT / "docs" / "deploy.md").read_text()
     assert "`SPARK_MASTER=local[2]`" in budget and "`SPARK_CONF=spark.driver.memory=1g`" in budget
+
+
+def test_compose_env_with_spark_connect_points_the_refresh_at_the_compose_server(tmp_path):
+    done = compose_env(tmp_path, "--spark-connect", DASHBOARD_HOST="offsets.example.org")
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = tmp_path / "deploy" / "compose.env"
+    env = values(written)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    # The settings refuse SPARK_MASTER beside SPARK_REMOTE, and a SPARK_CONF that is not
+    # spark.sql.* with it: the local Spark's lines are gone, the comment above them too.
+    assert "SPARK_MASTER" not in env and "SPARK_CONF" not in env
+    assert "memory budget" not in written.read_text()
+    token = env["SPARK_CONNECT_AUTHENTICATE_TOKEN"]
+    assert len(token) >= 24
+    port = env["SPARK_CONNECT_BIND"].rsplit(":", 1)[1]
+    # "localhost": PySpark sends a token without TLS only to a local server.
+    assert env["SPARK_REMOTE"] == f"sc://localhost:{port}/;token={token}"
+    assert env["SPARK_CONNECT_BIND"].startswith("127.0.0.1:")
+    assert env["SPARK_CONNECT_MASTER"] == "local[2]" and env["SPARK_CONNECT_MEMORY"] == "1g"
+    other = compose_env(tmp_path / "other", "--spark-connect", DASHBOARD_HOST="o.example.org")
+    assert other.returncode == 0
+    assert (
+        values(tmp_path / "other" / "deploy" / "compose.env")["SPARK_REMOTE"] != env["SPARK_REMOTE"]
+    )
+
+
+def test_compose_env_with_spark_connect_changes_an_existing_file_and_keeps_its_secrets(tmp_path):
+    assert compose_env(tmp_path, DASHBOARD_HOST="offsets.example.org").returncode == 0
+    written = tmp_path / "deploy" / "compose.env"
+    before = values(written)
+    done = compose_env(tmp_path, "--spark-connect")
+    assert done.returncode == 0 and "replaced" in done.stdout, done.stdout + done.stderr
+    after = values(written)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert {key: before[key] for key in after if key in before} == {
+        key: value for key, value in after.items() if key in before
+    }
+    assert before.keys() - after.keys() == {"SPARK_MASTER", "SPARK_CONF"}
+    assert "SPARK_REMOTE" in after
+    again = compose_env(tmp_path, "--spark-connect")
+    assert again.returncode == 0 and "kept" in again.stdout
+    assert values(written) == after
+
+
+def test_the_spark_connect_service_is_optional_and_shares_the_history_volume():
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
+    services = compose["services"]
+    server = services["spark-connect"]
+    assert server["profiles"] == ["spark-connect"]
+    assert all(
+        "profiles" not in service for name, service in services.items() if server is not service
+    )
+    assert server["command"] == ["spark-connect"]
+    # The history its tasks write is the storage the scheduler and web read, at their path.
+    assert server["image"] == services["scheduler"]["image"]
+    assert server["volumes"] == services["scheduler"]["volumes"] == services["web"]["volumes"]
+    assert server["env_file"] == services["scheduler"]["env_file"]
