@@ -32,10 +32,16 @@ def executors(spark) -> list[dict]:
 
 def _where_am_i(_rows):
     import os
+    import sys
 
     import offsets
 
-    yield {"pid": os.getpid(), "cwd": os.getcwd(), "offsets": os.path.abspath(offsets.__file__)}
+    yield {
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "offsets": os.path.abspath(offsets.__file__),
+        "no_site": sys.flags.no_site,
+    }
 
 
 def python_workers(spark) -> list[dict]:
