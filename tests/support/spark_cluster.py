@@ -45,11 +45,17 @@ DAEMON_MEMORY = "256m"
 NOT_FOR_EXECUTORS = ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "OFFSETS_HISTORY_PATH")
 
 
-# The executors' Python, written into the cluster's folder: this interpreter with -S (no `site`,
-# so no .pth file runs, the editable install's finder of `offsets` and `dashboard` included)
-# and the virtualenv's site-packages appended to the PYTHONPATH Spark gives its workers. It
-# has the project's dependencies, as a company's executors do, and not the project: `offsets`
-# comes from what the driver ships or not at all.
+# What the refresh's Python workers import beside `offsets` and the standard library, as
+# docs/refresh.md lists it for a company's executors: the executors' Python has these and no
+# other package of this virtualenv (not Django, not pandas), so a task that comes to need one
+# more fails here first.
+EXECUTOR_PACKAGES = ("pyspark", "py4j", "pyarrow", "numpy", "confluent_kafka")
+
+# The executors' Python: this interpreter with -S (no `site`, so no .pth file runs, the
+# editable install's finder of `offsets` and `dashboard` included) and a folder of links to
+# EXECUTOR_PACKAGES in its site-packages appended to the PYTHONPATH Spark gives its workers.
+# It has the refresh's dependencies, as a company's executors do, and not the project:
+# `offsets` comes from what the driver ships or not at all.
 EXECUTOR_PYTHON = """#!/bin/sh
 PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}"{site_packages} exec {python} -S "$@"
 """
@@ -57,11 +63,18 @@ PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}"{site_packages} exec {python} -S "$@"
 
 def executor_python(folder: Path) -> Path:
     """Write the executors' Python (EXECUTOR_PYTHON) into `folder`, for PYSPARK_PYTHON."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    site = folder / "executor-site-packages"
+    shutil.rmtree(site, ignore_errors=True)  # links only: a restarted server writes it again
+    site.mkdir()
+    for name in EXECUTOR_PACKAGES:
+        # The package, its distribution's metadata, and its vendored libraries (numpy.libs).
+        for entry in [purelib / name, *purelib.glob(f"{name}[-.]*")]:
+            (site / entry.name).symlink_to(entry)
     path = folder / "executor-python"
     path.write_text(
         EXECUTOR_PYTHON.format(
-            site_packages=shlex.quote(sysconfig.get_paths()["purelib"]),
-            python=shlex.quote(sys.executable),
+            site_packages=shlex.quote(str(site)), python=shlex.quote(sys.executable)
         )
     )
     path.chmod(0o755)
