@@ -82,9 +82,11 @@ def get_spark(
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(KafkaSnapshotSource)
     if not local:
+        # Before the data source's registration: it keeps the Python files added so far as
+        # its read tasks' path, and executors have no `offsets` but the shipped one.
         _ship_project(spark)
+    spark.dataSource.register(KafkaSnapshotSource)
     _session = spark
     return spark
 

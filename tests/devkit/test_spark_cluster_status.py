@@ -39,7 +39,10 @@ def master(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Starting)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield StandaloneCluster(
-        "spark://127.0.0.1:7077", f"http://127.0.0.1:{server.server_port}/json/", tmp_path
+        "spark://127.0.0.1:7077",
+        f"http://127.0.0.1:{server.server_port}/json/",
+        tmp_path,
+        tmp_path / "executor-python",
     )
     server.shutdown()
     server.server_close()

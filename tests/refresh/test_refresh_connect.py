@@ -6,7 +6,9 @@ in local[2], asking for a token). The refreshes run in a child process
 (tests/support/connect_refresh.py) with SPARK_REMOTE_FILE naming the URL with its token, the
 way the scheduler and refresh_offsets run them: the child holds no Spark JVM, the Kafka reads
 and the merge run in the server's tasks, and the results land in the same database and history
-folder as a local-mode refresh of the same topics, here.
+folder as a local-mode refresh of the same topics, here. The server's Python workers have the
+project's dependencies and not the project (spark_connect.py): `offsets` reaches them as the
+session's artifact.
 """
 
 import json
@@ -180,6 +182,7 @@ def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
         f"connect-file:full:{clocks[0]}",
         "pause",
         f"connect:incremental:{clocks[1]}",
+        "where",
     ]
     process = child(spark_connect, steps, settings.OFFSETS_HISTORY_PATH, log)
     try:
@@ -193,6 +196,14 @@ def test_a_refresh_over_spark_connect_stores_what_local_mode_stores(
     assert [r["status"] for r in report["runs"]] == ["succeeded"] * 3, report["runs"]
     assert [r["full"] for r in report["runs"]] == [True, True, False]
     assert report["connect"] and not report["jvm"], report
+    # The server's Python workers have the dependencies and not the project (spark_connect.py):
+    # they import `offsets` from the session's artifacts.
+    assert report["python_workers"], report
+    for worker in report["python_workers"]:
+        assert worker["no_site"], worker
+        assert Path(worker["offsets"]).parts[-3:] == ("offsets.zip", "offsets", "__init__.py"), (
+            worker
+        )
     print(f"\nthe refreshing process's peak RSS over Spark Connect: {report['max_rss_mb']:.0f} MB")
 
     # The data holds what there is to compare: drift, a rewind, a stall, malformed records,

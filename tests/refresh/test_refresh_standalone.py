@@ -5,8 +5,9 @@ loopback, each a JVM of its own, and each worker starts one executor JVM for the
 refresh runs in a child process with SPARK_MASTER=spark://... (standalone_refresh.py) against
 the same database and history folder as a local-mode refresh of the same topics, here; every
 stored result and every history row must be the same. The executors get the project as a user
-would have it: their Python has the dependencies installed, and no PYTHONPATH leads to this
-checkout, so `offsets` comes from the zip the session ships with the job.
+would have it: their Python has the dependencies and not the project's install
+(spark_cluster.executor_python), no PYTHONPATH leads to this checkout and they run in the
+workers' folders, so `offsets` comes from the zip the session ships with the job or not at all.
 
 The same child then refreshes the secured runtime's Connect cluster over SASL_SSL as the
 dashboard's SCRAM user, which holds exactly SECURITY.md's viewing set: the credentials reach
@@ -91,6 +92,8 @@ def refresh_on_the_cluster(
         "SPARK_CONF": EXECUTOR_CONF,
         # The driver on loopback, where the executors reach it.
         "SPARK_LOCAL_IP": "127.0.0.1",
+        # The executors' Python has the dependencies and not the project (spark_cluster.py).
+        "PYSPARK_PYTHON": str(spark_cluster.executor_python),
     }
     log = spark_cluster.root / "driver.log"
     with log.open("w") as stderr:
@@ -130,6 +133,7 @@ def assert_tasks_ran_in_the_executors(report: dict, spark_cluster: StandaloneClu
     for worker in report["python_workers"]:
         assert worker["pid"] != report["driver_pid"]
         assert Path(worker["cwd"]).is_relative_to(spark_cluster.root), worker
+        assert worker["no_site"], worker  # spark_cluster.EXECUTOR_PYTHON: no editable install
         package = Path(worker["offsets"])
         assert package.parts[-3:] == ("offsets.zip", "offsets", "__init__.py"), worker
         assert package.is_relative_to(spark_cluster.root), worker

@@ -116,3 +116,21 @@ def test_a_failed_python_task_says_what_it_raised_not_only_that_it_failed():
     assert connect_error(URL, Exception(text)) == (
         f"The Spark Connect server at spark.example.com:15002: {expected}"
     )
+
+
+def test_a_data_source_that_the_server_cannot_unpickle_says_which_module_is_missing():
+    # As a Spark Connect server words it when its Python lacks the shipped `offsets`.
+    text = (
+        "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback "
+        "(most recent call last):\n"
+        '  File "pyspark/serializers.py", line 483, in loads\n'
+        "    return cloudpickle.loads(obj, encoding=encoding)\n"
+        "ModuleNotFoundError: No module named 'offsets'\n"
+        " SQLSTATE: 38000\n\n"
+        "JVM stacktrace:\n"
+        "org.apache.spark.sql.AnalysisException\n"
+        "\tat org.apache.spark.sql.errors.QueryCompilationErrors$.pythonDataSourceError(...)\n"
+    )
+    assert describe_error(Exception(text)) == (
+        "A Spark Python worker failed: ModuleNotFoundError: No module named 'offsets'"
+    )

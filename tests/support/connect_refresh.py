@@ -8,12 +8,44 @@ functions into Connect's for good (PySpark's SPARK_CONNECT_MODE_ENABLED), and th
 process runs local mode. Each refresh is the one the scheduler and refresh_offsets run: no
 session is passed, so the refresh connects (`offsets.refresh.inputs.start_spark`). A step
 `pause` prints "paused" and waits for a line on stdin (a fault test changes the server
-meanwhile). The report is the last line of stdout, as JSON.
+meanwhile). A step `where` reports the server's Python workers: where their `offsets` comes
+from. The report is the last line of stdout, as JSON.
 """
 
 import json
-import resource
 import sys
+from pathlib import Path
+
+
+def _where_am_i(batches):
+    import os
+    import sys
+
+    import pyarrow as pa
+
+    import offsets
+
+    for _ in batches:
+        yield pa.RecordBatch.from_pylist(
+            [{"offsets": os.path.abspath(offsets.__file__), "no_site": bool(sys.flags.no_site)}]
+        )
+
+
+def python_workers(spark) -> list[dict]:
+    """The `offsets` package and the `-S` flag of the server's Python workers."""
+    frame = spark.range(2, numPartitions=2).mapInArrow(
+        _where_am_i, "offsets string, no_site boolean"
+    )
+    return [row.asDict() for row in frame.collect()]
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since its exec (VmHWM). Not `ru_maxrss`, which
+    keeps the parent's size at the fork across the exec (the test's process, or a bench's)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def main(steps: list[str]) -> dict:
@@ -26,9 +58,14 @@ def main(steps: list[str]) -> dict:
     from offsets.refresh.run import run_refresh
     from offsets.spark import session
 
-    runs = []
+    runs, workers = [], []
     try:
         for step in steps:
+            if step == "where":
+                # Not after a failed run: the test's report of it says why the run failed.
+                if all(run["status"] == "succeeded" for run in runs):
+                    workers = python_workers(session.current_session())
+                continue
             if step == "pause":
                 print("paused", flush=True)
                 sys.stdin.readline()
@@ -49,11 +86,12 @@ def main(steps: list[str]) -> dict:
         spark = session.current_session()
         return {
             "runs": runs,
+            "python_workers": workers,
             "connect": spark is not None and session.is_connect(spark),
             # No Spark JVM in this process: no gateway to one was ever opened.
             "jvm": SparkContext._gateway is not None,
-            # This process's peak resident memory (Linux: KiB), for docs/performance.md.
-            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            # This process's peak resident memory in MiB, for docs/performance.md.
+            "max_rss_mb": peak_rss_mb(),
         }
     finally:
         spark = session.current_session()

@@ -6,13 +6,23 @@
 Each daemon is a JVM of its own started with `spark-class` (the pip package has no
 sbin/start-master.sh), and each worker starts its application's executor as one more JVM, so
 the tasks run in processes apart from the driver's, as on a real cluster.
+
+The executors' Python workers run `cluster.executor_python` (the driver's PYSPARK_PYTHON
+names it: the driver, not the executor, picks its workers' Python), this virtualenv's
+interpreter with its dependencies but without the project's editable install. A company's
+executors have the dependencies and not the dashboard's package; with the install on their
+path they would import `offsets` from it, and a session that shipped the project wrongly
+would pass here and fail there.
 """
 
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
+import sys
+import sysconfig
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -35,6 +45,42 @@ DAEMON_MEMORY = "256m"
 NOT_FOR_EXECUTORS = ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "OFFSETS_HISTORY_PATH")
 
 
+# What the refresh's Python workers import beside `offsets` and the standard library, as
+# docs/refresh.md lists it for a company's executors: the executors' Python has these and no
+# other package of this virtualenv (not Django, not pandas), so a task that comes to need one
+# more fails here first.
+EXECUTOR_PACKAGES = ("pyspark", "py4j", "pyarrow", "numpy", "confluent_kafka")
+
+# The executors' Python: this interpreter with -S (no `site`, so no .pth file runs, the
+# editable install's finder of `offsets` and `dashboard` included) and a folder of links to
+# EXECUTOR_PACKAGES in its site-packages appended to the PYTHONPATH Spark gives its workers.
+# It has the refresh's dependencies, as a company's executors do, and not the project:
+# `offsets` comes from what the driver ships or not at all.
+EXECUTOR_PYTHON = """#!/bin/sh
+PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}"{site_packages} exec {python} -S "$@"
+"""
+
+
+def executor_python(folder: Path) -> Path:
+    """Write the executors' Python (EXECUTOR_PYTHON) into `folder`, for PYSPARK_PYTHON."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    site = folder / "executor-site-packages"
+    shutil.rmtree(site, ignore_errors=True)  # links only: a restarted server writes it again
+    site.mkdir()
+    for name in EXECUTOR_PACKAGES:
+        # The package, its distribution's metadata, and its vendored libraries (numpy.libs).
+        for entry in [purelib / name, *purelib.glob(f"{name}[-.]*")]:
+            (site / entry.name).symlink_to(entry)
+    path = folder / "executor-python"
+    path.write_text(
+        EXECUTOR_PYTHON.format(
+            site_packages=shlex.quote(str(site)), python=shlex.quote(sys.executable)
+        )
+    )
+    path.chmod(0o755)
+    return path
+
+
 class MasterStarting(Exception):
     """The master's web UI answers, but not yet with its status."""
 
@@ -44,6 +90,8 @@ class StandaloneCluster:
     master_url: str  # spark://127.0.0.1:<port>
     master_json_url: str  # the master's status, as JSON
     root: Path  # the logs, and each worker's work dir (its executors' folders)
+    # The driver's PYSPARK_PYTHON, which its executors run their Python workers with.
+    executor_python: Path
 
     def status(self) -> dict:
         with urllib.request.urlopen(self.master_json_url, timeout=5) as response:
@@ -171,7 +219,7 @@ def standalone_cluster(
     spark_class = str(home / "bin" / "spark-class")
     port, webui = free_port(), free_port()
     cluster = StandaloneCluster(
-        f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{webui}/json/", root
+        f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{webui}/json/", root, executor_python(root)
     )
     logs = [root / "master.log"]
     processes = [_start(_master(spark_class, port, webui), logs[0], env, root)]

@@ -8,6 +8,10 @@ One JVM (`spark-submit` of SparkConnectServer, in local[2]: its tasks and their 
 are the server's, apart from the refresh's process), which asks every client for a token
 (`spark.connect.authenticate.token`, given in its environment, never on its command line).
 `stop` and `start` take it down and bring it back on the same port, for the fault tests.
+
+Its Python workers run spark_cluster's executor Python (the dependencies, not the project's
+editable install), as a company's server has them: the refresh's `offsets` reaches them only
+as the session's artifact, so a session that does not ship it fails here too.
 """
 
 import contextlib
@@ -16,14 +20,13 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from devkit.embedded import free_port
-from tests.support.spark_cluster import NOT_FOR_EXECUTORS, spark_home
+from tests.support.spark_cluster import NOT_FOR_EXECUTORS, executor_python, spark_home
 
 # The server comes up in 5-10 s on the project's loaded 2-core machine; room for a slower
 # CI runner.
@@ -68,9 +71,11 @@ class ConnectServer:
         env.update(
             SPARK_HOME=str(home),
             SPARK_LOCAL_IP="127.0.0.1",
-            # The server's Python workers: this interpreter, with the project's dependencies
-            # and the refresh's Python version (a server's Python must match its clients').
-            PYSPARK_PYTHON=sys.executable,
+            # The server's Python workers: this interpreter with the project's dependencies
+            # and the refresh's Python version (a server's Python must match its clients'),
+            # but not the project, as on a company's server: `offsets` comes from the
+            # session's artifacts (spark_cluster.EXECUTOR_PYTHON).
+            PYSPARK_PYTHON=str(executor_python(self.root)),
             SPARK_CONNECT_AUTHENTICATE_TOKEN=self.token,
             **self.extra_env,
         )

@@ -32,10 +32,16 @@ def executors(spark) -> list[dict]:
 
 def _where_am_i(_rows):
     import os
+    import sys
 
     import offsets
 
-    yield {"pid": os.getpid(), "cwd": os.getcwd(), "offsets": os.path.abspath(offsets.__file__)}
+    yield {
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "offsets": os.path.abspath(offsets.__file__),
+        "no_site": sys.flags.no_site,
+    }
 
 
 def python_workers(spark) -> list[dict]:
@@ -80,7 +86,10 @@ def main(cluster_name: str, clocks: list[int], then: str | None = None) -> dict:
             "environment": environment(spark),
             "driver_pid": os.getpid(),
             "executors": executors(spark),
-            "python_workers": python_workers(spark),
+            # Not after a failed run: the test's report of it says why the run failed.
+            "python_workers": python_workers(spark)
+            if all(r.status == "succeeded" for r in runs)
+            else [],
         }
     finally:
         spark.stop()
