@@ -46,6 +46,7 @@ from offsets.refresh import run_records
 from offsets.refresh.run import run_refresh
 from tests.support import secured_runtime
 from tests.support.child_cluster import child_cluster, end_paused, paused_at
+from tests.support.connect_rest import wait_until
 from tests.support.connect_topics import write_records
 from tests.support.db_faults import database_url
 from tests.support.refresh_digest import (
@@ -261,13 +262,6 @@ def test_a_history_folder_the_server_cannot_see_fails_the_refresh_with_a_clear_l
     assert [path.name for path in (tmp_path / "history").iterdir()] == []
 
 
-def wait_for(condition, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout} s"
-        time.sleep(0.3)
-
-
 def test_the_scheduler_on_spark_connect_outlives_a_restart_of_the_server(
     fresh_kafka, tmp_path, spark_connect
 ):
@@ -299,17 +293,24 @@ def test_the_scheduler_on_spark_connect_outlives_a_restart_of_the_server(
         text=True,
     )
     try:
-        wait_for(lambda: succeeded() >= 1, timeout=180)
+        wait_until(succeeded, lambda n: n >= 1, timeout=180, what="a succeeded refresh")
         last_before = runs()[-1][0]
         spark_connect.stop()
         try:
             # A round claimed after the stop failed: it started with the server down.
-            wait_for(lambda: runs()[-1][0] > last_before and runs()[-1][1] == "failed", 120)
+            wait_until(
+                lambda: runs()[-1][:2],
+                lambda last: last[0] > last_before and last[1] == "failed",
+                timeout=120,
+                what="a round started after the stop to fail",
+            )
             down = [run for run in runs() if run[0] > last_before]
         finally:
             spark_connect.start()
         before = succeeded()
-        wait_for(lambda: succeeded() > before, timeout=180)
+        wait_until(
+            succeeded, lambda n: n > before, timeout=180, what="a refresh on the server back"
+        )
         scheduler.send_signal(signal.SIGTERM)
         out, _ = scheduler.communicate(timeout=60)
     finally:
@@ -357,7 +358,12 @@ def test_a_connect_server_killed_mid_refresh_fails_the_run_in_one_line(
         process = child(server, [f"killed:full:{end_ms}"], settings.OFFSETS_HISTORY_PATH, log)
         try:
             # The read task's Python worker reached the pause point (or the child gave up).
-            wait_for(lambda: paused.exists() or process.poll() is not None, timeout=120)
+            wait_until(
+                lambda: paused.exists() or process.poll() is not None,
+                bool,
+                timeout=120,
+                what="the read task's pause, or the child's end",
+            )
             assert paused.exists(), log.read_text(errors="replace")[-2000:]
             server.kill()
             end_paused(paused)
