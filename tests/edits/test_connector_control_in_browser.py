@@ -15,7 +15,7 @@ import pytest
 
 from offsets.models import AuditEvent
 from tests.support import factories as make
-from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.browser_pages import WIDTHS, open_at
 from tests.support.connect_rest import ConnectRest, wait_until
 from tests.support.worker_files import file_sink, produce, running_source
 from tests.support.workers import register, session_worker
@@ -24,7 +24,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 RUN = uuid.uuid4().hex[:8]
 SHOTS = Path(os.environ.get("CONTROL_SHOTS_DIR", "/tmp/shots-controls"))
-WIDTHS = {"desktop": 1400, "phone": 390}
 # A restart is followed up to 20 s (offsets.domain.restarts.BOUND_SECONDS), a poll a second.
 FOLLOW_MS = 40_000
 
@@ -39,10 +38,7 @@ def rest(kafka_runtime) -> ConnectRest:
 @pytest.fixture(params=list(WIDTHS))
 def width(request, page, live_server, transactional_db, editor):
     """The page at the parameter's width, logged in as an editor; no console error allowed."""
-    page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    errors = console_errors_of(page)
-    log_in(page, live_server, "erin", "erin-password")
+    errors = open_at(page, live_server, request.param, "erin", "erin-password")
     yield request.param
     assert errors == []
 

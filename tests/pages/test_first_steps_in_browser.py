@@ -16,12 +16,11 @@ import pytest
 
 from offsets.models import SourceOffset
 from tests.support import factories as make
-from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.browser_pages import TIMEOUT_MS, WIDTHS, console_errors_of, log_in, open_at
 
 pytestmark = pytest.mark.browser
 
 SHOTS = Path(os.environ.get("PHONE_SHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
-WIDTHS = {"desktop": 1400, "phone": 390}
 AT = datetime(2026, 11, 28, 23, 31, 4, tzinfo=UTC)
 MS = int(AT.timestamp() * 1000)
 STAMP = r"\d{8}T\d{4}Z"
@@ -52,10 +51,7 @@ def prod(transactional_db):
 @pytest.fixture(params=list(WIDTHS))
 def width(request, page, live_server, user, prod):
     """A page at the parameter's width, logged in as a viewer; the console's errors listed."""
-    page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.errors = console_errors_of(page)
-    log_in(page, live_server, "alice", "alice-password")
+    page.errors = open_at(page, live_server, request.param, "alice", "alice-password")
     return request.param
 
 

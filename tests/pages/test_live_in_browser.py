@@ -14,13 +14,12 @@ import pytest
 from dashboard.pages.clusters import live
 from offsets.models import AuditEvent, ConnectorSnapshot, ConnectorStateChange, RefreshRun
 from tests.support import factories as make
-from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.browser_pages import WIDTHS, open_at
 from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 SHOTS = Path(os.environ.get("PHONE_SHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
-WIDTHS = {"desktop": 1400, "phone": 390}
 # The connector page's parts in the order a person on call needs them.
 ORDER = [
     "#facts dl.strip",
@@ -48,10 +47,7 @@ def cluster(transactional_db):
 @pytest.fixture(params=list(WIDTHS))
 def width(request, page, live_server, editor, cluster):
     """A page at the parameter's width, logged in as an editor; it fails on any console error."""
-    page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    errors = console_errors_of(page)
-    log_in(page, live_server, "erin", "erin-password")
+    errors = open_at(page, live_server, request.param, "erin", "erin-password")
     yield request.param
     assert errors == []
 

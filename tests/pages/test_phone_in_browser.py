@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.browser_pages import TIMEOUT_MS, WIDTHS, console_errors_of, log_in
 from tests.support.edits_factory import make_edit
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 SHOTS = Path(os.environ.get("PHONE_SHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
-WIDTHS = {"desktop": 1400, "phone": 390}
 EDITED = "jdbc-source-inventory"
 # Every page of dashboard/urls.py and dashboard/pages/edits/urls.py a browser opens (the rest answer
 # POSTs or downloads), with the demo's widest cases: a failed sink with its trace, a mirror.

@@ -12,11 +12,9 @@ from datetime import timedelta
 import pytest
 
 from tests.support import factories as make
-from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.browser_pages import WIDTHS, open_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-WIDTHS = {"desktop": 1400, "phone": 390}
 
 
 @pytest.fixture
@@ -49,10 +47,7 @@ def cluster(transactional_db, partition_history):
 @pytest.fixture(params=list(WIDTHS))
 def width(request, page, live_server, editor, cluster):
     """A page at the parameter's width, logged in as an editor; it fails on any console error."""
-    page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    errors = console_errors_of(page)
-    log_in(page, live_server, "erin", "erin-password")
+    errors = open_at(page, live_server, request.param, "erin", "erin-password")
     yield WIDTHS[request.param]
     assert errors == []
 

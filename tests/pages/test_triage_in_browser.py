@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.support import factories as make
-from tests.support.browser_pages import TIMEOUT_MS, console_errors_of, log_in
+from tests.support.browser_pages import WIDTHS, open_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 SHOTS = Path(os.environ.get("ONCALL_SHOTS", Path(__file__).resolve().parent.parent / "screenshots"))
-WIDTHS = {"desktop": 1400, "phone": 390}
 
 
 @pytest.fixture
@@ -49,10 +48,7 @@ def clusters(transactional_db):
 @pytest.fixture(params=list(WIDTHS))
 def width(request, page, live_server, user, clusters):
     """A page at the parameter's width, logged in; it fails on any console error."""
-    page.set_viewport_size({"width": WIDTHS[request.param], "height": 900})
-    page.set_default_timeout(TIMEOUT_MS)
-    errors = console_errors_of(page)
-    log_in(page, live_server, "alice", "alice-password")
+    errors = open_at(page, live_server, request.param, "alice", "alice-password")
     yield request.param
     assert errors == []
 

@@ -1,9 +1,11 @@
-"""Steps through the dashboard's pages that browser tests share: logging in and out, and
-collecting the console's errors."""
+"""Steps through the dashboard's pages that browser tests share: opening a page at a width,
+logging in and out, and collecting the console's errors."""
 
 # The longest wait of the tests that set it (page.set_default_timeout): a broken page fails
 # them in 15 s, not in Playwright's default 30 s.
 TIMEOUT_MS = 15_000
+# The widths every page is looked at: a desktop and a phone.
+WIDTHS = {"desktop": 1400, "phone": 390}
 
 
 def log_in(page, live_server, username, password, *, landing: str | None = "#clusters") -> None:
@@ -33,4 +35,14 @@ def console_errors_of(page) -> list[str]:
         ),
     )
     page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
+    return errors
+
+
+def open_at(page, live_server, width: str, username: str, password: str) -> list[str]:
+    """Size `page` to WIDTHS[width], give it TIMEOUT_MS, collect its console's errors from now
+    on and log in; return the errors' list (console_errors_of)."""
+    page.set_viewport_size({"width": WIDTHS[width], "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    errors = console_errors_of(page)
+    log_in(page, live_server, username, password)
     return errors
