@@ -23,21 +23,20 @@ Connect are what the protocol and a second JVM cost, not what a cluster gains.
 """
 
 import argparse
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from tests.bench.processes import tree_usage
+from tests.bench.processes import Peaks, tree_usage
 from tests.support.production_env import loopback_production_env
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 2**20
-SAMPLE_SECONDS = 0.2
 CHILD_SECONDS = 3600
 GOAL_SCHEDULER_BYTES = 250 * MIB
 # Both modes' Spark: two task slots (the compose example's), the same driver heap.
@@ -74,29 +73,9 @@ def configure(work: Path) -> None:
     django.setup()
 
 
-class Peak:
-    """Sample the RSS of some process trees while a block runs; keep each one's peak."""
-
-    def __init__(self, **pids: int) -> None:
-        self.pids = pids
-        self.peaks = dict.fromkeys(pids, 0)
-
-    def __enter__(self) -> "Peak":
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-        return self
-
-    def _sample(self) -> None:
-        while True:
-            for name, pid in self.pids.items():
-                self.peaks[name] = max(self.peaks[name], tree_usage(pid)[1])
-            if self.done.wait(SAMPLE_SECONDS):
-                return
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
+def tree_rss(pid: int):
+    """The RSS of `pid`'s process tree now, for Peaks."""
+    return lambda: tree_usage(pid)[1]
 
 
 def child_env(mode: dict[str, str]) -> dict[str, str]:
@@ -107,8 +86,6 @@ def child_env(mode: dict[str, str]) -> dict[str, str]:
 
 def refresh_twice(label: str, cluster: str, now_ms: int, mode: dict, log: Path, **more) -> dict:
     """Two full refreshes of `cluster` in a child process of `mode`; its report and peaks."""
-    import json
-
     step = f"{cluster}:full:{now_ms}"
     started = time.monotonic()
     with log.open("w") as stderr:
@@ -120,7 +97,8 @@ def refresh_twice(label: str, cluster: str, now_ms: int, mode: dict, log: Path, 
             stderr=stderr,
             text=True,
         )
-        with Peak(child=child.pid, **more) as peak:
+        trees = {"child": child.pid, **more}
+        with Peaks(**{name: tree_rss(pid) for name, pid in trees.items()}) as peak:
             out, _ = child.communicate(timeout=CHILD_SECONDS)
     if child.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
@@ -197,7 +175,7 @@ def scheduler_peak(label: str, cluster: str, mode: dict, log: Path) -> tuple[int
             return False
 
     try:
-        with Peak(scheduler=scheduler.pid) as peak:
+        with Peaks(scheduler=tree_rss(scheduler.pid)) as peak:
             deadline = time.monotonic() + CHILD_SECONDS
             while not done():
                 if scheduler.poll() is not None or time.monotonic() > deadline:

@@ -13,7 +13,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -37,6 +36,7 @@ from offsets.domain.history import offset_progress  # noqa: E402
 from offsets.formats.offset_records import MalformedRecord, parse_offset_record  # noqa: E402
 from offsets.kafka import reading  # noqa: E402
 from offsets.models import Cluster  # noqa: E402
+from tests.bench.processes import Peaks  # noqa: E402
 from tests.bench.seeding import (  # noqa: E402
     OFFSETS_TOPICS,
     OWN_TOPICS,
@@ -63,38 +63,21 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
-class PeakMemory:
-    """Sample this process tree's RSS while a block runs."""
-
-    def __init__(self, exclude: int | None = None) -> None:
-        self.exclude = exclude
-        self.peak = 0
-
-    def __enter__(self) -> "PeakMemory":
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self.sample, daemon=True)
-        self.thread.start()
-        return self
-
-    def sample(self) -> None:
-        while not self.done.wait(0.05):
-            rss = tree_rss_bytes(os.getpid()) - (
-                tree_rss_bytes(self.exclude) if self.exclude else 0
-            )
-            self.peak = max(self.peak, rss)
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
-
-
 def measure(label: str, results: dict, broker_pid: int, func):
     started = time.monotonic()
-    with PeakMemory(exclude=broker_pid) as memory:
+    # This process's tree, the broker's excluded.
+    tree = Peaks(
+        every=0.05,
+        tree=lambda: (
+            tree_rss_bytes(os.getpid()) - (tree_rss_bytes(broker_pid) if broker_pid else 0)
+        ),
+    )
+    with tree as memory:
         value = func()
     seconds = time.monotonic() - started
-    results[label] = (seconds, memory.peak)
-    print(f"  {label:<48} {seconds:8.2f} s   peak {memory.peak / 2**20:8.0f} MiB", flush=True)
+    peak = memory.peaks["tree"]
+    results[label] = (seconds, peak)
+    print(f"  {label:<48} {seconds:8.2f} s   peak {peak / 2**20:8.0f} MiB", flush=True)
     return value
 
 

@@ -24,16 +24,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+from tests.bench.processes import Peaks
 from tests.support.production_env import loopback_production_env
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 2**30
-# Samples every 0.2 s: a full scan of /proc per sample stays a small load on 2 cores.
-SAMPLE_SECONDS = 0.2
 # The standalone cluster's executors: one core each, two in all, as the standalone test runs.
 EXECUTOR_CONF = "spark.executor.memory=512m,spark.executor.cores=1,spark.cores.max=2"
 CHILD_SECONDS = 3600
@@ -108,30 +106,6 @@ def tree_rss_bytes(root: int, exclude: int | None) -> int:
     return total
 
 
-class TreePeak:
-    """Sample this process tree's RSS (the broker's excluded) while a block runs."""
-
-    def __init__(self, exclude: int | None) -> None:
-        self.exclude = exclude
-        self.peak = 0
-
-    def __enter__(self) -> "TreePeak":
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-        return self
-
-    def _sample(self) -> None:
-        while True:
-            self.peak = max(self.peak, tree_rss_bytes(os.getpid(), self.exclude))
-            if self.done.wait(SAMPLE_SECONDS):
-                return
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
-
-
 class Results:
     """Each measured step's seconds and its peak tree memory, printed as it ends."""
 
@@ -142,12 +116,15 @@ class Results:
 
     def measure(self, key: str, label: str, func):
         started = time.monotonic()
-        with TreePeak(self.broker_pid) as memory:
+        # This process's tree, the broker's excluded.
+        tree = Peaks(tree=lambda: tree_rss_bytes(os.getpid(), self.broker_pid))
+        with tree as memory:
             value = func()
         self.seconds[key] = time.monotonic() - started
-        self.peaks[key] = memory.peak
+        self.peaks[key] = memory.peaks["tree"]
         print(
-            f"  {label:<52} {self.seconds[key]:8.2f} s   tree peak {memory.peak / 2**20:7.0f} MiB",
+            f"  {label:<52} {self.seconds[key]:8.2f} s   tree peak "
+            f"{self.peaks[key] / 2**20:7.0f} MiB",
             flush=True,
         )
         return value

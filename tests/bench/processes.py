@@ -1,10 +1,13 @@
-"""The benchmarks' child processes: started, stopped, and measured from /proc (CPU, RSS)."""
+"""The benchmarks' child processes: started, stopped, and measured from /proc (CPU, RSS), and
+the sampler that keeps a measure's peak while a block runs."""
 
 import os
 import signal
 import statistics
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,3 +101,34 @@ def django_workdir(prefix: str) -> Path:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     django.setup()
     return work
+
+
+class Peaks:
+    """Sample sizes while a block runs, every `every` seconds, and keep each one's largest:
+
+    with Peaks(child=lambda: tree_usage(pid)[1]) as memory:
+        ...
+    memory.peaks["child"]
+    """
+
+    def __init__(self, every: float = 0.2, **samplers: Callable[[], int]) -> None:
+        self.every = every
+        self.samplers = samplers
+        self.peaks = dict.fromkeys(samplers, 0)
+
+    def __enter__(self) -> "Peaks":
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while True:
+            for name, sample in self.samplers.items():
+                self.peaks[name] = max(self.peaks[name], sample())
+            if self.done.wait(self.every):
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
