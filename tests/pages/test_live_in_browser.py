@@ -44,6 +44,14 @@ def cluster(transactional_db):
     return live_cluster
 
 
+@pytest.fixture
+def fast_polls(settings):
+    """Pages poll every second. Requested before `width`, so that the settings change before
+    the page logs in: changed while the page polled, they once made the live server's thread
+    answer a poll with a 500 (its settings read as None), whose console error failed the test."""
+    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
+
+
 @pytest.fixture(params=list(WIDTHS))
 def width(request, page, live_server, editor, cluster):
     """A page at the parameter's width, logged in as an editor; it fails on any console error."""
@@ -110,9 +118,8 @@ def test_move_is_offered_once_another_cluster_can_take_the_connector(
 
 
 def test_the_live_list_stays_still_keeps_focus_and_ticks_while_refreshes_come_and_go(
-    page, live_server, width, cluster, settings, monkeypatch
+    fast_polls, page, live_server, width, cluster, monkeypatch
 ):
-    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     # However slow this machine, the round below stays a short one: no banner; and the
     # results never turn late (a "Late" notice is taller than the live line) while it waits.
     monkeypatch.setattr(live, "RUNNING_BANNER_AFTER_SECONDS", 600)
@@ -171,9 +178,8 @@ def test_a_slow_refresh_is_announced_above_the_results_it_will_replace(
 
 
 def test_the_connector_page_polls_its_refresh_facts_and_tasks_together_and_ticks(
-    page, live_server, width, cluster, settings
+    fast_polls, page, live_server, width, cluster
 ):
-    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
     age = page.locator("#facts [data-field='snapshot-age']")
     shown = age.inner_text()
@@ -193,9 +199,8 @@ def test_the_connector_page_polls_its_refresh_facts_and_tasks_together_and_ticks
 
 
 def test_an_opened_legend_and_trace_stay_open_and_focused_across_a_poll(
-    page, live_server, width, cluster, settings
+    fast_polls, page, live_server, width, cluster
 ):
-    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     ConnectorSnapshot.objects.filter(cluster=cluster, name="orders-sink").update(
         task_states={"0": "FAILED"},
         failed_tasks=1,
@@ -221,9 +226,8 @@ def no_sideways_scroll(page) -> bool:
 
 
 def test_since_when_a_sinks_last_commit_a_chosen_range_and_marks_on_its_charts(
-    page, live_server, width, cluster, settings
+    fast_polls, page, live_server, width, cluster
 ):
-    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     now = make.now()
     ConnectorSnapshot.objects.filter(cluster=cluster, name="orders-sink").update(
         last_commit_at=now - timedelta(seconds=75), last_commit_seen=True
@@ -295,9 +299,8 @@ def test_a_sources_charts_mark_an_applied_edit_linked_to_it(
 
 
 def test_the_control_buttons_follow_the_state_a_newer_refresh_finds(
-    page, live_server, width, cluster, settings
+    fast_polls, page, live_server, width, cluster
 ):
-    settings.PAGE_POLL_SECONDS = settings.PAGE_POLL_SECONDS_WHILE_REFRESHING = 1
     page.goto(f"{live_server.url}/clusters/live/connectors/orders-sink/")
     assert buttons(page) == ["Stop", "Pause", "Restart", "Restart task"]
     page.fill("#control-comment", "looking")
